@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Installs the Debian packages dflash-evald needs to build, test and run.
+# The one list of packages lives here; everything else calls this script.
+# Idempotent: installs only what is missing. Needs root (or sudo).
+set -euo pipefail
+
+PACKAGES=(
+  # toolchain
+  build-essential cmake ninja-build ccache pkg-config git
+  # RPC and status vocabulary
+  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libabsl-dev
+  # tensors; libtorch multiplies through libblas.so.3, so bring an optimised BLAS
+  libtorch-dev libopenblas0-pthread
+  # logging, CLI, JSON, results store
+  libspdlog-dev libcli11-dev nlohmann-json3-dev libsqlite3-dev
+  # tests and fuzzing
+  libgtest-dev libgmock-dev clang libclang-rt-14-dev
+  # fixtures, the Python baseline and the training-loop example
+  python3 python3-torch python3-grpcio python3-protobuf
+)
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ "${#missing[@]}" -gt 0 ]; then
+  echo "install-deps: installing ${#missing[@]} package(s): ${missing[*]}"
+  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
+else
+  echo "install-deps: all ${#PACKAGES[@]} packages present"
+fi

@@ -1,0 +1,87 @@
+// File: eval_dataset.h
+// A resident dataset of cached target hidden states (SpecForge offline
+// capture files, dflash-semantics §3): per sample the token ids, the loss
+// mask and one or more feature tensors, each holding a declared list of
+// target layers. Kept on the server's device in the stored dtype.
+//
+// The manifest (dataset.json in the directory) declares the layers:
+//   {"name": "gsm8k-qwen3", "hidden_size": 5120,
+//    "features": {"hidden_states": [1, 16, 31, 46, 61]}}
+// or for the EAGLE-3 layout:
+//    "features": {"aux_hidden_state": [1, 16, 31, 46], "hidden_state": [61]}
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace dflash::data {
+
+struct FeatureGroup {
+  std::string key;             // "hidden_states", "aux_hidden_state", "hidden_state"
+  std::vector<int> layer_ids;  // in column order
+};
+
+struct DatasetSample {
+  int64_t index = 0;           // from the file name (data_17.ckpt -> 17)
+  std::string file;            // relative to the dataset root
+  at::Tensor input_ids;        // [L] int64
+  at::Tensor loss_mask;        // [L] uint8 (0/1)
+  std::vector<at::Tensor> features;  // per group: [L, k_g * H_t]
+};
+
+struct DatasetLoadOptions {
+  std::string name;
+  std::string path;
+  // Overrides / replaces the manifest: feature key -> layer ids.
+  std::map<std::string, std::vector<int>> layer_ids;
+  c10::optional<c10::ScalarType> dtype;  // default: as stored
+  c10::Device device = c10::Device(c10::kCPU);
+  int64_t max_samples = 0;     // 0 = all
+  bool skip_bad_samples = false;
+  int64_t vocab_size = 0;      // when > 0, token ids are checked against it
+};
+
+class EvalDataset {
+ public:
+  static absl::StatusOr<EvalDataset> Load(const DatasetLoadOptions& options);
+
+  const std::string& name() const { return name_; }
+  const std::string& path() const { return path_; }
+  const std::vector<FeatureGroup>& groups() const { return groups_; }
+  // Every layer held, in group then column order.
+  std::vector<int> layer_ids() const;
+  int64_t hidden_size() const { return hidden_size_; }
+  size_t size() const { return samples_.size(); }
+  const DatasetSample& sample(size_t i) const { return samples_[i]; }
+  c10::ScalarType dtype() const { return dtype_; }
+  int64_t bytes() const { return bytes_; }
+  const std::string& fingerprint() const { return fingerprint_; }
+  // Samples skipped under skip_bad_samples, one line each (file: reason).
+  const std::vector<std::string>& skipped() const { return skipped_; }
+
+  // FailedPrecondition "drafter needs layer 61; dataset holds [1, 16, 31, 46]"
+  // when a wanted layer is absent.
+  absl::Status CheckLayers(const std::vector<int>& wanted) const;
+
+  // [L, K*H_t]: the columns of `wanted` layers, in that order (a view or a
+  // single gather; no copy when one group already matches).
+  absl::StatusOr<at::Tensor> Features(size_t i, const std::vector<int>& wanted) const;
+
+ private:
+  std::string name_, path_, fingerprint_;
+  std::vector<FeatureGroup> groups_;
+  int64_t hidden_size_ = 0;
+  c10::ScalarType dtype_ = c10::kFloat;
+  int64_t bytes_ = 0;
+  std::vector<DatasetSample> samples_;
+  std::vector<std::string> skipped_;
+};
+
+}  // namespace dflash::data

@@ -1,0 +1,25 @@
+// File: anchors.h
+// Anchor selection for anchor mode. An anchor is a position a with
+// loss_mask[a] == loss_mask[a+1] == 1 (a+1 < L).
+//   all:    every eligible anchor, in order
+//   even:   m = min(max_blocks, n) of the n eligible anchors, the k-th being
+//           eligible[floor(k * n / m)], k = 0..m-1 (the first always taken)
+//   random: m anchors drawn without replacement with a PRNG seeded by
+//           (seed, sample index), returned sorted: reproducible per sample
+//           and independent of which other samples are evaluated
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "eval/eval_types.h"
+
+namespace dflash::eval {
+
+std::vector<int64_t> EligibleAnchors(const uint8_t* loss_mask, int64_t length);
+
+std::vector<int64_t> SelectAnchors(const uint8_t* loss_mask, int64_t length,
+                                   AnchorStrategy strategy, int64_t max_blocks,
+                                   uint64_t seed, int64_t sample_index);
+
+}  // namespace dflash::eval

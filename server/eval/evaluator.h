@@ -1,0 +1,31 @@
+// File: evaluator.h
+// Block-acceptance evaluation of one drafter on one dataset against the
+// target's embed_tokens and lm_head (dflash-semantics §5): anchor mode (all
+// blocks of a sequence in one batched forward, chunked to a memory budget)
+// and replay mode (the greedy speculative-decode walk, the current block of
+// many sequences batched together).
+#pragma once
+
+#include "absl/status/statusor.h"
+#include "data/eval_dataset.h"
+#include "eval/eval_types.h"
+#include "model/drafter_model.h"
+#include "weights/target_tensors.h"
+
+namespace dflash::eval {
+
+// FailedPrecondition, before any compute, when the three do not fit:
+// missing layers, fc width != K x H_t, drafter hidden != target hidden,
+// mask token outside the vocabulary, block size above the drafter's.
+absl::Status CheckCompatible(const model::DrafterModel& drafter,
+                             const weights::TargetTensors& target,
+                             const data::EvalDataset& dataset,
+                             const EvalOptions& options);
+
+absl::StatusOr<EvalResult> Evaluate(const model::DrafterModel& drafter,
+                                    const weights::TargetTensors& target,
+                                    const data::EvalDataset& dataset,
+                                    const EvalOptions& options,
+                                    const ProgressFn& progress = nullptr);
+
+}  // namespace dflash::eval

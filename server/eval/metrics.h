@@ -1,0 +1,45 @@
+// File: metrics.h
+// Turns per-block outcomes into the metrics of dflash-semantics §5. Pure
+// C++, no torch: the hand-computed tests check it directly.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "eval/eval_types.h"
+
+namespace dflash::eval {
+
+// One scored block. correct[j-1] says whether draft_j matched the label, for
+// the positions j = 1.. that exist (a truncated block at the end of a
+// sequence has fewer than B-1). cross_entropy is empty or the same length.
+struct BlockOutcome {
+  int64_t sample = 0;      // dataset sample index
+  int64_t anchor = 0;
+  std::vector<uint8_t> correct;
+  std::vector<float> cross_entropy;
+};
+
+class MetricsAccumulator {
+ public:
+  explicit MetricsAccumulator(int64_t block_size);
+
+  // Registers a sample (for per-sample summaries and tau) before its blocks.
+  void BeginSample(int64_t sample, int64_t length, int64_t first_response);
+  void Add(const BlockOutcome& block);
+
+  // n = leading matches of a block.
+  static int64_t LeadingMatches(const std::vector<uint8_t>& correct);
+
+  EvalResult Finish(Mode mode) const;
+
+ private:
+  int64_t block_size_;
+  std::vector<PositionMetrics> positions_;
+  std::vector<double> ce_sum_;
+  std::vector<int64_t> histogram_;
+  std::vector<SampleSummary> samples_;  // in BeginSample order
+  int64_t blocks_ = 0, tokens_ = 0, accept_sum_ = 0;
+};
+
+}  // namespace dflash::eval

@@ -1,0 +1,41 @@
+// File: weight_map.h
+// Strict validation of a checkpoint against an expected schema, and loading
+// of the validated tensors. Wrapper prefixes (module., _orig_mod.,
+// _fsdp_wrapped_module., model., draft_model.) are stripped only when that
+// makes the names match the schema, and the report says which was stripped.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+
+#include "absl/status/statusor.h"
+#include "weights/tensor_source.h"
+#include "weights/weight_report.h"
+#include "weights/weight_spec.h"
+
+namespace dflash::weights {
+
+struct ValidateOptions {
+  bool allow_unexpected = false;  // strict by default
+  bool compute_stats = false;     // reads every tensor
+  std::vector<IgnoreRule> ignore; // tensors present on purpose but unused
+};
+
+// Always returns a report (ok or not) unless the source cannot be read at all.
+// report.ok is false on any missing tensor, shape mismatch, or (unless
+// allowed) unexpected tensor; report.problems lists them, worst first.
+absl::StatusOr<WeightReport> ValidateWeightMap(const TensorSource& source,
+                                               const std::vector<TensorSpec>& schema,
+                                               const ValidateOptions& options);
+
+// Reads every FOUND tensor of a report (which must be ok) converted to
+// `dtype` on `device`, keyed by schema name. Computes the fingerprint and
+// stats into `report` when they are not there yet.
+absl::StatusOr<std::map<std::string, at::Tensor>> LoadValidatedWeights(
+    const TensorSource& source, WeightReport& report, c10::ScalarType dtype,
+    c10::Device device);
+
+}  // namespace dflash::weights

@@ -1,0 +1,25 @@
+// File: weight_spec.h
+// The expected tensors of a model, by schema name and shape, in the spirit
+// of llama.cpp's loader: the checkpoint is checked against this list and any
+// difference is reported, never guessed around.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace dflash::weights {
+
+struct TensorSpec {
+  std::string name;             // schema name: "layers.0.self_attn.q_proj.weight"
+  std::vector<int64_t> shape;   // expected shape
+  bool required = true;         // optional tensors (biases) may be absent
+};
+
+// A tensor present in the file that the model does not use, on purpose.
+struct IgnoreRule {
+  std::string suffix;           // matched against the normalised name's end
+  std::string reason;           // "the drafter borrows the target's embed_tokens"
+};
+
+}  // namespace dflash::weights
