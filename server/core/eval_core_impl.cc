@@ -3,10 +3,14 @@
 #include <filesystem>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/status_macros.h"
 #include "core/device.h"
+#include "core/resident.h"
 #include "dflash/build_info.h"
 
 namespace dflash::core {
+namespace fs = std::filesystem;
 
 const char* ResourceKindName(ResourceKind kind) {
   switch (kind) {
@@ -17,11 +21,11 @@ const char* ResourceKindName(ResourceKind kind) {
   return "?";
 }
 
-struct EvalCoreImpl::Resident {};
+using Clock = std::chrono::steady_clock;
 
 absl::StatusOr<std::unique_ptr<EvalCoreImpl>> EvalCoreImpl::Create(CoreOptions options) {
   std::error_code ec;
-  std::filesystem::create_directories(options.state_dir, ec);
+  fs::create_directories(options.state_dir, ec);
   if (ec) {
     return absl::FailedPreconditionError(absl::StrCat(
         "cannot create state directory '", options.state_dir, "': ", ec.message()));
@@ -29,16 +33,15 @@ absl::StatusOr<std::unique_ptr<EvalCoreImpl>> EvalCoreImpl::Create(CoreOptions o
   if (options.data_roots.empty()) {
     options.data_roots = {options.state_dir + "/models", options.state_dir + "/datasets"};
   }
-  auto roots = DataRoots::Create(options.data_roots);
-  if (!roots.ok()) return roots.status();
-  return std::unique_ptr<EvalCoreImpl>(new EvalCoreImpl(std::move(options), *std::move(roots)));
+  ASSIGN_OR_RETURN(DataRoots roots, DataRoots::Create(options.data_roots));
+  return std::unique_ptr<EvalCoreImpl>(new EvalCoreImpl(std::move(options), std::move(roots)));
 }
 
 EvalCoreImpl::EvalCoreImpl(CoreOptions options, DataRoots roots)
     : options_(std::move(options)),
       roots_(std::move(roots)),
       start_time_(std::chrono::system_clock::now()),
-      start_steady_(std::chrono::steady_clock::now()),
+      start_steady_(Clock::now()),
       resident_(std::make_unique<Resident>()) {}
 
 EvalCoreImpl::~EvalCoreImpl() = default;
@@ -58,36 +61,81 @@ ServerInfo EvalCoreImpl::GetServerInfo() const {
   info.default_dtype = default_dtype();
   info.intra_op_threads = options_.threads;
   info.blas = DescribeBlas();
-  info.start_time_unix_micros = std::chrono::duration_cast<std::chrono::microseconds>(
-      start_time_.time_since_epoch()).count();
-  info.uptime_seconds = std::chrono::duration<double>(
-      std::chrono::steady_clock::now() - start_steady_).count();
+  info.start_time_unix_micros =
+      std::chrono::duration_cast<std::chrono::microseconds>(start_time_.time_since_epoch())
+          .count();
+  info.uptime_seconds = std::chrono::duration<double>(Clock::now() - start_steady_).count();
   info.data_roots = roots_.roots();
   info.state_dir = options_.state_dir;
+  std::lock_guard<std::mutex> lock(resident_->mu);
+  info.resident_targets = static_cast<int>(resident_->targets.size());
+  info.resident_drafters = static_cast<int>(resident_->drafters.size());
+  info.resident_datasets = static_cast<int>(resident_->datasets.size());
+  for (DeviceInfo& d : info.devices) {
+    auto add = [&d](const ResourceInfo& r) {
+      if (r.device == d.name) d.used_memory_bytes += r.bytes;
+    };
+    for (const auto& [_, t] : resident_->targets) add(t.info);
+    for (const auto& [_, t] : resident_->drafters) add(t.info);
+    for (const auto& [_, t] : resident_->datasets) add(t.info);
+  }
   return info;
 }
 
-absl::StatusOr<weights::WeightReport> EvalCoreImpl::ValidateCheckpoint(const ValidateParams&) {
-  return absl::UnimplementedError("ValidateCheckpoint is not implemented yet");
+std::vector<ResourceInfo> EvalCoreImpl::ListResources(std::optional<ResourceKind> kind) const {
+  std::vector<ResourceInfo> out;
+  std::lock_guard<std::mutex> lock(resident_->mu);
+  auto want = [&kind](ResourceKind k) { return !kind || *kind == k; };
+  if (want(ResourceKind::kTarget)) {
+    for (const auto& [_, e] : resident_->targets) out.push_back(e.info);
+  }
+  if (want(ResourceKind::kDrafter)) {
+    for (const auto& [_, e] : resident_->drafters) out.push_back(e.info);
+  }
+  if (want(ResourceKind::kDataset)) {
+    for (const auto& [_, e] : resident_->datasets) out.push_back(e.info);
+  }
+  return out;
 }
-absl::StatusOr<LoadResult> EvalCoreImpl::LoadDrafter(const LoadDrafterParams&) {
-  return absl::UnimplementedError("LoadDrafter is not implemented yet");
+
+namespace {
+
+// Removes `name` from `map` unless something (an evaluation) still holds it.
+template <typename Map, typename Member>
+absl::StatusOr<ResourceInfo> Erase(Map& map, const std::string& name, ResourceKind kind,
+                                   Member member) {
+  auto it = map.find(name);
+  if (it == map.end()) {
+    std::vector<std::string> names;
+    for (const auto& [n, _] : map) names.push_back(n);
+    return absl::NotFoundError(absl::StrCat(
+        "no resident ", ResourceKindName(kind), " named '", name, "' (resident: ",
+        names.empty() ? "none" : absl::StrJoin(names, ", "), ")"));
+  }
+  if ((it->second.*member).use_count() > 1) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        ResourceKindName(kind), " '", name,
+        "' is in use by a running evaluation; unload it when that finishes"));
+  }
+  ResourceInfo info = it->second.info;
+  map.erase(it);
+  return info;
 }
-absl::StatusOr<LoadResult> EvalCoreImpl::LoadTarget(const LoadTargetParams&) {
-  return absl::UnimplementedError("LoadTarget is not implemented yet");
-}
-absl::StatusOr<LoadResult> EvalCoreImpl::LoadDataset(const LoadDatasetParams&) {
-  return absl::UnimplementedError("LoadDataset is not implemented yet");
-}
-absl::StatusOr<ResourceInfo> EvalCoreImpl::Unload(ResourceKind, const std::string&) {
-  return absl::UnimplementedError("Unload is not implemented yet");
-}
-std::vector<ResourceInfo> EvalCoreImpl::ListResources(std::optional<ResourceKind>) const {
-  return {};
-}
-absl::StatusOr<eval::EvalResult> EvalCoreImpl::RunEval(const EvalParams&,
-                                                       const eval::ProgressFn&) {
-  return absl::UnimplementedError("RunEval is not implemented yet");
+
+}  // namespace
+
+absl::StatusOr<ResourceInfo> EvalCoreImpl::Unload(ResourceKind kind, const std::string& name) {
+  if (name.empty()) return absl::InvalidArgumentError("unload: name is empty");
+  std::lock_guard<std::mutex> lock(resident_->mu);
+  switch (kind) {
+    case ResourceKind::kTarget:
+      return Erase(resident_->targets, name, kind, &Resident::Target::tensors);
+    case ResourceKind::kDrafter:
+      return Erase(resident_->drafters, name, kind, &Resident::Drafter::model);
+    case ResourceKind::kDataset:
+      return Erase(resident_->datasets, name, kind, &Resident::Dataset::dataset);
+  }
+  return absl::InternalError("unknown resource kind");
 }
 
 }  // namespace dflash::core

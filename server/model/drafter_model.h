@@ -60,6 +60,11 @@ class DrafterModel {
   // Bytes held by the weights.
   int64_t bytes() const;
 
+  // Placement and the fc input width (K x H_t), for compatibility checks.
+  c10::ScalarType dtype() const { return fc_.scalar_type(); }
+  c10::Device device() const { return fc_.device(); }
+  int64_t fc_in_features() const { return fc_.size(1); }
+
  private:
   struct Layer {
     at::Tensor input_norm, post_norm;

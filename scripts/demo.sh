@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# The demo: installs what is missing, builds, generates a small model (target
+# embed/lm_head, a DFlash drafter, cached hidden states), starts dflash-evald
+# on it, and evaluates the drafter through the real client.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+bash scripts/build.sh
+BUILD_DIR="${BUILD_DIR:-build}"
+EVALD="$BUILD_DIR/server/dflash-evald"
+EVAL="$BUILD_DIR/client/dflash-eval"
+
+WORK="${DEMO_DIR:-$(mktemp -d /tmp/dflash-demo.XXXXXX)}"
+mkdir -p "$WORK"
+echo "== generating a small model and dataset in $WORK/data"
+/usr/bin/python3 tools/dflash_ref/make_fixture.py "$WORK/data" --size "${DEMO_SIZE:-small}"
+
+echo "== starting dflash-evald"
+rm -f "$WORK/port"
+"$EVALD" --listen 127.0.0.1:0 --port-file "$WORK/port" --state-dir "$WORK/state" \
+  --data-root "$WORK/data" --log-level warn &
+SERVER_PID=$!
+trap 'kill "$SERVER_PID" 2>/dev/null; wait "$SERVER_PID" 2>/dev/null || true' EXIT
+for _ in $(seq 1 300); do
+  [ -s "$WORK/port" ] && break
+  kill -0 "$SERVER_PID" 2>/dev/null || { echo "dflash-evald exited before serving" >&2; exit 1; }
+  sleep 0.1
+done
+export DFLASH_EVAL_SERVER="127.0.0.1:$(cat "$WORK/port")"
+
+run() { echo; echo "\$ dflash-eval $*"; "$EVAL" "$@"; }
+run info
+run load-target "$WORK/data/target" --name demo-target
+run load-dataset "$WORK/data/dataset" --name demo-data
+run validate "$WORK/data/drafter-pt"
+run load-drafter "$WORK/data/drafter" --name demo-drafter
+run ls
+run eval --drafter demo-drafter --dataset demo-data --mode anchor --anchors all
+run eval --drafter demo-drafter --dataset demo-data --mode replay
+echo
+echo "demo finished; files are in $WORK"

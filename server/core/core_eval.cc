@@ -1,0 +1,115 @@
+// EvalCoreImpl::RunEval: resolve the three resident objects (or load a
+// checkpoint for this one evaluation), check they fit, evaluate.
+#include <chrono>
+
+#include <ATen/ATen.h>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/status_macros.h"
+#include "core/eval_core_impl.h"
+#include "core/placement.h"
+#include "core/resident.h"
+#include "eval/evaluator.h"
+#include "model/drafter_schema.h"
+#include "weights/checkpoint_open.h"
+#include "weights/weight_map.h"
+
+namespace dflash::core {
+namespace {
+
+template <typename Map>
+std::string Names(const Map& map) {
+  std::vector<std::string> names;
+  for (const auto& [n, _] : map) names.push_back(n);
+  return names.empty() ? "none" : absl::StrJoin(names, ", ");
+}
+
+// Finds `name` in `map`; an empty name picks the only entry.
+template <typename Map>
+absl::StatusOr<typename Map::const_iterator> Pick(const Map& map, const std::string& name,
+                                                  const char* kind, const char* flag,
+                                                  const char* load_command) {
+  if (name.empty()) {
+    if (map.size() == 1) return map.begin();
+    if (map.empty()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "no ", kind, " is loaded; load one first (dflash-eval ", load_command, ")"));
+    }
+    return absl::InvalidArgumentError(absl::StrCat("several ", kind, "s are resident (",
+                                                   Names(map), "); name one with ", flag));
+  }
+  auto it = map.find(name);
+  if (it == map.end()) {
+    return absl::NotFoundError(absl::StrCat("no resident ", kind, " named '", name,
+                                            "' (resident: ", Names(map), ")"));
+  }
+  return it;
+}
+
+}  // namespace
+
+absl::StatusOr<eval::EvalResult> EvalCoreImpl::RunEval(const EvalParams& params,
+                                                       const eval::ProgressFn& progress) {
+  const auto start = std::chrono::steady_clock::now();
+  if (params.drafter.empty() == params.checkpoint_path.empty()) {
+    return absl::InvalidArgumentError(
+        params.drafter.empty() ? "give a resident drafter name or a checkpoint path"
+                               : "give a resident drafter name or a checkpoint path, not both");
+  }
+  if (params.dataset.empty()) return absl::InvalidArgumentError("dataset is required");
+
+  std::shared_ptr<const weights::TargetTensors> target;
+  std::shared_ptr<const data::EvalDataset> dataset;
+  std::shared_ptr<const model::DrafterModel> drafter;
+  std::string drafter_fingerprint, device, dtype;
+  {
+    std::lock_guard<std::mutex> lock(resident_->mu);
+    ASSIGN_OR_RETURN(auto t, Pick(resident_->targets, params.target, "target", "--target",
+                                  "load-target PATH"));
+    target = t->second.tensors;
+    ASSIGN_OR_RETURN(auto d, Pick(resident_->datasets, params.dataset, "dataset", "--dataset",
+                                  "load-dataset PATH"));
+    dataset = d->second.dataset;
+    if (!params.drafter.empty()) {
+      ASSIGN_OR_RETURN(auto m, Pick(resident_->drafters, params.drafter, "drafter", "--drafter",
+                                    "load-drafter PATH"));
+      drafter = m->second.model;
+      drafter_fingerprint = m->second.info.fingerprint;
+      device = m->second.info.device;
+      dtype = m->second.info.dtype;
+    }
+  }
+  if (!drafter) {
+    // One-shot: load the checkpoint for this evaluation only, in the
+    // target's placement, strictly validated.
+    LoadDrafterParams load;
+    load.path = params.checkpoint_path;
+    load.device = target->embed.device().str();
+    load.dtype = DTypeLabel(target->embed.scalar_type());
+    load.name = absl::StrCat("__oneshot__", NowUnixMicros());
+    ASSIGN_OR_RETURN(LoadResult loaded, LoadDrafter(load));
+    {
+      std::lock_guard<std::mutex> lock(resident_->mu);
+      auto it = resident_->drafters.find(loaded.resource.name);
+      if (it == resident_->drafters.end()) return absl::InternalError("one-shot drafter vanished");
+      drafter = it->second.model;
+      resident_->drafters.erase(it);
+    }
+    drafter_fingerprint = loaded.resource.fingerprint;
+    device = loaded.resource.device;
+    dtype = loaded.resource.dtype;
+  }
+
+  RETURN_IF_ERROR(eval::CheckCompatible(*drafter, *target, *dataset, params.options));
+  const double setup =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ASSIGN_OR_RETURN(eval::EvalResult result,
+                   eval::Evaluate(*drafter, *target, *dataset, params.options, progress));
+  result.setup_seconds += setup;
+  result.device = device;
+  result.dtype = dtype;
+  return result;
+}
+
+}  // namespace dflash::core

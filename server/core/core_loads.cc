@@ -1,0 +1,302 @@
+// EvalCoreImpl: validating and loading checkpoints, targets and datasets.
+#include <chrono>
+#include <filesystem>
+
+#include <ATen/ATen.h>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/status_macros.h"
+#include "common/torch_guard.h"
+#include "core/eval_core_impl.h"
+#include "core/placement.h"
+#include "core/resident.h"
+#include "model/drafter_config.h"
+#include "model/drafter_schema.h"
+#include "weights/checkpoint_open.h"
+#include "weights/weight_map.h"
+
+namespace dflash::core {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double SecondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// A checkpoint opened, its config parsed and its weight map validated.
+struct CheckedCheckpoint {
+  weights::OpenedCheckpoint opened;
+  model::DrafterConfig config;
+  weights::WeightReport report;
+};
+
+// Facts that tie the weights to the config, and the mismatch that the
+// original harness never caught: fc's width against target_layer_ids.
+void AddConfigFacts(const model::DrafterConfig& cfg, int64_t target_hidden,
+                    weights::WeightReport& report) {
+  const int64_t k = cfg.num_target_features();
+  report.facts.push_back(model::DescribeConfig(cfg));
+  for (const weights::TensorEntry& t : report.tensors) {
+    if (t.name != "fc.weight" || t.shape.size() != 2) continue;
+    const int64_t width = t.shape[1];
+    if (width == k * target_hidden) {
+      report.facts.push_back(absl::StrCat(
+          "fc expects ", k, " target layers x ", target_hidden, " = ", width,
+          " input features; config lists target_layer_ids [",
+          absl::StrJoin(cfg.target_layer_ids, ", "), "]"));
+    } else if (width % target_hidden == 0) {
+      report.problems.insert(
+          report.problems.begin(),
+          absl::StrCat("fc.weight takes ", width, " input features = ", width / target_hidden,
+                       " target layers x ", target_hidden, ", but the config lists ", k,
+                       " target_layer_ids [", absl::StrJoin(cfg.target_layer_ids, ", "),
+                       "] (", k * target_hidden, " features)"));
+    }
+  }
+  for (const std::string& w : cfg.warnings) report.facts.push_back("warning: " + w);
+}
+
+}  // namespace
+
+// Opens, parses and validates; `target_hidden` 0 = the drafter's own H.
+static absl::StatusOr<CheckedCheckpoint> CheckCheckpoint(const DataRoots& roots,
+                                                         const std::string& path,
+                                                         const std::string& config_path,
+                                                         bool allow_unexpected,
+                                                         bool compute_stats,
+                                                         int64_t target_hidden) {
+  ASSIGN_OR_RETURN(std::string resolved, roots.Resolve(path));
+  std::string resolved_config;
+  if (!config_path.empty()) {
+    ASSIGN_OR_RETURN(resolved_config, roots.Resolve(config_path));
+  }
+  CheckedCheckpoint c;
+  ASSIGN_OR_RETURN(c.opened, weights::OpenCheckpoint(resolved, resolved_config));
+  ASSIGN_OR_RETURN(c.config, model::ParseDrafterConfigFile(c.opened.config_path));
+  if (target_hidden <= 0) target_hidden = c.config.hidden_size;
+  weights::ValidateOptions options;
+  options.allow_unexpected = allow_unexpected;
+  options.compute_stats = compute_stats;
+  options.ignore = model::DrafterIgnoreRules();
+  ASSIGN_OR_RETURN(c.report,
+                   weights::ValidateWeightMap(*c.opened.source,
+                                              model::DrafterSchema(c.config, target_hidden),
+                                              options));
+  c.report.path = resolved;
+  c.report.config_path = c.opened.config_path;
+  AddConfigFacts(c.config, target_hidden, c.report);
+  return c;
+}
+
+// The hidden size of the only resident target, or 0.
+static int64_t SoleTargetHidden(const EvalCoreImpl::Resident& r) {
+  std::lock_guard<std::mutex> lock(r.mu);
+  return r.targets.size() == 1 ? r.targets.begin()->second.tensors->hidden_size : 0;
+}
+
+static int64_t SoleTargetVocab(const EvalCoreImpl::Resident& r) {
+  std::lock_guard<std::mutex> lock(r.mu);
+  return r.targets.size() == 1 ? r.targets.begin()->second.tensors->vocab_size : 0;
+}
+
+absl::StatusOr<weights::WeightReport> EvalCoreImpl::ValidateCheckpoint(
+    const ValidateParams& params) {
+  ASSIGN_OR_RETURN(CheckedCheckpoint c,
+                   CheckCheckpoint(roots_, params.path, params.config_path,
+                                   params.allow_unexpected, params.compute_stats,
+                                   SoleTargetHidden(*resident_)));
+  return c.report;
+}
+
+absl::StatusOr<LoadResult> EvalCoreImpl::LoadDrafter(const LoadDrafterParams& params) {
+  const Clock::time_point start = Clock::now();
+  ASSIGN_OR_RETURN(std::string device, ResolveRequestDevice(params.device, options_.device));
+  const std::string dtype_name = params.dtype.empty()
+                                     ? (device == "cpu" ? "fp32" : "bf16")
+                                     : params.dtype;
+  ASSIGN_OR_RETURN(c10::ScalarType dtype, ParseDType(dtype_name));
+  ASSIGN_OR_RETURN(std::string resolved, roots_.Resolve(params.path));
+  const std::string name = params.name.empty() ? DefaultName(resolved) : params.name;
+  const std::string signature = absl::StrCat(resolved, "|", params.config_path, "|",
+                                             dtype_name, "|", device, "|",
+                                             DiskSignature(resolved));
+
+  std::lock_guard<std::mutex> load_lock(resident_->load_mu);
+  {
+    std::lock_guard<std::mutex> lock(resident_->mu);
+    auto it = resident_->drafters.find(name);
+    if (it != resident_->drafters.end()) {
+      if (it->second.disk_signature == signature) {
+        LoadResult result;
+        result.resource = it->second.info;
+        result.report = it->second.report;
+        result.reused = true;
+        return result;
+      }
+      return absl::AlreadyExistsError(absl::StrCat(
+          "a different drafter is already resident as '", name, "' (from ",
+          it->second.info.source_path, "); unload it or choose another --name"));
+    }
+  }
+
+  ASSIGN_OR_RETURN(CheckedCheckpoint c,
+                   CheckCheckpoint(roots_, params.path, params.config_path,
+                                   params.allow_unexpected, /*compute_stats=*/false,
+                                   SoleTargetHidden(*resident_)));
+  // A failed load says what is wrong: the report's problems go into the message.
+  if (!c.report.ok) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "checkpoint '", resolved, "' does not match its config (", c.report.missing,
+        " missing, ", c.report.shape_mismatches, " shape mismatch(es), ", c.report.unexpected,
+        " unexpected); nothing was loaded:\n  - ", absl::StrJoin(c.report.problems, "\n  - ")));
+  }
+  ASSIGN_OR_RETURN(auto tensors,
+                   weights::LoadValidatedWeights(*c.opened.source, c.report, dtype,
+                                                 c10::Device(device)));
+  ASSIGN_OR_RETURN(model::DrafterModel model,
+                   model::DrafterModel::Create(c.config, std::move(tensors)),
+                   "building drafter from '", resolved, "'");
+
+  Resident::Drafter entry;
+  entry.model = std::make_shared<const model::DrafterModel>(std::move(model));
+  entry.report = c.report;
+  entry.disk_signature = signature;
+  ResourceInfo& info = entry.info;
+  info.kind = ResourceKind::kDrafter;
+  info.name = name;
+  info.source_path = resolved;
+  info.device = device;
+  info.dtype = dtype_name;
+  info.bytes = entry.model->bytes();
+  info.fingerprint = c.report.fingerprint;
+  info.summary = model::DescribeConfig(c.config);
+  info.load_time_unix_micros = NowUnixMicros();
+  info.load_seconds = SecondsSince(start);
+
+  LoadResult result;
+  result.resource = info;
+  result.report = c.report;
+  result.warnings = c.config.warnings;
+  std::lock_guard<std::mutex> lock(resident_->mu);
+  resident_->drafters[name] = std::move(entry);
+  return result;
+}
+
+absl::StatusOr<LoadResult> EvalCoreImpl::LoadTarget(const LoadTargetParams& params) {
+  const Clock::time_point start = Clock::now();
+  ASSIGN_OR_RETURN(std::string device, ResolveRequestDevice(params.device, options_.device));
+  const std::string dtype_name = params.dtype.empty()
+                                     ? (device == "cpu" ? "fp32" : "bf16")
+                                     : params.dtype;
+  ASSIGN_OR_RETURN(c10::ScalarType dtype, ParseDType(dtype_name));
+  ASSIGN_OR_RETURN(std::string resolved, roots_.Resolve(params.path));
+  const std::string name = params.name.empty() ? DefaultName(resolved) : params.name;
+
+  std::lock_guard<std::mutex> load_lock(resident_->load_mu);
+  {
+    std::lock_guard<std::mutex> lock(resident_->mu);
+    auto it = resident_->targets.find(name);
+    if (it != resident_->targets.end()) {
+      if (it->second.info.source_path == resolved && it->second.info.dtype == dtype_name &&
+          it->second.info.device == device) {
+        LoadResult result;
+        result.resource = it->second.info;
+        result.reused = true;
+        return result;
+      }
+      return absl::AlreadyExistsError(absl::StrCat(
+          "a different target is already resident as '", name, "' (from ",
+          it->second.info.source_path, "); unload it or choose another --name"));
+    }
+  }
+  weights::TargetLoadOptions options{dtype, c10::Device(device), params.load_final_norm};
+  ASSIGN_OR_RETURN(weights::TargetTensors tensors, weights::LoadTargetTensors(resolved, options));
+
+  Resident::Target entry;
+  entry.tensors = std::make_shared<const weights::TargetTensors>(std::move(tensors));
+  const weights::TargetTensors& t = *entry.tensors;
+  ResourceInfo& info = entry.info;
+  info.kind = ResourceKind::kTarget;
+  info.name = name;
+  info.source_path = resolved;
+  info.device = device;
+  info.dtype = dtype_name;
+  info.bytes = t.embed.nbytes() + (t.tied ? 0 : t.lm_head.nbytes()) +
+               (t.norm.defined() ? t.norm.nbytes() : 0);
+  info.fingerprint = t.fingerprint;
+  info.summary = absl::StrCat("V=", t.vocab_size, ", H=", t.hidden_size, ", ", t.family,
+                              t.tied ? ", lm_head tied to embed_tokens" : "",
+                              t.norm.defined() ? ", final norm" : "");
+  info.load_time_unix_micros = NowUnixMicros();
+  info.load_seconds = SecondsSince(start);
+  LoadResult result;
+  result.resource = info;
+  result.warnings = {};
+  for (const std::string& f : t.facts) result.warnings.push_back(f);
+  std::lock_guard<std::mutex> lock(resident_->mu);
+  resident_->targets[name] = std::move(entry);
+  return result;
+}
+
+absl::StatusOr<LoadResult> EvalCoreImpl::LoadDataset(const LoadDatasetParams& params) {
+  const Clock::time_point start = Clock::now();
+  ASSIGN_OR_RETURN(std::string device, ResolveRequestDevice(params.device, options_.device));
+  data::DatasetLoadOptions options;
+  if (!params.dtype.empty()) {
+    ASSIGN_OR_RETURN(c10::ScalarType dtype, ParseDType(params.dtype));
+    options.dtype = dtype;
+  }
+  ASSIGN_OR_RETURN(options.path, roots_.Resolve(params.path));
+  options.name = params.name.empty() ? DefaultName(options.path) : params.name;
+  options.layer_ids = params.layer_ids;
+  options.device = c10::Device(device);
+  options.max_samples = params.max_samples;
+  options.skip_bad_samples = params.skip_bad_samples;
+  options.vocab_size = SoleTargetVocab(*resident_);
+
+  std::lock_guard<std::mutex> load_lock(resident_->load_mu);
+  {
+    std::lock_guard<std::mutex> lock(resident_->mu);
+    auto it = resident_->datasets.find(options.name);
+    if (it != resident_->datasets.end()) {
+      if (it->second.info.source_path == options.path) {
+        LoadResult result;
+        result.resource = it->second.info;
+        result.reused = true;
+        return result;
+      }
+      return absl::AlreadyExistsError(absl::StrCat(
+          "a different dataset is already resident as '", options.name, "' (from ",
+          it->second.info.source_path, "); unload it or choose another --name"));
+    }
+  }
+  ASSIGN_OR_RETURN(data::EvalDataset dataset, data::EvalDataset::Load(options));
+
+  Resident::Dataset entry;
+  entry.dataset = std::make_shared<const data::EvalDataset>(std::move(dataset));
+  const data::EvalDataset& d = *entry.dataset;
+  ResourceInfo& info = entry.info;
+  info.kind = ResourceKind::kDataset;
+  info.name = options.name;
+  info.source_path = options.path;
+  info.device = device;
+  info.dtype = DTypeLabel(d.dtype());
+  info.bytes = d.bytes();
+  info.fingerprint = d.fingerprint();
+  int64_t tokens = 0;
+  for (size_t i = 0; i < d.size(); ++i) tokens += d.sample(i).input_ids.numel();
+  info.summary = absl::StrCat(d.size(), " samples, ", tokens, " tokens, layers [",
+                              absl::StrJoin(d.layer_ids(), ", "), "], H=", d.hidden_size());
+  info.load_time_unix_micros = NowUnixMicros();
+  info.load_seconds = SecondsSince(start);
+  LoadResult result;
+  result.resource = info;
+  for (const std::string& s : d.skipped()) result.warnings.push_back("skipped " + s);
+  std::lock_guard<std::mutex> lock(resident_->mu);
+  resident_->datasets[options.name] = std::move(entry);
+  return result;
+}
+
+}  // namespace dflash::core

@@ -1,0 +1,45 @@
+// File: resident.h (internal to core/)
+// The resident objects and the lock that guards them. Entries hold
+// shared_ptrs so an evaluation keeps what it uses alive, and Unload can tell
+// (use_count) that something is still in use.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "core/eval_core.h"
+#include "core/eval_core_impl.h"
+#include "data/eval_dataset.h"
+#include "model/drafter_model.h"
+#include "weights/target_tensors.h"
+#include "weights/weight_report.h"
+
+namespace dflash::core {
+
+struct EvalCoreImpl::Resident {
+  struct Target {
+    ResourceInfo info;
+    std::shared_ptr<const weights::TargetTensors> tensors;
+  };
+  struct Drafter {
+    ResourceInfo info;
+    std::shared_ptr<const model::DrafterModel> model;
+    weights::WeightReport report;
+    std::string disk_signature;  // path, dtype, device, file sizes and mtimes
+  };
+  struct Dataset {
+    ResourceInfo info;
+    std::shared_ptr<const data::EvalDataset> dataset;
+  };
+
+  mutable std::mutex mu;  // guards the maps
+  std::map<std::string, Target> targets;
+  std::map<std::string, Drafter> drafters;
+  std::map<std::string, Dataset> datasets;
+  // Serialises loads, so two never race for the same device memory.
+  std::mutex load_mu;
+};
+
+}  // namespace dflash::core

@@ -1,0 +1,238 @@
+#include "eval/evaluator.h"
+
+#include <algorithm>
+#include <chrono>
+#include <vector>
+
+#include <ATen/ATen.h>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/status_macros.h"
+#include "common/torch_guard.h"
+#include "eval/anchors.h"
+#include "eval/block_scorer.h"
+#include "eval/metrics.h"
+
+namespace dflash::eval {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+int64_t BlockSize(const model::DrafterModel& drafter, const EvalOptions& options) {
+  return options.block_size > 0 ? options.block_size : drafter.config().block_size;
+}
+
+// First position with loss_mask == 1, or -1.
+int64_t FirstResponse(const std::vector<uint8_t>& mask) {
+  for (size_t i = 0; i < mask.size(); ++i) {
+    if (mask[i]) return static_cast<int64_t>(i);
+  }
+  return -1;
+}
+
+std::vector<uint8_t> MaskOnHost(const at::Tensor& mask) {
+  at::Tensor m = mask.to(at::kCPU, at::kByte).contiguous();
+  return std::vector<uint8_t>(m.data_ptr<uint8_t>(), m.data_ptr<uint8_t>() + m.numel());
+}
+
+std::vector<int64_t> TokensOnHost(const at::Tensor& ids) {
+  at::Tensor t = ids.to(at::kCPU, at::kLong).contiguous();
+  return std::vector<int64_t>(t.data_ptr<int64_t>(), t.data_ptr<int64_t>() + t.numel());
+}
+
+size_t NumSamples(const data::EvalDataset& dataset, const EvalOptions& options) {
+  return options.max_samples > 0
+             ? std::min(dataset.size(), static_cast<size_t>(options.max_samples))
+             : dataset.size();
+}
+
+absl::StatusOr<EvalResult> RunAnchor(const BlockScorer& scorer, const data::EvalDataset& dataset,
+                                     const EvalOptions& options, const ProgressFn& progress) {
+  const int64_t B = scorer.block_size();
+  const size_t n = NumSamples(dataset, options);
+  MetricsAccumulator acc(B);
+  // Anchors first, so progress knows the total.
+  std::vector<std::vector<int64_t>> anchors(n);
+  EvalProgress prog;
+  prog.samples_total = static_cast<int64_t>(n);
+  std::vector<std::vector<uint8_t>> masks(n);
+  for (size_t i = 0; i < n; ++i) {
+    masks[i] = MaskOnHost(dataset.sample(i).loss_mask);
+    anchors[i] = SelectAnchors(masks[i].data(), static_cast<int64_t>(masks[i].size()),
+                               options.anchors, options.max_blocks, options.seed,
+                               dataset.sample(i).index);
+    prog.blocks_total += static_cast<int64_t>(anchors[i].size());
+  }
+  for (size_t i = 0; i < n; ++i) {
+    const data::DatasetSample& sample = dataset.sample(i);
+    const std::vector<int64_t> tokens = TokensOnHost(sample.input_ids);
+    const int64_t L = static_cast<int64_t>(tokens.size());
+    acc.BeginSample(sample.index, L, FirstResponse(masks[i]));
+    if (!anchors[i].empty()) {
+      ASSIGN_OR_RETURN(model::ContextCache ctx, scorer.EncodeSamples({i}),
+                       "sample ", sample.index, " (", sample.file, ")");
+      const std::vector<int64_t>& a = anchors[i];
+      const int64_t per_chunk = scorer.BlocksPerChunk(ctx.max_len);
+      for (size_t begin = 0; begin < a.size(); begin += per_chunk) {
+        const size_t end = std::min(a.size(), begin + static_cast<size_t>(per_chunk));
+        std::vector<BlockRequest> blocks;
+        for (size_t b = begin; b < end; ++b) {
+          blocks.push_back(BlockRequest{0, a[b], L, &tokens});
+        }
+        ASSIGN_OR_RETURN(std::vector<BlockScore> scores, scorer.Score(blocks, ctx, true),
+                         "sample ", sample.index, " (", sample.file, ")");
+        for (size_t b = 0; b < scores.size(); ++b) {
+          acc.Add(BlockOutcome{sample.index, blocks[b].anchor, std::move(scores[b].correct),
+                               std::move(scores[b].cross_entropy)});
+        }
+        prog.blocks_done += static_cast<int64_t>(blocks.size());
+        if (progress && !progress(prog)) {
+          return absl::CancelledError("evaluation cancelled");
+        }
+      }
+    }
+    ++prog.samples_done;
+  }
+  return acc.Finish(Mode::kAnchor);
+}
+
+// One sequence's walk state in replay mode.
+struct Walk {
+  size_t sample = 0;
+  std::vector<int64_t> tokens;
+  int64_t end = 0;      // L' = min(L, P + max_new_tokens)
+  int64_t pos = 0;      // current anchor s
+  int64_t blocks = 0;
+  bool active = true;
+};
+
+absl::StatusOr<EvalResult> RunReplay(const BlockScorer& scorer, const data::EvalDataset& dataset,
+                                     const EvalOptions& options, const ProgressFn& progress) {
+  const int64_t B = scorer.block_size();
+  const size_t n = NumSamples(dataset, options);
+  MetricsAccumulator acc(B);
+  EvalProgress prog;
+  prog.samples_total = static_cast<int64_t>(n);
+  std::vector<Walk> walks;
+  for (size_t i = 0; i < n; ++i) {
+    const data::DatasetSample& sample = dataset.sample(i);
+    Walk w;
+    w.sample = i;
+    w.tokens = TokensOnHost(sample.input_ids);
+    const int64_t L = static_cast<int64_t>(w.tokens.size());
+    const int64_t P = FirstResponse(MaskOnHost(sample.loss_mask));
+    acc.BeginSample(sample.index, L, P);
+    if (P < 0) {  // no response tokens: nothing to draft
+      ++prog.samples_done;
+      continue;
+    }
+    w.end = options.max_new_tokens > 0 ? std::min(L, P + options.max_new_tokens) : L;
+    w.pos = P;
+    w.active = w.pos < w.end;
+    // The walk takes at most end - P blocks (each advances at least one).
+    prog.blocks_total += options.max_blocks > 0 ? std::min(options.max_blocks, w.end - P)
+                                                : w.end - P;
+    walks.push_back(std::move(w));
+  }
+  // Sequences walk in groups that share one batched forward per step; the
+  // group's context K/V is computed once and reused by every step.
+  const size_t group = static_cast<size_t>(std::max<int64_t>(1, scorer.SequencesPerGroup()));
+  for (size_t g = 0; g < walks.size(); g += group) {
+    const size_t g_end = std::min(walks.size(), g + group);
+    std::vector<size_t> samples;
+    for (size_t w = g; w < g_end; ++w) samples.push_back(walks[w].sample);
+    ASSIGN_OR_RETURN(model::ContextCache ctx, scorer.EncodeSamples(samples));
+    for (;;) {
+      std::vector<BlockRequest> blocks;
+      std::vector<size_t> owner;
+      for (size_t w = g; w < g_end; ++w) {
+        if (!walks[w].active) continue;
+        blocks.push_back(BlockRequest{static_cast<int64_t>(w - g), walks[w].pos, walks[w].end,
+                                      &walks[w].tokens});
+        owner.push_back(w);
+      }
+      if (blocks.empty()) break;
+      ASSIGN_OR_RETURN(std::vector<BlockScore> scores, scorer.Score(blocks, ctx, false));
+      for (size_t b = 0; b < scores.size(); ++b) {
+        Walk& w = walks[owner[b]];
+        const int64_t accepted = MetricsAccumulator::LeadingMatches(scores[b].correct);
+        acc.Add(BlockOutcome{dataset.sample(w.sample).index, w.pos, std::move(scores[b].correct),
+                             {}});
+        w.pos += accepted + 1;
+        ++w.blocks;
+        if (w.pos >= w.end || (options.max_blocks > 0 && w.blocks >= options.max_blocks)) {
+          w.active = false;
+          ++prog.samples_done;
+        }
+      }
+      prog.blocks_done += static_cast<int64_t>(blocks.size());
+      if (progress && !progress(prog)) return absl::CancelledError("evaluation cancelled");
+    }
+  }
+  return acc.Finish(Mode::kReplay);
+}
+
+}  // namespace
+
+absl::Status CheckCompatible(const model::DrafterModel& drafter,
+                             const weights::TargetTensors& target,
+                             const data::EvalDataset& dataset, const EvalOptions& options) {
+  const model::DrafterConfig& cfg = drafter.config();
+  RETURN_IF_ERROR(dataset.CheckLayers(cfg.target_layer_ids));
+  const int64_t k = cfg.num_target_features();
+  if (dataset.hidden_size() != target.hidden_size) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "dataset hidden size ", dataset.hidden_size(), " does not match the target's ",
+        target.hidden_size, " (embed_tokens [", target.vocab_size, ", ", target.hidden_size,
+        "]): the features were captured from another model"));
+  }
+  if (drafter.fc_in_features() != k * dataset.hidden_size()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "drafter fc takes ", drafter.fc_in_features(), " input features; its ", k,
+        " target layers [", absl::StrJoin(cfg.target_layer_ids, ", "), "] x dataset hidden size ",
+        dataset.hidden_size(), " give ", k * dataset.hidden_size()));
+  }
+  if (cfg.hidden_size != target.hidden_size) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "drafter hidden size ", cfg.hidden_size, " does not match the target's ",
+        target.hidden_size, ": the drafter cannot use this target's embed_tokens and lm_head"));
+  }
+  if (cfg.mask_token_id < 0 || cfg.mask_token_id >= target.vocab_size) {
+    return absl::FailedPreconditionError(absl::StrCat("drafter mask_token_id ", cfg.mask_token_id,
+                                                      " is outside the target's vocabulary [0, ",
+                                                      target.vocab_size, ")"));
+  }
+  const int64_t B = BlockSize(drafter, options);
+  if (B < 2 || B > cfg.block_size) {
+    return absl::InvalidArgumentError(absl::StrCat("block size ", B, " must be in [2, ",
+                                                   cfg.block_size, "] (the drafter's)"));
+  }
+  if (drafter.device() != target.embed.device()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "drafter is on ", drafter.device().str(), " but the target is on ",
+        target.embed.device().str(), "; load both on one device"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<EvalResult> Evaluate(const model::DrafterModel& drafter,
+                                    const weights::TargetTensors& target,
+                                    const data::EvalDataset& dataset, const EvalOptions& options,
+                                    const ProgressFn& progress) {
+  RETURN_IF_ERROR(CheckCompatible(drafter, target, dataset, options));
+  const Clock::time_point start = Clock::now();
+  BlockScorer scorer(drafter, target, dataset, BlockSize(drafter, options),
+                     options.max_chunk_elements);
+  absl::StatusOr<EvalResult> result = options.mode == Mode::kAnchor
+                                          ? RunAnchor(scorer, dataset, options, progress)
+                                          : RunReplay(scorer, dataset, options, progress);
+  if (!result.ok()) return result.status();
+  result->compute_seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  result->tokens_per_second =
+      result->compute_seconds > 0 ? result->tokens_scored / result->compute_seconds : 0;
+  result->device = drafter.device().str();
+  return result;
+}
+
+}  // namespace dflash::eval

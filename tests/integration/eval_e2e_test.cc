@@ -1,0 +1,286 @@
+// The whole path on generated files: the real dflash-evald and dflash-eval,
+// a tiny target, drafter and dataset from tools/dflash_ref/make_fixture.py,
+// and results checked against the independent Python reference's numbers.
+#include <signal.h>
+
+#include <filesystem>
+#include <functional>
+#include <fstream>
+#include <memory>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "absl/strings/str_cat.h"
+#include "client/eval_client.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "test_util/process.h"
+#include "test_util/status_matchers.h"
+#include "test_util/temp_dir.h"
+
+namespace dflash {
+namespace {
+
+namespace fs = std::filesystem;
+using ::dflash::testing::BinaryFromEnv;
+using ::dflash::testing::CommandResult;
+using ::dflash::testing::RunCommand;
+using ::dflash::testing::ServerProcess;
+using ::testing::HasSubstr;
+using json = nlohmann::json;
+
+class EvalE2eTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new testing::TempDir();
+    data_ = dir_->Join("data");
+    CommandResult gen = RunCommand(
+        {BinaryFromEnv("DFLASH_FIXTURE_PY"),
+         BinaryFromEnv("DFLASH_SOURCE_DIR") + "/tools/dflash_ref/make_fixture.py", data_,
+         "--size", "tiny"},
+        {}, 300);
+    ASSERT_EQ(gen.exit_code, 0) << gen.out << gen.err;
+    auto server = ServerProcess::Start(dir_->Join("state"), {"--data-root", data_});
+    ASSERT_THAT(server, testing::IsOk());
+    server_ = std::move(server).value().release();
+    ASSERT_EQ(Cli({"load-target", data_ + "/target", "--name", "t"}).exit_code, 0);
+    ASSERT_EQ(Cli({"load-dataset", data_ + "/dataset", "--name", "d"}).exit_code, 0);
+    ASSERT_EQ(Cli({"load-drafter", data_ + "/drafter", "--name", "m"}).exit_code, 0);
+  }
+  static void TearDownTestSuite() {
+    delete server_;
+    server_ = nullptr;
+    delete dir_;
+  }
+
+  static CommandResult Cli(std::vector<std::string> args) {
+    std::vector<std::string> argv = {BinaryFromEnv("DFLASH_EVAL"), "--server", server_->address()};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return RunCommand(argv, {}, 300);
+  }
+
+  static json CliJson(std::vector<std::string> args) {
+    args.insert(args.begin(), "--json");
+    CommandResult r = Cli(args);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    if (r.exit_code != 0) return json::object();
+    return json::parse(r.out);
+  }
+
+  static json Expected(const std::string& name) {
+    std::ifstream in(data_ + "/expected/" + name);
+    return json::parse(in);
+  }
+
+  // The service's result (proto JSON) equals the reference's, count for count.
+  static void ExpectSameMetrics(const json& got, const json& want) {
+    ASSERT_TRUE(got.contains("positions")) << got.dump();
+    EXPECT_EQ(std::stoll(got["blocks"].get<std::string>()), want["blocks"].get<int64_t>());
+    EXPECT_NEAR(got["acceptLengthPooled"].get<double>(), want["accept_length_pooled"].get<double>(),
+                1e-9);
+    EXPECT_NEAR(got["tau"].get<double>(), want["tau"].get<double>(), 1e-9);
+    ASSERT_EQ(got["positions"].size(), want["positions"].size());
+    for (size_t j = 0; j < want["positions"].size(); ++j) {
+      const json& g = got["positions"][j];
+      const json& w = want["positions"][j];
+      EXPECT_EQ(std::stoll(g["counted"].get<std::string>()), w["counted"].get<int64_t>()) << j;
+      EXPECT_EQ(std::stoll(g["correct"].get<std::string>()), w["correct"].get<int64_t>()) << j;
+      EXPECT_EQ(std::stoll(g["accepted"].get<std::string>()), w["accepted"].get<int64_t>()) << j;
+    }
+    ASSERT_EQ(got["acceptedHistogram"].size(), want["accepted_histogram"].size());
+    for (size_t n = 0; n < want["accepted_histogram"].size(); ++n) {
+      EXPECT_EQ(std::stoll(got["acceptedHistogram"][n].get<std::string>()),
+                want["accepted_histogram"][n].get<int64_t>());
+    }
+  }
+
+  static testing::TempDir* dir_;
+  static std::string data_;
+  static ServerProcess* server_;
+};
+
+testing::TempDir* EvalE2eTest::dir_ = nullptr;
+std::string EvalE2eTest::data_;
+ServerProcess* EvalE2eTest::server_ = nullptr;
+
+TEST_F(EvalE2eTest, AnchorModeMatchesTheReference) {
+  json got = CliJson({"eval", "--drafter", "m", "--dataset", "d", "--mode", "anchor",
+                      "--anchors", "all"});
+  ExpectSameMetrics(got, Expected("anchor_all.json"));
+  EXPECT_GT(got["acceptLengthPooled"].get<double>(), 1.0);  // the fixture is drafter-made
+}
+
+TEST_F(EvalE2eTest, ReplayModeMatchesTheReference) {
+  json got = CliJson({"eval", "--drafter", "m", "--dataset", "d", "--mode", "replay"});
+  ExpectSameMetrics(got, Expected("replay.json"));
+}
+
+TEST_F(EvalE2eTest, HumanOutputShowsAcceptLengthAndPositions) {
+  CommandResult r = Cli({"eval", "--drafter", "m", "--dataset", "d", "--mode", "replay"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("accept length (pooled over blocks)"));
+  EXPECT_THAT(r.out, HasSubstr("+ 1 bonus token from the target"));
+  EXPECT_THAT(r.out, HasSubstr("accepted leading matches per block (n)"));
+}
+
+TEST_F(EvalE2eTest, SplitFeatureLayoutGivesTheSameNumbers) {
+  ASSERT_EQ(Cli({"load-dataset", data_ + "/dataset-split", "--name", "split"}).exit_code, 0);
+  json a = CliJson({"eval", "--drafter", "m", "--dataset", "split", "--anchors", "all"});
+  ExpectSameMetrics(a, Expected("anchor_all.json"));
+}
+
+TEST_F(EvalE2eTest, MissingLayerIsRefusedWithBothLists) {
+  ASSERT_EQ(Cli({"load-dataset", data_ + "/dataset-4layers", "--name", "four"}).exit_code, 0);
+  CommandResult r = Cli({"eval", "--drafter", "m", "--dataset", "four"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("FAILED_PRECONDITION: drafter needs layer 9; dataset holds [1, 3, 5, 7]"));
+}
+
+TEST_F(EvalE2eTest, TrainingCheckpointValidatesAndLoadsThroughTheSameCall) {
+  CommandResult v = Cli({"validate", data_ + "/drafter-pt"});
+  EXPECT_EQ(v.exit_code, 0) << v.out << v.err;
+  EXPECT_THAT(v.out, HasSubstr("OK  "));
+  EXPECT_THAT(v.out, HasSubstr("stripped wrapper prefix"));
+  EXPECT_THAT(v.out, HasSubstr("skipped (not tensors)"));
+  // The same weights as the safetensors drafter: same numbers.
+  json got = CliJson({"eval", "--checkpoint", data_ + "/drafter-pt", "--dataset", "d",
+                      "--anchors", "all"});
+  ExpectSameMetrics(got, Expected("anchor_all.json"));
+}
+
+TEST_F(EvalE2eTest, LoadingTheSameCheckpointTwiceReusesIt) {
+  json again = CliJson({"load-drafter", data_ + "/drafter", "--name", "m"});
+  EXPECT_EQ(again["reused"], true);
+  CommandResult other = Cli({"load-drafter", data_ + "/drafter-pt", "--name", "m"});
+  EXPECT_EQ(other.exit_code, 1);
+  EXPECT_THAT(other.err, HasSubstr("ALREADY_EXISTS: a different drafter is already resident as 'm'"));
+}
+
+TEST_F(EvalE2eTest, ListShowsEveryResidentObject) {
+  json ls = CliJson({"ls"});
+  std::vector<std::string> names;
+  for (const json& r : ls["resources"]) names.push_back(r["name"]);
+  EXPECT_THAT(names, ::testing::IsSupersetOf({"t", "d", "m"}));
+  for (const json& r : ls["resources"]) {
+    EXPECT_GT(std::stoll(r["bytes"].get<std::string>()), 0) << r.dump();
+    EXPECT_FALSE(r["fingerprint"].get<std::string>().empty()) << r.dump();
+  }
+}
+
+TEST_F(EvalE2eTest, PathsOutsideTheDataRootsAreRefused) {
+  CommandResult r = Cli({"validate", "/etc"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("PERMISSION_DENIED: path '/etc' is outside the server's data roots"));
+  CommandResult up = Cli({"load-dataset", data_ + "/../../../etc"});
+  EXPECT_EQ(up.exit_code, 1);
+  EXPECT_THAT(up.err, HasSubstr("PERMISSION_DENIED"));
+  CommandResult missing = Cli({"validate", data_ + "/no-such-drafter"});
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_THAT(missing.err, HasSubstr("NOT_FOUND"));
+}
+
+TEST_F(EvalE2eTest, CorruptFilesAreCleanErrorsAndTheServerKeepsServing) {
+  // A drafter directory whose safetensors header claims more bytes than exist.
+  fs::create_directories(data_ + "/broken");
+  fs::copy_file(data_ + "/drafter/config.json", data_ + "/broken/config.json",
+                fs::copy_options::overwrite_existing);
+  {
+    std::ofstream out(data_ + "/broken/model.safetensors", std::ios::binary);
+    const uint64_t len = 1u << 20;
+    out.write(reinterpret_cast<const char*>(&len), 8);
+    out << "{}";
+  }
+  CommandResult r = Cli({"validate", data_ + "/broken"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("INVALID_ARGUMENT"));
+  EXPECT_THAT(r.err, HasSubstr("model.safetensors"));
+  client::EvalClient c(server_->address(), std::chrono::seconds(10));
+  EXPECT_OK(c.Health());
+  EXPECT_EQ(Cli({"info"}).exit_code, 0);
+}
+
+TEST_F(EvalE2eTest, WrongTargetNamesListWhatWasTriedAndWhatExists) {
+  // A copy of the target whose index spells embed_tokens differently.
+  const std::string t = data_ + "/target-renamed";
+  fs::create_directories(t);
+  for (const auto& e : fs::directory_iterator(data_ + "/target")) {
+    fs::copy_file(e.path(), t + "/" + e.path().filename().string(),
+                  fs::copy_options::overwrite_existing);
+  }
+  json index;
+  {
+    std::ifstream in(t + "/model.safetensors.index.json");
+    index = json::parse(in);
+  }
+  json& map = index["weight_map"];
+  map["model.embedding_tokens.weight"] = map["model.embed_tokens.weight"];
+  map.erase("model.embed_tokens.weight");
+  std::ofstream(t + "/model.safetensors.index.json") << index.dump();
+  CommandResult r = Cli({"load-target", t, "--name", "renamed"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("NOT_FOUND"));
+  EXPECT_THAT(r.err, HasSubstr("model.embed_tokens.weight"));
+  EXPECT_THAT(r.err, HasSubstr("model.language_model.embed_tokens.weight"));
+  EXPECT_THAT(r.err, HasSubstr("model.embedding_tokens.weight"));  // nearest present
+  json ls = CliJson({"ls", "--kind", "target"});
+  EXPECT_EQ(ls["resources"].size(), 1u);  // nothing half-loaded
+}
+
+// A copy of the safetensors drafter with its config edited by `edit`.
+std::string EditedDrafter(const std::string& data, const std::string& name,
+                          const std::function<void(json&)>& edit) {
+  const std::string dir = data + "/" + name;
+  fs::create_directories(dir);
+  fs::copy_file(data + "/drafter/model.safetensors", dir + "/model.safetensors",
+                fs::copy_options::overwrite_existing);
+  json config;
+  {
+    std::ifstream in(data + "/drafter/config.json");
+    config = json::parse(in);
+  }
+  edit(config);
+  std::ofstream(dir + "/config.json") << config.dump(2);
+  return dir;
+}
+
+TEST_F(EvalE2eTest, FcWidthAgainstFewerConfiguredLayersIsNamed) {
+  const std::string dir = EditedDrafter(data_, "four-layer-config", [](json& c) {
+    c["dflash_config"]["target_layer_ids"] = json::array({1, 3, 5, 7});
+  });
+  CommandResult v = Cli({"validate", dir});
+  EXPECT_EQ(v.exit_code, 3) << v.out << v.err;
+  EXPECT_THAT(v.out, HasSubstr("FAILED  "));
+  EXPECT_THAT(v.out, HasSubstr("fc.weight takes 160 input features = 5 target layers x 32, but "
+                               "the config lists 4 target_layer_ids [1, 3, 5, 7] (128 features)"));
+  CommandResult load = Cli({"load-drafter", dir, "--name", "four"});
+  EXPECT_EQ(load.exit_code, 1);
+  EXPECT_THAT(load.err, HasSubstr("FAILED_PRECONDITION: checkpoint '"));
+  EXPECT_THAT(load.err, HasSubstr("nothing was loaded"));
+  EXPECT_EQ(CliJson({"ls", "--kind", "drafter"})["resources"].size(), 1u);
+}
+
+TEST_F(EvalE2eTest, MissingAndExtraLayersAreEachNamed) {
+  const std::string more = EditedDrafter(data_, "three-layer-config", [](json& c) {
+    c["num_hidden_layers"] = 3;
+    c["layer_types"].push_back("full_attention");
+  });
+  CommandResult v = Cli({"validate", more});
+  EXPECT_EQ(v.exit_code, 3) << v.out << v.err;
+  EXPECT_THAT(v.out, HasSubstr("layers.2.self_attn.q_proj.weight"));
+  EXPECT_THAT(v.out, HasSubstr("MISSING"));
+
+  const std::string fewer = EditedDrafter(data_, "one-layer-config", [](json& c) {
+    c["num_hidden_layers"] = 1;
+    c["layer_types"] = json::array({"sliding_attention"});
+  });
+  CommandResult f = Cli({"validate", fewer});
+  EXPECT_EQ(f.exit_code, 3) << f.out << f.err;
+  EXPECT_THAT(f.out, HasSubstr("UNEXPECTED"));
+  EXPECT_THAT(f.out, HasSubstr("layers.1.mlp.down_proj.weight"));
+  CommandResult allowed = Cli({"validate", fewer, "--allow-unexpected"});
+  EXPECT_EQ(allowed.exit_code, 0) << allowed.out;
+}
+
+}  // namespace
+}  // namespace dflash

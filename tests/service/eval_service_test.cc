@@ -1,0 +1,193 @@
+// The service layer over a fake core, on a real loopback server: proto <->
+// core translation, status codes passed through unchanged, request checks.
+#include "service/eval_service.h"
+
+#include <memory>
+
+#include <grpcpp/grpcpp.h>
+
+#include "fakes/fake_eval_core.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace dflash::service {
+namespace {
+
+namespace pb = ::dflash::eval::v1;
+using ::testing::HasSubstr;
+
+class EvalServiceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    service_ = std::make_unique<EvalService>(core_, 2);
+    grpc::ServerBuilder builder;
+    int port = 0;
+    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+    builder.RegisterService(service_.get());
+    server_ = builder.BuildAndStart();
+    ASSERT_NE(port, 0);
+    stub_ = pb::DrafterEval::NewStub(grpc::CreateChannel(
+        "127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials()));
+  }
+  void TearDown() override {
+    server_->Shutdown();
+    server_.reset();
+    service_.reset();
+  }
+
+  testing::FakeEvalCore core_;
+  std::unique_ptr<EvalService> service_;
+  std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<pb::DrafterEval::Stub> stub_;
+};
+
+TEST_F(EvalServiceTest, ServerInfoIsTranslated) {
+  core_.info.server_version = "9.9.9";
+  core_.info.default_dtype = "bf16";
+  core_.info.devices = {{"cuda:0", "NVIDIA H200", 140, 12}};
+  core_.info.resident_drafters = 3;
+  grpc::ClientContext ctx;
+  pb::ServerInfo info;
+  ASSERT_TRUE(stub_->GetServerInfo(&ctx, pb::GetServerInfoRequest(), &info).ok());
+  EXPECT_EQ(info.server_version(), "9.9.9");
+  EXPECT_EQ(info.default_dtype(), pb::DTYPE_BF16);
+  ASSERT_EQ(info.devices_size(), 1);
+  EXPECT_EQ(info.devices(0).description(), "NVIDIA H200");
+  EXPECT_EQ(info.devices(0).used_memory_bytes(), 12);
+  EXPECT_EQ(info.resident_drafters(), 3);
+}
+
+TEST_F(EvalServiceTest, CoreErrorsKeepTheirCodeAndMessage) {
+  const std::vector<absl::Status> errors = {
+      absl::NotFoundError("no such file '/m/x'"),
+      absl::InvalidArgumentError("tensor 'fc.weight' has shape [1]; expected [2]"),
+      absl::FailedPreconditionError("drafter needs layer 61; dataset holds [1, 16, 31, 46]"),
+      absl::PermissionDeniedError("path '/etc' is outside the server's data roots"),
+      absl::AlreadyExistsError("a different drafter is already resident as 'a'"),
+      absl::ResourceExhaustedError("out of memory"),
+  };
+  for (const absl::Status& e : errors) {
+    core_.next_error = e;
+    grpc::ClientContext ctx;
+    pb::LoadDrafterRequest req;
+    req.set_path("/m/x");
+    pb::LoadResponse resp;
+    grpc::Status st = stub_->LoadDrafter(&ctx, req, &resp);
+    EXPECT_EQ(static_cast<int>(st.error_code()), static_cast<int>(e.code()));
+    EXPECT_EQ(st.error_message(), std::string(e.message()));
+  }
+}
+
+TEST_F(EvalServiceTest, LoadDrafterPassesTheRequestThrough) {
+  core_.load_result.resource.name = "step-4000";
+  core_.load_result.resource.bytes = 1234;
+  core_.load_result.reused = true;
+  grpc::ClientContext ctx;
+  pb::LoadDrafterRequest req;
+  req.set_name("step-4000");
+  req.set_path("/m/step-4000");
+  req.set_dtype(pb::DTYPE_BF16);
+  req.set_allow_unexpected(true);
+  pb::LoadResponse resp;
+  ASSERT_TRUE(stub_->LoadDrafter(&ctx, req, &resp).ok());
+  EXPECT_EQ(core_.last_drafter.path, "/m/step-4000");
+  EXPECT_EQ(core_.last_drafter.dtype, "bf16");
+  EXPECT_TRUE(core_.last_drafter.allow_unexpected);
+  EXPECT_EQ(resp.resource().name(), "step-4000");
+  EXPECT_EQ(resp.resource().bytes(), 1234);
+  EXPECT_TRUE(resp.reused());
+}
+
+TEST_F(EvalServiceTest, LoadDatasetTranslatesLayerIdsAndRejectsNegativeCounts) {
+  grpc::ClientContext ctx;
+  pb::LoadDatasetRequest req;
+  req.set_path("/d");
+  auto& aux = (*req.mutable_layer_ids())["aux_hidden_state"];
+  for (int id : {1, 16, 31, 46}) aux.add_ids(id);
+  (*req.mutable_layer_ids())["hidden_state"].add_ids(61);
+  pb::LoadResponse resp;
+  ASSERT_TRUE(stub_->LoadDataset(&ctx, req, &resp).ok());
+  EXPECT_EQ(core_.last_dataset.layer_ids.at("aux_hidden_state"), (std::vector<int>{1, 16, 31, 46}));
+  EXPECT_EQ(core_.last_dataset.layer_ids.at("hidden_state"), (std::vector<int>{61}));
+
+  grpc::ClientContext ctx2;
+  req.set_max_samples(-3);
+  grpc::Status st = stub_->LoadDataset(&ctx2, req, &resp);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(st.error_message(), "max_samples must be >= 0; got -3");
+}
+
+TEST_F(EvalServiceTest, RunEvalChecksEnumsAndCounts) {
+  core_.eval_result.blocks = 7;
+  core_.eval_result.accept_length_pooled = 3.5;
+  core_.eval_result.positions.resize(2);
+  core_.eval_result.positions[1].position = 2;
+  core_.eval_result.positions[1].accuracy = 0.25;
+  {
+    grpc::ClientContext ctx;
+    pb::RunEvalRequest req;
+    req.mutable_request()->set_drafter("d");
+    req.mutable_request()->set_dataset("s");
+    req.mutable_request()->set_mode(pb::EVAL_MODE_REPLAY);
+    req.mutable_request()->set_anchors(pb::ANCHOR_STRATEGY_ALL);
+    req.mutable_request()->set_max_new_tokens(64);
+    pb::EvalResult resp;
+    ASSERT_TRUE(stub_->RunEval(&ctx, req, &resp).ok());
+    EXPECT_EQ(core_.last_eval.options.mode, eval::Mode::kReplay);
+    EXPECT_EQ(core_.last_eval.options.anchors, eval::AnchorStrategy::kAll);
+    EXPECT_EQ(core_.last_eval.options.max_new_tokens, 64);
+    EXPECT_EQ(resp.blocks(), 7);
+    EXPECT_DOUBLE_EQ(resp.accept_length_pooled(), 3.5);
+    EXPECT_DOUBLE_EQ(resp.positions(1).accuracy(), 0.25);
+  }
+  {
+    grpc::ClientContext ctx;
+    pb::RunEvalRequest req;
+    req.mutable_request()->set_mode(static_cast<pb::EvalMode>(9));
+    pb::EvalResult resp;
+    grpc::Status st = stub_->RunEval(&ctx, req, &resp);
+    EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_EQ(st.error_message(), "mode 9 is not anchor or replay");
+  }
+  {
+    grpc::ClientContext ctx;
+    pb::RunEvalRequest req;
+    req.mutable_request()->set_max_blocks(-1);
+    pb::EvalResult resp;
+    grpc::Status st = stub_->RunEval(&ctx, req, &resp);
+    EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_EQ(st.error_message(), "max_blocks must be >= 0; got -1");
+  }
+}
+
+TEST_F(EvalServiceTest, ListResourcesFiltersByKindAndRejectsUnknownKinds) {
+  core::ResourceInfo a, b;
+  a.kind = core::ResourceKind::kDrafter;
+  a.name = "a";
+  b.kind = core::ResourceKind::kDataset;
+  b.name = "b";
+  core_.resources = {a, b};
+  grpc::ClientContext ctx;
+  pb::ListResourcesRequest req;
+  req.set_kind(pb::RESOURCE_KIND_DATASET);
+  pb::ListResourcesResponse resp;
+  ASSERT_TRUE(stub_->ListResources(&ctx, req, &resp).ok());
+  ASSERT_EQ(resp.resources_size(), 1);
+  EXPECT_EQ(resp.resources(0).name(), "b");
+
+  grpc::ClientContext ctx2;
+  req.set_kind(static_cast<pb::ResourceKind>(42));
+  grpc::Status st = stub_->ListResources(&ctx2, req, &resp);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(st.error_message(), HasSubstr("resource kind 42 is not one of"));
+}
+
+TEST_F(EvalServiceTest, JobRpcsAreNotYetImplemented) {
+  grpc::ClientContext ctx;
+  pb::SubmitEvalRequest req;
+  pb::EvalJob job;
+  EXPECT_EQ(stub_->SubmitEval(&ctx, req, &job).error_code(), grpc::StatusCode::UNIMPLEMENTED);
+}
+
+}  // namespace
+}  // namespace dflash::service
