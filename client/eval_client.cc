@@ -1,0 +1,97 @@
+#include "client/eval_client.h"
+
+#include <grpcpp/create_channel.h>
+#include <grpcpp/security/credentials.h>
+
+#include "absl/strings/str_cat.h"
+#include "grpc/health/v1/health.grpc.pb.h"
+
+namespace dflash::client {
+
+EvalClient::EvalClient(std::string address, std::chrono::milliseconds timeout)
+    : address_(std::move(address)), timeout_(timeout) {
+  channel_ = grpc::CreateChannel(address_, grpc::InsecureChannelCredentials());
+  stub_ = pb::DrafterEval::NewStub(channel_);
+}
+
+void EvalClient::Prepare(grpc::ClientContext* ctx) const {
+  if (timeout_.count() > 0) ctx->set_deadline(std::chrono::system_clock::now() + timeout_);
+}
+
+absl::Status EvalClient::Convert(const grpc::Status& status) const {
+  if (status.ok()) return absl::OkStatus();
+  const auto code = static_cast<absl::StatusCode>(status.error_code());
+  if (code == absl::StatusCode::kUnavailable) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot reach server at ", address_, ": ", status.error_message()));
+  }
+  if (code == absl::StatusCode::kDeadlineExceeded) {
+    return absl::DeadlineExceededError(absl::StrCat(
+        "server at ", address_, " did not answer within ", timeout_.count() / 1000.0,
+        " s (--timeout): ", status.error_message()));
+  }
+  return absl::Status(code, status.error_message());
+}
+
+absl::Status EvalClient::Health() {
+  auto stub = grpc::health::v1::Health::NewStub(channel_);
+  grpc::ClientContext ctx;
+  Prepare(&ctx);
+  grpc::health::v1::HealthCheckRequest req;
+  grpc::health::v1::HealthCheckResponse resp;
+  if (absl::Status s = Convert(stub->Check(&ctx, req, &resp)); !s.ok()) return s;
+  if (resp.status() != grpc::health::v1::HealthCheckResponse::SERVING) {
+    return absl::UnavailableError(absl::StrCat(
+        "server at ", address_, " is ",
+        grpc::health::v1::HealthCheckResponse::ServingStatus_Name(resp.status())));
+  }
+  return absl::OkStatus();
+}
+
+// One unary call: context, deadline, status conversion.
+#define DFLASH_UNARY(Method, Request, Response)                 \
+  absl::StatusOr<Response> EvalClient::Method(const Request& req) { \
+    grpc::ClientContext ctx;                                    \
+    Prepare(&ctx);                                              \
+    Response resp;                                              \
+    absl::Status s = Convert(stub_->Method(&ctx, req, &resp));  \
+    if (!s.ok()) return s;                                      \
+    return resp;                                                \
+  }
+
+DFLASH_UNARY(ValidateCheckpoint, pb::ValidateCheckpointRequest, pb::ValidateCheckpointResponse)
+DFLASH_UNARY(LoadDrafter, pb::LoadDrafterRequest, pb::LoadResponse)
+DFLASH_UNARY(LoadTarget, pb::LoadTargetRequest, pb::LoadResponse)
+DFLASH_UNARY(LoadDataset, pb::LoadDatasetRequest, pb::LoadResponse)
+DFLASH_UNARY(ListResources, pb::ListResourcesRequest, pb::ListResourcesResponse)
+DFLASH_UNARY(RunEval, pb::RunEvalRequest, pb::EvalResult)
+#undef DFLASH_UNARY
+
+absl::StatusOr<pb::ServerInfo> EvalClient::GetServerInfo() {
+  grpc::ClientContext ctx;
+  Prepare(&ctx);
+  pb::ServerInfo resp;
+  absl::Status s = Convert(stub_->GetServerInfo(&ctx, pb::GetServerInfoRequest(), &resp));
+  if (!s.ok()) return s;
+  return resp;
+}
+
+absl::StatusOr<pb::UnloadResponse> EvalClient::Unload(pb::ResourceKind kind,
+                                                      const std::string& name) {
+  grpc::ClientContext ctx;
+  Prepare(&ctx);
+  pb::UnloadRequest req;
+  req.set_name(name);
+  pb::UnloadResponse resp;
+  grpc::Status st;
+  switch (kind) {
+    case pb::RESOURCE_KIND_TARGET: st = stub_->UnloadTarget(&ctx, req, &resp); break;
+    case pb::RESOURCE_KIND_DRAFTER: st = stub_->UnloadDrafter(&ctx, req, &resp); break;
+    case pb::RESOURCE_KIND_DATASET: st = stub_->UnloadDataset(&ctx, req, &resp); break;
+    default: return absl::InvalidArgumentError("unload: kind must be target, drafter or dataset");
+  }
+  if (absl::Status s = Convert(st); !s.ok()) return s;
+  return resp;
+}
+
+}  // namespace dflash::client

@@ -1,1 +1,8 @@
-int main(){return 0;}
+// dflash-eval: the thin client for dflash-evald. See client/cli.h.
+#include <iostream>
+
+#include "client/cli.h"
+
+int main(int argc, char** argv) {
+  return dflash::client::RunCli(argc, argv, std::cout, std::cerr);
+}

@@ -1,0 +1,217 @@
+#include "client/format.h"
+
+#include <google/protobuf/util/json_util.h>
+#include <google/protobuf/util/time_util.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+
+namespace dflash::client {
+namespace {
+
+std::string Bar(double fraction, int width) {
+  fraction = std::clamp(fraction, 0.0, 1.0);
+  const int full = static_cast<int>(std::lround(fraction * width));
+  return std::string(full, '#') + std::string(width - full, '.');
+}
+
+const char* KindLabel(pb::ResourceKind kind) {
+  switch (kind) {
+    case pb::RESOURCE_KIND_TARGET: return "target";
+    case pb::RESOURCE_KIND_DRAFTER: return "drafter";
+    case pb::RESOURCE_KIND_DATASET: return "dataset";
+    default: return "?";
+  }
+}
+
+std::string ShapeString(const google::protobuf::RepeatedField<int64_t>& shape) {
+  return absl::StrCat("[", absl::StrJoin(shape, ", "), "]");
+}
+
+const char* EntryStatusLabel(pb::TensorEntry::Status s) {
+  switch (s) {
+    case pb::TensorEntry::STATUS_FOUND: return "found";
+    case pb::TensorEntry::STATUS_MISSING: return "MISSING";
+    case pb::TensorEntry::STATUS_SHAPE_MISMATCH: return "SHAPE";
+    case pb::TensorEntry::STATUS_UNEXPECTED: return "UNEXPECTED";
+    case pb::TensorEntry::STATUS_IGNORED: return "ignored";
+    case pb::TensorEntry::STATUS_OPTIONAL_ABSENT: return "absent (optional)";
+    default: return "?";
+  }
+}
+
+}  // namespace
+
+std::string ToJson(const google::protobuf::Message& message) {
+  google::protobuf::util::JsonPrintOptions options;
+  options.add_whitespace = true;
+  options.always_print_primitive_fields = true;
+  std::string out;
+  if (!google::protobuf::util::MessageToJsonString(message, &out, options).ok()) {
+    return "{}\n";
+  }
+  return out;
+}
+
+std::string HumanBytes(int64_t bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = static_cast<double>(bytes);
+  int u = 0;
+  while (v >= 1024 && u < 4) {
+    v /= 1024;
+    ++u;
+  }
+  return u == 0 ? absl::StrCat(bytes, " B") : absl::StrFormat("%.1f %s", v, units[u]);
+}
+
+std::string HumanSeconds(double s) {
+  if (s < 60) return absl::StrFormat("%.1fs", s);
+  const int64_t t = static_cast<int64_t>(s);
+  if (t < 3600) return absl::StrFormat("%dm %ds", t / 60, t % 60);
+  if (t < 86400) return absl::StrFormat("%dh %dm", t / 3600, (t % 3600) / 60);
+  return absl::StrFormat("%dd %dh", t / 86400, (t % 86400) / 3600);
+}
+
+std::string DTypeLabel(pb::DType dtype) {
+  switch (dtype) {
+    case pb::DTYPE_FP32: return "fp32";
+    case pb::DTYPE_FP16: return "fp16";
+    case pb::DTYPE_BF16: return "bf16";
+    default: return "(default)";
+  }
+}
+
+std::string FormatServerInfo(const pb::ServerInfo& info) {
+  std::string out;
+  auto row = [&out](absl::string_view key, absl::string_view value) {
+    absl::StrAppend(&out, absl::StrFormat("  %-18s %s\n", key, value));
+  };
+  out = "dflash-evald\n";
+  row("version", absl::StrCat(info.server_version(), " (", info.git_sha(), ")"));
+  row("libtorch", info.libtorch_version());
+  row("cuda", info.cuda_available() ? "available" : "not available");
+  row("default device", info.default_device());
+  row("default dtype", DTypeLabel(info.default_dtype()));
+  row("intra-op threads", absl::StrCat(info.intra_op_threads()));
+  row("blas", info.blas());
+  row("started", google::protobuf::util::TimeUtil::ToString(info.start_time()));
+  row("uptime", HumanSeconds(info.uptime_seconds()));
+  row("resident", absl::StrCat(info.resident_targets(), " target(s), ", info.resident_drafters(),
+                               " drafter(s), ", info.resident_datasets(), " dataset(s)"));
+  row("jobs", absl::StrCat(info.queued_jobs(), " queued, ", info.running_jobs(), " running"));
+  row("state dir", info.state_dir());
+  row("data roots", absl::StrJoin(info.data_roots(), ", "));
+  absl::StrAppend(&out, "devices\n");
+  absl::StrAppend(&out, absl::StrFormat("  %-8s %-36s %12s %12s\n", "name", "description",
+                                        "total", "used"));
+  for (const pb::DeviceInfo& d : info.devices()) {
+    absl::StrAppend(&out, absl::StrFormat(
+        "  %-8s %-36s %12s %12s\n", d.name(), d.description(),
+        d.total_memory_bytes() > 0 ? HumanBytes(d.total_memory_bytes()) : "?",
+        HumanBytes(d.used_memory_bytes())));
+  }
+  return out;
+}
+
+std::string FormatResource(const pb::Resource& r) {
+  return absl::StrFormat("%-8s %-20s %-7s %-5s %10s  %s\n", KindLabel(r.kind()), r.name(),
+                         r.device(), DTypeLabel(r.dtype()), HumanBytes(r.bytes()),
+                         r.summary());
+}
+
+std::string FormatResources(const pb::ListResourcesResponse& list) {
+  if (list.resources().empty()) return "nothing resident\n";
+  std::string out = absl::StrFormat("%-8s %-20s %-7s %-5s %10s  %s\n", "KIND", "NAME", "DEVICE",
+                                    "DTYPE", "BYTES", "SUMMARY");
+  for (const pb::Resource& r : list.resources()) absl::StrAppend(&out, FormatResource(r));
+  return out;
+}
+
+std::string FormatReport(const pb::WeightReport& report, bool verbose) {
+  std::string out = absl::StrCat(report.ok() ? "OK  " : "FAILED  ", report.path(), "\n");
+  absl::StrAppend(&out, absl::StrFormat(
+      "  format %s, config %s\n  %d found, %d missing, %d shape mismatch(es), %d unexpected, "
+      "%d ignored; %s of tensors\n",
+      report.format(), report.config_path(), report.found(), report.missing(),
+      report.shape_mismatches(), report.unexpected(), report.ignored(),
+      HumanBytes(report.tensor_bytes())));
+  if (!report.stripped_prefix().empty()) {
+    absl::StrAppend(&out, "  stripped wrapper prefix '", report.stripped_prefix(), "'\n");
+  }
+  if (!report.problems().empty()) {
+    absl::StrAppend(&out, "problems\n");
+    for (const std::string& p : report.problems()) absl::StrAppend(&out, "  - ", p, "\n");
+  }
+  if (!report.facts().empty()) {
+    absl::StrAppend(&out, "facts\n");
+    for (const std::string& f : report.facts()) absl::StrAppend(&out, "  - ", f, "\n");
+  }
+  if (!report.skipped_entries().empty()) {
+    absl::StrAppend(&out, "skipped (not tensors)\n");
+    for (const std::string& s : report.skipped_entries()) absl::StrAppend(&out, "  - ", s, "\n");
+  }
+  bool header = false;
+  for (const pb::TensorEntry& t : report.tensors()) {
+    if (!verbose && t.status() == pb::TensorEntry::STATUS_FOUND) continue;
+    if (!header) {
+      absl::StrAppend(&out, "tensors\n");
+      header = true;
+    }
+    std::string line = absl::StrFormat("  %-18s %-48s %-5s %s", EntryStatusLabel(t.status()),
+                                       t.name(), t.dtype(), ShapeString(t.shape()));
+    if (t.status() == pb::TensorEntry::STATUS_SHAPE_MISMATCH ||
+        t.status() == pb::TensorEntry::STATUS_MISSING) {
+      absl::StrAppend(&line, " expected ", ShapeString(t.expected_shape()));
+    }
+    if (!t.reason().empty()) absl::StrAppend(&line, "  (", t.reason(), ")");
+    absl::StrAppend(&out, line, "\n");
+  }
+  if (!report.fingerprint().empty()) absl::StrAppend(&out, "fingerprint ", report.fingerprint(), "\n");
+  return out;
+}
+
+std::string FormatLoadResponse(const pb::LoadResponse& resp) {
+  std::string out = absl::StrCat(resp.reused() ? "reused " : "loaded ",
+                                 FormatResource(resp.resource()));
+  for (const std::string& w : resp.warnings()) absl::StrAppend(&out, "warning: ", w, "\n");
+  return out;
+}
+
+std::string FormatEvalResult(const pb::EvalResult& r) {
+  std::string out;
+  const char* mode = r.mode() == pb::EVAL_MODE_REPLAY ? "replay" : "anchor";
+  absl::StrAppend(&out, absl::StrFormat(
+      "%s mode, block size %d: %d sample(s), %d block(s), %d token(s) scored on %s/%s\n", mode,
+      r.block_size(), r.samples(), r.blocks(), r.tokens_scored(), r.device(), r.dtype()));
+  absl::StrAppend(&out, absl::StrFormat(
+      "accept length (pooled over blocks) %.3f   tau (z-lab: mean over samples) %.3f\n"
+      "  both count n leading matches + 1 bonus token from the target\n",
+      r.accept_length_pooled(), r.tau()));
+  absl::StrAppend(&out, absl::StrFormat("  %4s %9s %8s %10s %11s  %s\n", "pos", "counted",
+                                        "accuracy", "acceptance", "conditional",
+                                        "accuracy"));
+  for (const pb::PositionMetrics& p : r.positions()) {
+    absl::StrAppend(&out, absl::StrFormat("  %4d %9d %8.4f %10.4f %11.4f  %s\n", p.position(),
+                                          p.counted(), p.accuracy(), p.acceptance(),
+                                          p.conditional(), Bar(p.accuracy(), 30)));
+  }
+  int64_t total = 0;
+  for (int64_t h : r.accepted_histogram()) total += h;
+  absl::StrAppend(&out, "accepted leading matches per block (n)\n");
+  for (int n = 0; n < r.accepted_histogram_size(); ++n) {
+    const int64_t h = r.accepted_histogram(n);
+    absl::StrAppend(&out, absl::StrFormat("  n=%-3d %8d  %s\n", n, h,
+                                          Bar(total ? static_cast<double>(h) / total : 0, 30)));
+  }
+  absl::StrAppend(&out, absl::StrFormat("time: setup %.3fs, compute %.3fs, %.0f tokens/s\n",
+                                        r.setup_seconds(), r.compute_seconds(),
+                                        r.tokens_per_second()));
+  for (const std::string& w : r.warnings()) absl::StrAppend(&out, "warning: ", w, "\n");
+  return out;
+}
+
+}  // namespace dflash::client

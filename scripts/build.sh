@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Installs what is missing, then configures and builds the whole tree
+# (Release, Ninja, ccache) into ${BUILD_DIR:-build}.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+bash scripts/install-deps.sh
+BUILD_DIR="${BUILD_DIR:-build}"
+cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-Release}" "$@" >/dev/null
+# Two compile jobs fit in 24 GiB with libtorch headers; more only thrash.
+cmake --build "$BUILD_DIR" -j "${JOBS:-$(nproc)}"

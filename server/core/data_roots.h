@@ -1,0 +1,31 @@
+// File: data_roots.h
+// The server reads files only under its data roots. Every path in a request
+// is resolved (symlinks and '..' included) and must lie inside a root;
+// otherwise PermissionDenied, with the same message whether or not the path
+// exists, so a caller learns nothing about the rest of the file system.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace dflash::core {
+
+class DataRoots {
+ public:
+  // Roots are created if missing, then canonicalised. Empty list: error.
+  static absl::StatusOr<DataRoots> Create(const std::vector<std::string>& roots);
+
+  // The canonical path of `path` if it lies inside a root. Relative paths are
+  // taken relative to the first root. InvalidArgument for empty paths or NUL
+  // bytes; PermissionDenied outside every root.
+  absl::StatusOr<std::string> Resolve(const std::string& path) const;
+
+  const std::vector<std::string>& roots() const { return roots_; }
+
+ private:
+  std::vector<std::string> roots_;
+};
+
+}  // namespace dflash::core

@@ -1,0 +1,126 @@
+#include "core/device.h"
+
+#include <unistd.h>
+
+#include <fstream>
+#include <regex>
+#include <set>
+
+#include <ATen/Version.h>
+#include <ATen/detail/CUDAHooksInterface.h>
+#include <torch/version.h>  // TORCH_VERSION_{MAJOR,MINOR,PATCH}
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/match.h"
+
+#ifdef DFLASH_WITH_CUDA
+#include <cuda_runtime_api.h>
+#endif
+
+namespace dflash::core {
+
+bool CudaAvailable() {
+  try {
+    return at::detail::getCUDAHooks().hasCUDA() &&
+           at::detail::getCUDAHooks().getNumGPUs() > 0;
+  } catch (...) {
+    return false;
+  }
+}
+
+static int NumGpus() {
+  return CudaAvailable() ? at::detail::getCUDAHooks().getNumGPUs() : 0;
+}
+
+absl::StatusOr<DeviceChoice> ResolveDevice(const std::string& flag) {
+  if (flag == "cpu") return DeviceChoice{"cpu", "cpu requested"};
+  const int gpus = NumGpus();
+  if (flag == "auto") {
+    if (gpus > 0) return DeviceChoice{"cuda:0", absl::StrCat(gpus, " CUDA device(s) visible; using cuda:0")};
+    return DeviceChoice{"cpu", "no CUDA device visible to libtorch; falling back to cpu"};
+  }
+  int index = 0;
+  if (flag != "cuda") {
+    if (!absl::StartsWith(flag, "cuda:") ||
+        !absl::SimpleAtoi(flag.substr(5), &index) || index < 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--device '", flag, "' is not one of auto, cpu, cuda, cuda:N"));
+    }
+  }
+  if (gpus == 0) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "--device ", flag, ": CUDA is not available (libtorch ",
+        LibtorchVersion(), " sees no GPU",
+        at::detail::getCUDAHooks().hasCUDA() ? "" : "; this libtorch is built without CUDA",
+        "); use --device cpu or --device auto"));
+  }
+  if (index >= gpus) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "--device ", flag, ": only ", gpus, " CUDA device(s) visible (cuda:0..cuda:",
+        gpus - 1, ")"));
+  }
+  return DeviceChoice{absl::StrCat("cuda:", index), "requested"};
+}
+
+std::vector<DeviceInfo> ListDevices(int intra_op_threads) {
+  std::vector<DeviceInfo> out;
+  DeviceInfo cpu;
+  cpu.name = "cpu";
+  const long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  cpu.description = absl::StrCat(cores, " cores, ", intra_op_threads, " intra-op threads");
+  cpu.total_memory_bytes =
+      static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGESIZE);
+  out.push_back(cpu);
+#ifdef DFLASH_WITH_CUDA
+  for (int i = 0; i < NumGpus(); ++i) {
+    DeviceInfo d;
+    d.name = absl::StrCat("cuda:", i);
+    cudaDeviceProp prop;
+    if (cudaGetDeviceProperties(&prop, i) == cudaSuccess) {
+      d.description = prop.name;
+      d.total_memory_bytes = static_cast<int64_t>(prop.totalGlobalMem);
+    }
+    out.push_back(d);
+  }
+#else
+  for (int i = 0; i < NumGpus(); ++i) {
+    out.push_back(DeviceInfo{absl::StrCat("cuda:", i), "CUDA device", 0, 0});
+  }
+#endif
+  return out;
+}
+
+std::string DescribeBlas() {
+  // Debian's libtorch links libblas.so.3, which the alternatives system points
+  // at the reference BLAS, OpenBLAS or BLIS: the mapped file tells which.
+  std::ifstream maps("/proc/self/maps");
+  std::set<std::string> libs;
+  std::string line;
+  while (std::getline(maps, line)) {
+    auto slash = line.find('/');
+    if (slash == std::string::npos) continue;
+    std::string path = line.substr(slash);
+    if (absl::StrContains(path, "blas") || absl::StrContains(path, "blis") ||
+        absl::StrContains(path, "mkl")) {
+      libs.insert(path);
+    }
+  }
+  if (libs.empty()) return "unknown (no BLAS library mapped)";
+  std::string kind = "reference BLAS (slow: install libopenblas0-pthread)";
+  for (const std::string& p : libs) {
+    if (absl::StrContains(p, "openblas")) kind = "OpenBLAS";
+    else if (absl::StrContains(p, "blis")) kind = "BLIS";
+    else if (absl::StrContains(p, "mkl")) kind = "MKL";
+  }
+  return absl::StrCat(kind, " (", absl::StrJoin(libs, ", "), ")");
+}
+
+std::string LibtorchVersion() {
+  return absl::StrCat(TORCH_VERSION_MAJOR, ".", TORCH_VERSION_MINOR, ".",
+                      TORCH_VERSION_PATCH);
+}
+
+}  // namespace dflash::core

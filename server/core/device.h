@@ -1,0 +1,35 @@
+// File: device.h
+// Resolving the --device flag and describing the machine's devices.
+//   auto    -> cuda:0 when libtorch sees a GPU, else cpu (with a note saying so)
+//   cpu     -> cpu
+//   cuda    -> cuda:0; cuda:N -> that GPU; an error when CUDA is unavailable
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "core/server_info.h"
+
+namespace dflash::core {
+
+struct DeviceChoice {
+  std::string device;  // canonical: "cpu" or "cuda:N"
+  std::string note;    // why, for the log ("no CUDA device visible; using cpu")
+};
+
+absl::StatusOr<DeviceChoice> ResolveDevice(const std::string& flag);
+
+bool CudaAvailable();
+
+// Every device libtorch can use, with total memory where known.
+std::vector<DeviceInfo> ListDevices(int intra_op_threads);
+
+// The BLAS libtorch multiplies through, read from the libraries mapped into
+// this process ("openblas-pthread (/usr/lib/.../libblas.so.3)").
+std::string DescribeBlas();
+
+// "1.13.1" etc.
+std::string LibtorchVersion();
+
+}  // namespace dflash::core

@@ -1,0 +1,93 @@
+// File: eval_core.h
+// The service's core, as one interface over plain C++ types: no gRPC and no
+// torch here. service/ translates proto <-> these types; tests substitute a
+// fake. Implementation: eval_core_impl.h.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "core/server_info.h"
+#include "eval/eval_types.h"
+#include "weights/weight_report.h"
+
+namespace dflash::core {
+
+enum class ResourceKind { kTarget, kDrafter, kDataset };
+const char* ResourceKindName(ResourceKind kind);  // "target", "drafter", "dataset"
+
+struct ResourceInfo {
+  ResourceKind kind = ResourceKind::kDrafter;
+  std::string name, source_path, device, dtype, fingerprint, summary;
+  int64_t bytes = 0;
+  int64_t load_time_unix_micros = 0;
+  double load_seconds = 0;
+};
+
+struct ValidateParams {
+  std::string path, config_path;
+  bool allow_unexpected = false;
+  bool compute_stats = false;
+};
+
+// dtype: "" (server default), "fp32", "bf16", "fp16". device: "" = default.
+struct LoadDrafterParams {
+  std::string name, path, config_path, dtype, device;
+  bool allow_unexpected = false;
+};
+
+struct LoadTargetParams {
+  std::string name, path, dtype, device;
+  bool load_final_norm = false;
+};
+
+struct LoadDatasetParams {
+  std::string name, path, dtype, device;
+  std::map<std::string, std::vector<int>> layer_ids;
+  int64_t max_samples = 0;
+  bool skip_bad_samples = false;
+};
+
+struct LoadResult {
+  ResourceInfo resource;
+  std::optional<weights::WeightReport> report;  // drafters
+  bool reused = false;
+  std::vector<std::string> warnings;
+};
+
+struct EvalParams {
+  std::string drafter;          // resident drafter, or
+  std::string checkpoint_path;  // a checkpoint to load for this evaluation
+  std::string dataset, target;
+  eval::EvalOptions options;
+};
+
+class EvalCore {
+ public:
+  virtual ~EvalCore() = default;
+
+  virtual ServerInfo GetServerInfo() const = 0;
+
+  virtual absl::StatusOr<weights::WeightReport> ValidateCheckpoint(
+      const ValidateParams& params) = 0;
+  virtual absl::StatusOr<LoadResult> LoadDrafter(const LoadDrafterParams& params) = 0;
+  virtual absl::StatusOr<LoadResult> LoadTarget(const LoadTargetParams& params) = 0;
+  virtual absl::StatusOr<LoadResult> LoadDataset(const LoadDatasetParams& params) = 0;
+  virtual absl::StatusOr<ResourceInfo> Unload(ResourceKind kind,
+                                              const std::string& name) = 0;
+  // kind empty = every kind.
+  virtual std::vector<ResourceInfo> ListResources(
+      std::optional<ResourceKind> kind) const = 0;
+
+  virtual absl::StatusOr<eval::EvalResult> RunEval(const EvalParams& params,
+                                                   const eval::ProgressFn& progress) = 0;
+};
+
+using EvalCorePtr = std::unique_ptr<EvalCore>;
+
+}  // namespace dflash::core

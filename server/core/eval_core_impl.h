@@ -1,0 +1,56 @@
+// File: eval_core_impl.h
+// The real EvalCore: owns the resident objects (targets, drafters, datasets)
+// on the server's device and runs evaluations on them.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "core/data_roots.h"
+#include "core/eval_core.h"
+
+namespace dflash::core {
+
+struct CoreOptions {
+  std::string device = "cpu";    // resolved: "cpu" or "cuda:N"
+  int threads = 1;               // intra-op threads (already applied)
+  std::string state_dir;
+  std::vector<std::string> data_roots;  // empty: state_dir/models, state_dir/datasets
+};
+
+class EvalCoreImpl final : public EvalCore {
+ public:
+  static absl::StatusOr<std::unique_ptr<EvalCoreImpl>> Create(CoreOptions options);
+  ~EvalCoreImpl() override;
+
+  ServerInfo GetServerInfo() const override;
+  absl::StatusOr<weights::WeightReport> ValidateCheckpoint(
+      const ValidateParams& params) override;
+  absl::StatusOr<LoadResult> LoadDrafter(const LoadDrafterParams& params) override;
+  absl::StatusOr<LoadResult> LoadTarget(const LoadTargetParams& params) override;
+  absl::StatusOr<LoadResult> LoadDataset(const LoadDatasetParams& params) override;
+  absl::StatusOr<ResourceInfo> Unload(ResourceKind kind, const std::string& name) override;
+  std::vector<ResourceInfo> ListResources(std::optional<ResourceKind> kind) const override;
+  absl::StatusOr<eval::EvalResult> RunEval(const EvalParams& params,
+                                           const eval::ProgressFn& progress) override;
+
+  // The server's default dtype on its device: fp32 on CPU, bf16 on CUDA.
+  std::string default_dtype() const;
+
+ private:
+  struct Resident;  // the resident objects; defined in the .cc (holds torch types)
+
+  EvalCoreImpl(CoreOptions options, DataRoots roots);
+
+  CoreOptions options_;
+  DataRoots roots_;
+  std::chrono::system_clock::time_point start_time_;
+  std::chrono::steady_clock::time_point start_steady_;
+  std::unique_ptr<Resident> resident_;
+};
+
+}  // namespace dflash::core

@@ -1,0 +1,34 @@
+// File: server_info.h
+// What GetServerInfo reports, as plain C++.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace dflash::core {
+
+struct DeviceInfo {
+  std::string name;          // "cpu", "cuda:0"
+  std::string description;   // "NVIDIA H200", "x86_64, 2 threads"
+  int64_t total_memory_bytes = 0;
+  int64_t used_memory_bytes = 0;  // held by resident objects
+};
+
+struct ServerInfo {
+  std::string server_version, git_sha, libtorch_version;
+  bool cuda_available = false;
+  std::vector<DeviceInfo> devices;
+  std::string default_device;
+  std::string default_dtype;     // "fp32" / "bf16" / "fp16"
+  int intra_op_threads = 0;
+  std::string blas;
+  int64_t start_time_unix_micros = 0;
+  double uptime_seconds = 0;
+  int resident_targets = 0, resident_drafters = 0, resident_datasets = 0;
+  int queued_jobs = 0, running_jobs = 0;
+  std::vector<std::string> data_roots;
+  std::string state_dir;
+};
+
+}  // namespace dflash::core

@@ -1,0 +1,60 @@
+// File: eval_service.h
+// dflash.eval.v1.DrafterEval over gRPC's callback API. Each method turns the
+// request into core types, calls the EvalCore, turns the answer back into
+// proto and logs the call once with its status and duration. Work that can
+// take long (loads, evaluations) runs on a WorkerPool, never on gRPC's
+// callback threads.
+#pragma once
+
+#include <memory>
+
+#include "core/eval_core.h"
+#include "dflash/eval/v1/service.grpc.pb.h"
+#include "service/worker_pool.h"
+
+namespace dflash::service {
+
+class EvalService final : public ::dflash::eval::v1::DrafterEval::CallbackService {
+ public:
+  // `core` must outlive the service. `workers`: threads for long calls.
+  EvalService(core::EvalCore& core, int workers);
+  ~EvalService() override;
+
+  using ServerUnaryReactor = grpc::ServerUnaryReactor;
+  using Ctx = grpc::CallbackServerContext;
+
+  ServerUnaryReactor* GetServerInfo(Ctx* ctx, const ::dflash::eval::v1::GetServerInfoRequest* req,
+                                    ::dflash::eval::v1::ServerInfo* resp) override;
+  ServerUnaryReactor* ValidateCheckpoint(
+      Ctx* ctx, const ::dflash::eval::v1::ValidateCheckpointRequest* req,
+      ::dflash::eval::v1::ValidateCheckpointResponse* resp) override;
+  ServerUnaryReactor* LoadDrafter(Ctx* ctx, const ::dflash::eval::v1::LoadDrafterRequest* req,
+                                  ::dflash::eval::v1::LoadResponse* resp) override;
+  ServerUnaryReactor* LoadTarget(Ctx* ctx, const ::dflash::eval::v1::LoadTargetRequest* req,
+                                 ::dflash::eval::v1::LoadResponse* resp) override;
+  ServerUnaryReactor* LoadDataset(Ctx* ctx, const ::dflash::eval::v1::LoadDatasetRequest* req,
+                                  ::dflash::eval::v1::LoadResponse* resp) override;
+  ServerUnaryReactor* UnloadDrafter(Ctx* ctx, const ::dflash::eval::v1::UnloadRequest* req,
+                                    ::dflash::eval::v1::UnloadResponse* resp) override;
+  ServerUnaryReactor* UnloadTarget(Ctx* ctx, const ::dflash::eval::v1::UnloadRequest* req,
+                                   ::dflash::eval::v1::UnloadResponse* resp) override;
+  ServerUnaryReactor* UnloadDataset(Ctx* ctx, const ::dflash::eval::v1::UnloadRequest* req,
+                                    ::dflash::eval::v1::UnloadResponse* resp) override;
+  ServerUnaryReactor* ListResources(Ctx* ctx, const ::dflash::eval::v1::ListResourcesRequest* req,
+                                    ::dflash::eval::v1::ListResourcesResponse* resp) override;
+  ServerUnaryReactor* RunEval(Ctx* ctx, const ::dflash::eval::v1::RunEvalRequest* req,
+                              ::dflash::eval::v1::EvalResult* resp) override;
+
+ private:
+  // Runs `work` (returning absl::Status) on the pool and finishes the call.
+  template <typename Work>
+  ServerUnaryReactor* Offload(Ctx* ctx, const char* method, Work work);
+  ServerUnaryReactor* Unload(Ctx* ctx, const char* method, core::ResourceKind kind,
+                             const ::dflash::eval::v1::UnloadRequest* req,
+                             ::dflash::eval::v1::UnloadResponse* resp);
+
+  core::EvalCore& core_;
+  WorkerPool pool_;
+};
+
+}  // namespace dflash::service

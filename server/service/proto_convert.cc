@@ -1,0 +1,232 @@
+#include "service/proto_convert.h"
+
+#include <google/protobuf/util/time_util.h>
+
+#include "absl/strings/str_cat.h"
+
+namespace dflash::service {
+namespace {
+
+google::protobuf::Timestamp FromUnixMicros(int64_t micros) {
+  return google::protobuf::util::TimeUtil::MicrosecondsToTimestamp(micros);
+}
+
+pb::ResourceKind KindToProto(core::ResourceKind kind) {
+  switch (kind) {
+    case core::ResourceKind::kTarget: return pb::RESOURCE_KIND_TARGET;
+    case core::ResourceKind::kDrafter: return pb::RESOURCE_KIND_DRAFTER;
+    case core::ResourceKind::kDataset: return pb::RESOURCE_KIND_DATASET;
+  }
+  return pb::RESOURCE_KIND_UNSPECIFIED;
+}
+
+pb::TensorEntry::Status EntryStatusToProto(weights::EntryStatus s) {
+  switch (s) {
+    case weights::EntryStatus::kFound: return pb::TensorEntry::STATUS_FOUND;
+    case weights::EntryStatus::kMissing: return pb::TensorEntry::STATUS_MISSING;
+    case weights::EntryStatus::kShapeMismatch: return pb::TensorEntry::STATUS_SHAPE_MISMATCH;
+    case weights::EntryStatus::kUnexpected: return pb::TensorEntry::STATUS_UNEXPECTED;
+    case weights::EntryStatus::kIgnored: return pb::TensorEntry::STATUS_IGNORED;
+    case weights::EntryStatus::kOptionalAbsent: return pb::TensorEntry::STATUS_OPTIONAL_ABSENT;
+  }
+  return pb::TensorEntry::STATUS_UNSPECIFIED;
+}
+
+}  // namespace
+
+std::string DTypeFromProto(pb::DType dtype) {
+  switch (dtype) {
+    case pb::DTYPE_FP32: return "fp32";
+    case pb::DTYPE_FP16: return "fp16";
+    case pb::DTYPE_BF16: return "bf16";
+    default: return "";
+  }
+}
+
+pb::DType DTypeToProto(const std::string& dtype) {
+  if (dtype == "fp32") return pb::DTYPE_FP32;
+  if (dtype == "fp16") return pb::DTYPE_FP16;
+  if (dtype == "bf16") return pb::DTYPE_BF16;
+  return pb::DTYPE_UNSPECIFIED;
+}
+
+absl::StatusOr<core::ResourceKind> KindFromProto(pb::ResourceKind kind) {
+  switch (kind) {
+    case pb::RESOURCE_KIND_TARGET: return core::ResourceKind::kTarget;
+    case pb::RESOURCE_KIND_DRAFTER: return core::ResourceKind::kDrafter;
+    case pb::RESOURCE_KIND_DATASET: return core::ResourceKind::kDataset;
+    default:
+      return absl::InvalidArgumentError(
+          absl::StrCat("resource kind ", static_cast<int>(kind),
+                       " is not one of target, drafter, dataset"));
+  }
+}
+
+void ToProto(const core::ServerInfo& in, pb::ServerInfo* out) {
+  out->set_server_version(in.server_version);
+  out->set_git_sha(in.git_sha);
+  out->set_libtorch_version(in.libtorch_version);
+  out->set_cuda_available(in.cuda_available);
+  for (const core::DeviceInfo& d : in.devices) {
+    pb::DeviceInfo* pd = out->add_devices();
+    pd->set_name(d.name);
+    pd->set_description(d.description);
+    pd->set_total_memory_bytes(d.total_memory_bytes);
+    pd->set_used_memory_bytes(d.used_memory_bytes);
+  }
+  out->set_default_device(in.default_device);
+  out->set_default_dtype(DTypeToProto(in.default_dtype));
+  out->set_intra_op_threads(in.intra_op_threads);
+  out->set_blas(in.blas);
+  *out->mutable_start_time() = FromUnixMicros(in.start_time_unix_micros);
+  out->set_uptime_seconds(in.uptime_seconds);
+  out->set_resident_targets(in.resident_targets);
+  out->set_resident_drafters(in.resident_drafters);
+  out->set_resident_datasets(in.resident_datasets);
+  out->set_queued_jobs(in.queued_jobs);
+  out->set_running_jobs(in.running_jobs);
+  for (const std::string& r : in.data_roots) out->add_data_roots(r);
+  out->set_state_dir(in.state_dir);
+}
+
+void ToProto(const core::ResourceInfo& in, pb::Resource* out) {
+  out->set_kind(KindToProto(in.kind));
+  out->set_name(in.name);
+  out->set_source_path(in.source_path);
+  out->set_device(in.device);
+  out->set_dtype(DTypeToProto(in.dtype));
+  out->set_bytes(in.bytes);
+  out->set_fingerprint(in.fingerprint);
+  *out->mutable_load_time() = FromUnixMicros(in.load_time_unix_micros);
+  out->set_load_seconds(in.load_seconds);
+  out->set_summary(in.summary);
+}
+
+void ToProto(const weights::WeightReport& in, pb::WeightReport* out) {
+  out->set_path(in.path);
+  out->set_format(in.format);
+  out->set_config_path(in.config_path);
+  out->set_ok(in.ok);
+  out->set_stripped_prefix(in.stripped_prefix);
+  out->set_found(in.found);
+  out->set_missing(in.missing);
+  out->set_shape_mismatches(in.shape_mismatches);
+  out->set_unexpected(in.unexpected);
+  out->set_ignored(in.ignored);
+  for (const auto& s : in.problems) out->add_problems(s);
+  for (const auto& s : in.facts) out->add_facts(s);
+  for (const auto& s : in.skipped_entries) out->add_skipped_entries(s);
+  for (const weights::TensorEntry& t : in.tensors) {
+    pb::TensorEntry* pt = out->add_tensors();
+    pt->set_name(t.name);
+    pt->set_stored_name(t.stored_name);
+    pt->set_status(EntryStatusToProto(t.status));
+    pt->set_dtype(t.dtype);
+    for (int64_t d : t.shape) pt->add_shape(d);
+    for (int64_t d : t.expected_shape) pt->add_expected_shape(d);
+    pt->set_source_file(t.source_file);
+    pt->set_reason(t.reason);
+    if (t.has_stats) {
+      pb::TensorStats* ps = pt->mutable_stats();
+      ps->set_mean(t.stats.mean);
+      ps->set_std(t.stats.std);
+      ps->set_abs_max(t.stats.abs_max);
+      ps->set_nan_count(t.stats.nan_count);
+      ps->set_inf_count(t.stats.inf_count);
+      ps->set_all_zero(t.stats.all_zero);
+    }
+  }
+  out->set_fingerprint(in.fingerprint);
+  out->set_tensor_bytes(in.tensor_bytes);
+}
+
+void ToProto(const core::LoadResult& in, pb::LoadResponse* out) {
+  ToProto(in.resource, out->mutable_resource());
+  if (in.report) ToProto(*in.report, out->mutable_report());
+  out->set_reused(in.reused);
+  for (const auto& w : in.warnings) out->add_warnings(w);
+}
+
+void ToProto(const eval::EvalResult& in, pb::EvalResult* out) {
+  out->set_mode(in.mode == eval::Mode::kAnchor ? pb::EVAL_MODE_ANCHOR : pb::EVAL_MODE_REPLAY);
+  out->set_block_size(static_cast<int32_t>(in.block_size));
+  out->set_samples(in.samples);
+  out->set_blocks(in.blocks);
+  out->set_tokens_scored(in.tokens_scored);
+  out->set_accept_length_pooled(in.accept_length_pooled);
+  out->set_tau(in.tau);
+  for (const eval::PositionMetrics& p : in.positions) {
+    pb::PositionMetrics* pp = out->add_positions();
+    pp->set_position(p.position);
+    pp->set_counted(p.counted);
+    pp->set_correct(p.correct);
+    pp->set_accuracy(p.accuracy);
+    pp->set_accepted(p.accepted);
+    pp->set_acceptance(p.acceptance);
+    pp->set_conditional_counted(p.conditional_counted);
+    pp->set_conditional(p.conditional);
+    pp->set_mean_cross_entropy(p.mean_cross_entropy);
+  }
+  for (int64_t h : in.accepted_histogram) out->add_accepted_histogram(h);
+  for (const eval::SampleSummary& s : in.per_sample) {
+    pb::SampleSummary* ps = out->add_per_sample();
+    ps->set_sample_index(static_cast<int32_t>(s.sample_index));
+    ps->set_blocks(static_cast<int32_t>(s.blocks));
+    ps->set_mean_accept_length(s.mean_accept_length);
+    ps->set_length(static_cast<int32_t>(s.length));
+    ps->set_first_response_position(static_cast<int32_t>(s.first_response_position));
+  }
+  out->set_setup_seconds(in.setup_seconds);
+  out->set_compute_seconds(in.compute_seconds);
+  out->set_tokens_per_second(in.tokens_per_second);
+  out->set_device(in.device);
+  out->set_dtype(in.dtype);
+  for (const auto& w : in.warnings) out->add_warnings(w);
+}
+
+absl::StatusOr<core::EvalParams> FromProto(const pb::EvalRequest& in) {
+  core::EvalParams p;
+  p.drafter = in.drafter();
+  p.checkpoint_path = in.checkpoint_path();
+  p.dataset = in.dataset();
+  p.target = in.target();
+  eval::EvalOptions& o = p.options;
+  switch (in.mode()) {
+    case pb::EVAL_MODE_UNSPECIFIED:
+    case pb::EVAL_MODE_ANCHOR: o.mode = eval::Mode::kAnchor; break;
+    case pb::EVAL_MODE_REPLAY: o.mode = eval::Mode::kReplay; break;
+    default:
+      return absl::InvalidArgumentError(
+          absl::StrCat("mode ", static_cast<int>(in.mode()), " is not anchor or replay"));
+  }
+  switch (in.anchors()) {
+    case pb::ANCHOR_STRATEGY_UNSPECIFIED:
+    case pb::ANCHOR_STRATEGY_EVEN: o.anchors = eval::AnchorStrategy::kEven; break;
+    case pb::ANCHOR_STRATEGY_RANDOM: o.anchors = eval::AnchorStrategy::kRandom; break;
+    case pb::ANCHOR_STRATEGY_ALL: o.anchors = eval::AnchorStrategy::kAll; break;
+    default:
+      return absl::InvalidArgumentError(absl::StrCat(
+          "anchors ", static_cast<int>(in.anchors()), " is not even, random or all"));
+  }
+  auto non_negative = [](const char* field, int64_t v) -> absl::Status {
+    if (v < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(field, " must be >= 0; got ", v));
+    }
+    return absl::OkStatus();
+  };
+  for (auto [field, v] : {std::pair<const char*, int64_t>{"max_samples", in.max_samples()},
+                          {"max_blocks", in.max_blocks()},
+                          {"block_size", in.block_size()},
+                          {"max_new_tokens", in.max_new_tokens()}}) {
+    if (absl::Status s = non_negative(field, v); !s.ok()) return s;
+  }
+  o.max_samples = in.max_samples();
+  o.max_blocks = in.max_blocks();
+  o.seed = in.seed();
+  o.block_size = in.block_size();
+  o.max_new_tokens = in.max_new_tokens();
+  return p;
+}
+
+}  // namespace dflash::service
