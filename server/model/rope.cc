@@ -78,6 +78,12 @@ absl::StatusOr<RopeTables> ComputeRope(const RopeConfig& rope, int64_t head_dim)
     return absl::InvalidArgumentError(
         absl::StrCat("rope_theta must be greater than 1; got ", rope.theta));
   }
+  if (rope.type != "default" && rope.type != "linear" && rope.type != "llama3" &&
+      rope.type != "yarn") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "unknown rope_type '", rope.type,
+        "' (known: default, linear, llama3, yarn)"));
+  }
   RopeTables t;
   t.inv_freq = DefaultInvFreq(rope.theta, head_dim);
   if (rope.type == "default") return t;
@@ -105,10 +111,8 @@ absl::StatusOr<RopeTables> ComputeRope(const RopeConfig& rope, int64_t head_dim)
         rope.attention_factor != 0.0
             ? rope.attention_factor
             : (rope.factor <= 1.0 ? 1.0 : 0.1 * std::log(rope.factor) + 1.0);
-    return t;
   }
-  return absl::InvalidArgumentError(absl::StrCat(
-      "unknown rope_type '", rope.type, "' (known: default, linear, llama3, yarn)"));
+  return t;
 }
 
 at::Tensor InvFreqTensor(const RopeTables& tables) {
