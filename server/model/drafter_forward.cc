@@ -1,0 +1,272 @@
+// DrafterModel::ForwardBlocks: many draft blocks in one pass
+// (dflash-semantics §4). Every block attends, non-causally, to the context
+// keys of its sequence before its anchor plus its own B slots.
+//
+// Context keys/values are shared: blocks reading the same sequence are folded
+// into the row dimension of one matmul against that sequence's K/V, so the
+// context is never copied per block. When every block reads a different
+// sequence (replay mode), the K/V rows are gathered once and one batched
+// matmul serves all blocks.
+//
+// Sliding layers mask key k for a query at position p when p - k >= W,
+// applied uniformly to context and block keys (block keys are within B-1 of
+// every query, so for W >= B only context keys are affected). This matches
+// flash / sdpa backends; the reference eager path applies no window, which
+// agrees for contexts shorter than W.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <vector>
+
+#include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/status_macros.h"
+#include "common/torch_guard.h"
+#include "model/drafter_model.h"
+#include "model/rope.h"
+
+namespace dflash::model {
+namespace {
+
+constexpr double kNegInf = -std::numeric_limits<double>::infinity();
+
+// Same as in drafter_model.cc: HF Qwen3RMSNorm.
+at::Tensor Norm(const at::Tensor& x, const at::Tensor& w, double eps) {
+  at::Tensor h = x.to(at::kFloat);
+  at::Tensor var = h.pow(2).mean(-1, /*keepdim=*/true);
+  h = h * at::rsqrt(var + eps);
+  return w * h.to(x.scalar_type());
+}
+
+at::Tensor Lin(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b) {
+  return b.defined() ? at::linear(x, w, b) : at::linear(x, w);
+}
+
+// [G, nbpg, ...rest] <-> [G, nkv, nbpg * rows, last]: blocks of one group
+// folded into the row dimension of each kv head.
+at::Tensor FoldRows(const at::Tensor& t, int64_t G) {  // t: [ng, nkv, R, X]
+  const int64_t ng = t.size(0), nkv = t.size(1), R = t.size(2), X = t.size(3);
+  return t.view({G, ng / G, nkv, R, X}).permute({0, 2, 1, 3, 4})
+      .reshape({G, nkv, (ng / G) * R, X});
+}
+at::Tensor UnfoldRows(const at::Tensor& t, int64_t ng, int64_t R) {  // [G, nkv, nbpg*R, X]
+  const int64_t G = t.size(0), nkv = t.size(1), X = t.size(3);
+  return t.view({G, nkv, ng / G, R, X}).permute({0, 2, 1, 3, 4})
+      .reshape({ng, nkv, R, X});
+}
+
+// A set of blocks attended together. kc/vc: [G, nkv, lc, d] with G == 1
+// (blocks share one sequence) or G == ng (one sequence per block).
+struct Group {
+  at::Tensor idx;         // [ng] block indices (device); undefined = all, in order
+  int64_t ng = 0;
+  int64_t seq = -1;       // shared sequence, or -1 for one sequence per block
+  at::Tensor seq_idx;     // [ng] when seq == -1
+  int64_t lc = 0;         // context keys needed: max anchor of the group
+  at::Tensor full_mask;   // [ng, 1, 1, B, lc] bool, true = masked
+  at::Tensor slide_mask;  // same, with the window
+};
+
+// Scores, masks, fp32 softmax and weighted sum for one group.
+// q: [ng, nkv, g*B, d]; kb, vb: [ng, nkv, B, d]. Returns [ng, nkv, g*B, d].
+at::Tensor Attend(const at::Tensor& q, const at::Tensor& kb, const at::Tensor& vb,
+                  const at::Tensor& kc, const at::Tensor& vc,
+                  const at::Tensor& ctx_mask, const at::Tensor& blk_mask,
+                  int64_t g, double scale) {
+  const int64_t ng = q.size(0), nkv = q.size(1), R = q.size(2), d = q.size(3);
+  const int64_t B = kb.size(2);
+  const int64_t lc = kc.defined() ? kc.size(2) : 0;
+  // As HF eager: matmul in the model dtype, scaled, masked, fp32 softmax.
+  at::Tensor sb = (at::matmul(q, kb.transpose(-1, -2)) * scale).to(at::kFloat);
+  if (blk_mask.defined()) {
+    sb = sb.view({ng, nkv, g, B, B}).masked_fill(blk_mask, kNegInf)
+             .view({ng, nkv, R, B});
+  }
+  at::Tensor scores = sb;
+  if (lc > 0) {
+    const int64_t G = kc.size(0);
+    at::Tensor sc = at::matmul(FoldRows(q, G), kc.transpose(-1, -2)) * scale;
+    sc = UnfoldRows(sc, ng, R).to(at::kFloat);
+    sc = sc.view({ng, nkv, g, B, lc}).masked_fill(ctx_mask, kNegInf)
+             .view({ng, nkv, R, lc});
+    scores = at::cat({sc, sb}, -1);
+  }
+  at::Tensor p = at::softmax(scores, -1).to(q.scalar_type());
+  at::Tensor ob = at::matmul(p.narrow(-1, lc, B), vb);
+  if (lc == 0) return ob;
+  const int64_t G = kc.size(0);
+  at::Tensor oc = at::matmul(FoldRows(p.narrow(-1, 0, lc), G), vc);
+  oc = UnfoldRows(oc, ng, R);
+  (void)d;
+  return (oc.to(at::kFloat) + ob.to(at::kFloat)).to(q.scalar_type());
+}
+
+}  // namespace
+
+absl::StatusOr<at::Tensor> DrafterModel::ForwardBlocks(
+    const at::Tensor& x0, const at::Tensor& anchors, const at::Tensor& seq,
+    const ContextCache& context) const {
+  const DrafterConfig& c = config_;
+  const c10::ScalarType dtype = fc_.scalar_type();
+  const int64_t B = c.block_size, H = c.hidden_size;
+  if (!x0.defined() || x0.dim() != 3 || x0.size(1) != B || x0.size(2) != H) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "block inputs x0 have shape ",
+        x0.defined() ? absl::StrCat("[", absl::StrJoin(x0.sizes(), ", "), "]")
+                     : "(undefined)",
+        "; expected [nb, ", B, ", ", H, "] (block_size ", B, ", hidden ", H, ")"));
+  }
+  if (x0.scalar_type() != dtype || x0.device() != fc_.device()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "block inputs x0 are ", c10::toString(x0.scalar_type()), " on ",
+        x0.device().str(), "; expected ", c10::toString(dtype), " on ",
+        fc_.device().str()));
+  }
+  const int64_t nb = x0.size(0);
+  for (const auto& [t, name] : {std::pair<const at::Tensor*, const char*>{&anchors, "anchors"},
+                                {&seq, "seq"}}) {
+    if (!t->defined() || t->dim() != 1 || t->size(0) != nb ||
+        !at::isIntegralType(t->scalar_type(), /*includeBool=*/false)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          name, " must be an integer tensor of shape [", nb, "] (one per block)"));
+    }
+  }
+  const int64_t S = static_cast<int64_t>(context.lengths.size());
+  if (static_cast<int64_t>(context.k.size()) != c.num_hidden_layers ||
+      context.v.size() != context.k.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "context cache holds ", context.k.size(), " layers; the drafter has ",
+        c.num_hidden_layers));
+  }
+  ASSIGN_OR_RETURN(auto host, TorchGuard("reading block anchors", [&] {
+                     return std::make_pair(anchors.to(at::kCPU, at::kLong).contiguous(),
+                                           seq.to(at::kCPU, at::kLong).contiguous());
+                   }));
+  const int64_t* a_ptr = host.first.data_ptr<int64_t>();
+  const int64_t* s_ptr = host.second.data_ptr<int64_t>();
+  std::map<int64_t, std::vector<int64_t>> by_seq;
+  for (int64_t b = 0; b < nb; ++b) {
+    if (s_ptr[b] < 0 || s_ptr[b] >= S) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "block ", b, " reads sequence ", s_ptr[b], "; the context holds ", S,
+          " sequences"));
+    }
+    if (a_ptr[b] < 0 || a_ptr[b] > context.lengths[s_ptr[b]]) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "block ", b, " has anchor ", a_ptr[b], "; sequence ", s_ptr[b],
+          " has ", context.lengths[s_ptr[b]], " context positions"));
+    }
+    by_seq[s_ptr[b]].push_back(b);
+  }
+
+  return TorchGuard("drafter forward", [&]() -> at::Tensor {
+    at::NoGradGuard no_grad;
+    const at::TensorOptions lopt = x0.options().dtype(at::kLong);
+    const int64_t nh = c.num_attention_heads, nkv = c.num_key_value_heads;
+    const int64_t g = nh / nkv, d = c.head_dim;
+    const double scale = 1.0 / std::sqrt(static_cast<double>(d));
+    const at::Tensor a_dev = host.first.to(x0.device());
+    const at::Tensor j = at::arange(B, lopt);
+    at::Tensor pos = a_dev.unsqueeze(1) + j;  // [nb, B]
+    auto [cos, sin] = RopeCosSin(pos, inv_freq_, attention_scaling_, dtype);
+    cos = cos.unsqueeze(2);  // [nb, B, 1, d]
+    sin = sin.unsqueeze(2);
+    bool any_sliding = false;
+    for (bool s : c.sliding) any_sliding |= s;
+    const int64_t W = c.sliding_window;
+
+    // Groups and their context masks, shared by all layers.
+    auto make_masks = [&](Group& grp, const at::Tensor& a) {  // a: [ng]
+      at::Tensor key = at::arange(grp.lc, lopt);                      // [lc]
+      at::Tensor p = a.unsqueeze(1) + j;                              // [ng, B]
+      at::Tensor full = (key.view({1, 1, -1}) >= a.view({-1, 1, 1}))
+                            .expand({grp.ng, B, grp.lc});
+      grp.full_mask = full.reshape({grp.ng, 1, 1, B, grp.lc});
+      if (any_sliding) {
+        at::Tensor win = (p.unsqueeze(2) - key.view({1, 1, -1})) >= W;
+        grp.slide_mask = (full | win).view({grp.ng, 1, 1, B, grp.lc});
+      }
+    };
+    std::vector<Group> groups;
+    if (static_cast<int64_t>(by_seq.size()) == nb) {
+      Group grp;
+      grp.ng = nb;
+      grp.seq_idx = host.second.to(x0.device());
+      for (int64_t b = 0; b < nb; ++b) grp.lc = std::max(grp.lc, a_ptr[b]);
+      make_masks(grp, a_dev);
+      groups.push_back(std::move(grp));
+    } else {
+      for (const auto& [s, blocks] : by_seq) {
+        Group grp;
+        grp.ng = static_cast<int64_t>(blocks.size());
+        grp.seq = s;
+        grp.idx = at::tensor(blocks, at::kLong).to(x0.device());
+        for (int64_t b : blocks) grp.lc = std::max(grp.lc, a_ptr[b]);
+        make_masks(grp, a_dev.index_select(0, grp.idx));
+        groups.push_back(std::move(grp));
+      }
+    }
+    at::Tensor blk_mask;  // [B, B] j - j' >= W, only if W < B
+    if (any_sliding && W < B) {
+      blk_mask = ((j.unsqueeze(1) - j.unsqueeze(0)) >= W).view({1, 1, 1, B, B});
+    }
+
+    at::Tensor x = x0;
+    for (int64_t li = 0; li < c.num_hidden_layers; ++li) {
+      const Layer& l = layers_[li];
+      const bool sliding = c.sliding[li];
+      at::Tensor y = Norm(x, l.input_norm, c.rms_norm_eps);
+      at::Tensor q = Norm(Lin(y, l.wq, l.bq).view({nb, B, nh, d}), l.q_norm,
+                          c.rms_norm_eps);
+      q = ApplyRope(q, cos, sin);
+      at::Tensor kb = Norm(Lin(y, l.wk, l.bk).view({nb, B, nkv, d}), l.k_norm,
+                           c.rms_norm_eps);
+      kb = ApplyRope(kb, cos, sin).permute({0, 2, 1, 3});        // [nb, nkv, B, d]
+      at::Tensor vb = Lin(y, l.wv, l.bv).view({nb, B, nkv, d}).permute({0, 2, 1, 3});
+      // Query head h = kv_head * g + i, as HF's repeat_kv.
+      q = q.view({nb, B, nkv, g, d}).permute({0, 2, 3, 1, 4})
+              .reshape({nb, nkv, g * B, d});
+      const at::Tensor& ck = context.k[li];  // [S, L, nkv, d]
+      const at::Tensor& cv = context.v[li];
+      at::Tensor attn;
+      if (groups.size() == 1 && !groups[0].idx.defined()) {
+        const Group& grp = groups[0];
+        at::Tensor kc, vc;
+        if (grp.lc > 0) {
+          kc = ck.narrow(1, 0, grp.lc).index_select(0, grp.seq_idx).permute({0, 2, 1, 3});
+          vc = cv.narrow(1, 0, grp.lc).index_select(0, grp.seq_idx).permute({0, 2, 1, 3});
+        }
+        attn = Attend(q, kb, vb, kc, vc, sliding ? grp.slide_mask : grp.full_mask,
+                      sliding ? blk_mask : at::Tensor(), g, scale);
+      } else {
+        attn = at::empty_like(q);
+        for (const Group& grp : groups) {
+          at::Tensor kc, vc;
+          if (grp.lc > 0) {
+            kc = ck[grp.seq].narrow(0, 0, grp.lc).permute({1, 0, 2}).unsqueeze(0);
+            vc = cv[grp.seq].narrow(0, 0, grp.lc).permute({1, 0, 2}).unsqueeze(0);
+          }
+          at::Tensor out = Attend(q.index_select(0, grp.idx), kb.index_select(0, grp.idx),
+                                  vb.index_select(0, grp.idx), kc, vc,
+                                  sliding ? grp.slide_mask : grp.full_mask,
+                                  sliding ? blk_mask : at::Tensor(), g, scale);
+          attn.index_copy_(0, grp.idx, out);
+        }
+      }
+      attn = attn.view({nb, nkv, g, B, d}).permute({0, 3, 1, 2, 4})
+                 .reshape({nb, B, nh * d});
+      x = x + Lin(attn, l.wo, l.bo);
+      at::Tensor h = Norm(x, l.post_norm, c.rms_norm_eps);
+      x = x + at::linear(at::silu(at::linear(h, l.gate)) * at::linear(h, l.up),
+                         l.down);
+    }
+    return Norm(x, norm_, c.rms_norm_eps);
+  });
+}
+
+}  // namespace dflash::model

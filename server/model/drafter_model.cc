@@ -1,0 +1,216 @@
+#include "model/drafter_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+#include <sstream>
+#include <utility>
+
+#include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/status_macros.h"
+#include "common/torch_guard.h"
+#include "model/drafter_schema.h"
+#include "model/rope.h"
+
+namespace dflash::model {
+namespace {
+
+std::string ShapeStr(at::IntArrayRef shape) {
+  return absl::StrCat("[", absl::StrJoin(shape, ", "), "]");
+}
+
+std::string DTypeStr(c10::ScalarType t) { return c10::toString(t); }
+
+// HF Qwen3RMSNorm: fp32 statistics, cast back, then weight * x.
+at::Tensor RmsNorm(const at::Tensor& x, const at::Tensor& w, double eps) {
+  at::Tensor h = x.to(at::kFloat);
+  at::Tensor var = h.pow(2).mean(-1, /*keepdim=*/true);
+  h = h * at::rsqrt(var + eps);
+  return w * h.to(x.scalar_type());
+}
+
+at::Tensor Linear(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b) {
+  return b.defined() ? at::linear(x, w, b) : at::linear(x, w);
+}
+
+}  // namespace
+
+absl::StatusOr<DrafterModel> DrafterModel::Create(
+    DrafterConfig config, std::map<std::string, at::Tensor> weights) {
+  const DrafterConfig& c = config;
+  if (c.num_hidden_layers <= 0 || c.hidden_size <= 0 || c.head_dim <= 0 ||
+      c.num_key_value_heads <= 0 ||
+      c.num_attention_heads % c.num_key_value_heads != 0 ||
+      c.num_target_features() == 0 ||
+      static_cast<int64_t>(c.sliding.size()) != c.num_hidden_layers) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "drafter config is inconsistent: ", DescribeConfig(c)));
+  }
+  auto fc_it = weights.find("fc.weight");
+  if (fc_it == weights.end() || !fc_it->second.defined()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "drafter tensor 'fc.weight' is missing (expected shape [",
+        c.hidden_size, ", ", c.num_target_features(), " * target hidden size])"));
+  }
+  const at::Tensor& fc = fc_it->second;
+  const int64_t K = c.num_target_features();
+  if (fc.dim() != 2 || fc.size(0) != c.hidden_size || fc.size(1) % K != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "tensor 'fc.weight' has shape ", ShapeStr(fc.sizes()), "; expected [",
+        c.hidden_size, ", ", K, " * target hidden size] for ", K,
+        " target layers"));
+  }
+  const c10::ScalarType dtype = fc.scalar_type();
+  if (dtype != at::kFloat && dtype != at::kBFloat16 && dtype != at::kHalf) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "tensor 'fc.weight' has dtype ", DTypeStr(dtype),
+        "; expected Float, BFloat16 or Half"));
+  }
+  const c10::Device device = fc.device();
+
+  std::set<std::string> expected;
+  for (const weights::TensorSpec& spec : DrafterSchema(c, fc.size(1) / K)) {
+    expected.insert(spec.name);
+    auto it = weights.find(spec.name);
+    if (it == weights.end() || !it->second.defined()) {
+      if (!spec.required) continue;
+      return absl::InvalidArgumentError(absl::StrCat(
+          "drafter tensor '", spec.name, "' is missing (expected shape ",
+          ShapeStr(spec.shape), ")"));
+    }
+    const at::Tensor& t = it->second;
+    if (t.sizes() != at::IntArrayRef(spec.shape)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("tensor '", spec.name, "' has shape ", ShapeStr(t.sizes()),
+                       "; expected ", ShapeStr(spec.shape)));
+    }
+    if (t.scalar_type() != dtype) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "tensor '", spec.name, "' has dtype ", DTypeStr(t.scalar_type()),
+          "; expected ", DTypeStr(dtype), " (the dtype of fc.weight)"));
+    }
+    if (t.device() != device) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "tensor '", spec.name, "' is on ", t.device().str(), "; expected ",
+          device.str(), " (the device of fc.weight)"));
+    }
+  }
+  for (const auto& [name, t] : weights) {
+    if (!expected.count(name)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "unexpected drafter tensor '", name, "' (shape ",
+          ShapeStr(t.sizes()), ")",
+          c.attention_bias ? "" : "; attention_bias is false in config.json"));
+    }
+  }
+  ASSIGN_OR_RETURN(RopeTables rope, ComputeRope(c.rope, c.head_dim));
+
+  DrafterModel m;
+  m.config_ = std::move(config);
+  auto take = [&](const std::string& name) -> at::Tensor {
+    auto it = weights.find(name);
+    return it == weights.end() ? at::Tensor() : it->second;
+  };
+  m.fc_ = take("fc.weight");
+  m.hidden_norm_ = take("hidden_norm.weight");
+  m.norm_ = take("norm.weight");
+  for (int64_t i = 0; i < m.config_.num_hidden_layers; ++i) {
+    const std::string p = absl::StrCat("layers.", i, ".");
+    Layer l;
+    l.input_norm = take(p + "input_layernorm.weight");
+    l.post_norm = take(p + "post_attention_layernorm.weight");
+    l.wq = take(p + "self_attn.q_proj.weight");
+    l.wk = take(p + "self_attn.k_proj.weight");
+    l.wv = take(p + "self_attn.v_proj.weight");
+    l.wo = take(p + "self_attn.o_proj.weight");
+    l.bq = take(p + "self_attn.q_proj.bias");
+    l.bk = take(p + "self_attn.k_proj.bias");
+    l.bv = take(p + "self_attn.v_proj.bias");
+    l.bo = take(p + "self_attn.o_proj.bias");
+    l.q_norm = take(p + "self_attn.q_norm.weight");
+    l.k_norm = take(p + "self_attn.k_norm.weight");
+    l.gate = take(p + "mlp.gate_proj.weight");
+    l.up = take(p + "mlp.up_proj.weight");
+    l.down = take(p + "mlp.down_proj.weight");
+    m.layers_.push_back(std::move(l));
+  }
+  m.attention_scaling_ = rope.attention_scaling;
+  ASSIGN_OR_RETURN(m.inv_freq_, TorchGuard("moving rope tables", [&] {
+                     return InvFreqTensor(rope).to(device);
+                   }));
+  return m;
+}
+
+int64_t DrafterModel::bytes() const {
+  int64_t total = 0;
+  auto add = [&](const at::Tensor& t) {
+    if (t.defined()) total += t.numel() * static_cast<int64_t>(t.element_size());
+  };
+  add(fc_);
+  add(hidden_norm_);
+  add(norm_);
+  for (const Layer& l : layers_) {
+    for (const at::Tensor* t :
+         {&l.input_norm, &l.post_norm, &l.wq, &l.wk, &l.wv, &l.wo, &l.bq, &l.bk,
+          &l.bv, &l.bo, &l.q_norm, &l.k_norm, &l.gate, &l.up, &l.down}) {
+      add(*t);
+    }
+  }
+  return total;
+}
+
+absl::StatusOr<ContextCache> DrafterModel::EncodeContext(
+    const std::vector<at::Tensor>& features) const {
+  const DrafterConfig& c = config_;
+  const c10::ScalarType dtype = fc_.scalar_type();
+  ContextCache cache;
+  for (size_t s = 0; s < features.size(); ++s) {
+    const at::Tensor& f = features[s];
+    if (!f.defined() || f.dim() != 2 || f.size(1) != fc_.size(1)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "context features of sequence ", s, " have shape ",
+          f.defined() ? ShapeStr(f.sizes()) : "(undefined)", "; expected [L, ",
+          fc_.size(1), "] (", c.num_target_features(), " target layers x ",
+          fc_.size(1) / c.num_target_features(), ")"));
+    }
+    if (f.scalar_type() != dtype || f.device() != fc_.device()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "context features of sequence ", s, " are ", DTypeStr(f.scalar_type()),
+          " on ", f.device().str(), "; expected ", DTypeStr(dtype), " on ",
+          fc_.device().str()));
+    }
+    cache.lengths.push_back(f.size(0));
+    cache.max_len = std::max(cache.max_len, f.size(0));
+  }
+  const int64_t S = static_cast<int64_t>(features.size());
+  const int64_t L = cache.max_len;
+  RETURN_IF_ERROR(TorchGuard("encoding drafter context", [&] {
+    at::NoGradGuard no_grad;
+    // Zero-padded [S, L, K*H_t]; padded rows are masked in ForwardBlocks.
+    at::Tensor feats = at::zeros({S, L, fc_.size(1)}, fc_.options());
+    for (int64_t s = 0; s < S; ++s) {
+      if (cache.lengths[s] > 0) feats[s].narrow(0, 0, cache.lengths[s]).copy_(features[s]);
+    }
+    at::Tensor ctx = RmsNorm(at::linear(feats, fc_), hidden_norm_, c.rms_norm_eps);
+    at::Tensor pos = at::arange(L, fc_.options().dtype(at::kLong));
+    auto [cos, sin] = RopeCosSin(pos, inv_freq_, attention_scaling_, dtype);
+    cos = cos.unsqueeze(1);  // [L, 1, d]
+    sin = sin.unsqueeze(1);
+    const int64_t nkv = c.num_key_value_heads, d = c.head_dim;
+    for (const Layer& l : layers_) {
+      at::Tensor k = Linear(ctx, l.wk, l.bk).view({S, L, nkv, d});
+      k = ApplyRope(RmsNorm(k, l.k_norm, c.rms_norm_eps), cos, sin);
+      at::Tensor v = Linear(ctx, l.wv, l.bv).view({S, L, nkv, d});
+      cache.k.push_back(k.contiguous());
+      cache.v.push_back(v.contiguous());
+    }
+  }));
+  return cache;
+}
+
+}  // namespace dflash::model
