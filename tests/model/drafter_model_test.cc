@@ -18,7 +18,6 @@
 
 // tests/CMakeLists.txt builds each *_test.cc alone; the reference is
 // compiled into this binary.
-#include "model/reference_drafter.cc"  // NOLINT
 
 namespace dflash::model {
 namespace {
