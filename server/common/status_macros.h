@@ -18,7 +18,8 @@ namespace dflash {
 // Returns `status` with `context: ` prepended to its message (code unchanged).
 template <typename... Args>
 absl::Status WithContext(const absl::Status& status, const Args&... context) {
-  if (status.ok()) return status;
+  // No context (plain RETURN_IF_ERROR(expr)): pass the status through as is.
+  if (status.ok() || sizeof...(context) == 0) return status;
   return absl::Status(status.code(),
                       absl::StrCat(context..., ": ", status.message()));
 }
