@@ -5,6 +5,7 @@
 
 #include <ATen/ATen.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
@@ -33,9 +34,12 @@ std::string Env(const char* name, const std::string& fallback) {
 }
 
 std::string SourceDir() {
-  // ctest sets DFLASH_SOURCE_DIR; otherwise assume tests/data/<this file>.
+#ifdef DFLASH_SOURCE_DIR_DEFAULT
+  return Env("DFLASH_SOURCE_DIR", DFLASH_SOURCE_DIR_DEFAULT);
+#else
   return Env("DFLASH_SOURCE_DIR",
              fs::path(__FILE__).parent_path().parent_path().parent_path().string());
+#endif
 }
 
 int RunPython(const std::string& args) {
@@ -60,28 +64,56 @@ double MaxDiff(const at::Tensor& a, const at::Tensor& b) {
   return (a.to(at::kDouble) - b.to(at::kDouble)).abs().max().item<double>();
 }
 
+// ctest runs every case in its own process; generating the fixtures (a
+// torch import) each time would dominate the suite. They are generated once
+// per version of the script into $TMPDIR/dflash-dataset-fixtures-<hash>
+// (written to a temporary folder and renamed into place, so parallel runs
+// never see half a set) and treated as read-only.
+std::string FixtureRoot() {
+  const std::string script = SourceDir() + "/tests/fixtures/make_dataset_fixtures.py";
+  const std::string text = testing::ReadFileOrEmpty(script);
+  if (text.empty()) return "";
+  uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a
+  for (unsigned char c : text) h = (h ^ c) * 0x100000001b3ull;
+  const char* tmp = std::getenv("TMPDIR");
+  const fs::path base = tmp && *tmp ? tmp : "/tmp";
+  const fs::path root = base / ("dflash-dataset-fixtures-" + std::to_string(h));
+  if (fs::exists(root / ".done")) return root.string();
+  std::string pattern = (base / "dflash-dataset-fixtures-XXXXXX").string();
+  if (mkdtemp(pattern.data()) == nullptr) return "";
+  if (RunPython(script + " " + pattern) != 0) return "";
+  std::FILE* f = std::fopen((fs::path(pattern) / ".done").c_str(), "w");
+  if (f == nullptr) return "";
+  std::fclose(f);
+  std::error_code ec;
+  fs::rename(pattern, root, ec);
+  if (ec) fs::remove_all(pattern, ec);  // another process won the race
+  return fs::exists(root / ".done") ? root.string() : "";
+}
+
 class EvalDatasetTest : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() {
-    dir_ = new testing::TempDir();
-    const std::string script = SourceDir() + "/tests/fixtures/make_dataset_fixtures.py";
-    ASSERT_EQ(RunPython(script + " " + dir_->path()), 0) << "fixture script " << script;
-  }
+  static void SetUpTestSuite() { root_ = new std::string(FixtureRoot()); }
   static void TearDownTestSuite() {
-    delete dir_;
-    dir_ = nullptr;
+    delete root_;
+    root_ = nullptr;
+  }
+  void SetUp() override {
+    ASSERT_FALSE(root_->empty()) << "could not generate fixtures from "
+                                 << SourceDir() << "/tests/fixtures/make_dataset_fixtures.py";
   }
 
+  static std::string Join(const std::string& sub) { return (fs::path(*root_) / sub).string(); }
   static DatasetLoadOptions Options(const std::string& sub) {
     DatasetLoadOptions o;
-    o.path = dir_->Join(sub);
+    o.path = Join(sub);
     return o;
   }
 
-  static testing::TempDir* dir_;
+  static std::string* root_;
 };
 
-testing::TempDir* EvalDatasetTest::dir_ = nullptr;
+std::string* EvalDatasetTest::root_ = nullptr;
 
 TEST_F(EvalDatasetTest, OrdersByFileIndexAndReadsManifest) {
   ASSERT_OK_AND_ASSIGN(EvalDataset ds, EvalDataset::Load(Options("dflash")));
@@ -333,7 +365,7 @@ TEST_F(EvalDatasetTest, FingerprintIsStableAndSeesEveryValue) {
 
   // One feature value changed in a copy of the dataset.
   testing::TempDir copy;
-  fs::copy(dir_->Join("dflash"), copy.path(), fs::copy_options::recursive);
+  fs::copy(Join("dflash"), copy.path(), fs::copy_options::recursive);
   const std::string file = copy.Join("rows_0-4/data_10.ckpt");
   ASSERT_EQ(RunPython("-c \"import torch,sys; p=sys.argv[1]; d=torch.load(p); "
                       "d['hidden_states'][3, 5] += 1; torch.save(d, p)\" " + file), 0);
