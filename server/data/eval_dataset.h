@@ -50,6 +50,24 @@ struct DatasetLoadOptions {
 
 class EvalDataset {
  public:
+  // Reads every capture file below options.path (*.ckpt, *.pt, *.pth,
+  // *.ckpt.gz; order and sample indices: data/sample_files.h), keeps the
+  // first max_samples of that order, validates each sample and moves it to
+  // the device before reading the next. Errors:
+  //   NotFound: path is not a directory, or it holds no capture file.
+  //   FailedPrecondition: no layer ids declared (neither request nor
+  //     dataset.json); the message shows an example manifest.
+  //   InvalidArgument: a bad manifest / layer_ids, or a bad sample, named as
+  //     "sample '<relative path>': <defect>" (skip_bad_samples skips those and
+  //     lists "<relative path>: <defect>" in skipped(); if every sample is
+  //     bad the load still fails with InvalidArgument).
+  // Layer ids: options.layer_ids replaces the manifest entirely. The hidden
+  // size is the manifest's, else derived from the first good sample
+  // (width / layers). Without options.dtype every feature must share the
+  // first sample's stored dtype. fingerprint() = "h64:<16 hex>" over the
+  // layer groups, hidden size and, per sample in order, the resident
+  // ids / mask / feature bytes (data/content_hash.h): equal content gives an
+  // equal fingerprint whatever the file names, format or device.
   static absl::StatusOr<EvalDataset> Load(const DatasetLoadOptions& options);
 
   const std::string& name() const { return name_; }
@@ -70,8 +88,10 @@ class EvalDataset {
   // when a wanted layer is absent.
   absl::Status CheckLayers(const std::vector<int>& wanted) const;
 
-  // [L, K*H_t]: the columns of `wanted` layers, in that order (a view or a
-  // single gather; no copy when one group already matches).
+  // [L, K*H_t]: the columns of `wanted` layers, in that order (a narrow()
+  // view when they are consecutive columns of one group, else one cat of
+  // narrowed slices). FailedPrecondition as CheckLayers; InvalidArgument for
+  // i out of range or an empty `wanted`.
   absl::StatusOr<at::Tensor> Features(size_t i, const std::vector<int>& wanted) const;
 
  private:

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <unordered_map>
 #include <vector>
 
 #include "eval/eval_types.h"
@@ -25,20 +26,29 @@ class MetricsAccumulator {
   explicit MetricsAccumulator(int64_t block_size);
 
   // Registers a sample (for per-sample summaries and tau) before its blocks.
+  // A block of a sample never begun registers it with length 0.
   void BeginSample(int64_t sample, int64_t length, int64_t first_response);
+  // A block with no existing positions (anchor at L-1) counts as a block with
+  // n = 0 and accept length 1, and adds to no position's denominators.
   void Add(const BlockOutcome& block);
 
   // n = leading matches of a block.
   static int64_t LeadingMatches(const std::vector<uint8_t>& correct);
 
+  // per_sample lists every registered sample in BeginSample order, including
+  // those without blocks; EvalResult::samples and tau count only samples with
+  // at least one block.
   EvalResult Finish(Mode mode) const;
 
  private:
+  SampleSummary& Slot(int64_t sample);
+
   int64_t block_size_;
   std::vector<PositionMetrics> positions_;
   std::vector<double> ce_sum_;
   std::vector<int64_t> histogram_;
   std::vector<SampleSummary> samples_;  // in BeginSample order
+  std::unordered_map<int64_t, size_t> sample_slot_;  // sample -> samples_ index
   int64_t blocks_ = 0, tokens_ = 0, accept_sum_ = 0;
 };
 

@@ -1,0 +1,119 @@
+// File: dataset_manifest.cc
+#include "data/dataset_manifest.h"
+
+#include <algorithm>
+#include <limits>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "nlohmann/json.hpp"
+
+namespace dflash::data {
+namespace {
+
+using nlohmann::json;
+
+int KeyRank(const std::string& key) {
+  if (key == "hidden_states") return 0;
+  if (key == "aux_hidden_state") return 1;
+  if (key == "hidden_state") return 2;
+  return 3;
+}
+
+absl::Status Bad(absl::string_view label, absl::string_view what) {
+  return absl::InvalidArgumentError(absl::StrCat(label, ": ", what));
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<LayerGroup>> CheckLayerGroups(
+    const std::map<std::string, std::vector<int>>& groups, absl::string_view label) {
+  const absl::string_view source = label;
+  if (groups.empty()) return Bad(source, "declares no feature keys");
+  std::vector<LayerGroup> out(groups.begin(), groups.end());
+  std::stable_sort(out.begin(), out.end(), [](const LayerGroup& a, const LayerGroup& b) {
+    return KeyRank(a.first) < KeyRank(b.first);
+  });
+  std::map<int, std::string> seen;  // layer -> key that holds it
+  for (const auto& [key, ids] : out) {
+    if (key.empty() || key == "input_ids" || key == "loss_mask") {
+      return Bad(source, absl::StrCat("'", key, "' cannot be a feature key"));
+    }
+    if (ids.empty()) {
+      return Bad(source, absl::StrCat("feature '", key, "' lists no layers"));
+    }
+    for (int id : ids) {
+      if (id < 0) {
+        return Bad(source, absl::StrCat("feature '", key, "' lists layer ", id,
+                                        "; layer ids must be >= 0"));
+      }
+      auto [it, fresh] = seen.emplace(id, key);
+      if (!fresh) {
+        return Bad(source, absl::StrCat("layer ", id, " is declared twice (in '",
+                                        it->second, "' and '", key, "')"));
+      }
+    }
+  }
+  return out;
+}
+
+absl::StatusOr<DatasetManifest> ParseManifest(absl::string_view json_text,
+                                              absl::string_view path) {
+  const std::string label = absl::StrCat("manifest '", path, "'");
+  const absl::string_view source = label;
+  json doc = json::parse(json_text.begin(), json_text.end(), nullptr,
+                         /*allow_exceptions=*/false);
+  if (doc.is_discarded()) return Bad(source, "is not valid JSON");
+  if (!doc.is_object()) return Bad(source, "must be a JSON object");
+  DatasetManifest m;
+  if (auto it = doc.find("name"); it != doc.end() && !it->is_null()) {
+    if (!it->is_string()) return Bad(source, "'name' must be a string");
+    m.name = it->get<std::string>();
+  }
+  if (auto it = doc.find("hidden_size"); it != doc.end() && !it->is_null()) {
+    if (!it->is_number_integer() || it->get<int64_t>() <= 0) {
+      return Bad(source, absl::StrCat("'hidden_size' must be a positive integer; got ",
+                                      it->dump()));
+    }
+    m.hidden_size = it->get<int64_t>();
+  }
+  auto features = doc.find("features");
+  if (features == doc.end() || !features->is_object()) {
+    return Bad(source,
+               "needs an object 'features' mapping each feature key to its layer "
+               "ids, e.g. {\"features\": {\"hidden_states\": [1, 16, 31, 46, 61]}}");
+  }
+  std::map<std::string, std::vector<int>> groups;
+  for (auto it = features->begin(); it != features->end(); ++it) {
+    if (!it->is_array()) {
+      return Bad(source, absl::StrCat("feature '", it.key(),
+                                      "' must be a list of layer ids; got ", it->dump()));
+    }
+    std::vector<int>& ids = groups[it.key()];
+    for (const json& v : *it) {
+      if (!v.is_number_integer() || v.get<int64_t>() > std::numeric_limits<int>::max() ||
+          v.get<int64_t>() < std::numeric_limits<int>::min()) {
+        return Bad(source, absl::StrCat("feature '", it.key(),
+                                        "' holds a non-integer layer id ", v.dump()));
+      }
+      ids.push_back(static_cast<int>(v.get<int64_t>()));
+    }
+  }
+  auto checked = CheckLayerGroups(groups, source);
+  if (!checked.ok()) return checked.status();
+  m.features = std::move(checked).value();
+  return m;
+}
+
+std::string MissingManifestMessage(absl::string_view dataset_path) {
+  return absl::StrCat(
+      "dataset '", dataset_path, "' does not say which target layers its features hold; ",
+      "capture files record no layer ids. Declare them in the request (layer_ids per "
+      "feature key) or write ", dataset_path, "/", kManifestFile, ", e.g. ",
+      R"({"name": "my-dataset", "hidden_size": 5120, "features": {"hidden_states": [1, 16, 31, 46, 61]}})",
+      " (EAGLE-3 layout: ",
+      R"("features": {"aux_hidden_state": [1, 16, 31, 46], "hidden_state": [61]})", ")");
+}
+
+}  // namespace dflash::data

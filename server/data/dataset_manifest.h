@@ -1,0 +1,51 @@
+// File: dataset_manifest.h
+// The dataset.json manifest of a cached-feature dataset (dflash-semantics §3),
+// parsed without torch so that it can be fuzzed:
+//
+//   {"name": "gsm8k-qwen3", "hidden_size": 5120,
+//    "features": {"hidden_states": [1, 16, 31, 46, 61]}}
+//
+// "name" and "hidden_size" are optional (the hidden size is then derived from
+// the stored width). Unknown top-level fields are ignored. Feature groups are
+// returned in a canonical order: hidden_states, aux_hidden_state,
+// hidden_state, then any other key alphabetically.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+namespace dflash::data {
+
+inline constexpr char kManifestFile[] = "dataset.json";
+
+// One feature key and the target layers its columns hold, in column order.
+using LayerGroup = std::pair<std::string, std::vector<int>>;
+
+struct DatasetManifest {
+  std::string name;          // empty when absent
+  int64_t hidden_size = 0;   // 0 when absent
+  std::vector<LayerGroup> features;
+};
+
+// InvalidArgument "manifest '<path>': <defect>".
+absl::StatusOr<DatasetManifest> ParseManifest(absl::string_view json_text,
+                                              absl::string_view path);
+
+// Orders groups canonically and checks them: at least one group, every list
+// non-empty, layer ids >= 0, no key "input_ids"/"loss_mask", and no layer
+// held twice (within or across keys). InvalidArgument "<label>: <defect>",
+// label naming the origin ("manifest '/d/dataset.json'", "request layer_ids").
+absl::StatusOr<std::vector<LayerGroup>> CheckLayerGroups(
+    const std::map<std::string, std::vector<int>>& groups, absl::string_view label);
+
+// The message for a dataset that declares no layers: what to write, with an
+// example manifest.
+std::string MissingManifestMessage(absl::string_view dataset_path);
+
+}  // namespace dflash::data

@@ -1,0 +1,231 @@
+// File: eval_dataset.cc
+// Load: list and order the capture files, read each one, validate it, convert
+// it to the resident dtype, hash it, move it to the device and drop the host
+// copy before reading the next (never two full copies of the dataset).
+#include "data/eval_dataset.h"
+
+#include <ATen/ATen.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/status_macros.h"
+#include "common/torch_guard.h"
+#include "data/content_hash.h"
+#include "data/dataset_manifest.h"
+#include "data/sample_files.h"
+#include "data/sample_reader.h"
+
+namespace dflash::data {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Declared {
+  std::string name;
+  int64_t hidden_size = 0;
+  std::vector<FeatureGroup> groups;
+};
+
+absl::StatusOr<Declared> DeclaredLayers(const DatasetLoadOptions& options) {
+  Declared d;
+  std::vector<LayerGroup> groups;
+  if (!options.layer_ids.empty()) {
+    // The request replaces the manifest entirely (it may be absent or stale).
+    ASSIGN_OR_RETURN(groups, CheckLayerGroups(options.layer_ids, "request layer_ids"));
+  } else {
+    const fs::path manifest = fs::path(options.path) / kManifestFile;
+    std::error_code ec;
+    if (!fs::is_regular_file(manifest, ec)) {
+      return absl::FailedPreconditionError(MissingManifestMessage(options.path));
+    }
+    std::ifstream in(manifest, std::ios::binary);
+    std::stringstream text;
+    text << in.rdbuf();
+    if (!in) {
+      return absl::NotFoundError(
+          absl::StrCat("cannot read manifest '", manifest.string(), "'"));
+    }
+    ASSIGN_OR_RETURN(DatasetManifest m, ParseManifest(text.str(), manifest.string()));
+    d.name = m.name;
+    d.hidden_size = m.hidden_size;
+    groups = std::move(m.features);
+  }
+  for (auto& [key, ids] : groups) d.groups.push_back({key, ids});
+  return d;
+}
+
+void HashTensor(ContentHash& h, const at::Tensor& t) {
+  h.UpdateU64(static_cast<uint64_t>(t.scalar_type()));
+  h.UpdateU64(static_cast<uint64_t>(t.numel()));
+  h.Update(t.data_ptr(), t.numel() * t.element_size());
+}
+
+std::string LayerList(const std::vector<int>& ids) {
+  return absl::StrCat("[", absl::StrJoin(ids, ", "), "]");
+}
+
+}  // namespace
+
+std::vector<int> EvalDataset::layer_ids() const {
+  std::vector<int> out;
+  for (const FeatureGroup& g : groups_) {
+    out.insert(out.end(), g.layer_ids.begin(), g.layer_ids.end());
+  }
+  return out;
+}
+
+absl::StatusOr<EvalDataset> EvalDataset::Load(const DatasetLoadOptions& options) {
+  ASSIGN_OR_RETURN(std::vector<SampleFile> files, ListSampleFiles(options.path));
+  if (files.empty()) {
+    return absl::NotFoundError(absl::StrCat(
+        "dataset '", options.path,
+        "' holds no capture files (*.ckpt, *.pt, *.pth, *.ckpt.gz)"));
+  }
+  ASSIGN_OR_RETURN(Declared declared, DeclaredLayers(options));
+  if (options.max_samples > 0 && static_cast<int64_t>(files.size()) > options.max_samples) {
+    files.resize(options.max_samples);
+  }
+
+  EvalDataset ds;
+  ds.path_ = options.path;
+  ds.groups_ = declared.groups;
+  ds.name_ = !options.name.empty()      ? options.name
+             : !declared.name.empty()   ? declared.name
+                                        : fs::path(options.path).filename().string();
+  if (ds.name_.empty()) {  // a path ending in '/'
+    ds.name_ = fs::path(options.path).parent_path().filename().string();
+  }
+
+  SampleExpectations expect;
+  expect.groups = declared.groups;
+  expect.hidden_size = declared.hidden_size;
+  expect.hidden_size_from_manifest = declared.hidden_size > 0;
+  expect.vocab_size = options.vocab_size;
+
+  ContentHash hash;
+  hash.Update("dflash-dataset-v1", 17);
+  for (const FeatureGroup& g : ds.groups_) {
+    hash.Update(g.key.data(), g.key.size());
+    hash.UpdateU64(g.layer_ids.size());
+    for (int id : g.layer_ids) hash.UpdateU64(static_cast<uint64_t>(id));
+  }
+
+  for (const SampleFile& file : files) {
+    const std::string full = (fs::path(options.path) / file.relative).string();
+    absl::StatusOr<HostSample> host = ReadSample(full, expect);
+    if (!host.ok()) {
+      const absl::StatusCode code = host.status().code();
+      const bool sample_defect = code == absl::StatusCode::kInvalidArgument ||
+                                 code == absl::StatusCode::kNotFound;
+      if (options.skip_bad_samples && sample_defect) {
+        ds.skipped_.push_back(absl::StrCat(file.relative, ": ", host.status().message()));
+        continue;
+      }
+      return WithContext(host.status(), "sample '", file.relative, "'");
+    }
+    // The first good sample fixes the hidden size and, unless a dtype is
+    // requested, the stored dtype every later sample must share.
+    expect.hidden_size = host->hidden_size;
+    if (!options.dtype.has_value() && !host->features.empty()) {
+      expect.feature_dtype = host->features[0].scalar_type();
+    }
+    DatasetSample sample;
+    sample.index = file.index;
+    sample.file = file.relative;
+    const c10::ScalarType dtype = options.dtype.value_or(
+        host->features.empty() ? c10::kFloat : host->features[0].scalar_type());
+    ASSIGN_OR_RETURN(
+        sample, TorchGuard(absl::StrCat("moving sample '", file.relative, "' to ",
+                                        options.device.str()),
+                           [&]() -> DatasetSample {
+                             hash.UpdateU64(static_cast<uint64_t>(host->input_ids.size(0)));
+                             HashTensor(hash, host->input_ids);
+                             HashTensor(hash, host->loss_mask);
+                             sample.input_ids = host->input_ids.to(options.device);
+                             sample.loss_mask = host->loss_mask.to(options.device);
+                             for (at::Tensor& f : host->features) {
+                               at::Tensor resident = f.to(dtype).contiguous();
+                               HashTensor(hash, resident);
+                               sample.features.push_back(resident.to(options.device));
+                               f = at::Tensor();  // drop the host copy now
+                             }
+                             return std::move(sample);
+                           }));
+    host = absl::StatusOr<HostSample>(HostSample{});  // release host tensors
+    ds.bytes_ += sample.input_ids.nbytes() + sample.loss_mask.nbytes();
+    for (const at::Tensor& f : sample.features) ds.bytes_ += f.nbytes();
+    ds.dtype_ = dtype;
+    ds.samples_.push_back(std::move(sample));
+  }
+  if (ds.samples_.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "dataset '", options.path, "': all ", files.size(), " samples are bad; first: ",
+        ds.skipped_.empty() ? "" : ds.skipped_.front()));
+  }
+  ds.hidden_size_ = expect.hidden_size;
+  hash.UpdateU64(static_cast<uint64_t>(ds.hidden_size_));
+  ds.fingerprint_ = hash.Hex();
+  return ds;
+}
+
+absl::Status EvalDataset::CheckLayers(const std::vector<int>& wanted) const {
+  const std::vector<int> held = layer_ids();
+  const std::set<int> held_set(held.begin(), held.end());
+  std::vector<int> missing;
+  for (int id : wanted) {
+    if (!held_set.count(id) &&
+        std::find(missing.begin(), missing.end(), id) == missing.end()) {
+      missing.push_back(id);
+    }
+  }
+  if (missing.empty()) return absl::OkStatus();
+  return absl::FailedPreconditionError(absl::StrCat(
+      "drafter needs ", missing.size() == 1 ? "layer " : "layers ",
+      absl::StrJoin(missing, ", "), "; dataset holds ", LayerList(held)));
+}
+
+absl::StatusOr<at::Tensor> EvalDataset::Features(size_t i,
+                                                 const std::vector<int>& wanted) const {
+  if (i >= samples_.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "sample ", i, " is out of range; the dataset holds ", samples_.size()));
+  }
+  if (wanted.empty()) return absl::InvalidArgumentError("no layers requested");
+  RETURN_IF_ERROR(CheckLayers(wanted));
+  // Runs of consecutive columns within one group: (group, first column, count).
+  struct Run { size_t group; int64_t column, count; };
+  std::vector<Run> runs;
+  for (int id : wanted) {
+    for (size_t g = 0; g < groups_.size(); ++g) {
+      const auto& ids = groups_[g].layer_ids;
+      auto it = std::find(ids.begin(), ids.end(), id);
+      if (it == ids.end()) continue;
+      const int64_t col = it - ids.begin();
+      if (!runs.empty() && runs.back().group == g &&
+          runs.back().column + runs.back().count == col) {
+        ++runs.back().count;
+      } else {
+        runs.push_back({g, col, 1});
+      }
+      break;
+    }
+  }
+  const DatasetSample& s = samples_[i];
+  const int64_t h = hidden_size_;
+  return TorchGuard("selecting feature columns", [&]() -> at::Tensor {
+    std::vector<at::Tensor> parts;
+    for (const Run& r : runs) {
+      parts.push_back(s.features[r.group].narrow(1, r.column * h, r.count * h));
+    }
+    return parts.size() == 1 ? parts[0] : at::cat(parts, 1);
+  });
+}
+
+}  // namespace dflash::data

@@ -1,0 +1,103 @@
+// File: metrics.cc
+// Accumulates per-block outcomes into the §5 metrics. Everything is counted
+// in integers; ratios are formed once in Finish().
+#include "eval/metrics.h"
+
+#include <algorithm>
+
+namespace dflash::eval {
+namespace {
+
+double Ratio(double num, int64_t den) { return den > 0 ? num / den : 0.0; }
+
+}  // namespace
+
+MetricsAccumulator::MetricsAccumulator(int64_t block_size)
+    : block_size_(std::max<int64_t>(block_size, 1)) {
+  const int64_t draft_positions = block_size_ - 1;  // j = 1..B-1
+  positions_.resize(draft_positions);
+  for (int64_t j = 0; j < draft_positions; ++j) positions_[j].position = j + 1;
+  ce_sum_.assign(draft_positions, 0.0);
+  histogram_.assign(block_size_, 0);  // n = 0..B-1
+}
+
+int64_t MetricsAccumulator::LeadingMatches(const std::vector<uint8_t>& correct) {
+  int64_t n = 0;
+  while (n < static_cast<int64_t>(correct.size()) && correct[n] != 0) ++n;
+  return n;
+}
+
+SampleSummary& MetricsAccumulator::Slot(int64_t sample) {
+  auto it = sample_slot_.find(sample);
+  if (it != sample_slot_.end()) return samples_[it->second];
+  sample_slot_.emplace(sample, samples_.size());
+  samples_.push_back(SampleSummary{});
+  samples_.back().sample_index = sample;
+  return samples_.back();
+}
+
+void MetricsAccumulator::BeginSample(int64_t sample, int64_t length,
+                                     int64_t first_response) {
+  SampleSummary& s = Slot(sample);
+  s.length = length;
+  s.first_response_position = first_response;
+}
+
+void MetricsAccumulator::Add(const BlockOutcome& block) {
+  // A block never has more than B-1 draft positions; extra entries would be a
+  // caller bug and are ignored rather than overrunning the tables.
+  const int64_t exists = std::min<int64_t>(
+      static_cast<int64_t>(block.correct.size()), block_size_ - 1);
+  const int64_t n = std::min(LeadingMatches(block.correct), exists);
+  for (int64_t j = 1; j <= exists; ++j) {
+    PositionMetrics& p = positions_[j - 1];
+    ++p.counted;
+    if (block.correct[j - 1] != 0) ++p.correct;
+    if (n >= j - 1) ++p.conditional_counted;  // 1..j-1 all correct
+    if (n >= j) ++p.accepted;                 // 1..j all correct
+    if (j - 1 < static_cast<int64_t>(block.cross_entropy.size())) {
+      ce_sum_[j - 1] += block.cross_entropy[j - 1];
+      ++p.cross_entropy_counted;
+    }
+  }
+  // A block with no positions (anchor at the last token) still counts: n = 0,
+  // and the target's bonus token makes its accept length 1.
+  ++histogram_[n];
+  ++blocks_;
+  tokens_ += exists;
+  accept_sum_ += n + 1;
+  SampleSummary& s = Slot(block.sample);
+  ++s.blocks;
+  s.accepted_total += n + 1;
+}
+
+EvalResult MetricsAccumulator::Finish(Mode mode) const {
+  EvalResult r;
+  r.mode = mode;
+  r.block_size = block_size_;
+  r.blocks = blocks_;
+  r.tokens_scored = tokens_;
+  r.accept_length_pooled = Ratio(static_cast<double>(accept_sum_), blocks_);
+  r.accepted_histogram = histogram_;
+  r.positions = positions_;
+  for (size_t j = 0; j < r.positions.size(); ++j) {
+    PositionMetrics& p = r.positions[j];
+    p.accuracy = Ratio(static_cast<double>(p.correct), p.counted);
+    p.acceptance = Ratio(static_cast<double>(p.accepted), p.counted);
+    p.conditional = Ratio(static_cast<double>(p.accepted), p.conditional_counted);
+    p.mean_cross_entropy = Ratio(ce_sum_[j], p.cross_entropy_counted);
+  }
+  double tau_sum = 0;
+  r.per_sample = samples_;
+  for (SampleSummary& s : r.per_sample) {
+    s.mean_accept_length = Ratio(static_cast<double>(s.accepted_total), s.blocks);
+    if (s.blocks > 0) {
+      ++r.samples;
+      tau_sum += s.mean_accept_length;
+    }
+  }
+  r.tau = Ratio(tau_sum, r.samples);
+  return r;
+}
+
+}  // namespace dflash::eval

@@ -1,0 +1,207 @@
+// Hand-computed checks of the §5 metrics.
+#include "eval/metrics.h"
+
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace dflash::eval {
+namespace {
+
+using ::testing::ElementsAre;
+
+BlockOutcome Block(int64_t sample, std::vector<uint8_t> correct,
+                   std::vector<float> ce = {}) {
+  BlockOutcome b;
+  b.sample = sample;
+  b.correct = std::move(correct);
+  b.cross_entropy = std::move(ce);
+  return b;
+}
+
+class MetricsAccumulatorTest : public ::testing::Test {};
+
+TEST_F(MetricsAccumulatorTest, LeadingMatches) {
+  EXPECT_EQ(MetricsAccumulator::LeadingMatches({}), 0);
+  EXPECT_EQ(MetricsAccumulator::LeadingMatches({0, 1, 1}), 0);
+  EXPECT_EQ(MetricsAccumulator::LeadingMatches({1, 1, 0, 1}), 2);
+  EXPECT_EQ(MetricsAccumulator::LeadingMatches({1, 1, 1}), 3);
+}
+
+// B = 4 (positions j = 1..3). Blocks, with n = leading matches:
+//   s0: [1,1,0] n=2   s0: [0,1,1] n=0
+//   s1: [1,1,1] n=3   s1: [1] (truncated) n=1   s1: [] (anchor at L-1) n=0
+// Sample 2 is registered but has no blocks.
+TEST_F(MetricsAccumulatorTest, HandComputedExample) {
+  MetricsAccumulator acc(4);
+  acc.BeginSample(0, 30, 10);
+  acc.Add(Block(0, {1, 1, 0}));
+  acc.Add(Block(0, {0, 1, 1}));
+  acc.BeginSample(1, 20, 3);
+  acc.Add(Block(1, {1, 1, 1}));
+  acc.Add(Block(1, {1}));
+  acc.Add(Block(1, {}));
+  acc.BeginSample(2, 5, 4);
+  EvalResult r = acc.Finish(Mode::kAnchor);
+
+  EXPECT_EQ(r.mode, Mode::kAnchor);
+  EXPECT_EQ(r.block_size, 4);
+  EXPECT_EQ(r.blocks, 5);
+  EXPECT_EQ(r.samples, 2);  // sample 2 has no block
+  EXPECT_EQ(r.tokens_scored, 3 + 3 + 3 + 1 + 0);
+  EXPECT_THAT(r.accepted_histogram, ElementsAre(2, 1, 1, 1));
+  // (3 + 1 + 4 + 2 + 1) / 5: the +1 is the bonus token.
+  EXPECT_DOUBLE_EQ(r.accept_length_pooled, 11.0 / 5);
+  // Sample 0: (3 + 1) / 2 = 2; sample 1: (4 + 2 + 1) / 3 = 7/3.
+  EXPECT_DOUBLE_EQ(r.tau, (2.0 + 7.0 / 3) / 2);
+  EXPECT_NE(r.tau, r.accept_length_pooled);
+
+  ASSERT_EQ(r.positions.size(), 3u);
+  const PositionMetrics& p1 = r.positions[0];
+  const PositionMetrics& p2 = r.positions[1];
+  const PositionMetrics& p3 = r.positions[2];
+  EXPECT_EQ(p1.position, 1);
+  EXPECT_EQ(p3.position, 3);
+  // The empty block adds to no denominator; the truncated one only to j = 1.
+  EXPECT_EQ(p1.counted, 4);
+  EXPECT_EQ(p2.counted, 3);
+  EXPECT_EQ(p3.counted, 3);
+  EXPECT_EQ(p1.correct, 3);
+  EXPECT_EQ(p2.correct, 3);
+  EXPECT_EQ(p3.correct, 2);
+  EXPECT_DOUBLE_EQ(p1.accuracy, 3.0 / 4);
+  EXPECT_DOUBLE_EQ(p2.accuracy, 1.0);
+  EXPECT_DOUBLE_EQ(p3.accuracy, 2.0 / 3);
+  EXPECT_EQ(p1.accepted, 3);
+  EXPECT_EQ(p2.accepted, 2);
+  EXPECT_EQ(p3.accepted, 1);
+  EXPECT_DOUBLE_EQ(p1.acceptance, 3.0 / 4);
+  EXPECT_DOUBLE_EQ(p2.acceptance, 2.0 / 3);
+  EXPECT_DOUBLE_EQ(p3.acceptance, 1.0 / 3);
+  // Conditional denominators: blocks where 1..j-1 all correct and j exists.
+  EXPECT_EQ(p1.conditional_counted, 4);
+  EXPECT_EQ(p2.conditional_counted, 2);  // [1,1,0], [1,1,1]; not the truncated [1]
+  EXPECT_EQ(p3.conditional_counted, 2);
+  EXPECT_DOUBLE_EQ(p1.conditional, 3.0 / 4);
+  EXPECT_DOUBLE_EQ(p2.conditional, 1.0);
+  EXPECT_DOUBLE_EQ(p3.conditional, 1.0 / 2);
+  EXPECT_EQ(p1.cross_entropy_counted, 0);
+  EXPECT_EQ(p1.mean_cross_entropy, 0);
+
+  ASSERT_EQ(r.per_sample.size(), 3u);
+  EXPECT_EQ(r.per_sample[0].sample_index, 0);
+  EXPECT_EQ(r.per_sample[0].blocks, 2);
+  EXPECT_EQ(r.per_sample[0].accepted_total, 4);
+  EXPECT_DOUBLE_EQ(r.per_sample[0].mean_accept_length, 2.0);
+  EXPECT_EQ(r.per_sample[0].length, 30);
+  EXPECT_EQ(r.per_sample[0].first_response_position, 10);
+  EXPECT_EQ(r.per_sample[1].blocks, 3);
+  EXPECT_EQ(r.per_sample[1].accepted_total, 7);
+  EXPECT_DOUBLE_EQ(r.per_sample[1].mean_accept_length, 7.0 / 3);
+  EXPECT_EQ(r.per_sample[2].sample_index, 2);
+  EXPECT_EQ(r.per_sample[2].blocks, 0);
+  EXPECT_EQ(r.per_sample[2].mean_accept_length, 0);
+}
+
+TEST_F(MetricsAccumulatorTest, EmptyBlockIsOneBonusToken) {
+  MetricsAccumulator acc(16);
+  acc.Add(Block(7, {}));
+  EvalResult r = acc.Finish(Mode::kReplay);
+  EXPECT_EQ(r.blocks, 1);
+  EXPECT_EQ(r.samples, 1);
+  EXPECT_EQ(r.tokens_scored, 0);
+  EXPECT_DOUBLE_EQ(r.accept_length_pooled, 1.0);
+  EXPECT_DOUBLE_EQ(r.tau, 1.0);
+  EXPECT_EQ(r.accepted_histogram[0], 1);
+  for (const PositionMetrics& p : r.positions) {
+    EXPECT_EQ(p.counted, 0) << "j=" << p.position;
+    EXPECT_EQ(p.accuracy, 0) << "j=" << p.position;
+  }
+  // An unregistered sample is registered by its first block.
+  ASSERT_EQ(r.per_sample.size(), 1u);
+  EXPECT_EQ(r.per_sample[0].sample_index, 7);
+}
+
+TEST_F(MetricsAccumulatorTest, HistogramCoversZeroToBMinusOne) {
+  MetricsAccumulator acc(3);
+  acc.Add(Block(0, {0, 0}));
+  acc.Add(Block(0, {1, 0}));
+  acc.Add(Block(0, {1, 1}));
+  acc.Add(Block(0, {1, 1}));
+  EvalResult r = acc.Finish(Mode::kAnchor);
+  EXPECT_THAT(r.accepted_histogram, ElementsAre(1, 1, 2));
+  EXPECT_DOUBLE_EQ(r.accept_length_pooled, (1 + 2 + 3 + 3) / 4.0);
+}
+
+TEST_F(MetricsAccumulatorTest, TauAndPooledDifferOnUnequalBlockCounts) {
+  MetricsAccumulator acc(4);
+  acc.BeginSample(0, 10, 0);
+  acc.Add(Block(0, {1, 1, 1}));  // 4
+  acc.BeginSample(1, 10, 0);
+  for (int i = 0; i < 3; ++i) acc.Add(Block(1, {0, 0, 0}));  // 1, 1, 1
+  EvalResult r = acc.Finish(Mode::kAnchor);
+  EXPECT_DOUBLE_EQ(r.accept_length_pooled, 7.0 / 4);
+  EXPECT_DOUBLE_EQ(r.tau, (4.0 + 1.0) / 2);
+}
+
+TEST_F(MetricsAccumulatorTest, CrossEntropyPerPosition) {
+  MetricsAccumulator acc(4);
+  acc.Add(Block(0, {1, 0, 1}, {0.5f, 1.0f, 1.5f}));
+  acc.Add(Block(0, {1}, {1.5f}));
+  acc.Add(Block(0, {1, 1, 1}));  // no cross entropy
+  EvalResult r = acc.Finish(Mode::kAnchor);
+  EXPECT_EQ(r.positions[0].cross_entropy_counted, 2);
+  EXPECT_DOUBLE_EQ(r.positions[0].mean_cross_entropy, 1.0);
+  EXPECT_EQ(r.positions[1].cross_entropy_counted, 1);
+  EXPECT_DOUBLE_EQ(r.positions[1].mean_cross_entropy, 1.0);
+  EXPECT_DOUBLE_EQ(r.positions[2].mean_cross_entropy, 1.5);
+}
+
+// A replay walk: block at s drafts positions s+1 .. min(s+B-1, L-1),
+// records n + 1 and moves to s + n + 1. correct_at[p] says whether the draft
+// for position p matches.
+void Walk(MetricsAccumulator& acc, int64_t sample, int64_t length,
+          int64_t first, int64_t block_size, const std::vector<uint8_t>& correct_at) {
+  acc.BeginSample(sample, length, first);
+  for (int64_t s = first; s < length;) {
+    BlockOutcome b = Block(sample, {});
+    for (int64_t p = s + 1; p < std::min(s + block_size, length); ++p) {
+      b.correct.push_back(correct_at[p]);
+    }
+    acc.Add(b);
+    s += MetricsAccumulator::LeadingMatches(b.correct) + 1;
+  }
+}
+
+TEST_F(MetricsAccumulatorTest, ReplayWalkAddsUpToLMinusP) {
+  // L = 20, P = 5, B = 4: blocks at 5 (n=3), 9 (n=0), 10 (n=1), 12 (n=2),
+  // 15 (n=3), 19 (nothing left: records 1). 4+1+2+3+4+1 = 15 = L - P.
+  std::vector<uint8_t> c(20, 1);
+  c[10] = 0;  // block at 9 misses position 10
+  c[12] = 0;  // block at 10 misses position 12
+  c[15] = 0;  // block at 12 misses position 15
+  MetricsAccumulator acc(4);
+  Walk(acc, 0, 20, 5, 4, c);
+  // L = 18, P = 5: the last block at 15 is truncated to positions 16, 17.
+  Walk(acc, 1, 18, 5, 4, c);
+  // Every draft wrong: L - P blocks of 1.
+  Walk(acc, 2, 12, 2, 4, std::vector<uint8_t>(12, 0));
+  EvalResult r = acc.Finish(Mode::kReplay);
+  ASSERT_EQ(r.per_sample.size(), 3u);
+  EXPECT_EQ(r.per_sample[0].accepted_total, 15);
+  EXPECT_EQ(r.per_sample[0].blocks, 6);
+  EXPECT_EQ(r.per_sample[1].accepted_total, 13);
+  EXPECT_EQ(r.per_sample[1].blocks, 5);
+  EXPECT_EQ(r.per_sample[2].accepted_total, 10);
+  EXPECT_EQ(r.per_sample[2].blocks, 10);
+  EXPECT_EQ(r.blocks, 21);
+  EXPECT_DOUBLE_EQ(r.accept_length_pooled, 38.0 / 21);
+  EXPECT_DOUBLE_EQ(r.tau, (15.0 / 6 + 13.0 / 5 + 1.0) / 3);
+  // Sample 0 histogram: n = 3, 0, 1, 2, 3, 0; sample 1: 3, 0, 1, 2, 2;
+  // sample 2: ten blocks of n = 0 (the last one empty).
+  EXPECT_THAT(r.accepted_histogram, ElementsAre(2 + 1 + 10, 1 + 1, 1 + 2, 2 + 1));
+}
+
+}  // namespace
+}  // namespace dflash::eval
