@@ -55,7 +55,7 @@ enum class PickleKind {
 absl::string_view PickleKindName(PickleKind kind);
 
 struct PickleStorageRef {
-  std::string key;       // record name under data/, e.g. "0"
+  std::string key;  // record name under data/, e.g. "0"
   DType dtype = DType::kF32;
   std::string location;  // "cpu", "cuda:0", ...
   int64_t numel = 0;     // elements of dtype
@@ -76,9 +76,9 @@ struct PickleValue {
   bool boolean = false;
   int64_t integer = 0;
   double real = 0;
-  std::string str;  // kString, kBytes; kGlobal: "module.name"
-  std::vector<PickleValuePtr> items;                              // list, tuple
-  std::vector<std::pair<PickleValuePtr, PickleValuePtr>> dict;    // in order
+  std::string str;                    // kString, kBytes; kGlobal: "module.name"
+  std::vector<PickleValuePtr> items;  // list, tuple
+  std::vector<std::pair<PickleValuePtr, PickleValuePtr>> dict;  // in order
   bool ordered_dict = false;  // built by collections.OrderedDict
   PickleStorageRef storage;   // kStorage
   PickleTensorRef tensor;     // kTensor
