@@ -55,7 +55,7 @@ enum class PickleKind {
 absl::string_view PickleKindName(PickleKind kind);
 
 struct PickleStorageRef {
-  std::string key;       // record name under data/, e.g. "0"
+  std::string key;  // record name under data/, e.g. "0"
   DType dtype = DType::kF32;
   std::string location;  // "cpu", "cuda:0", ...
   int64_t numel = 0;     // elements of dtype
@@ -76,15 +76,15 @@ struct PickleValue {
   bool boolean = false;
   int64_t integer = 0;
   double real = 0;
-  std::string str;  // kString, kBytes; kGlobal: "module.name"
-  std::vector<PickleValuePtr> items;                              // list, tuple
-  std::vector<std::pair<PickleValuePtr, PickleValuePtr>> dict;    // in order
+  std::string str;                    // kString, kBytes; kGlobal: "module.name"
+  std::vector<PickleValuePtr> items;  // list, tuple
+  std::vector<std::pair<PickleValuePtr, PickleValuePtr>> dict;  // in order
   bool ordered_dict = false;  // built by collections.OrderedDict
   PickleStorageRef storage;   // kStorage
   PickleTensorRef tensor;     // kTensor
 
   // Bookkeeping (see pickle_reader.cc).
-  int depth = 0;        // 0 for scalars, 1 + deepest child for containers
+  int depth = 0;        // 0 for scalars; containers: 1 + deepest child (>= 1)
   bool frozen = false;  // placed inside another value: no more mutation
   std::unordered_map<std::string, size_t> key_index;  // DictKey() -> position
 

@@ -1,10 +1,10 @@
 #include "weights/torch_pt_file.h"
 
-#include <caffe2/serialize/inline_container.h>
-#include <caffe2/serialize/read_adapter_interface.h>
-
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>
+#include <caffe2/serialize/inline_container.h>
+#include <caffe2/serialize/read_adapter_interface.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cstring>
@@ -13,7 +13,6 @@
 #include <mutex>
 #include <new>
 #include <set>
-#include <sys/stat.h>
 #include <unordered_map>
 #include <utility>
 
@@ -31,7 +30,7 @@ namespace {
 using caffe2::serialize::PyTorchStreamReader;
 
 constexpr int64_t kMaxPickleBytes = int64_t{1} << 30;
-constexpr int64_t kMaxFlattenVisits = int64_t{1} << 24;
+constexpr int64_t kMaxFlattenVisits = int64_t{1} << 22;
 constexpr absl::string_view kConvertHint =
     "load it with torch.load and save it again with torch.save(obj, path) "
     "(PyTorch >= 1.6 writes the zip format)";
@@ -43,7 +42,8 @@ class BufferAdapter final : public caffe2::serialize::ReadAdapterInterface {
   explicit BufferAdapter(std::shared_ptr<const std::string> data)
       : data_(std::move(data)) {}
   size_t size() const override { return data_->size(); }
-  size_t read(uint64_t pos, void* buf, size_t n, const char* /*what*/) const override {
+  size_t read(uint64_t pos, void* buf, size_t n,
+              const char* /*what*/) const override {
     if (pos >= data_->size()) return 0;
     n = std::min<uint64_t>(n, data_->size() - pos);
     std::memcpy(buf, data_->data() + pos, n);
@@ -118,7 +118,8 @@ class Flattener {
     }
     const std::string shown = name.empty() ? "<root>" : name;
     if (v.kind == PickleKind::kTensor) return Add(v.tensor, name);
-    bool container = v.kind == PickleKind::kDict || v.kind == PickleKind::kList ||
+    bool container = v.kind == PickleKind::kDict ||
+                     v.kind == PickleKind::kList ||
                      v.kind == PickleKind::kTuple;
     if (!container) {
       skipped.push_back(absl::StrCat(shown, " (", PickleKindName(v.kind), ")"));
@@ -137,14 +138,17 @@ class Flattener {
     }
     if (v.kind == PickleKind::kDict) {
       for (const auto& [key, child] : v.dict) {
-        std::string k = key->kind == PickleKind::kInt ? absl::StrCat(key->integer)
-                                                      : key->str;
-        RETURN_IF_ERROR(Walk(*child, name.empty() ? k : absl::StrCat(name, ".", k)));
+        std::string k = key->kind == PickleKind::kInt
+                            ? absl::StrCat(key->integer)
+                            : key->str;
+        RETURN_IF_ERROR(
+            Walk(*child, name.empty() ? k : absl::StrCat(name, ".", k)));
       }
     } else {
       for (size_t i = 0; i < v.items.size(); ++i) {
-        RETURN_IF_ERROR(Walk(*v.items[i],
-                             name.empty() ? absl::StrCat(i) : absl::StrCat(name, ".", i)));
+        RETURN_IF_ERROR(Walk(*v.items[i], name.empty()
+                                              ? absl::StrCat(i)
+                                              : absl::StrCat(name, ".", i)));
       }
     }
     return absl::OkStatus();
@@ -154,12 +158,14 @@ class Flattener {
   std::vector<std::string> skipped;
 
  private:
-  // torch.optim.Optimizer.state_dict(): {"state": {...}, "param_groups": [...]}.
+  // torch.optim.Optimizer.state_dict(): {"state": {...}, "param_groups":
+  // [...]}.
   static bool IsOptimizerState(const PickleValue& v) {
     if (v.kind != PickleKind::kDict) return false;
     const PickleValue* state = v.Get("state");
     const PickleValue* groups = v.Get("param_groups");
-    return state != nullptr && groups != nullptr && state->kind == PickleKind::kDict &&
+    return state != nullptr && groups != nullptr &&
+           state->kind == PickleKind::kDict &&
            groups->kind == PickleKind::kList;
   }
 
@@ -177,8 +183,9 @@ class Flattener {
 
   absl::Status Add(const PickleTensorRef& t, const std::string& name) {
     if (!names_.insert(name).second) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "two tensors are named '", name, "' after flattening nested dicts with '.'"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("two tensors are named '", name,
+                       "' after flattening nested dicts with '.'"));
     }
     int64_t extent = 0, numel = 0, nbytes = 0, storage_bytes = 0;
     if (!StorageExtent(t, &extent, &numel) ||
@@ -190,10 +197,11 @@ class Flattener {
           Shape(t.stride), " that overflow 64 bits"));
     }
     if (extent > t.storage.numel) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "tensor '", name, "' (offset ", t.storage_offset, ", size ", Shape(t.size),
-          ", stride ", Shape(t.stride), ") needs ", extent, " elements of storage '",
-          t.storage.key, "', which holds ", t.storage.numel));
+      return absl::InvalidArgumentError(
+          absl::StrCat("tensor '", name, "' (offset ", t.storage_offset,
+                       ", size ", Shape(t.size), ", stride ", Shape(t.stride),
+                       ") needs ", extent, " elements of storage '",
+                       t.storage.key, "', which holds ", t.storage.numel));
     }
     Entry e;
     e.info.name = name;
@@ -214,8 +222,10 @@ class TorchPtFile final : public TensorSource {
  public:
   TorchPtFile(std::string path, std::unique_ptr<PyTorchStreamReader> reader,
               std::vector<Entry> entries, std::vector<std::string> skipped)
-      : path_(std::move(path)), reader_(std::move(reader)),
-        entries_(std::move(entries)), skipped_(std::move(skipped)) {
+      : path_(std::move(path)),
+        reader_(std::move(reader)),
+        entries_(std::move(entries)),
+        skipped_(std::move(skipped)) {
     for (size_t i = 0; i < entries_.size(); ++i) {
       entries_[i].info.file = path_;
       infos_.push_back(entries_[i].info);
@@ -231,62 +241,77 @@ class TorchPtFile final : public TensorSource {
   absl::StatusOr<at::Tensor> Read(absl::string_view name) const override {
     auto it = index_.find(std::string(name));
     if (it == index_.end()) {
-      return absl::NotFoundError(absl::StrCat("tensor '", name, "' not found in '",
-                                              path_, "'; present: ", Nearest(name)));
+      return absl::NotFoundError(absl::StrCat("tensor '", name,
+                                              "' not found in '", path_,
+                                              "'; present: ", Nearest(name)));
     }
     const Entry& e = entries_[it->second];
     try {
       return Materialize(e);
     } catch (const std::bad_alloc&) {
-      return absl::ResourceExhaustedError(
-          absl::StrCat("out of memory reading tensor '", name, "' from '", path_, "'"));
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "out of memory reading tensor '", name, "' from '", path_, "'"));
     } catch (const std::exception& ex) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "reading tensor '", name, "' from '", path_, "': ", ExceptionText(ex)));
+      return absl::InvalidArgumentError(absl::StrCat("reading tensor '", name,
+                                                     "' from '", path_,
+                                                     "': ", ExceptionText(ex)));
     }
   }
 
  private:
   absl::StatusOr<at::Tensor> Materialize(const Entry& e) const {
     const PickleTensorRef& t = e.ref;
-    const at::TensorOptions options = at::TensorOptions().dtype(ToScalarType(t.storage.dtype));
+    const at::TensorOptions options =
+        at::TensorOptions().dtype(ToScalarType(t.storage.dtype));
     const int64_t want = t.storage.numel * DTypeSize(t.storage.dtype);
     at::DataPtr data;
     size_t got = 0;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      std::tie(data, got) = reader_->getRecord(absl::StrCat("data/", t.storage.key));
+      std::tie(data, got) =
+          reader_->getRecord(absl::StrCat("data/", t.storage.key));
     }
     if (static_cast<int64_t>(got) != want) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "tensor '", e.info.name, "': storage record 'data/", t.storage.key, "' in '",
-          path_, "' holds ", got, " bytes; expected ", want, " (", t.storage.numel,
-          " elements of ", DTypeName(t.storage.dtype), ")"));
+          "tensor '", e.info.name, "': storage record 'data/", t.storage.key,
+          "' in '", path_, "' holds ", got, " bytes; expected ", want, " (",
+          t.storage.numel, " elements of ", DTypeName(t.storage.dtype), ")"));
     }
     if (want == 0) return at::empty(t.size, options);
     auto holder = std::make_shared<at::DataPtr>(std::move(data));
-    at::Tensor storage = at::from_blob(holder->get(), {t.storage.numel},
-                                       [holder](void*) {}, options);
+    at::Tensor storage = at::from_blob(
+        holder->get(), {t.storage.numel}, [holder](void*) {}, options);
     at::Tensor view = storage.as_strided(t.size, t.stride, t.storage_offset);
     // Zero-copy when the tensor is exactly its whole storage; otherwise copy
     // out (views, transposes, shared storages) and let the record go.
-    if (t.storage_offset == 0 && view.numel() == t.storage.numel && view.is_contiguous()) {
+    if (t.storage_offset == 0 && view.numel() == t.storage.numel &&
+        view.is_contiguous()) {
       return view;
     }
     return view.clone(at::MemoryFormat::Contiguous);
   }
 
-  // Names sharing the last dotted part of `name`, else the first few names.
+  // Up to three names, best first by shared prefix plus shared suffix.
+  // (Simple on purpose; the weight map gives the detailed suggestions.)
   std::string Nearest(absl::string_view name) const {
-    absl::string_view last = name.substr(name.rfind('.') + 1);
-    std::vector<std::string> out;
+    std::vector<std::pair<size_t, const std::string*>> scored;
     for (const TensorInfo& t : infos_) {
-      if (out.size() < 3 && absl::EndsWith(t.name, last)) out.push_back(t.name);
+      absl::string_view n = t.name;
+      size_t pre = 0, suf = 0;
+      while (pre < n.size() && pre < name.size() && n[pre] == name[pre]) ++pre;
+      while (suf < n.size() - pre && suf < name.size() - pre &&
+             n[n.size() - 1 - suf] == name[name.size() - 1 - suf]) {
+        ++suf;
+      }
+      scored.emplace_back(pre + suf, &t.name);
     }
-    for (size_t i = 0; out.empty() && i < infos_.size() && i < 3; ++i) {
-      out.push_back(infos_[i].name);
-    }
-    if (out.empty()) return "(none)";
+    std::stable_sort(
+        scored.begin(), scored.end(),
+        [](const auto& a, const auto& b) { return a.first > b.first; });
+    if (scored.empty()) return "(none)";
+    std::vector<std::string> out;
+    for (size_t i = 0; i < scored.size() && i < 3; ++i)
+      out.push_back(*scored[i].second);
     return absl::StrCat("'", absl::StrJoin(out, "', '"), "'");
   }
 
@@ -301,38 +326,45 @@ class TorchPtFile final : public TensorSource {
 
 absl::Status NotZip(const std::string& path, absl::string_view head) {
   if (!head.empty() && static_cast<uint8_t>(head[0]) == 0x80) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "'", path, "' is in the legacy (pre-1.6, non-zip) torch.save format, "
-        "which is not supported; ", kConvertHint));
+    return absl::InvalidArgumentError(
+        absl::StrCat("'", path,
+                     "' is in the legacy (pre-1.6, non-zip) torch.save format, "
+                     "which is not supported; ",
+                     kConvertHint));
   }
   return absl::InvalidArgumentError(absl::StrCat(
-      "'", path, "' is not a torch.save zip archive (no PK zip magic); if it was "
-      "written by torch.save, ", kConvertHint));
+      "'", path,
+      "' is not a torch.save zip archive (no PK zip magic); if it was "
+      "written by torch.save, ",
+      kConvertHint));
 }
 
-absl::StatusOr<TensorSourcePtr> OpenReader(const std::string& path,
-                                           std::unique_ptr<PyTorchStreamReader> reader) {
+absl::StatusOr<TensorSourcePtr> OpenReader(
+    const std::string& path, std::unique_ptr<PyTorchStreamReader> reader) {
   if (reader->hasRecord("byteorder")) {
     auto [ptr, n] = reader->getRecord("byteorder");
     std::string order(static_cast<const char*>(ptr.get()), n);
     if (order != "little") {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "'", path, "' was saved with byte order '", order, "'; expected 'little'"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("'", path, "' was saved with byte order '", order,
+                       "'; expected 'little'"));
     }
   }
   if (!reader->hasRecord("data.pkl")) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "'", path, "' is a zip archive without data.pkl; not a torch.save file"));
+        "'", path,
+        "' is a zip archive without data.pkl; not a torch.save file"));
   }
   auto [pkl, pkl_size] = reader->getRecord("data.pkl");
   if (static_cast<int64_t>(pkl_size) > kMaxPickleBytes) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "'", path, "': data.pkl is ", pkl_size, " bytes; the limit is ", kMaxPickleBytes));
+    return absl::InvalidArgumentError(
+        absl::StrCat("'", path, "': data.pkl is ", pkl_size,
+                     " bytes; the limit is ", kMaxPickleBytes));
   }
-  ASSIGN_OR_RETURN(
-      PickleValuePtr root,
-      ParsePickle(absl::string_view(static_cast<const char*>(pkl.get()), pkl_size)),
-      "reading '", path, "'");
+  ASSIGN_OR_RETURN(PickleValuePtr root,
+                   ParsePickle(absl::string_view(
+                       static_cast<const char*>(pkl.get()), pkl_size)),
+                   "reading '", path, "'");
   Flattener flat;
   RETURN_IF_ERROR(flat.Walk(*root, ""), "reading '", path, "'");
   for (const Entry& e : flat.entries) {
@@ -344,12 +376,14 @@ absl::StatusOr<TensorSourcePtr> OpenReader(const std::string& path,
     }
   }
   return TensorSourcePtr(std::make_unique<TorchPtFile>(
-      path, std::move(reader), std::move(flat.entries), std::move(flat.skipped)));
+      path, std::move(reader), std::move(flat.entries),
+      std::move(flat.skipped)));
 }
 
 absl::StatusOr<std::string> ReadWholeFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
-  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string bytes((std::istreambuf_iterator<char>(in)),
+                    std::istreambuf_iterator<char>());
   if (!in.good() && !in.eof()) {
     return absl::InvalidArgumentError(absl::StrCat("cannot read '", path, "'"));
   }
@@ -361,7 +395,8 @@ absl::StatusOr<std::string> ReadWholeFile(const std::string& path) {
 absl::StatusOr<TensorSourcePtr> OpenTorchPt(const std::string& path) {
   struct stat st;
   if (::stat(path.c_str(), &st) != 0) {
-    return absl::NotFoundError(absl::StrCat("torch checkpoint '", path, "' does not exist"));
+    return absl::NotFoundError(
+        absl::StrCat("torch checkpoint '", path, "' does not exist"));
   }
   if (!S_ISREG(st.st_mode)) {
     return absl::InvalidArgumentError(
@@ -373,7 +408,8 @@ absl::StatusOr<TensorSourcePtr> OpenTorchPt(const std::string& path) {
   absl::string_view head(head_buf, static_cast<size_t>(in.gcount()));
   in.close();
   if (head.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat("torch checkpoint '", path, "' is empty"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("torch checkpoint '", path, "' is empty"));
   }
   try {
     if (IsGzip(head)) {
@@ -387,10 +423,12 @@ absl::StatusOr<TensorSourcePtr> OpenTorchPt(const std::string& path) {
     if (!absl::StartsWith(head, "PK")) return NotZip(path, head);
     return OpenReader(path, std::make_unique<PyTorchStreamReader>(path));
   } catch (const std::bad_alloc&) {
-    return absl::ResourceExhaustedError(absl::StrCat("out of memory opening '", path, "'"));
+    return absl::ResourceExhaustedError(
+        absl::StrCat("out of memory opening '", path, "'"));
   } catch (const std::exception& e) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "'", path, "' is not a valid torch.save zip archive: ", ExceptionText(e)));
+        "'", path,
+        "' is not a valid torch.save zip archive: ", ExceptionText(e)));
   }
 }
 
