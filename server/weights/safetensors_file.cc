@@ -1,0 +1,326 @@
+#include "weights/safetensors_file.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <sstream>
+#include <unordered_map>
+#include <utility>
+
+#include <ATen/ATen.h>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "common/torch_guard.h"
+#include "nlohmann/json.hpp"
+#include "weights/name_suggest.h"
+
+namespace dflash::weights {
+namespace {
+
+namespace fs = std::filesystem;
+using Json = nlohmann::json;
+
+// A whole file mapped MAP_PRIVATE. Tensors read from it hold a shared_ptr,
+// so the mapping outlives the TensorSource for as long as they live.
+struct MappedFile {
+  std::string path;
+  void* addr = nullptr;
+  size_t size = 0;
+
+  MappedFile() = default;
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+  ~MappedFile() {
+    if (addr != nullptr) munmap(addr, size);
+  }
+  absl::string_view bytes() const {
+    return absl::string_view(static_cast<const char*>(addr), size);
+  }
+};
+
+absl::Status ErrnoStatus(int err, absl::string_view what, const std::string& path) {
+  if (err == ENOENT || err == ENOTDIR) {
+    return absl::NotFoundError(absl::StrCat("no such file '", path, "'"));
+  }
+  return absl::Status(absl::ErrnoToStatusCode(err),
+                      absl::StrCat("cannot ", what, " '", path, "': ", std::strerror(err)));
+}
+
+absl::StatusOr<std::shared_ptr<MappedFile>> MapFile(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return ErrnoStatus(errno, "open", path);
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+
+  struct stat st;
+  if (::fstat(fd, &st) != 0) return ErrnoStatus(errno, "stat", path);
+  if (!S_ISREG(st.st_mode)) {
+    return absl::InvalidArgumentError(absl::StrCat("'", path, "' is not a regular file"));
+  }
+  auto file = std::make_shared<MappedFile>();
+  file->path = path;
+  file->size = static_cast<size_t>(st.st_size);
+  if (file->size == 0) return file;  // nothing to map; the size check reports it
+  // Writable but private: an in-place op on a returned tensor gets its own
+  // copy-on-write pages instead of a SIGSEGV, and the file is never written.
+  void* addr = ::mmap(nullptr, file->size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+  if (addr == MAP_FAILED) return ErrnoStatus(errno, "mmap", path);
+  file->addr = addr;
+  return file;
+}
+
+struct OpenedFile {
+  std::shared_ptr<MappedFile> map;
+  SafetensorsLayout layout;
+};
+
+absl::StatusOr<OpenedFile> OpenFile(const std::string& path) {
+  OpenedFile out;
+  ASSIGN_OR_RETURN(out.map, MapFile(path));
+  ASSIGN_OR_RETURN(out.layout, ParseSafetensorsBytes(out.map->bytes()), "'", path, "'");
+  return out;
+}
+
+at::ScalarType ScalarTypeOf(DType dtype) {
+  switch (dtype) {
+    case DType::kF64: return at::kDouble;
+    case DType::kF32: return at::kFloat;
+    case DType::kF16: return at::kHalf;
+    case DType::kBF16: return at::kBFloat16;
+    case DType::kI64: return at::kLong;
+    case DType::kI32: return at::kInt;
+    case DType::kI16: return at::kShort;
+    case DType::kI8: return at::kChar;
+    case DType::kU8: return at::kByte;
+    case DType::kBool: return at::kBool;
+  }
+  return at::kByte;
+}
+
+// One readable tensor: its file, where the data section starts, its entry.
+struct Slot {
+  std::shared_ptr<MappedFile> file;
+  uint64_t data_start = 0;
+  SafetensorsEntry entry;
+};
+
+absl::StatusOr<at::Tensor> ReadSlot(const Slot& slot) {
+  const SafetensorsEntry& e = slot.entry;
+  const uint64_t offset = slot.data_start + e.begin;
+  const char* src = slot.file->bytes().data() + offset;
+  if (e.dtype == DType::kBool) {
+    // Any byte but 0 or 1 is undefined behaviour for a torch bool.
+    for (uint64_t i = 0; i < e.nbytes(); ++i) {
+      if (static_cast<unsigned char>(src[i]) > 1) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "'", slot.file->path, "': tensor '", e.name, "': BOOL element ", i,
+            " is byte ", static_cast<int>(static_cast<unsigned char>(src[i])),
+            "; expected 0 or 1"));
+      }
+    }
+  }
+  return TorchGuard(absl::StrCat("reading tensor '", e.name, "'"), [&]() -> at::Tensor {
+    auto options = at::TensorOptions().dtype(ScalarTypeOf(e.dtype)).device(at::kCPU);
+    if (e.nbytes() == 0) return at::empty(e.shape, options);
+    if (offset % static_cast<uint64_t>(DTypeSize(e.dtype)) != 0) {
+      // Misaligned for its element type: kernels may not read it in place.
+      at::Tensor t = at::empty(e.shape, options);
+      std::memcpy(t.data_ptr(), src, e.nbytes());
+      return t;
+    }
+    std::shared_ptr<MappedFile> keep = slot.file;
+    return at::from_blob(const_cast<char*>(src), e.shape, [keep](void*) {}, options);
+  });
+}
+
+// Both readers: a list of slots by name, in the order they were added.
+class MappedSource final : public TensorSource {
+ public:
+  MappedSource(std::string format, std::string path)
+      : format_(std::move(format)), path_(std::move(path)) {}
+
+  void Add(const std::shared_ptr<MappedFile>& file, uint64_t data_start,
+           SafetensorsEntry entry) {
+    TensorInfo info;
+    info.name = entry.name;
+    info.dtype = entry.dtype;
+    info.shape = entry.shape;
+    info.file = file->path;
+    info.nbytes = static_cast<int64_t>(entry.nbytes());
+    by_name_.emplace(info.name, infos_.size());
+    infos_.push_back(std::move(info));
+    slots_.push_back(Slot{file, data_start, std::move(entry)});
+  }
+  // Sharded, opened for a subset: tensors the index places in shards that
+  // were not opened, and every name the index holds (for suggestions).
+  void SetIndexNames(std::map<std::string, std::string> unopened,
+                     std::vector<std::string> all_names) {
+    unopened_ = std::move(unopened);
+    all_names_ = std::move(all_names);
+  }
+
+  std::string format() const override { return format_; }
+  std::string path() const override { return path_; }
+  const std::vector<TensorInfo>& tensors() const override { return infos_; }
+
+  absl::StatusOr<at::Tensor> Read(absl::string_view name) const override {
+    auto it = by_name_.find(std::string(name));
+    if (it != by_name_.end()) return ReadSlot(slots_[it->second]);
+    auto un = unopened_.find(std::string(name));
+    if (un != unopened_.end()) {
+      return absl::NotFoundError(absl::StrCat(
+          "tensor '", name, "' is in shard '", un->second, "' of '", path_,
+          "', which was not opened (the source was opened for other names)"));
+    }
+    return absl::NotFoundError(absl::StrCat(
+        "no tensor '", name, "' in '", path_, "'; nearest: ",
+        QuoteList(NearestNames(name, all_names_.empty() ? names() : all_names_))));
+  }
+
+ private:
+  std::string format_, path_;
+  std::vector<TensorInfo> infos_;
+  std::vector<Slot> slots_;
+  std::unordered_map<std::string, size_t> by_name_;
+  std::map<std::string, std::string> unopened_;
+  std::vector<std::string> all_names_;
+};
+
+// The index file, read whole (it is small: one line per tensor).
+absl::StatusOr<Json> ReadIndex(const std::string& index_path) {
+  ASSIGN_OR_RETURN(std::shared_ptr<MappedFile> file, MapFile(index_path));
+  if (file->size > kMaxSafetensorsHeaderBytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "'", index_path, "': index is ", file->size, " bytes; the limit is ",
+        kMaxSafetensorsHeaderBytes));
+  }
+  Json j;
+  try {
+    absl::string_view text = file->bytes();
+    j = Json::parse(text.begin(), text.end());
+  } catch (const std::exception& e) {
+    std::string what = e.what();
+    if (auto pos = what.find("] "); pos != std::string::npos) what.erase(0, pos + 2);
+    return absl::InvalidArgumentError(
+        absl::StrCat("'", index_path, "': index is not valid JSON: ", what));
+  }
+  if (!j.is_object()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "'", index_path, "': index JSON is not an object; expected {\"weight_map\": {...}}"));
+  }
+  auto wm = j.find("weight_map");
+  if (wm == j.end() || !wm->is_object()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "'", index_path, "': index has no \"weight_map\" object of tensor name -> shard file"));
+  }
+  return std::move(*wm);
+}
+
+// True when `shard` names a file inside the index's directory.
+bool StaysInside(const std::string& shard) {
+  if (shard.empty()) return false;
+  fs::path p = fs::path(shard).lexically_normal();
+  if (p.is_absolute() || p.has_root_name() || p.has_root_directory()) return false;
+  if (p.empty() || p == "." || !p.has_filename()) return false;
+  return *p.begin() != "..";
+}
+
+}  // namespace
+
+absl::StatusOr<TensorSourcePtr> OpenSafetensors(const std::string& path) {
+  ASSIGN_OR_RETURN(OpenedFile opened, OpenFile(path));
+  auto source = std::make_unique<MappedSource>("safetensors", path);
+  for (SafetensorsEntry& e : opened.layout.entries) {
+    source->Add(opened.map, opened.layout.data_start, std::move(e));
+  }
+  return TensorSourcePtr(std::move(source));
+}
+
+absl::StatusOr<TensorSourcePtr> OpenShardedSafetensors(
+    const std::string& index_path, const std::vector<std::string>& names) {
+  ASSIGN_OR_RETURN(Json weight_map, ReadIndex(index_path));
+
+  // shard -> the tensors the index puts there (both sorted).
+  std::map<std::string, std::vector<std::string>> by_shard;
+  std::map<std::string, std::string> shard_of;
+  std::vector<std::string> all_names;
+  for (const auto& [tensor, shard_json] : weight_map.items()) {
+    if (!shard_json.is_string()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "'", index_path, "': weight_map entry '", tensor,
+          "' is not a string; expected a shard file name"));
+    }
+    std::string shard = shard_json.get<std::string>();
+    if (!StaysInside(shard)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "'", index_path, "': shard '", shard, "' (for tensor '", tensor,
+          "') is not a file inside the index's directory"));
+    }
+    by_shard[shard].push_back(tensor);
+    shard_of.emplace(tensor, shard);
+    all_names.push_back(tensor);
+  }
+
+  std::map<std::string, bool> wanted;  // shard -> open it
+  for (const auto& [shard, tensors] : by_shard) wanted[shard] = names.empty();
+  for (const std::string& n : names) {
+    auto it = shard_of.find(n);
+    if (it != shard_of.end()) wanted[it->second] = true;
+  }
+
+  const fs::path dir = fs::path(index_path).parent_path();
+  auto source = std::make_unique<MappedSource>("safetensors-sharded", index_path);
+  std::map<std::string, std::string> unopened;
+  for (const auto& [shard, tensors] : by_shard) {
+    if (!wanted[shard]) {
+      for (const std::string& t : tensors) unopened.emplace(t, shard);
+      continue;
+    }
+    const std::string shard_path = (dir / shard).string();
+    absl::StatusOr<OpenedFile> opened = OpenFile(shard_path);
+    if (absl::IsNotFound(opened.status())) {
+      return absl::NotFoundError(absl::StrCat(
+          "'", index_path, "': shard '", shard, "' (holding tensor '", tensors.front(),
+          "') is missing: ", opened.status().message()));
+    }
+    if (!opened.ok()) return opened.status();
+
+    std::unordered_map<std::string, size_t> in_shard;
+    std::vector<std::string> shard_names;
+    for (size_t i = 0; i < opened->layout.entries.size(); ++i) {
+      in_shard.emplace(opened->layout.entries[i].name, i);
+      shard_names.push_back(opened->layout.entries[i].name);
+    }
+    for (const std::string& t : tensors) {
+      if (in_shard.count(t) == 0) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "'", index_path, "' maps tensor '", t, "' to shard '", shard,
+            "', whose header lacks it; nearest there: ",
+            QuoteList(NearestNames(t, shard_names))));
+      }
+    }
+    // File order within the shard; tensors the index does not name are left out.
+    for (SafetensorsEntry& e : opened->layout.entries) {
+      auto it = shard_of.find(e.name);
+      if (it != shard_of.end() && it->second == shard) {
+        source->Add(opened->map, opened->layout.data_start, std::move(e));
+      }
+    }
+  }
+  source->SetIndexNames(std::move(unopened), std::move(all_names));
+  return TensorSourcePtr(std::move(source));
+}
+
+}  // namespace dflash::weights
