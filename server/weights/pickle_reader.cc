@@ -1,0 +1,663 @@
+#include "weights/pickle_reader.h"
+
+#include <cstring>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_format.h"
+
+namespace dflash::weights {
+namespace {
+
+constexpr absl::string_view kAllowedGlobals =
+    "collections.OrderedDict, torch._utils._rebuild_tensor_v2, "
+    "torch._utils._rebuild_parameter, "
+    "torch._utils._rebuild_parameter_with_state, torch.{Float, Double, Half, "
+    "BFloat16, Long, Int, Short, Char, Byte, Bool}Storage";
+
+struct StorageClass {
+  absl::string_view name;
+  DType dtype;
+};
+constexpr StorageClass kStorageClasses[] = {
+    {"torch.FloatStorage", DType::kF32},   {"torch.DoubleStorage", DType::kF64},
+    {"torch.HalfStorage", DType::kF16},    {"torch.BFloat16Storage", DType::kBF16},
+    {"torch.LongStorage", DType::kI64},    {"torch.IntStorage", DType::kI32},
+    {"torch.ShortStorage", DType::kI16},   {"torch.CharStorage", DType::kI8},
+    {"torch.ByteStorage", DType::kU8},     {"torch.BoolStorage", DType::kBool},
+};
+constexpr absl::string_view kOrderedDict = "collections.OrderedDict";
+constexpr absl::string_view kRebuildTensor = "torch._utils._rebuild_tensor_v2";
+constexpr absl::string_view kRebuildParameter = "torch._utils._rebuild_parameter";
+constexpr absl::string_view kRebuildParameterWithState =
+    "torch._utils._rebuild_parameter_with_state";
+constexpr size_t kMaxGlobalLine = 256;
+constexpr size_t kMaxTensorDims = 64;
+
+PickleValuePtr Make(PickleKind kind) {
+  auto v = std::make_shared<PickleValue>();
+  v->kind = kind;
+  return v;
+}
+
+class Unpickler {
+ public:
+  Unpickler(absl::string_view data, const PickleLimits& limits)
+      : data_(data), limits_(limits) {}
+
+  absl::StatusOr<PickleValuePtr> Run() {
+    while (true) {
+      op_pos_ = pos_;
+      if (pos_ >= data_.size()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "pickle: truncated at byte ", data_.size(), " (no STOP opcode)"));
+      }
+      op_ = static_cast<uint8_t>(data_[pos_++]);
+      if (op_ == '.') {  // STOP
+        PickleValuePtr top;
+        if (absl::Status s = Pop(&top); !s.ok()) return s;
+        return top;
+      }
+      if (absl::Status s = Step(); !s.ok()) return s;
+    }
+  }
+
+ private:
+  // ---- errors ----
+  absl::Status Error(absl::string_view what) const {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "pickle: ", what, absl::StrFormat(" (opcode 0x%02x at byte %d)", op_, op_pos_)));
+  }
+  absl::Status Truncated(absl::string_view what) const {
+    return absl::InvalidArgumentError(
+        absl::StrCat("pickle: truncated at byte ", data_.size(), " (reading ", what,
+                     absl::StrFormat(" for opcode 0x%02x at byte %d)", op_, op_pos_)));
+  }
+
+  // ---- bounded reads ----
+  absl::Status ReadBytes(uint64_t n, absl::string_view what, absl::string_view* out) {
+    if (n > data_.size() - pos_) return Truncated(what);
+    *out = data_.substr(pos_, n);
+    pos_ += n;
+    return absl::OkStatus();
+  }
+  template <typename T>
+  absl::Status ReadLE(absl::string_view what, T* out) {
+    absl::string_view b;
+    if (absl::Status s = ReadBytes(sizeof(T), what, &b); !s.ok()) return s;
+    uint64_t v = 0;
+    for (size_t i = 0; i < sizeof(T); ++i) {
+      v |= static_cast<uint64_t>(static_cast<uint8_t>(b[i])) << (8 * i);
+    }
+    *out = static_cast<T>(v);
+    return absl::OkStatus();
+  }
+  absl::Status ReadLine(absl::string_view what, std::string* out) {
+    size_t end = data_.find('\n', pos_);
+    if (end == absl::string_view::npos) return Truncated(what);
+    if (end - pos_ > kMaxGlobalLine) return Error(absl::StrCat(what, " is too long"));
+    *out = std::string(data_.substr(pos_, end - pos_));
+    pos_ = end + 1;
+    return absl::OkStatus();
+  }
+
+  // ---- stack ----
+  size_t Base() const { return marks_.empty() ? 0 : marks_.back(); }
+  absl::Status Push(PickleValuePtr v) {
+    if (static_cast<int64_t>(stack_.size() + marks_.size()) >= limits_.max_stack_size) {
+      return Error(absl::StrCat("stack deeper than ", limits_.max_stack_size));
+    }
+    stack_.push_back(std::move(v));
+    return absl::OkStatus();
+  }
+  absl::Status Pop(PickleValuePtr* out) {
+    if (stack_.size() <= Base()) return Error("stack underflow");
+    *out = std::move(stack_.back());
+    stack_.pop_back();
+    return absl::OkStatus();
+  }
+  absl::Status Top(PickleValuePtr* out) const {
+    if (stack_.size() <= Base()) return Error("stack underflow");
+    *out = stack_.back();
+    return absl::OkStatus();
+  }
+  // Pops everything above the last MARK and the mark itself.
+  absl::Status PopMark(std::vector<PickleValuePtr>* out) {
+    if (marks_.empty()) return Error("MARK missing");
+    size_t base = marks_.back();
+    marks_.pop_back();
+    out->assign(std::make_move_iterator(stack_.begin() + base),
+                std::make_move_iterator(stack_.end()));
+    stack_.resize(base);
+    return absl::OkStatus();
+  }
+
+  // ---- containers ----
+  // Places `child` inside `parent`. Freezing the child makes recursive
+  // structures impossible and keeps depth exact: a frozen value never grows.
+  absl::Status Adopt(PickleValue& parent, const PickleValuePtr& child) {
+    if (parent.frozen || child.get() == &parent) {
+      return Error(absl::StrCat("a ", PickleKindName(parent.kind),
+                                " is modified after being placed in another value "
+                                "(recursive structures are not supported)"));
+    }
+    child->frozen = true;
+    parent.depth = std::max(parent.depth, child->depth + 1);
+    if (parent.depth > limits_.max_depth) {
+      return Error(absl::StrCat("nesting deeper than ", limits_.max_depth));
+    }
+    return absl::OkStatus();
+  }
+  absl::Status CheckSize(size_t n) const {
+    if (static_cast<int64_t>(n) > limits_.max_container_size) {
+      return Error(absl::StrCat("container with more than ",
+                                limits_.max_container_size, " items"));
+    }
+    return absl::OkStatus();
+  }
+  absl::StatusOr<PickleValuePtr> MakeSequence(PickleKind kind,
+                                              std::vector<PickleValuePtr> items) {
+    if (absl::Status s = CheckSize(items.size()); !s.ok()) return s;
+    PickleValuePtr v = Make(kind);
+    for (const PickleValuePtr& item : items) {
+      if (absl::Status s = Adopt(*v, item); !s.ok()) return s;
+    }
+    v->items = std::move(items);
+    return v;
+  }
+  absl::Status Append(const PickleValuePtr& list, PickleValuePtr item) {
+    if (list->kind != PickleKind::kList) {
+      return Error(absl::StrCat("APPEND to a ", PickleKindName(list->kind)));
+    }
+    if (absl::Status s = CheckSize(list->items.size() + 1); !s.ok()) return s;
+    if (absl::Status s = Adopt(*list, item); !s.ok()) return s;
+    list->items.push_back(std::move(item));
+    return absl::OkStatus();
+  }
+  absl::Status SetItem(const PickleValuePtr& dict, PickleValuePtr key,
+                       PickleValuePtr value) {
+    if (dict->kind != PickleKind::kDict) {
+      return Error(absl::StrCat("SETITEM on a ", PickleKindName(dict->kind)));
+    }
+    if (key->kind != PickleKind::kString && key->kind != PickleKind::kInt) {
+      return Error(absl::StrCat("dict key must be a str or an int; got ",
+                                PickleKindName(key->kind)));
+    }
+    if (absl::Status s = Adopt(*dict, value); !s.ok()) return s;
+    key->frozen = true;
+    std::string k = DictKey(*key);
+    auto it = dict->key_index.find(k);
+    if (it != dict->key_index.end()) {  // Python semantics: last one wins
+      dict->dict[it->second].second = std::move(value);
+      return absl::OkStatus();
+    }
+    if (absl::Status s = CheckSize(dict->dict.size() + 1); !s.ok()) return s;
+    dict->key_index.emplace(std::move(k), dict->dict.size());
+    dict->dict.emplace_back(std::move(key), std::move(value));
+    return absl::OkStatus();
+  }
+  absl::Status SetItems(const PickleValuePtr& dict, std::vector<PickleValuePtr> kv) {
+    if (kv.size() % 2 != 0) return Error("odd number of items for a dict");
+    for (size_t i = 0; i < kv.size(); i += 2) {
+      if (absl::Status s = SetItem(dict, kv[i], kv[i + 1]); !s.ok()) return s;
+    }
+    return absl::OkStatus();
+  }
+
+  // ---- memo ----
+  absl::Status Put(uint64_t index) {
+    PickleValuePtr top;
+    if (absl::Status s = Top(&top); !s.ok()) return s;
+    if (memo_.count(index) == 0 &&
+        static_cast<int64_t>(memo_.size()) >= limits_.max_memo_size) {
+      return Error(absl::StrCat("memo larger than ", limits_.max_memo_size));
+    }
+    memo_[index] = std::move(top);
+    return absl::OkStatus();
+  }
+  absl::Status Get(uint64_t index) {
+    auto it = memo_.find(index);
+    if (it == memo_.end()) return Error(absl::StrCat("memo has no entry ", index));
+    return Push(it->second);
+  }
+
+  // ---- globals, REDUCE, persistent ids ----
+  absl::Status PushGlobal(const std::string& module, const std::string& name) {
+    std::string full = absl::StrCat(module, ".", name);
+    PickleValuePtr v = Make(PickleKind::kGlobal);
+    bool allowed = full == kOrderedDict || full == kRebuildTensor ||
+                   full == kRebuildParameter || full == kRebuildParameterWithState;
+    for (const StorageClass& c : kStorageClasses) {
+      if (full == c.name) {
+        allowed = true;
+        v->storage.dtype = c.dtype;
+      }
+    }
+    if (!allowed) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("pickle: global '", full, "' is not allowed (allowed: ",
+                       kAllowedGlobals, ")", absl::StrFormat(" at byte %d", op_pos_)));
+    }
+    v->str = std::move(full);
+    return Push(std::move(v));
+  }
+
+  static bool IsIntTuple(const PickleValue& v) {
+    if (v.kind != PickleKind::kTuple) return false;
+    for (const PickleValuePtr& i : v.items) {
+      if (i->kind != PickleKind::kInt) return false;
+    }
+    return true;
+  }
+
+  absl::StatusOr<PickleValuePtr> RebuildTensor(const std::vector<PickleValuePtr>& a) {
+    if (a.size() < 6 || a.size() > 7) {
+      return Error(absl::StrCat("_rebuild_tensor_v2 takes 6 or 7 arguments; got ",
+                                a.size()));
+    }
+    if (a[0]->kind != PickleKind::kStorage || a[1]->kind != PickleKind::kInt ||
+        !IsIntTuple(*a[2]) || !IsIntTuple(*a[3])) {
+      return Error(absl::StrCat(
+          "_rebuild_tensor_v2 expects (storage, int, tuple of int, tuple of int, "
+          "...); got (", PickleKindName(a[0]->kind), ", ", PickleKindName(a[1]->kind),
+          ", ", PickleKindName(a[2]->kind), ", ", PickleKindName(a[3]->kind), ", ...)"));
+    }
+    if (a[2]->items.size() != a[3]->items.size() ||
+        a[2]->items.size() > kMaxTensorDims) {
+      return Error(absl::StrCat("tensor has ", a[2]->items.size(), " sizes and ",
+                                a[3]->items.size(), " strides"));
+    }
+    PickleValuePtr t = Make(PickleKind::kTensor);
+    t->tensor.storage = a[0]->storage;
+    t->tensor.storage_offset = a[1]->integer;
+    for (size_t i = 0; i < a[2]->items.size(); ++i) {
+      int64_t size = a[2]->items[i]->integer, stride = a[3]->items[i]->integer;
+      if (size < 0 || stride < 0) {
+        return Error(absl::StrCat("tensor has negative size or stride ", size, ", ",
+                                  stride));
+      }
+      t->tensor.size.push_back(size);
+      t->tensor.stride.push_back(stride);
+    }
+    if (t->tensor.storage_offset < 0) return Error("tensor has a negative offset");
+    return t;
+  }
+
+  absl::StatusOr<PickleValuePtr> Call(const PickleValue& fn,
+                                      const std::vector<PickleValuePtr>& args) {
+    if (fn.str == kOrderedDict) {
+      if (!args.empty()) {
+        return Error(absl::StrCat("collections.OrderedDict with ", args.size(),
+                                  " arguments is not supported"));
+      }
+      PickleValuePtr d = Make(PickleKind::kDict);
+      d->ordered_dict = true;
+      return d;
+    }
+    if (fn.str == kRebuildTensor) return RebuildTensor(args);
+    if (fn.str == kRebuildParameter || fn.str == kRebuildParameterWithState) {
+      size_t want = fn.str == kRebuildParameter ? 3 : 4;
+      if (args.size() != want || args[0]->kind != PickleKind::kTensor) {
+        return Error(absl::StrCat(fn.str, " expects (tensor, ...) with ", want,
+                                  " arguments; got ", args.size()));
+      }
+      return args[0];
+    }
+    return Error(absl::StrCat("'", fn.str, "' cannot be called"));
+  }
+
+  absl::Status Reduce() {
+    PickleValuePtr args, fn;
+    if (absl::Status s = Pop(&args); !s.ok()) return s;
+    if (absl::Status s = Pop(&fn); !s.ok()) return s;
+    if (fn->kind != PickleKind::kGlobal || args->kind != PickleKind::kTuple) {
+      return Error(absl::StrCat("REDUCE expects a global and a tuple; got ",
+                                PickleKindName(fn->kind), " and ",
+                                PickleKindName(args->kind)));
+    }
+    args->frozen = true;
+    auto result = Call(*fn, args->items);
+    if (!result.ok()) return result.status();
+    return Push(*std::move(result));
+  }
+
+  absl::Status PersistentLoad() {
+    PickleValuePtr pid;
+    if (absl::Status s = Pop(&pid); !s.ok()) return s;
+    const auto& p = pid->items;
+    if (pid->kind != PickleKind::kTuple || p.size() != 5 ||
+        p[0]->kind != PickleKind::kString || p[0]->str != "storage" ||
+        p[1]->kind != PickleKind::kGlobal || !absl::EndsWith(p[1]->str, "Storage") ||
+        p[2]->kind != PickleKind::kString || p[3]->kind != PickleKind::kString ||
+        p[4]->kind != PickleKind::kInt || p[4]->integer < 0) {
+      return Error(
+          "persistent id is not ('storage', torch.<Type>Storage, key, location, "
+          "numel)");
+    }
+    pid->frozen = true;
+    PickleValuePtr v = Make(PickleKind::kStorage);
+    v->storage.dtype = p[1]->storage.dtype;
+    v->storage.key = p[2]->str;
+    v->storage.location = p[3]->str;
+    v->storage.numel = p[4]->integer;
+    return Push(std::move(v));
+  }
+
+  absl::Status Build() {
+    PickleValuePtr state, obj;
+    if (absl::Status s = Pop(&state); !s.ok()) return s;
+    if (absl::Status s = Top(&obj); !s.ok()) return s;
+    // state_dict() pickles its _metadata attribute this way; we drop it.
+    if (obj->kind != PickleKind::kDict || !obj->ordered_dict ||
+        (state->kind != PickleKind::kDict && state->kind != PickleKind::kNone)) {
+      return Error(absl::StrCat("BUILD is only supported on an OrderedDict with a "
+                                "dict state; got ",
+                                PickleKindName(obj->kind), " and ",
+                                PickleKindName(state->kind)));
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status PushInt(int64_t v) {
+    PickleValuePtr p = Make(PickleKind::kInt);
+    p->integer = v;
+    return Push(std::move(p));
+  }
+  absl::Status PushBytes(PickleKind kind, uint64_t n) {
+    absl::string_view b;
+    if (absl::Status s = ReadBytes(n, PickleKindName(kind), &b); !s.ok()) return s;
+    PickleValuePtr p = Make(kind);
+    p->str = std::string(b);
+    return Push(std::move(p));
+  }
+  absl::Status PushBool(bool v) {
+    PickleValuePtr p = Make(PickleKind::kBool);
+    p->boolean = v;
+    return Push(std::move(p));
+  }
+
+  absl::Status Step();
+
+  absl::string_view data_;
+  PickleLimits limits_;
+  size_t pos_ = 0;
+  size_t op_pos_ = 0;
+  uint8_t op_ = 0;
+  std::vector<PickleValuePtr> stack_;
+  std::vector<size_t> marks_;
+  std::unordered_map<uint64_t, PickleValuePtr> memo_;
+};
+
+absl::Status Unpickler::Step() {
+  switch (op_) {
+    case 0x80: {  // PROTO
+      uint8_t proto;
+      if (absl::Status s = ReadLE("protocol", &proto); !s.ok()) return s;
+      if (proto < 2 || proto > 5) {
+        return Error(absl::StrCat("unsupported protocol ", proto, "; expected 2 to 5"));
+      }
+      return absl::OkStatus();
+    }
+    case 0x95: {  // FRAME: a length hint only
+      uint64_t n;
+      return ReadLE("frame length", &n);
+    }
+    case '(':  // MARK
+      if (static_cast<int64_t>(stack_.size() + marks_.size()) >= limits_.max_stack_size) {
+        return Error(absl::StrCat("stack deeper than ", limits_.max_stack_size));
+      }
+      marks_.push_back(stack_.size());
+      return absl::OkStatus();
+    case '}':  // EMPTY_DICT
+      return Push(Make(PickleKind::kDict));
+    case ']':  // EMPTY_LIST
+      return Push(Make(PickleKind::kList));
+    case ')':  // EMPTY_TUPLE
+      return Push(Make(PickleKind::kTuple));
+    case 't':    // TUPLE
+    case 'l': {  // LIST
+      std::vector<PickleValuePtr> items;
+      if (absl::Status s = PopMark(&items); !s.ok()) return s;
+      auto v = MakeSequence(op_ == 't' ? PickleKind::kTuple : PickleKind::kList,
+                            std::move(items));
+      if (!v.ok()) return v.status();
+      return Push(*std::move(v));
+    }
+    case 0x85:    // TUPLE1
+    case 0x86:    // TUPLE2
+    case 0x87: {  // TUPLE3
+      size_t n = op_ - 0x84;
+      if (stack_.size() < Base() + n) return Error("stack underflow");
+      std::vector<PickleValuePtr> items(std::make_move_iterator(stack_.end() - n),
+                                        std::make_move_iterator(stack_.end()));
+      stack_.resize(stack_.size() - n);
+      auto v = MakeSequence(PickleKind::kTuple, std::move(items));
+      if (!v.ok()) return v.status();
+      return Push(*std::move(v));
+    }
+    case 'd': {  // DICT
+      std::vector<PickleValuePtr> kv;
+      if (absl::Status s = PopMark(&kv); !s.ok()) return s;
+      PickleValuePtr d = Make(PickleKind::kDict);
+      if (absl::Status s = SetItems(d, std::move(kv)); !s.ok()) return s;
+      return Push(std::move(d));
+    }
+    case 's': {  // SETITEM
+      PickleValuePtr value, key, dict;
+      if (absl::Status s = Pop(&value); !s.ok()) return s;
+      if (absl::Status s = Pop(&key); !s.ok()) return s;
+      if (absl::Status s = Top(&dict); !s.ok()) return s;
+      return SetItem(dict, std::move(key), std::move(value));
+    }
+    case 'u': {  // SETITEMS
+      std::vector<PickleValuePtr> kv;
+      if (absl::Status s = PopMark(&kv); !s.ok()) return s;
+      PickleValuePtr dict;
+      if (absl::Status s = Top(&dict); !s.ok()) return s;
+      return SetItems(dict, std::move(kv));
+    }
+    case 'a': {  // APPEND
+      PickleValuePtr item, list;
+      if (absl::Status s = Pop(&item); !s.ok()) return s;
+      if (absl::Status s = Top(&list); !s.ok()) return s;
+      return Append(list, std::move(item));
+    }
+    case 'e': {  // APPENDS
+      std::vector<PickleValuePtr> items;
+      if (absl::Status s = PopMark(&items); !s.ok()) return s;
+      PickleValuePtr list;
+      if (absl::Status s = Top(&list); !s.ok()) return s;
+      for (PickleValuePtr& item : items) {
+        if (absl::Status s = Append(list, std::move(item)); !s.ok()) return s;
+      }
+      return absl::OkStatus();
+    }
+    case 'J': {  // BININT
+      int32_t v;
+      if (absl::Status s = ReadLE("int32", &v); !s.ok()) return s;
+      return PushInt(v);
+    }
+    case 'K': {  // BININT1
+      uint8_t v;
+      if (absl::Status s = ReadLE("uint8", &v); !s.ok()) return s;
+      return PushInt(v);
+    }
+    case 'M': {  // BININT2
+      uint16_t v;
+      if (absl::Status s = ReadLE("uint16", &v); !s.ok()) return s;
+      return PushInt(v);
+    }
+    case 0x8a: {  // LONG1: little-endian two's complement
+      uint8_t n;
+      if (absl::Status s = ReadLE("long length", &n); !s.ok()) return s;
+      absl::string_view b;
+      if (absl::Status s = ReadBytes(n, "long", &b); !s.ok()) return s;
+      if (n > 8) return Error(absl::StrCat("integer of ", n, " bytes is too large"));
+      uint64_t v = 0;
+      for (size_t i = 0; i < n; ++i) {
+        v |= static_cast<uint64_t>(static_cast<uint8_t>(b[i])) << (8 * i);
+      }
+      if (n > 0 && n < 8 && (static_cast<uint8_t>(b[n - 1]) & 0x80)) {
+        v |= ~uint64_t{0} << (8 * n);  // sign-extend
+      }
+      return PushInt(static_cast<int64_t>(v));
+    }
+    case 'G': {  // BINFLOAT: big-endian double
+      absl::string_view b;
+      if (absl::Status s = ReadBytes(8, "float", &b); !s.ok()) return s;
+      uint64_t bits = 0;
+      for (int i = 0; i < 8; ++i) bits = (bits << 8) | static_cast<uint8_t>(b[i]);
+      PickleValuePtr p = Make(PickleKind::kFloat);
+      std::memcpy(&p->real, &bits, sizeof(bits));
+      return Push(std::move(p));
+    }
+    case 'X': {  // BINUNICODE
+      uint32_t n;
+      if (absl::Status s = ReadLE("str length", &n); !s.ok()) return s;
+      return PushBytes(PickleKind::kString, n);
+    }
+    case 0x8c: {  // SHORT_BINUNICODE
+      uint8_t n;
+      if (absl::Status s = ReadLE("str length", &n); !s.ok()) return s;
+      return PushBytes(PickleKind::kString, n);
+    }
+    case 0x8d: {  // BINUNICODE8
+      uint64_t n;
+      if (absl::Status s = ReadLE("str length", &n); !s.ok()) return s;
+      return PushBytes(PickleKind::kString, n);
+    }
+    case 'C': {  // SHORT_BINBYTES
+      uint8_t n;
+      if (absl::Status s = ReadLE("bytes length", &n); !s.ok()) return s;
+      return PushBytes(PickleKind::kBytes, n);
+    }
+    case 'B': {  // BINBYTES
+      uint32_t n;
+      if (absl::Status s = ReadLE("bytes length", &n); !s.ok()) return s;
+      return PushBytes(PickleKind::kBytes, n);
+    }
+    case 0x8e: {  // BINBYTES8
+      uint64_t n;
+      if (absl::Status s = ReadLE("bytes length", &n); !s.ok()) return s;
+      return PushBytes(PickleKind::kBytes, n);
+    }
+    case 'N':  // NONE
+      return Push(Make(PickleKind::kNone));
+    case 0x88:  // NEWTRUE
+      return PushBool(true);
+    case 0x89:  // NEWFALSE
+      return PushBool(false);
+    case 'q': {  // BINPUT
+      uint8_t i;
+      if (absl::Status s = ReadLE("memo index", &i); !s.ok()) return s;
+      return Put(i);
+    }
+    case 'r': {  // LONG_BINPUT
+      uint32_t i;
+      if (absl::Status s = ReadLE("memo index", &i); !s.ok()) return s;
+      return Put(i);
+    }
+    case 0x94:  // MEMOIZE
+      return Put(memo_.size());
+    case 'h': {  // BINGET
+      uint8_t i;
+      if (absl::Status s = ReadLE("memo index", &i); !s.ok()) return s;
+      return Get(i);
+    }
+    case 'j': {  // LONG_BINGET
+      uint32_t i;
+      if (absl::Status s = ReadLE("memo index", &i); !s.ok()) return s;
+      return Get(i);
+    }
+    case 'c': {  // GLOBAL
+      std::string module, name;
+      if (absl::Status s = ReadLine("global module", &module); !s.ok()) return s;
+      if (absl::Status s = ReadLine("global name", &name); !s.ok()) return s;
+      return PushGlobal(module, name);
+    }
+    case 0x93: {  // STACK_GLOBAL
+      PickleValuePtr name, module;
+      if (absl::Status s = Pop(&name); !s.ok()) return s;
+      if (absl::Status s = Pop(&module); !s.ok()) return s;
+      if (name->kind != PickleKind::kString || module->kind != PickleKind::kString) {
+        return Error("STACK_GLOBAL expects two str");
+      }
+      return PushGlobal(module->str, name->str);
+    }
+    case 'R':  // REDUCE
+      return Reduce();
+    case 'b':  // BUILD
+      return Build();
+    case 'Q':  // BINPERSID
+      return PersistentLoad();
+    case '0': {  // POP
+      PickleValuePtr unused;
+      return Pop(&unused);
+    }
+    case '1': {  // POP_MARK
+      std::vector<PickleValuePtr> unused;
+      return PopMark(&unused);
+    }
+    case '2': {  // DUP
+      PickleValuePtr top;
+      if (absl::Status s = Top(&top); !s.ok()) return s;
+      return Push(std::move(top));
+    }
+    default:
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "pickle: unknown or unsupported opcode 0x%02x at byte %d", op_, op_pos_));
+  }
+}
+
+}  // namespace
+
+absl::string_view PickleKindName(PickleKind kind) {
+  switch (kind) {
+    case PickleKind::kNone: return "none";
+    case PickleKind::kBool: return "bool";
+    case PickleKind::kInt: return "int";
+    case PickleKind::kFloat: return "float";
+    case PickleKind::kString: return "str";
+    case PickleKind::kBytes: return "bytes";
+    case PickleKind::kList: return "list";
+    case PickleKind::kTuple: return "tuple";
+    case PickleKind::kDict: return "dict";
+    case PickleKind::kStorage: return "storage";
+    case PickleKind::kTensor: return "tensor";
+    case PickleKind::kGlobal: return "global";
+  }
+  return "?";
+}
+
+std::string DictKey(const PickleValue& key) {
+  if (key.kind == PickleKind::kInt) return absl::StrCat("i:", key.integer);
+  return absl::StrCat("s:", key.str);
+}
+
+const PickleValue* PickleValue::Get(absl::string_view key) const {
+  auto it = key_index.find(absl::StrCat("s:", key));
+  return it == key_index.end() ? nullptr : dict[it->second].second.get();
+}
+
+std::string DescribePickleValue(const PickleValue& value) {
+  switch (value.kind) {
+    case PickleKind::kList:
+    case PickleKind::kTuple:
+      return absl::StrCat(PickleKindName(value.kind), " of ", value.items.size());
+    case PickleKind::kDict:
+      return absl::StrCat("dict of ", value.dict.size());
+    case PickleKind::kGlobal:
+      return absl::StrCat("global ", value.str);
+    default:
+      return std::string(PickleKindName(value.kind));
+  }
+}
+
+absl::StatusOr<PickleValuePtr> ParsePickle(absl::string_view data,
+                                           const PickleLimits& limits) {
+  return Unpickler(data, limits).Run();
+}
+
+}  // namespace dflash::weights

@@ -1,0 +1,14 @@
+// libFuzzer target: the restricted unpickler must turn any bytes into a value
+// or an InvalidArgument, never a crash, leak or unbounded allocation.
+#include <cstddef>
+#include <cstdint>
+
+#include "absl/strings/string_view.h"
+#include "weights/pickle_reader.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  auto result = dflash::weights::ParsePickle(
+      absl::string_view(reinterpret_cast<const char*>(data), size));
+  if (result.ok()) (void)dflash::weights::DescribePickleValue(**result);
+  return 0;
+}

@@ -1,0 +1,397 @@
+#include "weights/torch_pt_file.h"
+
+#include <caffe2/serialize/inline_container.h>
+#include <caffe2/serialize/read_adapter_interface.h>
+
+#include <ATen/ATen.h>
+#include <c10/util/Exception.h>
+
+#include <algorithm>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <mutex>
+#include <new>
+#include <set>
+#include <sys/stat.h>
+#include <unordered_map>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/status_macros.h"
+#include "weights/gzip_inflate.h"
+#include "weights/pickle_reader.h"
+
+namespace dflash::weights {
+namespace {
+
+using caffe2::serialize::PyTorchStreamReader;
+
+constexpr int64_t kMaxPickleBytes = int64_t{1} << 30;
+constexpr int64_t kMaxFlattenVisits = int64_t{1} << 24;
+constexpr absl::string_view kConvertHint =
+    "load it with torch.load and save it again with torch.save(obj, path) "
+    "(PyTorch >= 1.6 writes the zip format)";
+
+// Bounds-checked reads over an owned buffer (caffe2's MemoryReadAdapter
+// trusts its caller's offsets).
+class BufferAdapter final : public caffe2::serialize::ReadAdapterInterface {
+ public:
+  explicit BufferAdapter(std::shared_ptr<const std::string> data)
+      : data_(std::move(data)) {}
+  size_t size() const override { return data_->size(); }
+  size_t read(uint64_t pos, void* buf, size_t n, const char* /*what*/) const override {
+    if (pos >= data_->size()) return 0;
+    n = std::min<uint64_t>(n, data_->size() - pos);
+    std::memcpy(buf, data_->data() + pos, n);
+    return n;
+  }
+
+ private:
+  std::shared_ptr<const std::string> data_;
+};
+
+at::ScalarType ToScalarType(DType d) {
+  switch (d) {
+    case DType::kF64: return at::kDouble;
+    case DType::kF32: return at::kFloat;
+    case DType::kF16: return at::kHalf;
+    case DType::kBF16: return at::kBFloat16;
+    case DType::kI64: return at::kLong;
+    case DType::kI32: return at::kInt;
+    case DType::kI16: return at::kShort;
+    case DType::kI8: return at::kChar;
+    case DType::kU8: return at::kByte;
+    case DType::kBool: return at::kBool;
+  }
+  return at::kByte;
+}
+
+std::string ExceptionText(const std::exception& e) {
+  if (auto* c10e = dynamic_cast<const c10::Error*>(&e)) {
+    return c10e->what_without_backtrace();
+  }
+  return e.what();
+}
+
+std::string Shape(const std::vector<int64_t>& v) {
+  return absl::StrCat("[", absl::StrJoin(v, ", "), "]");
+}
+
+struct Entry {
+  TensorInfo info;
+  PickleTensorRef ref;
+};
+
+// Elements of the storage a tensor spans (offset included); false on overflow.
+bool StorageExtent(const PickleTensorRef& t, int64_t* extent, int64_t* numel) {
+  int64_t last = t.storage_offset;
+  *numel = 1;
+  for (size_t i = 0; i < t.size.size(); ++i) {
+    if (__builtin_mul_overflow(*numel, t.size[i], numel)) return false;
+  }
+  if (*numel == 0) {
+    *extent = t.storage_offset;
+    return true;
+  }
+  for (size_t i = 0; i < t.size.size(); ++i) {
+    int64_t span;
+    if (__builtin_mul_overflow(t.size[i] - 1, t.stride[i], &span) ||
+        __builtin_add_overflow(last, span, &last)) {
+      return false;
+    }
+  }
+  return !__builtin_add_overflow(last, 1, extent);
+}
+
+// Turns the unpickled tree into named tensors; non-tensor subtrees are
+// reported once, at their root, in `skipped`.
+class Flattener {
+ public:
+  absl::Status Walk(const PickleValue& v, const std::string& name) {
+    if (++visits_ > kMaxFlattenVisits) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "data.pkl has more than ", kMaxFlattenVisits, " entries to list"));
+    }
+    const std::string shown = name.empty() ? "<root>" : name;
+    if (v.kind == PickleKind::kTensor) return Add(v.tensor, name);
+    bool container = v.kind == PickleKind::kDict || v.kind == PickleKind::kList ||
+                     v.kind == PickleKind::kTuple;
+    if (!container) {
+      skipped.push_back(absl::StrCat(shown, " (", PickleKindName(v.kind), ")"));
+      return absl::OkStatus();
+    }
+    int64_t n = CountTensors(v);
+    if (n == 0) {
+      skipped.push_back(
+          absl::StrCat(shown, " (", PickleKindName(v.kind), ", not a tensor)"));
+      return absl::OkStatus();
+    }
+    if (IsOptimizerState(v)) {
+      skipped.push_back(absl::StrCat(shown, " (optimizer state with ", n,
+                                     " tensors, not model weights)"));
+      return absl::OkStatus();
+    }
+    if (v.kind == PickleKind::kDict) {
+      for (const auto& [key, child] : v.dict) {
+        std::string k = key->kind == PickleKind::kInt ? absl::StrCat(key->integer)
+                                                      : key->str;
+        RETURN_IF_ERROR(Walk(*child, name.empty() ? k : absl::StrCat(name, ".", k)));
+      }
+    } else {
+      for (size_t i = 0; i < v.items.size(); ++i) {
+        RETURN_IF_ERROR(Walk(*v.items[i],
+                             name.empty() ? absl::StrCat(i) : absl::StrCat(name, ".", i)));
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  std::vector<Entry> entries;
+  std::vector<std::string> skipped;
+
+ private:
+  // torch.optim.Optimizer.state_dict(): {"state": {...}, "param_groups": [...]}.
+  static bool IsOptimizerState(const PickleValue& v) {
+    if (v.kind != PickleKind::kDict) return false;
+    const PickleValue* state = v.Get("state");
+    const PickleValue* groups = v.Get("param_groups");
+    return state != nullptr && groups != nullptr && state->kind == PickleKind::kDict &&
+           groups->kind == PickleKind::kList;
+  }
+
+  // Memoized per node: shared subtrees (memo references) are counted once.
+  int64_t CountTensors(const PickleValue& v) {
+    if (v.kind == PickleKind::kTensor) return 1;
+    auto it = counts_.find(&v);
+    if (it != counts_.end()) return it->second;
+    int64_t n = 0;
+    for (const auto& item : v.items) n += CountTensors(*item);
+    for (const auto& kv : v.dict) n += CountTensors(*kv.second);
+    counts_[&v] = n;
+    return n;
+  }
+
+  absl::Status Add(const PickleTensorRef& t, const std::string& name) {
+    if (!names_.insert(name).second) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "two tensors are named '", name, "' after flattening nested dicts with '.'"));
+    }
+    int64_t extent = 0, numel = 0, nbytes = 0, storage_bytes = 0;
+    if (!StorageExtent(t, &extent, &numel) ||
+        __builtin_mul_overflow(numel, DTypeSize(t.storage.dtype), &nbytes) ||
+        __builtin_mul_overflow(t.storage.numel, DTypeSize(t.storage.dtype),
+                               &storage_bytes)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "tensor '", name, "' has sizes ", Shape(t.size), " and strides ",
+          Shape(t.stride), " that overflow 64 bits"));
+    }
+    if (extent > t.storage.numel) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "tensor '", name, "' (offset ", t.storage_offset, ", size ", Shape(t.size),
+          ", stride ", Shape(t.stride), ") needs ", extent, " elements of storage '",
+          t.storage.key, "', which holds ", t.storage.numel));
+    }
+    Entry e;
+    e.info.name = name;
+    e.info.dtype = t.storage.dtype;
+    e.info.shape = t.size;
+    e.info.nbytes = nbytes;
+    e.ref = t;
+    entries.push_back(std::move(e));
+    return absl::OkStatus();
+  }
+
+  int64_t visits_ = 0;
+  std::unordered_map<const PickleValue*, int64_t> counts_;
+  std::set<std::string> names_;
+};
+
+class TorchPtFile final : public TensorSource {
+ public:
+  TorchPtFile(std::string path, std::unique_ptr<PyTorchStreamReader> reader,
+              std::vector<Entry> entries, std::vector<std::string> skipped)
+      : path_(std::move(path)), reader_(std::move(reader)),
+        entries_(std::move(entries)), skipped_(std::move(skipped)) {
+    for (size_t i = 0; i < entries_.size(); ++i) {
+      entries_[i].info.file = path_;
+      infos_.push_back(entries_[i].info);
+      index_[entries_[i].info.name] = i;
+    }
+  }
+
+  std::string format() const override { return "torch-zip"; }
+  std::string path() const override { return path_; }
+  const std::vector<TensorInfo>& tensors() const override { return infos_; }
+  std::vector<std::string> skipped_entries() const override { return skipped_; }
+
+  absl::StatusOr<at::Tensor> Read(absl::string_view name) const override {
+    auto it = index_.find(std::string(name));
+    if (it == index_.end()) {
+      return absl::NotFoundError(absl::StrCat("tensor '", name, "' not found in '",
+                                              path_, "'; present: ", Nearest(name)));
+    }
+    const Entry& e = entries_[it->second];
+    try {
+      return Materialize(e);
+    } catch (const std::bad_alloc&) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat("out of memory reading tensor '", name, "' from '", path_, "'"));
+    } catch (const std::exception& ex) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "reading tensor '", name, "' from '", path_, "': ", ExceptionText(ex)));
+    }
+  }
+
+ private:
+  absl::StatusOr<at::Tensor> Materialize(const Entry& e) const {
+    const PickleTensorRef& t = e.ref;
+    const at::TensorOptions options = at::TensorOptions().dtype(ToScalarType(t.storage.dtype));
+    const int64_t want = t.storage.numel * DTypeSize(t.storage.dtype);
+    at::DataPtr data;
+    size_t got = 0;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      std::tie(data, got) = reader_->getRecord(absl::StrCat("data/", t.storage.key));
+    }
+    if (static_cast<int64_t>(got) != want) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "tensor '", e.info.name, "': storage record 'data/", t.storage.key, "' in '",
+          path_, "' holds ", got, " bytes; expected ", want, " (", t.storage.numel,
+          " elements of ", DTypeName(t.storage.dtype), ")"));
+    }
+    if (want == 0) return at::empty(t.size, options);
+    auto holder = std::make_shared<at::DataPtr>(std::move(data));
+    at::Tensor storage = at::from_blob(holder->get(), {t.storage.numel},
+                                       [holder](void*) {}, options);
+    at::Tensor view = storage.as_strided(t.size, t.stride, t.storage_offset);
+    // Zero-copy when the tensor is exactly its whole storage; otherwise copy
+    // out (views, transposes, shared storages) and let the record go.
+    if (t.storage_offset == 0 && view.numel() == t.storage.numel && view.is_contiguous()) {
+      return view;
+    }
+    return view.clone(at::MemoryFormat::Contiguous);
+  }
+
+  // Names sharing the last dotted part of `name`, else the first few names.
+  std::string Nearest(absl::string_view name) const {
+    absl::string_view last = name.substr(name.rfind('.') + 1);
+    std::vector<std::string> out;
+    for (const TensorInfo& t : infos_) {
+      if (out.size() < 3 && absl::EndsWith(t.name, last)) out.push_back(t.name);
+    }
+    for (size_t i = 0; out.empty() && i < infos_.size() && i < 3; ++i) {
+      out.push_back(infos_[i].name);
+    }
+    if (out.empty()) return "(none)";
+    return absl::StrCat("'", absl::StrJoin(out, "', '"), "'");
+  }
+
+  std::string path_;
+  std::unique_ptr<PyTorchStreamReader> reader_;
+  mutable std::mutex mu_;
+  std::vector<Entry> entries_;
+  std::vector<TensorInfo> infos_;
+  std::unordered_map<std::string, size_t> index_;
+  std::vector<std::string> skipped_;
+};
+
+absl::Status NotZip(const std::string& path, absl::string_view head) {
+  if (!head.empty() && static_cast<uint8_t>(head[0]) == 0x80) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "'", path, "' is in the legacy (pre-1.6, non-zip) torch.save format, "
+        "which is not supported; ", kConvertHint));
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "'", path, "' is not a torch.save zip archive (no PK zip magic); if it was "
+      "written by torch.save, ", kConvertHint));
+}
+
+absl::StatusOr<TensorSourcePtr> OpenReader(const std::string& path,
+                                           std::unique_ptr<PyTorchStreamReader> reader) {
+  if (reader->hasRecord("byteorder")) {
+    auto [ptr, n] = reader->getRecord("byteorder");
+    std::string order(static_cast<const char*>(ptr.get()), n);
+    if (order != "little") {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "'", path, "' was saved with byte order '", order, "'; expected 'little'"));
+    }
+  }
+  if (!reader->hasRecord("data.pkl")) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "'", path, "' is a zip archive without data.pkl; not a torch.save file"));
+  }
+  auto [pkl, pkl_size] = reader->getRecord("data.pkl");
+  if (static_cast<int64_t>(pkl_size) > kMaxPickleBytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "'", path, "': data.pkl is ", pkl_size, " bytes; the limit is ", kMaxPickleBytes));
+  }
+  ASSIGN_OR_RETURN(
+      PickleValuePtr root,
+      ParsePickle(absl::string_view(static_cast<const char*>(pkl.get()), pkl_size)),
+      "reading '", path, "'");
+  Flattener flat;
+  RETURN_IF_ERROR(flat.Walk(*root, ""), "reading '", path, "'");
+  for (const Entry& e : flat.entries) {
+    std::string record = absl::StrCat("data/", e.ref.storage.key);
+    if (!reader->hasRecord(record)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "reading '", path, "': tensor '", e.info.name, "' refers to record '",
+          record, "', which the archive lacks"));
+    }
+  }
+  return TensorSourcePtr(std::make_unique<TorchPtFile>(
+      path, std::move(reader), std::move(flat.entries), std::move(flat.skipped)));
+}
+
+absl::StatusOr<std::string> ReadWholeFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (!in.good() && !in.eof()) {
+    return absl::InvalidArgumentError(absl::StrCat("cannot read '", path, "'"));
+  }
+  return bytes;
+}
+
+}  // namespace
+
+absl::StatusOr<TensorSourcePtr> OpenTorchPt(const std::string& path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) {
+    return absl::NotFoundError(absl::StrCat("torch checkpoint '", path, "' does not exist"));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("torch checkpoint '", path, "' is not a regular file"));
+  }
+  char head_buf[4] = {0, 0, 0, 0};
+  std::ifstream in(path, std::ios::binary);
+  in.read(head_buf, sizeof(head_buf));
+  absl::string_view head(head_buf, static_cast<size_t>(in.gcount()));
+  in.close();
+  if (head.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("torch checkpoint '", path, "' is empty"));
+  }
+  try {
+    if (IsGzip(head)) {
+      ASSIGN_OR_RETURN(std::string compressed, ReadWholeFile(path));
+      ASSIGN_OR_RETURN(std::string raw, Gunzip(compressed, path));
+      if (!absl::StartsWith(raw, "PK")) return NotZip(path, raw.substr(0, 1));
+      auto data = std::make_shared<const std::string>(std::move(raw));
+      return OpenReader(path, std::make_unique<PyTorchStreamReader>(
+                                  std::make_shared<BufferAdapter>(data)));
+    }
+    if (!absl::StartsWith(head, "PK")) return NotZip(path, head);
+    return OpenReader(path, std::make_unique<PyTorchStreamReader>(path));
+  } catch (const std::bad_alloc&) {
+    return absl::ResourceExhaustedError(absl::StrCat("out of memory opening '", path, "'"));
+  } catch (const std::exception& e) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "'", path, "' is not a valid torch.save zip archive: ", ExceptionText(e)));
+  }
+}
+
+}  // namespace dflash::weights
