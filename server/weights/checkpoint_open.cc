@@ -28,9 +28,9 @@ bool IsTorchName(const std::string& file) {
   return false;
 }
 
-// By content: a zip ("PK\3\4") or gzip (1f 8b) is torch.save; a .json is a
-// shard index; anything else is handed to the safetensors reader, whose
-// header checks explain what is wrong with it.
+// By content: a zip ("PK\3\4"), gzip (1f 8b) or legacy pickle is
+// torch.save; a .json is a shard index; anything else goes to the
+// safetensors reader, whose header checks explain what is wrong with it.
 absl::StatusOr<Kind> DetectKind(const std::string& path) {
   if (absl::EndsWith(path, ".json")) return Kind::kShardedIndex;
   std::ifstream in(path, std::ios::binary);
@@ -41,8 +41,11 @@ absl::StatusOr<Kind> DetectKind(const std::string& path) {
   if (n >= 4 && magic[0] == 'P' && magic[1] == 'K' && magic[2] == 3 && magic[3] == 4) {
     return Kind::kTorch;
   }
-  if (n >= 2 && static_cast<unsigned char>(magic[0]) == 0x1f &&
-      static_cast<unsigned char>(magic[1]) == 0x8b) {
+  const auto byte = [&](int i) { return static_cast<unsigned char>(magic[i]); };
+  if (n >= 2 && byte(0) == 0x1f && byte(1) == 0x8b) return Kind::kTorch;
+  // Legacy torch.save (pickle protocol 2 + LONG1 magic): the torch reader
+  // explains how to convert it. No safetensors header is that long.
+  if (n >= 4 && byte(0) == 0x80 && byte(1) == 0x02 && byte(2) == 0x8a && byte(3) == 0x0a) {
     return Kind::kTorch;
   }
   return Kind::kSafetensors;
