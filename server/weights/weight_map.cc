@@ -11,132 +11,24 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "absl/strings/str_split.h"
 #include "common/status_macros.h"
 #include "common/torch_guard.h"
 #include "weights/fingerprint.h"
 #include "weights/name_suggest.h"
 #include "weights/tensor_stats.h"
+#include "weights/weight_names.h"
 
 namespace dflash::weights {
 namespace {
 
-// Leading wrappers added by training frameworks, in any order and nesting.
-constexpr absl::string_view kWrapperPrefixes[] = {
-    "module.", "_orig_mod.", "_fsdp_wrapped_module.", "model.", "draft_model."};
-// Wrapper segments FSDP / activation checkpointing insert inside names.
-constexpr absl::string_view kInfixWrappers[] = {"_fsdp_wrapped_module",
-                                                "_checkpoint_wrapped_module"};
 // Problems listed per category before "... and N more".
 constexpr int kMaxLinesPerCategory = 20;
 
 std::string Shape(const std::vector<int64_t>& shape) {
   return absl::StrCat("[", absl::StrJoin(shape, ", "), "]");
-}
-
-// One way of reading the stored names: strip `prefix` from names that start
-// with it; with `drop_infix`, also drop the FSDP wrapper segments.
-struct Normalisation {
-  std::string prefix;
-  bool drop_infix = false;
-};
-
-std::string Normalise(const std::string& name, const Normalisation& n) {
-  std::string rest = absl::StartsWith(name, n.prefix)
-                         ? name.substr(n.prefix.size())
-                         : name;
-  if (!n.drop_infix) return rest;
-  std::vector<absl::string_view> parts = absl::StrSplit(rest, '.');
-  parts.erase(std::remove_if(parts.begin(), parts.end(),
-                             [](absl::string_view p) {
-                               for (absl::string_view w : kInfixWrappers) {
-                                 if (p == w) return true;
-                               }
-                               return false;
-                             }),
-              parts.end());
-  return absl::StrJoin(parts, ".");
-}
-
-bool HasInfixWrapper(const std::string& name) {
-  for (absl::string_view w : kInfixWrappers) {
-    if (absl::StrContains(name, absl::StrCat(".", w, "."))) return true;
-  }
-  return false;
-}
-
-// Picks the normalisation under which most schema names are present; ties go
-// to the one that strips least, so names that already match stay untouched.
-Normalisation ChooseNormalisation(const std::vector<TensorInfo>& stored,
-                                  const std::vector<TensorSpec>& schema) {
-  std::set<std::string> prefixes = {""};
-  bool any_infix = false;
-  for (const TensorInfo& t : stored) {
-    any_infix = any_infix || HasInfixWrapper(t.name);
-    std::string chain;
-    for (int depth = 0; depth < 6; ++depth) {
-      bool extended = false;
-      for (absl::string_view w : kWrapperPrefixes) {
-        if (absl::StartsWith(absl::string_view(t.name).substr(chain.size()), w)) {
-          absl::StrAppend(&chain, w);
-          prefixes.insert(chain);
-          extended = true;
-          break;
-        }
-      }
-      if (!extended) break;
-    }
-  }
-  Normalisation best;
-  int best_matches = -1;
-  size_t best_cost = 0;
-  for (const std::string& prefix : prefixes) {
-    for (bool drop : {false, true}) {
-      if (drop && !any_infix) continue;
-      Normalisation n{prefix, drop};
-      std::set<std::string> names;
-      for (const TensorInfo& t : stored) names.insert(Normalise(t.name, n));
-      int matches = 0;
-      for (const TensorSpec& s : schema) matches += names.count(s.name);
-      const size_t cost = prefix.size() + (drop ? 1 : 0);
-      if (matches > best_matches || (matches == best_matches && cost < best_cost)) {
-        best = n;
-        best_matches = matches;
-        best_cost = cost;
-      }
-    }
-  }
-  return best;
-}
-
-// "layers.12.mlp.up_proj.weight" -> (12, "mlp.up_proj.weight").
-bool SplitLayer(absl::string_view name, int* layer, std::string* rest) {
-  size_t pos = 0;
-  while (true) {
-    pos = name.find("layers.", pos);
-    if (pos == absl::string_view::npos) return false;
-    if (pos == 0 || name[pos - 1] == '.') break;
-    pos += 7;
-  }
-  absl::string_view tail = name.substr(pos + 7);
-  const size_t dot = tail.find('.');
-  if (dot == absl::string_view::npos) return false;
-  if (!absl::SimpleAtoi(tail.substr(0, dot), layer)) return false;
-  *rest = std::string(tail.substr(dot + 1));
-  return true;
-}
-
-std::string LayerRange(const std::set<int>& layers) {
-  if (layers.empty()) return "no layers";
-  const int lo = *layers.begin(), hi = *layers.rbegin();
-  if (static_cast<int>(layers.size()) == hi - lo + 1) {
-    return absl::StrCat(layers.size(), " layers (", lo, "..", hi, ")");
-  }
-  return absl::StrCat(layers.size(), " layers (", absl::StrJoin(layers, ", "), ")");
 }
 
 // Shape mismatch detail: "looks transposed", or which dimension differs.
