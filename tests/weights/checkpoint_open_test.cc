@@ -4,12 +4,16 @@
 #include <filesystem>
 #include <functional>
 #include <string>
+#include <vector>
+
+#include <ATen/ATen.h>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "test_util/safetensors_writer.h"
 #include "test_util/status_matchers.h"
 #include "test_util/temp_dir.h"
+#include "weights/weight_map.h"
 
 namespace dflash::weights {
 namespace {
@@ -118,6 +122,21 @@ TEST_F(CheckpointOpenTest, SingleTorchFileInDirectory) {
   EXPECT_EQ(c.source->format(), "torch-zip");
   EXPECT_THAT(c.source->names(), ElementsAre("model.fc.weight", "model.norm.weight"));
   EXPECT_THAT(c.source->skipped_entries(), ElementsAre(HasSubstr("step")));
+}
+
+TEST_F(CheckpointOpenTest, TorchStateDictWrapperIsStrippedByValidation) {
+  // {"model": {...}, "step": 3} lists "model.fc.weight"; the weight map
+  // strips "model." because that is what makes the names match.
+  ASSERT_OK_AND_ASSIGN(OpenedCheckpoint c, OpenCheckpoint(Copy("drafter.pt", "d.pt"), ""));
+  std::vector<TensorSpec> schema = {{"fc.weight", {2, 4}}, {"norm.weight", {2}}};
+  ASSERT_OK_AND_ASSIGN(WeightReport r, ValidateWeightMap(*c.source, schema, {}));
+  EXPECT_TRUE(r.ok) << ::testing::PrintToString(r.problems);
+  EXPECT_EQ(r.stripped_prefix, "model.");
+  EXPECT_EQ(r.format, "torch-zip");
+  EXPECT_THAT(r.skipped_entries, ElementsAre(HasSubstr("step")));
+  ASSERT_OK_AND_ASSIGN(auto w, LoadValidatedWeights(*c.source, r, at::kFloat,
+                                                    c10::Device(c10::kCPU)));
+  EXPECT_FLOAT_EQ(w.at("fc.weight")[1][3].item<float>(), 7.0f);
 }
 
 TEST_F(CheckpointOpenTest, SeveralTorchFilesAreAmbiguous) {

@@ -112,6 +112,19 @@ TEST_F(TargetTensorsTest, Qwen3ShardedReadsOnlyNeededShards) {
   EXPECT_THAT(t.fingerprint, ::testing::MatchesRegex("h64:[0-9a-f]{16}"));
 }
 
+TEST_F(TargetTensorsTest, LoadsOntoCudaTiedStillShared) {
+  if (!at::hasCUDA()) GTEST_SKIP() << "no CUDA device";
+  WriteTarget(kQwen3, Config(R"(, "tie_word_embeddings": true)"), /*with_lm_head=*/false);
+  TargetLoadOptions o = Options();
+  o.dtype = at::kBFloat16;
+  o.device = c10::Device(c10::kCUDA, 0);
+  ASSERT_OK_AND_ASSIGN(TargetTensors t, LoadTargetTensors(dir_.path(), o));
+  EXPECT_TRUE(t.embed.is_cuda());
+  EXPECT_TRUE(t.norm.is_cuda());
+  EXPECT_TRUE(t.lm_head.is_same(t.embed));
+  EXPECT_FLOAT_EQ(t.embed[0][1].item<float>(), 0.25f * -7);
+}
+
 TEST_F(TargetTensorsTest, NormNotReadUnlessAsked) {
   WriteTarget(kQwen3, Config());
   ASSERT_OK_AND_ASSIGN(TargetTensors t, LoadTargetTensors(dir_.path(), Options(false)));

@@ -416,6 +416,18 @@ TEST_F(WeightMapTest, LoadConvertsDtypeAndFingerprints) {
   EXPECT_EQ(r2.fingerprint, r.fingerprint);
 }
 
+TEST_F(WeightMapTest, LoadOntoCuda) {
+  if (!at::hasCUDA()) GTEST_SKIP() << "no CUDA device";
+  FakeTensorSource src(Checkpoint(schema_));
+  ASSERT_OK_AND_ASSIGN(WeightReport r, ValidateWeightMap(src, schema_, {}));
+  ASSERT_OK_AND_ASSIGN(auto weights,
+                       LoadValidatedWeights(src, r, at::kBFloat16, c10::Device(c10::kCUDA, 0)));
+  const at::Tensor& fc = weights.at("fc.weight");
+  EXPECT_TRUE(fc.is_cuda());
+  EXPECT_EQ(fc.scalar_type(), at::kBFloat16);
+  EXPECT_TRUE(at::equal(fc.cpu(), Checkpoint(schema_)[0].second.to(at::kBFloat16)));
+}
+
 TEST_F(WeightMapTest, LoadRefusesReportThatIsNotOk) {
   auto tensors = Checkpoint(schema_);
   tensors.erase(tensors.begin());
