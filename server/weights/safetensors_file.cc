@@ -75,7 +75,13 @@ absl::StatusOr<std::shared_ptr<MappedFile>> MapFile(const std::string& path) {
   if (file->size == 0) return file;  // nothing to map; the size check reports it
   // Writable but private: an in-place op on a returned tensor gets its own
   // copy-on-write pages instead of a SIGSEGV, and the file is never written.
-  void* addr = ::mmap(nullptr, file->size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+  // MAP_NORESERVE keeps a big file from being charged as committed memory;
+  // under strict overcommit (where it is ignored) fall back to read-only.
+  void* addr = ::mmap(nullptr, file->size, PROT_READ | PROT_WRITE,
+                      MAP_PRIVATE | MAP_NORESERVE, fd, 0);
+  if (addr == MAP_FAILED && errno == ENOMEM) {
+    addr = ::mmap(nullptr, file->size, PROT_READ, MAP_PRIVATE, fd, 0);
+  }
   if (addr == MAP_FAILED) return ErrnoStatus(errno, "mmap", path);
   file->addr = addr;
   return file;

@@ -27,7 +27,8 @@ namespace dflash::weights {
 // from it, even after the TensorSource is gone. In-place writes to such a
 // tensor never reach the file, but a later Read() of the same name in this
 // process sees them (they share the mapped pages); clone() before mutating
-// if that matters. Data whose file offset is not a multiple of its element
+// if that matters. (Only where the kernel refuses a writable private map,
+// under strict overcommit, is the map read-only; mutate clones there.) Data whose file offset is not a multiple of its element
 // size is copied into a fresh aligned tensor instead.
 absl::StatusOr<TensorSourcePtr> OpenSafetensors(const std::string& path);
 

@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets (clang, ASan + UBSan) in build-fuzz/ and runs
+# each for a bounded time from a small seed corpus written here. Exits
+# non-zero when a target fails to build or the fuzzer finds a crash, a
+# sanitizer report, a leak or a timeout; the reproducer is left in
+# build-fuzz/fuzz-artifacts/.
+#
+#   scripts/fuzz-smoke.sh                 # 20 s per target
+#   FUZZ_SECONDS=300 scripts/fuzz-smoke.sh
+#
+# Env: FUZZ_SECONDS (per target, default 20), FUZZ_BUILD_DIR (default
+# <repo>/build-fuzz), FUZZ_JOBS (ninja -j, default 2).
+# Targets are those server/CMakeLists.txt declares with dflash_fuzzer();
+# to give one seeds, add a seed_<target> function below.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+BUILD="${FUZZ_BUILD_DIR:-$ROOT/build-fuzz}"
+SECS="${FUZZ_SECONDS:-20}"
+export CCACHE_BASEDIR="$ROOT"
+
+# ---- seeds --------------------------------------------------------------
+
+# 8-byte little-endian integer.
+le64() {
+  local n=$1 i
+  for i in 0 1 2 3 4 5 6 7; do
+    printf "\\x$(printf %02x $(( (n >> (8 * i)) & 255 )))"
+  done
+}
+# st_file HEADER DATA(printf %b escapes) [LENGTH]: a safetensors file.
+st_file() {
+  le64 "${3:-${#1}}"
+  printf '%s' "$1"
+  printf '%b' "$2"
+}
+
+seed_safetensors_header_fuzz() {
+  local d=$1
+  local good='{"__metadata__":{"format":"pt"},"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"BF16","shape":[1,2],"data_offsets":[8,12]}}'
+  st_file "$good" '\x00\x00\x80\x3f\x00\x00\x00\x40\x80\x3f\x00\x40' > "$d/valid"
+  printf '%s' "$good" > "$d/valid_header_json"
+  st_file '{}' '' > "$d/empty"
+  st_file '{"z":{"dtype":"U8","shape":[0],"data_offsets":[0,0]},"s":{"dtype":"I64","shape":[],"data_offsets":[0,8]}}' \
+    '\x01\x00\x00\x00\x00\x00\x00\x00' > "$d/zero_and_scalar"
+  st_file '{"a":{"dtype":"F32","shape":[5,4],"data_offsets":[0,100]}}' "$(printf '\\x00%.0s' {1..100})" > "$d/count_mismatch"
+  st_file '{"a":{"dtype":"U8","shape":[8],"data_offsets":[0,8]},"b":{"dtype":"U8","shape":[8],"data_offsets":[4,12]}}' \
+    '\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00' > "$d/overlap"
+  st_file '{"a":{"dtype":"U8","shape":[4],"data_offsets":[0,4]},"b":{"dtype":"U8","shape":[4],"data_offsets":[8,12]}}' \
+    '\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00' > "$d/gap"
+  st_file '{"a":{"dtype":"F32","shape":[-1],"data_offsets":[0,4]}' '' > "$d/bad_json"
+  st_file '{}' '' 4294967296 > "$d/length_past_eof"
+  printf 'abc' > "$d/short"
+}
+
+# ---- build --------------------------------------------------------------
+
+if ! command -v clang++ >/dev/null; then
+  echo "fuzz-smoke: clang++ not found (scripts/install-deps.sh installs it)" >&2
+  exit 2
+fi
+CC=clang CXX=clang++ cmake -G Ninja -S "$ROOT" -B "$BUILD" \
+  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDFLASH_BUILD_FUZZERS=ON \
+  -DDFLASH_BUILD_TESTS=OFF -DDFLASH_BUILD_SERVER=ON >/dev/null
+mapfile -t TARGETS < <(grep -v '^$' "$BUILD/fuzz_targets.txt")
+if [ "${#TARGETS[@]}" -eq 0 ]; then
+  echo "fuzz-smoke: no fuzz targets declared" >&2
+  exit 2
+fi
+ninja -C "$BUILD" -j "${FUZZ_JOBS:-2}" "${TARGETS[@]}"
+
+# ---- run ----------------------------------------------------------------
+
+failed=()
+for t in "${TARGETS[@]}"; do
+  seeds="$BUILD/fuzz-seeds/$t"
+  corpus="$BUILD/fuzz-corpus/$t"
+  artifacts="$BUILD/fuzz-artifacts"
+  log="$BUILD/fuzz-logs/$t.log"
+  rm -rf "$seeds"
+  mkdir -p "$seeds" "$corpus" "$artifacts" "$(dirname "$log")"
+  if declare -F "seed_$t" >/dev/null; then "seed_$t" "$seeds"; fi
+  bin="$(find "$BUILD" -type f -name "$t" -perm -u+x | head -n1)"
+  echo "fuzz-smoke: $t for ${SECS}s ($(ls "$seeds" | wc -l) seeds)"
+  if "$bin" -max_total_time="$SECS" -timeout=10 -rss_limit_mb=2048 -max_len=8192 \
+      -print_final_stats=1 -artifact_prefix="$artifacts/$t-" \
+      "$corpus" "$seeds" >"$log" 2>&1; then
+    grep -E '^stat::number_of_executed_units|^#[0-9]+.*DONE' "$log" | tail -n2 || true
+  else
+    echo "fuzz-smoke: $t FAILED (log: $log)" >&2
+    tail -n 40 "$log" >&2
+    failed+=("$t")
+  fi
+done
+
+if [ "${#failed[@]}" -gt 0 ]; then
+  echo "fuzz-smoke: failures in: ${failed[*]}" >&2
+  exit 1
+fi
+echo "fuzz-smoke: ${#TARGETS[@]} target(s) ran clean"
