@@ -39,6 +39,9 @@ constexpr size_t kMaxTensorDims = 64;
 PickleValuePtr Make(PickleKind kind) {
   auto v = std::make_shared<PickleValue>();
   v->kind = kind;
+  if (kind == PickleKind::kList || kind == PickleKind::kTuple || kind == PickleKind::kDict) {
+    v->depth = 1;
+  }
   return v;
 }
 

@@ -84,7 +84,7 @@ struct PickleValue {
   PickleTensorRef tensor;     // kTensor
 
   // Bookkeeping (see pickle_reader.cc).
-  int depth = 0;        // 0 for scalars, 1 + deepest child for containers
+  int depth = 0;        // 0 for scalars; containers: 1 + deepest child (>= 1)
   bool frozen = false;  // placed inside another value: no more mutation
   std::unordered_map<std::string, size_t> key_index;  // DictKey() -> position
 

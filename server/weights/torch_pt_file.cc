@@ -276,17 +276,25 @@ class TorchPtFile final : public TensorSource {
     return view.clone(at::MemoryFormat::Contiguous);
   }
 
-  // Names sharing the last dotted part of `name`, else the first few names.
+  // Up to three names, best first by shared prefix plus shared suffix.
+  // (Simple on purpose; the weight map gives the detailed suggestions.)
   std::string Nearest(absl::string_view name) const {
-    absl::string_view last = name.substr(name.rfind('.') + 1);
-    std::vector<std::string> out;
+    std::vector<std::pair<size_t, const std::string*>> scored;
     for (const TensorInfo& t : infos_) {
-      if (out.size() < 3 && absl::EndsWith(t.name, last)) out.push_back(t.name);
+      absl::string_view n = t.name;
+      size_t pre = 0, suf = 0;
+      while (pre < n.size() && pre < name.size() && n[pre] == name[pre]) ++pre;
+      while (suf < n.size() - pre && suf < name.size() - pre &&
+             n[n.size() - 1 - suf] == name[name.size() - 1 - suf]) {
+        ++suf;
+      }
+      scored.emplace_back(pre + suf, &t.name);
     }
-    for (size_t i = 0; out.empty() && i < infos_.size() && i < 3; ++i) {
-      out.push_back(infos_[i].name);
-    }
-    if (out.empty()) return "(none)";
+    std::stable_sort(scored.begin(), scored.end(),
+                     [](const auto& a, const auto& b) { return a.first > b.first; });
+    if (scored.empty()) return "(none)";
+    std::vector<std::string> out;
+    for (size_t i = 0; i < scored.size() && i < 3; ++i) out.push_back(*scored[i].second);
     return absl::StrCat("'", absl::StrJoin(out, "', '"), "'");
   }
 

@@ -1,0 +1,253 @@
+#include "weights/torch_pt_file.h"
+
+#include <ATen/ATen.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "test_util/status_matchers.h"
+#include "test_util/temp_dir.h"
+
+namespace dflash::weights {
+namespace {
+
+using ::dflash::testing::ReadFileOrEmpty;
+using ::dflash::testing::StatusIs;
+using ::dflash::testing::TempDir;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using ::testing::UnorderedElementsAre;
+
+std::string SourceDir() {
+  if (const char* env = std::getenv("DFLASH_SOURCE_DIR")) return env;
+  // __FILE__ is <src>/tests/weights/x.cc, or relative to the build folder
+  // (ninja), which is the parent of this binary's folder build/tests/.
+  std::string here = __FILE__;
+  if (here[0] != '/') {
+    std::string exe = std::filesystem::read_symlink("/proc/self/exe").string();
+    here = std::filesystem::path(exe).parent_path().parent_path().string() + "/" + here;
+  }
+  return here.substr(0, here.rfind("/tests/weights/"));
+}
+
+class TorchPtFileTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new TempDir();
+    const char* py = std::getenv("DFLASH_FIXTURE_PY");
+    std::string cmd = std::string(py != nullptr ? py : "/usr/bin/python3") + " " +
+                      SourceDir() + "/tests/fixtures/make_pt_fixtures.py " +
+                      dir_->path();
+    fixture_rc_ = std::system(cmd.c_str());
+    if (fixture_rc_ == 0) {
+      expected_ = new nlohmann::json(
+          nlohmann::json::parse(ReadFileOrEmpty(dir_->Join("expected.json"))));
+    }
+  }
+  static void TearDownTestSuite() {
+    delete expected_;
+    delete dir_;
+    expected_ = nullptr;
+    dir_ = nullptr;
+  }
+  void SetUp() override {
+    ASSERT_EQ(fixture_rc_, 0) << "fixture script failed; see its output above";
+  }
+
+  static std::string Path(const std::string& f) { return dir_->Join(f); }
+
+  // Opens `file` and checks names (in order), dtypes, shapes and exact values
+  // against the sidecar written by the fixture script.
+  static void CheckAgainstSidecar(const std::string& file) {
+    SCOPED_TRACE(file);
+    ASSERT_OK_AND_ASSIGN(TensorSourcePtr src, OpenTorchPt(Path(file)));
+    const nlohmann::json& want = (*expected_)[file];
+    EXPECT_EQ(src->names(), want["names"].get<std::vector<std::string>>());
+    EXPECT_EQ(src->format(), "torch-zip");
+    EXPECT_EQ(src->path(), Path(file));
+    for (const TensorInfo& info : src->tensors()) {
+      SCOPED_TRACE(info.name);
+      const nlohmann::json& w = want["tensors"][info.name];
+      EXPECT_EQ(info.file, Path(file));
+      EXPECT_EQ(DTypeName(info.dtype), w["dtype"].get<std::string>());
+      EXPECT_EQ(info.shape, w["shape"].get<std::vector<int64_t>>());
+      int64_t numel = 1;
+      for (int64_t d : info.shape) numel *= d;
+      EXPECT_EQ(info.nbytes, numel * DTypeSize(info.dtype));
+
+      ASSERT_OK_AND_ASSIGN(at::Tensor t, src->Read(info.name));
+      EXPECT_TRUE(t.is_contiguous());
+      EXPECT_EQ(t.sizes().vec(), info.shape);
+      EXPECT_EQ(t.element_size(), DTypeSize(info.dtype));
+      ASSERT_EQ(t.numel(), static_cast<int64_t>(w["values"].size()));
+      if (IsFloatingPoint(info.dtype)) {
+        auto got = t.to(at::kDouble).contiguous();
+        auto exp = w["values"].get<std::vector<double>>();
+        double max_diff = 0;
+        for (int64_t i = 0; i < t.numel(); ++i) {
+          max_diff = std::max(max_diff, std::abs(got.data_ptr<double>()[i] - exp[i]));
+        }
+        EXPECT_EQ(max_diff, 0.0) << "max-diff vs torch.save values";
+      } else {
+        auto got = t.to(at::kLong).contiguous();
+        auto exp = w["values"].get<std::vector<int64_t>>();
+        std::vector<int64_t> v(got.data_ptr<int64_t>(), got.data_ptr<int64_t>() + t.numel());
+        EXPECT_EQ(v, exp);
+      }
+    }
+  }
+
+  static TempDir* dir_;
+  static nlohmann::json* expected_;
+  static int fixture_rc_;
+};
+
+TempDir* TorchPtFileTest::dir_ = nullptr;
+nlohmann::json* TorchPtFileTest::expected_ = nullptr;
+int TorchPtFileTest::fixture_rc_ = -1;
+
+TEST_F(TorchPtFileTest, PlainStateDict) {
+  CheckAgainstSidecar("plain.pt");
+  ASSERT_OK_AND_ASSIGN(TensorSourcePtr src, OpenTorchPt(Path("plain.pt")));
+  EXPECT_THAT(src->skipped_entries(), IsEmpty());  // _metadata (BUILD) is dropped
+  EXPECT_NE(src->Find("fc.weight"), nullptr);
+  EXPECT_EQ(src->Find("empty")->nbytes, 0);
+}
+
+TEST_F(TorchPtFileTest, SingleItemDict) { CheckAgainstSidecar("single.pt"); }
+
+TEST_F(TorchPtFileTest, TrainingCheckpointSkipsOptimizerAndStep) {
+  CheckAgainstSidecar("train.pt");
+  ASSERT_OK_AND_ASSIGN(TensorSourcePtr src, OpenTorchPt(Path("train.pt")));
+  EXPECT_THAT(src->skipped_entries(),
+              ElementsAre("optimizer (optimizer state with 6 tensors, not model weights)",
+                          "step (int)"));
+}
+
+TEST_F(TorchPtFileTest, WrappedStateDictKeepsPrefix) { CheckAgainstSidecar("wrapped.pt"); }
+
+TEST_F(TorchPtFileTest, NestedDictsListsAndIntKeys) {
+  CheckAgainstSidecar("nested.pt");
+  ASSERT_OK_AND_ASSIGN(TensorSourcePtr src, OpenTorchPt(Path("nested.pt")));
+  EXPECT_THAT(src->skipped_entries(),
+              UnorderedElementsAre("pair.1.1 (str)", "config (dict, not a tensor)",
+                                   "scale (float)"));
+}
+
+TEST_F(TorchPtFileTest, ViewsOffsetsTransposesAndSharedStorage) {
+  CheckAgainstSidecar("views.pt");
+  ASSERT_OK_AND_ASSIGN(TensorSourcePtr src, OpenTorchPt(Path("views.pt")));
+  ASSERT_OK_AND_ASSIGN(at::Tensor base, src->Read("base"));
+  ASSERT_OK_AND_ASSIGN(at::Tensor tr, src->Read("transposed"));
+  EXPECT_TRUE(at::equal(tr, base.t()));
+  // Reads are independent copies: writing one does not change the other.
+  base.fill_(0);
+  ASSERT_OK_AND_ASSIGN(at::Tensor rows, src->Read("rows"));
+  EXPECT_EQ(rows[0][0].item<float>(), 6.0f);
+}
+
+TEST_F(TorchPtFileTest, Parameter) { CheckAgainstSidecar("param.pt"); }
+
+TEST_F(TorchPtFileTest, GzipCapture) {
+  CheckAgainstSidecar("data_0.ckpt.gz");
+  ASSERT_OK_AND_ASSIGN(TensorSourcePtr src, OpenTorchPt(Path("data_0.ckpt.gz")));
+  EXPECT_THAT(src->names(), ElementsAre("input_ids", "loss_mask", "hidden_states"));
+  EXPECT_EQ(src->Find("hidden_states")->dtype, DType::kBF16);
+}
+
+TEST_F(TorchPtFileTest, ArchiveWithOtherTopFolder) { CheckAgainstSidecar("renamed.pt"); }
+
+TEST_F(TorchPtFileTest, LegacyFormatIsRefusedWithHint) {
+  EXPECT_THAT(OpenTorchPt(Path("legacy.pt")),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("legacy (pre-1.6, non-zip) torch.save format"),
+                             HasSubstr("load it with torch.load and save it again with "
+                                       "torch.save(obj, path)"))));
+}
+
+TEST_F(TorchPtFileTest, DisallowedGlobals) {
+  EXPECT_THAT(OpenTorchPt(Path("bad_global.pt")),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("pickle: global 'datetime.datetime' is not allowed")));
+  EXPECT_THAT(OpenTorchPt(Path("bad_class.pt")),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("pickle: global '__main__.Custom' is not allowed")));
+}
+
+TEST_F(TorchPtFileTest, TensorRunningPastItsStorage) {
+  EXPECT_THAT(OpenTorchPt(Path("overrun.pt")),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("tensor 'bad' (offset 2, size [4], stride [1]) needs 6 "
+                                 "elements of storage '0', which holds 4")));
+}
+
+TEST_F(TorchPtFileTest, StorageRecordOfWrongSize) {
+  ASSERT_OK_AND_ASSIGN(TensorSourcePtr src, OpenTorchPt(Path("short_storage.pt")));
+  EXPECT_THAT(src->Read("only.weight"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("tensor 'only.weight': storage record 'data/0'")));
+  EXPECT_THAT(src->Read("only.weight"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("holds 8 bytes; expected 24 (6 elements of F32)")));
+}
+
+TEST_F(TorchPtFileTest, TruncatedZip) {
+  std::string bytes = ReadFileOrEmpty(Path("plain.pt"));
+  ASSERT_GT(bytes.size(), 100u);
+  TempDir tmp;
+  std::string p = tmp.WriteFile("cut.pt", bytes.substr(0, bytes.size() / 2));
+  EXPECT_THAT(OpenTorchPt(p), StatusIs(absl::StatusCode::kInvalidArgument,
+                                       HasSubstr("is not a valid torch.save zip archive")));
+}
+
+TEST_F(TorchPtFileTest, CorruptAndTruncatedGzip) {
+  std::string gz = ReadFileOrEmpty(Path("data_0.ckpt.gz"));
+  TempDir tmp;
+  std::string cut = tmp.WriteFile("cut.ckpt.gz", gz.substr(0, gz.size() / 2));
+  EXPECT_THAT(OpenTorchPt(cut), StatusIs(absl::StatusCode::kInvalidArgument,
+                                         HasSubstr("is a truncated gzip file")));
+  std::string bad = gz;
+  for (size_t i = 20; i < 60 && i < bad.size(); ++i) bad[i] = static_cast<char>(0xff);
+  std::string corrupt = tmp.WriteFile("bad.ckpt.gz", bad);
+  EXPECT_THAT(OpenTorchPt(corrupt), StatusIs(absl::StatusCode::kInvalidArgument,
+                                             HasSubstr("is a corrupt gzip file")));
+}
+
+TEST_F(TorchPtFileTest, MissingNotZipAndEmptyFiles) {
+  EXPECT_THAT(OpenTorchPt(Path("nope.pt")),
+              StatusIs(absl::StatusCode::kNotFound,
+                       HasSubstr("torch checkpoint '" + Path("nope.pt") + "' does not exist")));
+  TempDir tmp;
+  EXPECT_THAT(OpenTorchPt(tmp.WriteFile("text.pt", "hello world")),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("is not a torch.save zip archive (no PK zip magic)")));
+  EXPECT_THAT(OpenTorchPt(tmp.WriteFile("empty.pt", "")),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("is empty")));
+  EXPECT_THAT(OpenTorchPt(tmp.path()),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("not a regular file")));
+}
+
+TEST_F(TorchPtFileTest, ReadUnknownNameIsNotFound) {
+  ASSERT_OK_AND_ASSIGN(TensorSourcePtr src, OpenTorchPt(Path("plain.pt")));
+  EXPECT_THAT(src->Read("fc.wieght"),
+              StatusIs(absl::StatusCode::kNotFound,
+                       AllOf(HasSubstr("tensor 'fc.wieght' not found in '" +
+                                       Path("plain.pt") + "'"),
+                             HasSubstr("present: 'fc.weight'"))));
+  EXPECT_THAT(src->Read("fc.weight2"),
+              StatusIs(absl::StatusCode::kNotFound, HasSubstr("present: 'fc.weight'")));
+}
+
+}  // namespace
+}  // namespace dflash::weights
