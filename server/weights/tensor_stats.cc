@@ -1,0 +1,58 @@
+#include "weights/tensor_stats.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include <ATen/ATen.h>
+
+#include "common/torch_guard.h"
+
+namespace dflash::weights {
+namespace {
+
+constexpr int64_t kChunk = int64_t{1} << 22;
+
+TensorStats ComputeUnguarded(const at::Tensor& t) {
+  TensorStats s;
+  const at::Tensor flat = t.reshape({-1});
+  const int64_t n = flat.numel();
+  double count = 0, mean = 0, m2 = 0, abs_max = 0;
+  bool any_nonzero = false;
+  for (int64_t off = 0; off < n; off += kChunk) {
+    at::Tensor c = flat.slice(0, off, std::min(n, off + kChunk)).to(at::kDouble);
+    const int64_t nans = c.isnan().sum().item<int64_t>();
+    const int64_t infs = c.isinf().sum().item<int64_t>();
+    s.nan_count += nans;
+    s.inf_count += infs;
+    if (nans + infs > 0) {
+      any_nonzero = true;
+      c = c.masked_select(c.isfinite());
+    }
+    const int64_t k = c.numel();
+    if (k == 0) continue;
+    if (!any_nonzero) any_nonzero = c.ne(0).any().item<bool>();
+    const double cm = c.mean().item<double>();
+    const double cm2 = (c - cm).square().sum().item<double>();
+    abs_max = std::max(abs_max, c.abs().max().item<double>());
+    // Chan et al.'s pairwise merge of (count, mean, M2).
+    const double delta = cm - mean;
+    const double total = count + static_cast<double>(k);
+    mean += delta * static_cast<double>(k) / total;
+    m2 += cm2 + delta * delta * count * static_cast<double>(k) / total;
+    count = total;
+  }
+  s.mean = mean;
+  s.std = count > 0 ? std::sqrt(m2 / count) : 0;
+  s.abs_max = abs_max;
+  s.all_zero = n > 0 && !any_nonzero;
+  return s;
+}
+
+}  // namespace
+
+absl::StatusOr<TensorStats> ComputeTensorStats(const at::Tensor& t) {
+  return TorchGuard("computing tensor statistics",
+                    [&] { return ComputeUnguarded(t); });
+}
+
+}  // namespace dflash::weights

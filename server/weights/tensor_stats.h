@@ -1,0 +1,18 @@
+// File: tensor_stats.h
+// Summary statistics of one weight tensor, computed in double precision in
+// chunks (a 1e9-element embedding never becomes one 8 GB double tensor).
+// mean / std (population, ddof = 0) / abs_max are over the finite values;
+// NaN and Inf are counted, not averaged in.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include "absl/status/statusor.h"
+#include "weights/weight_report.h"
+
+namespace dflash::weights {
+
+// Any dtype, any device. Internal only if libtorch throws.
+absl::StatusOr<TensorStats> ComputeTensorStats(const at::Tensor& t);
+
+}  // namespace dflash::weights

@@ -1,0 +1,416 @@
+#include "weights/weight_map.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <map>
+#include <numeric>
+#include <set>
+#include <utility>
+
+#include <ATen/ATen.h>
+
+#include "absl/status/status.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "common/status_macros.h"
+#include "common/torch_guard.h"
+#include "weights/fingerprint.h"
+#include "weights/name_suggest.h"
+#include "weights/tensor_stats.h"
+#include "weights/weight_names.h"
+
+namespace dflash::weights {
+namespace {
+
+// Problems listed per category before "... and N more".
+constexpr int kMaxLinesPerCategory = 20;
+
+std::string Shape(const std::vector<int64_t>& shape) {
+  return absl::StrCat("[", absl::StrJoin(shape, ", "), "]");
+}
+
+// Shape mismatch detail: "looks transposed", or which dimension differs.
+std::string ShapeHint(const std::vector<int64_t>& got,
+                      const std::vector<int64_t>& want) {
+  if (got.size() != want.size()) {
+    return absl::StrCat("rank ", got.size(), " vs expected rank ", want.size());
+  }
+  if (got.size() == 2 && got[0] == want[1] && got[1] == want[0]) {
+    return "looks transposed";
+  }
+  int differing = -1, count = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    if (got[i] != want[i]) {
+      differing = static_cast<int>(i);
+      ++count;
+    }
+  }
+  if (count != 1 || want[differing] == 0) return "";
+  const int64_t g = std::gcd(got[differing], want[differing]);
+  return absl::StrCat("dim ", differing, " is ", got[differing], ", expected ",
+                      want[differing], " (ratio ", got[differing] / g, "/",
+                      want[differing] / g, ")");
+}
+
+void AddCapped(const std::vector<std::string>& lines,
+               absl::string_view what, std::vector<std::string>* out) {
+  for (size_t i = 0; i < lines.size(); ++i) {
+    if (static_cast<int>(i) == kMaxLinesPerCategory) {
+      out->push_back(absl::StrCat("... and ", lines.size() - i, " more ", what));
+      return;
+    }
+    out->push_back(lines[i]);
+  }
+}
+
+std::string StoredAs(const TensorEntry& e) {
+  return e.stored_name == e.name ? std::string()
+                                 : absl::StrCat(" (stored as '", e.stored_name, "')");
+}
+
+// The FOUND entries in fingerprint order (sorted by schema name).
+std::vector<TensorEntry*> FoundSorted(WeightReport& report) {
+  std::vector<TensorEntry*> out;
+  for (TensorEntry& e : report.tensors) {
+    if (e.status == EntryStatus::kFound) out.push_back(&e);
+  }
+  std::sort(out.begin(), out.end(),
+            [](const TensorEntry* a, const TensorEntry* b) { return a->name < b->name; });
+  return out;
+}
+
+// Reads one FOUND tensor, checks it still has the validated shape and adds
+// it to the fingerprint (and stats when `stats` is set).
+absl::StatusOr<at::Tensor> ReadAndDigest(const TensorSource& source, TensorEntry& e,
+                                         bool stats, Fingerprinter& fp) {
+  ASSIGN_OR_RETURN(at::Tensor t, source.Read(e.stored_name));
+  ASSIGN_OR_RETURN(t, TorchGuard("reading", [&] { return t.cpu().contiguous(); }),
+                   "tensor '", e.stored_name, "'");
+  const std::vector<int64_t> shape(t.sizes().begin(), t.sizes().end());
+  if (shape != e.shape) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "tensor '", e.stored_name, "' now has shape ", Shape(shape),
+        "; it had ", Shape(e.shape), " when validated (file changed?)"));
+  }
+  if (stats && !e.has_stats) {
+    ASSIGN_OR_RETURN(e.stats, ComputeTensorStats(t), "tensor '", e.stored_name, "'");
+    e.has_stats = true;
+  }
+  fp.AddTensor(e.name, e.dtype, e.shape, t.data_ptr(),
+               static_cast<size_t>(t.numel() * t.element_size()));
+  return t;
+}
+
+// Stats problems (NaN/Inf: not ok) and facts (all-zero: a warning).
+void ReportStats(WeightReport& report, const std::vector<TensorEntry*>& entries,
+                 std::vector<std::string>* bad_values) {
+  for (const TensorEntry* entry : entries) {
+    const TensorEntry& e = *entry;
+    if (!e.has_stats) continue;
+    if (e.stats.nan_count + e.stats.inf_count > 0) {
+      bad_values->push_back(absl::StrCat(
+          "tensor '", e.name, "'", StoredAs(e), " holds ", e.stats.nan_count,
+          " NaN and ", e.stats.inf_count, " Inf values"));
+    }
+    if (e.stats.all_zero) {
+      report.facts.push_back(absl::StrCat("warning: tensor '", e.name,
+                                          "' is all zeros (untrained or zeroed?)"));
+    }
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<WeightReport> ValidateWeightMap(const TensorSource& source,
+                                               const std::vector<TensorSpec>& schema,
+                                               const ValidateOptions& options) {
+  WeightReport report;
+  report.path = source.path();
+  report.format = source.format();
+  report.skipped_entries = source.skipped_entries();
+  const std::vector<TensorInfo>& stored = source.tensors();
+
+  const Normalisation norm = ChooseNormalisation(stored, schema);
+  report.stripped_prefix = norm.prefix;
+
+  // Normalised name -> stored index; a second stored name with the same
+  // normalised name is ambiguous and never silently dropped.
+  std::map<std::string, size_t> by_name;
+  std::vector<std::string> normalised(stored.size());
+  std::vector<bool> used(stored.size(), false);
+  std::vector<std::string> ambiguous;
+  int stripped_count = 0;
+  for (size_t i = 0; i < stored.size(); ++i) {
+    normalised[i] = Normalise(stored[i].name, norm);
+    if (normalised[i] != stored[i].name) ++stripped_count;
+    auto [it, inserted] = by_name.emplace(normalised[i], i);
+    if (!inserted) {
+      ambiguous.push_back(absl::StrCat(
+          "tensors '", stored[it->second].name, "' and '", stored[i].name,
+          "' both read as '", normalised[i], "'; refusing to pick one"));
+    }
+  }
+
+  std::vector<std::string> missing_lines, mismatch_lines, bad_values;
+  std::set<int> schema_layers, stored_layers;
+  std::map<int, std::vector<size_t>> missing_by_layer;  // layer -> entry index
+  std::map<int, int> schema_count_by_layer;
+  for (const TensorSpec& s : schema) {
+    int layer;
+    std::string rest;
+    if (SplitLayer(s.name, &layer, &rest)) {
+      schema_layers.insert(layer);
+      ++schema_count_by_layer[layer];
+    }
+  }
+  for (const std::string& n : normalised) {
+    int layer;
+    std::string rest;
+    if (SplitLayer(n, &layer, &rest)) stored_layers.insert(layer);
+  }
+
+  for (const TensorSpec& s : schema) {
+    TensorEntry e;
+    e.name = s.name;
+    e.expected_shape = s.shape;
+    auto it = by_name.find(s.name);
+    if (it == by_name.end()) {
+      e.status = s.required ? EntryStatus::kMissing : EntryStatus::kOptionalAbsent;
+      if (s.required) {
+        ++report.missing;
+        int layer;
+        std::string rest;
+        if (SplitLayer(s.name, &layer, &rest)) {
+          missing_by_layer[layer].push_back(report.tensors.size());
+        }
+      }
+      report.tensors.push_back(std::move(e));
+      continue;
+    }
+    const TensorInfo& t = stored[it->second];
+    used[it->second] = true;
+    e.stored_name = t.name;
+    e.dtype = std::string(DTypeName(t.dtype));
+    e.shape = t.shape;
+    e.source_file = t.file;
+    if (t.shape != s.shape) {
+      e.status = EntryStatus::kShapeMismatch;
+      const std::string hint = ShapeHint(t.shape, s.shape);
+      e.reason = absl::StrCat("has shape ", Shape(t.shape), "; expected ",
+                              Shape(s.shape), hint.empty() ? "" : "; ", hint);
+      mismatch_lines.push_back(absl::StrCat("tensor '", e.name, "'", StoredAs(e),
+                                            " ", e.reason));
+      ++report.shape_mismatches;
+    } else if (!IsFloatingPoint(t.dtype)) {
+      e.status = EntryStatus::kShapeMismatch;
+      e.reason = absl::StrCat("has dtype ", e.dtype, "; expected a floating-point type");
+      mismatch_lines.push_back(absl::StrCat("tensor '", e.name, "'", StoredAs(e),
+                                            " ", e.reason));
+      ++report.shape_mismatches;
+    } else {
+      ++report.found;
+      report.tensor_bytes += t.nbytes;
+    }
+    report.tensors.push_back(std::move(e));
+  }
+
+  // Leftovers: ignored on purpose, or unexpected.
+  std::vector<std::string> leftover_names;
+  for (size_t i = 0; i < stored.size(); ++i) {
+    if (!used[i]) leftover_names.push_back(normalised[i]);
+  }
+  std::vector<std::string> schema_names;
+  for (const TensorSpec& s : schema) schema_names.push_back(s.name);
+  std::vector<std::string> unexpected_lines;
+  std::map<int, int> extra_layer_counts;
+  for (size_t i = 0; i < stored.size(); ++i) {
+    if (used[i]) continue;
+    const TensorInfo& t = stored[i];
+    TensorEntry e;
+    e.name = normalised[i];
+    e.stored_name = t.name;
+    e.dtype = std::string(DTypeName(t.dtype));
+    e.shape = t.shape;
+    e.source_file = t.file;
+    const IgnoreRule* rule = nullptr;
+    for (const IgnoreRule& r : options.ignore) {
+      if (absl::EndsWith(e.name, r.suffix)) {
+        rule = &r;
+        break;
+      }
+    }
+    if (rule != nullptr) {
+      e.status = EntryStatus::kIgnored;
+      e.reason = rule->reason;
+      ++report.ignored;
+      report.tensors.push_back(std::move(e));
+      continue;
+    }
+    e.status = EntryStatus::kUnexpected;
+    ++report.unexpected;
+    int layer;
+    std::string rest;
+    if (!schema_layers.empty() && SplitLayer(e.name, &layer, &rest) &&
+        schema_layers.count(layer) == 0) {
+      e.reason = absl::StrCat("layer ", layer, " is not in the schema, which has ",
+                              LayerRange(schema_layers));
+      ++extra_layer_counts[layer];
+    } else {
+      e.reason = absl::StrCat("not in the schema; nearest schema names: ",
+                              QuoteList(NearestNames(e.name, schema_names)));
+      unexpected_lines.push_back(absl::StrCat("unexpected tensor '", e.name, "'",
+                                              StoredAs(e), " ", Shape(e.shape), ": ",
+                                              e.reason));
+    }
+    report.tensors.push_back(std::move(e));
+  }
+  std::vector<std::string> extra_layer_lines;
+  for (const auto& [layer, count] : extra_layer_counts) {
+    extra_layer_lines.push_back(absl::StrCat(
+        "unexpected: ", count, " tensors of layer ", layer, " ('layers.", layer,
+        ".*'); the schema has ", LayerRange(schema_layers),
+        ": does num_hidden_layers in the config match the checkpoint?"));
+  }
+
+  // Missing: a layer with every tensor missing is one line.
+  std::set<size_t> grouped;
+  for (const auto& [layer, idx] : missing_by_layer) {
+    if (static_cast<int>(idx.size()) == schema_count_by_layer[layer] && idx.size() > 1) {
+      missing_lines.push_back(absl::StrCat(
+          "missing all ", idx.size(), " tensors of layer ", layer, " ('layers.", layer,
+          ".*'); the checkpoint has ", LayerRange(stored_layers)));
+      grouped.insert(idx.begin(), idx.end());
+    }
+  }
+  for (size_t i = 0; i < report.tensors.size(); ++i) {
+    TensorEntry& e = report.tensors[i];
+    if (e.status != EntryStatus::kMissing) continue;
+    // Unused names first (a renamed tensor is among them), then any.
+    std::vector<std::string> near = NearestNames(e.name, leftover_names);
+    for (const std::string& n : NearestNames(e.name, normalised)) {
+      if (near.size() < 3 && std::find(near.begin(), near.end(), n) == near.end()) {
+        near.push_back(n);
+      }
+    }
+    e.reason = absl::StrCat("not in the checkpoint; nearest present: ", QuoteList(near));
+    if (grouped.count(i) == 0) {
+      missing_lines.push_back(absl::StrCat("missing tensor '", e.name, "' ",
+                                           Shape(e.expected_shape), "; nearest present: ",
+                                           QuoteList(near)));
+    }
+  }
+
+  if (options.compute_stats) {
+    Fingerprinter fp;
+    const std::vector<TensorEntry*> found = FoundSorted(report);
+    for (TensorEntry* e : found) {
+      ASSIGN_OR_RETURN(at::Tensor t, ReadAndDigest(source, *e, /*stats=*/true, fp));
+    }
+    report.fingerprint = fp.Hex();
+    ReportStats(report, found, &bad_values);
+  }
+
+  AddCapped(missing_lines, "missing tensors", &report.problems);
+  AddCapped(mismatch_lines, "shape mismatches", &report.problems);
+  AddCapped(bad_values, "tensors with NaN/Inf", &report.problems);
+  AddCapped(ambiguous, "ambiguous names", &report.problems);
+  std::vector<std::string> unexpected_all = extra_layer_lines;
+  unexpected_all.insert(unexpected_all.end(), unexpected_lines.begin(),
+                        unexpected_lines.end());
+  if (options.allow_unexpected) {
+    for (const std::string& l : unexpected_all) {
+      report.facts.push_back(absl::StrCat("allowed: ", l));
+    }
+  } else {
+    AddCapped(unexpected_all, "unexpected tensors", &report.problems);
+  }
+  report.ok = report.missing == 0 && report.shape_mismatches == 0 &&
+              bad_values.empty() && ambiguous.empty() &&
+              (report.unexpected == 0 || options.allow_unexpected);
+
+  // Generic facts; callers add model-specific ones (target layers, config).
+  int optional_absent = 0, required = 0;
+  for (const TensorSpec& s : schema) required += s.required;
+  for (const TensorEntry& e : report.tensors) {
+    optional_absent += e.status == EntryStatus::kOptionalAbsent;
+  }
+  std::vector<std::string> facts = {
+      absl::StrCat("format ", report.format, ": ", stored.size(),
+                   " tensors in the checkpoint, ", schema.size(),
+                   " in the schema (", required, " required)"),
+      absl::StrCat("found ", report.found, ", missing ", report.missing,
+                   ", shape mismatches ", report.shape_mismatches, ", unexpected ",
+                   report.unexpected, ", ignored ", report.ignored,
+                   ", optional absent ", optional_absent)};
+  if (!norm.prefix.empty()) {
+    facts.push_back(absl::StrCat("stripped wrapper prefix '", norm.prefix, "' from ",
+                                 stripped_count, " of ", stored.size(), " names"));
+  }
+  if (norm.drop_infix) {
+    facts.push_back("dropped FSDP/checkpoint wrapper segments inside names");
+  }
+  std::map<std::string, int> dtypes;
+  for (const TensorEntry& e : report.tensors) {
+    if (e.status == EntryStatus::kFound) ++dtypes[e.dtype];
+  }
+  std::vector<std::string> dtype_parts;
+  for (const auto& [d, c] : dtypes) dtype_parts.push_back(absl::StrCat(d, " x ", c));
+  facts.push_back(absl::StrFormat("used tensors: %d bytes (%.1f MiB)%s%s",
+                                  report.tensor_bytes, report.tensor_bytes / 1048576.0,
+                                  dtype_parts.empty() ? "" : ", ",
+                                  absl::StrJoin(dtype_parts, ", ")));
+  if (!report.skipped_entries.empty()) {
+    facts.push_back(absl::StrCat("skipped ", report.skipped_entries.size(),
+                                 " non-tensor entries (",
+                                 QuoteList(std::vector<std::string>(
+                                     report.skipped_entries.begin(),
+                                     report.skipped_entries.begin() +
+                                         std::min<size_t>(5, report.skipped_entries.size()))),
+                                 report.skipped_entries.size() > 5 ? ", ..." : "", ")"));
+  }
+  report.facts.insert(report.facts.begin(), facts.begin(), facts.end());
+  return report;
+}
+
+absl::StatusOr<std::map<std::string, at::Tensor>> LoadValidatedWeights(
+    const TensorSource& source, WeightReport& report, c10::ScalarType dtype,
+    c10::Device device) {
+  if (!report.ok) {
+    std::string first = report.problems.empty() ? "report not ok" : report.problems[0];
+    return absl::FailedPreconditionError(absl::StrCat(
+        "weights of '", report.path, "' did not validate: ", first,
+        report.problems.size() > 1
+            ? absl::StrCat(" (and ", report.problems.size() - 1, " more problems)")
+            : ""));
+  }
+  std::map<std::string, at::Tensor> out;
+  Fingerprinter fp;
+  std::vector<TensorEntry*> fresh;  // stats computed now, not at validation
+  for (TensorEntry* e : FoundSorted(report)) {
+    if (!e->has_stats) fresh.push_back(e);
+    ASSIGN_OR_RETURN(at::Tensor t, ReadAndDigest(source, *e, /*stats=*/true, fp));
+    ASSIGN_OR_RETURN(out[e->name],
+                     TorchGuard("converting", [&] { return t.to(device, dtype); }),
+                     "tensor '", e->name, "'");
+  }
+  const std::string now = fp.Hex();
+  if (!report.fingerprint.empty() && report.fingerprint != now) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "checkpoint '", report.path, "' changed since it was validated: fingerprint ",
+        report.fingerprint, " then, ", now, " now"));
+  }
+  report.fingerprint = now;
+  std::vector<std::string> bad_values;
+  ReportStats(report, fresh, &bad_values);
+  if (!bad_values.empty()) {
+    report.ok = false;
+    report.problems.insert(report.problems.begin(), bad_values.begin(), bad_values.end());
+    return absl::FailedPreconditionError(absl::StrCat(
+        "weights of '", report.path, "' are not usable: ", bad_values[0]));
+  }
+  return out;
+}
+
+}  // namespace dflash::weights
