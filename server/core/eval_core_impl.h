@@ -41,9 +41,10 @@ class EvalCoreImpl final : public EvalCore {
   // The server's default dtype on its device: fp32 on CPU, bf16 on CUDA.
   std::string default_dtype() const;
 
- private:
-  struct Resident;  // the resident objects; defined in the .cc (holds torch types)
+  // The resident objects (core/resident.h, internal: it holds torch types).
+  struct Resident;
 
+ private:
   EvalCoreImpl(CoreOptions options, DataRoots roots);
 
   CoreOptions options_;
