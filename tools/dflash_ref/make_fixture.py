@@ -127,7 +127,7 @@ def write_sharded(path, config, shards):
             json.dump({"metadata": {"total_size": total}, "weight_map": weight_map}, f, indent=1)
 
 
-def write_targets(out, s, t, dtype_name):
+def write_targets(out, s, t, dtype_name, variants):
     H, V = s["H"], s["V"]
     base = {"hidden_size": H, "vocab_size": V, "num_hidden_layers": NUM_TARGET_LAYERS,
             "intermediate_size": 2 * H, "num_attention_heads": s["nh"],
@@ -143,6 +143,8 @@ def write_targets(out, s, t, dtype_name):
         ("model-00002-of-00002.safetensors", {
             "lm_head.weight": t["head"], "model.norm.weight": t["norm"]}),
     ])
+    if not variants:
+        return
     qwen36 = {"architectures": ["Qwen3_5ForConditionalGeneration"], "model_type": "qwen3_5",
               "tie_word_embeddings": False, "torch_dtype": dtype_name,
               "text_config": dict(base, model_type="qwen3_5_text", tie_word_embeddings=False),
@@ -243,7 +245,9 @@ def main(argv=None):
     # Weights, rounded to the stored dtype before anything uses them.
     w = {k: v.to(sdtype) for k, v in make_drafter_weights(s, g).items()}
     t = {k: v.to(sdtype) for k, v in make_target_weights(s, g, args.mask_scale).items()}
-    write_targets(out, s, t, dtype_name)
+    # medium (benchmarks) writes only target, drafter and dataset.
+    variants = args.size != "medium"
+    write_targets(out, s, t, dtype_name, variants)
     cfg = drafter_config(s, dtype_name)
     ddir = os.path.join(out, "drafter")
     os.makedirs(ddir, exist_ok=True)
@@ -264,11 +268,12 @@ def main(argv=None):
     H = s["H"]
     write_dataset(os.path.join(out, "dataset"), samples, H,
                   {"hidden_states": LAYERS}, {"hidden_states": (0, 5)})
-    write_dataset(os.path.join(out, "dataset-4layers"), samples, H,
-                  {"hidden_states": LAYERS[:4]}, {"hidden_states": (0, 4)})
-    write_dataset(os.path.join(out, "dataset-split"), samples, H,
-                  {"aux_hidden_state": LAYERS[:4], "hidden_state": LAYERS[4:]},
-                  {"aux_hidden_state": (0, 4), "hidden_state": (4, 1)})
+    if variants:
+        write_dataset(os.path.join(out, "dataset-4layers"), samples, H,
+                      {"hidden_states": LAYERS[:4]}, {"hidden_states": (0, 4)})
+        write_dataset(os.path.join(out, "dataset-split"), samples, H,
+                      {"aux_hidden_state": LAYERS[:4], "hidden_state": LAYERS[4:]},
+                      {"aux_hidden_state": (0, 4), "hidden_state": (4, 1)})
     t_gen = time.time() - t0
 
     lines = []
@@ -300,9 +305,11 @@ def main(argv=None):
     print("  drafter: H=%d, %d/%d heads x %d, I=%d, %d layers %s, W=%d, B=%d, mask %d"
           % (H, s["nh"], s["nkv"], s["d"], s["I"], s["n"], layer_types(s["n"]),
              s["W"], s["B"], s["V"] - 1))
-    print("  target: V=%d, H=%d (target, target-qwen36, target-tied)" % (s["V"], H))
-    print("  dataset: %d samples, L %d..%d, layers %s (dataset, dataset-4layers, dataset-split)"
-          % (len(samples), min(Ls), max(Ls), LAYERS))
+    print("  target: V=%d, H=%d (%s)" % (s["V"], H, "target, target-qwen36, target-tied"
+                                          if variants else "target"))
+    print("  dataset: %d samples, L %d..%d, layers %s (%s)"
+          % (len(samples), min(Ls), max(Ls), LAYERS,
+             "dataset, dataset-4layers, dataset-split" if variants else "dataset"))
     for line in lines:
         print(line)
     print("  time: generation %.1fs, total %.1fs" % (t_gen, total))
