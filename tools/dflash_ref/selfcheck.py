@@ -156,6 +156,15 @@ def main():
     cached = drafter.block(None, s.input_ids[a], a, B, ctx_kv=[(k[:a], v[:a]) for k, v in kv])
     d = float((plain - cached).abs().max())
     check(d < 1e-4, "(d) cached vs plain logits max diff %.2e" % d)
+    import make_fixture as mf
+    two = samples[:2]
+    a2 = min(x.input_ids.shape[0] for x in two) - 2
+    kv2 = [[torch.stack([drafter.sequence_kv(x.features)[i][j][:a2] for x in two])
+            for j in range(2)] for i in range(drafter.cfg.num_layers)]
+    fb = mf.first_logits_batched(drafter, torch.stack([x.input_ids[a2] for x in two]), a2, B, kv2)
+    fp = torch.stack([drafter.block(x.features[:a2], x.input_ids[a2], a2, B)[0] for x in two])
+    d = float((fb - fp).abs().max())
+    check(d < 1e-4, "fixture's batched draft_1 vs plain block: max diff %.2e" % d)
     d64 = ref.Drafter(os.path.join(out, "drafter"), embed, head, torch.float64)
     p64 = d64.block(s.features[:a], s.input_ids[a], a, B)
     d = float((plain.double() - p64).abs().max() / p64.abs().max())
