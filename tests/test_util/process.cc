@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -106,6 +107,8 @@ absl::StatusOr<std::unique_ptr<ServerProcess>> ServerProcess::Start(
     const std::string& state_dir, const std::vector<std::string>& extra_args,
     double timeout_seconds) {
   auto server = std::unique_ptr<ServerProcess>(new ServerProcess());
+  std::error_code ec;
+  std::filesystem::create_directories(state_dir, ec);
   const std::string port_file = state_dir + "/port";
   ::unlink(port_file.c_str());
   server->log_path_ = state_dir + "/server.log";
