@@ -177,6 +177,7 @@ std::string FormatReport(const pb::WeightReport& report, bool verbose) {
 std::string FormatLoadResponse(const pb::LoadResponse& resp) {
   std::string out = absl::StrCat(resp.reused() ? "reused " : "loaded ",
                                  FormatResource(resp.resource()));
+  for (const std::string& f : resp.facts()) absl::StrAppend(&out, "  - ", f, "\n");
   for (const std::string& w : resp.warnings()) absl::StrAppend(&out, "warning: ", w, "\n");
   return out;
 }

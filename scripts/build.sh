@@ -6,6 +6,8 @@ cd "$(dirname "$0")/.."
 
 bash scripts/install-deps.sh
 BUILD_DIR="${BUILD_DIR:-build}"
+# ccache keys on relative paths, so clones in other folders (CI) share hits.
+export CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=1
 cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-Release}" "$@" >/dev/null
 # Two compile jobs fit in 24 GiB with libtorch headers; more only thrash.
 cmake --build "$BUILD_DIR" -j "${JOBS:-$(nproc)}"

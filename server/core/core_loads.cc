@@ -233,8 +233,7 @@ absl::StatusOr<LoadResult> EvalCoreImpl::LoadTarget(const LoadTargetParams& para
   info.load_seconds = SecondsSince(start);
   LoadResult result;
   result.resource = info;
-  result.warnings = {};
-  for (const std::string& f : t.facts) result.warnings.push_back(f);
+  result.facts = t.facts;
   std::lock_guard<std::mutex> lock(resident_->mu);
   resident_->targets[name] = std::move(entry);
   return result;

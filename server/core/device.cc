@@ -115,7 +115,12 @@ std::string DescribeBlas() {
     else if (absl::StrContains(p, "blis")) kind = "BLIS";
     else if (absl::StrContains(p, "mkl")) kind = "MKL";
   }
-  return absl::StrCat(kind, " (", absl::StrJoin(libs, ", "), ")");
+  // Name the library libtorch links (libblas.so.3), not its helpers.
+  std::string main_lib = *libs.begin();
+  for (const std::string& p : libs) {
+    if (absl::StrContains(p, "libblas.so")) main_lib = p;
+  }
+  return absl::StrCat(kind, " (", main_lib, ")");
 }
 
 std::string LibtorchVersion() {

@@ -58,6 +58,7 @@ struct LoadResult {
   std::optional<weights::WeightReport> report;  // drafters
   bool reused = false;
   std::vector<std::string> warnings;
+  std::vector<std::string> facts;
 };
 
 struct EvalParams {

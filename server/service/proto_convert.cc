@@ -145,6 +145,7 @@ void ToProto(const core::LoadResult& in, pb::LoadResponse* out) {
   if (in.report) ToProto(*in.report, out->mutable_report());
   out->set_reused(in.reused);
   for (const auto& w : in.warnings) out->add_warnings(w);
+  for (const auto& f : in.facts) out->add_facts(f);
 }
 
 void ToProto(const eval::EvalResult& in, pb::EvalResult* out) {
