@@ -63,9 +63,11 @@ json ParseTree(const std::string& text) {
 
 [[noreturn]] void Fail(const std::string& message) { throw CLI::ConfigError(message); }
 
-std::string UnknownKey(const std::string& key, const std::vector<std::string>& known) {
+// `key` is the full place ("preload.targets[0].pth"); `leaf` its last part.
+std::string UnknownKey(const std::string& key, const std::string& leaf,
+                       const std::vector<std::string>& known) {
   return absl::StrCat("unknown key '", key, "' in the config file (nearest: ",
-                      weights::QuoteList(weights::NearestNames(key, known)),
+                      weights::QuoteList(weights::NearestNames(leaf, known)),
                       "; known: ", absl::StrJoin(known, ", "), ")");
 }
 
@@ -110,7 +112,7 @@ void Entry(const json& v, const std::string& where, const std::map<std::string, 
   for (const auto& [k, value] : v.items()) {
     const std::string key = absl::StrCat(where, ".", k);
     auto it = fields.find(k);
-    if (it == fields.end()) Fail(UnknownKey(key, known));
+    if (it == fields.end()) Fail(UnknownKey(key, k, known));
     it->second(value, key);
   }
   if (!v.contains("path")) Fail(absl::StrCat("config key '", where, "' needs a 'path'"));
@@ -179,7 +181,7 @@ void ParsePreload(const json& v, PreloadConfig* preload) {
                      }}});
            });
     } else {
-      Fail(UnknownKey(where, {"preload.datasets", "preload.drafters", "preload.targets"}));
+      Fail(UnknownKey(where, k, {"datasets", "drafters", "targets"}));
     }
   }
 }
@@ -227,7 +229,9 @@ std::vector<CLI::ConfigItem> ParseConfigText(const std::string& text, const CLI:
   std::map<std::string, std::string> keys = FileKeys(app);
   keys["data_roots"] = "data-root";  // a list reads better plural
   std::vector<std::string> known;
-  for (const auto& [k, _] : keys) known.push_back(k);
+  for (const auto& [k, _] : keys) {
+    if (k != "data_root") known.push_back(k);  // accepted, not advertised
+  }
   known.push_back("preload");
   std::sort(known.begin(), known.end());
 
@@ -239,7 +243,7 @@ std::vector<CLI::ConfigItem> ParseConfigText(const std::string& text, const CLI:
       continue;
     }
     auto it = keys.find(key);
-    if (it == keys.end()) Fail(UnknownKey(raw_key, known));
+    if (it == keys.end()) Fail(UnknownKey(raw_key, raw_key, known));
     CLI::ConfigItem item;
     item.name = it->second;
     if (value.is_array()) {
