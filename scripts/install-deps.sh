@@ -13,6 +13,8 @@ PACKAGES=(
   libtorch-dev libopenblas0-pthread
   # logging, CLI, JSON, results store
   libspdlog-dev libcli11-dev nlohmann-json3-dev libsqlite3-dev
+  # operations: config files, Prometheus metrics
+  libyaml-cpp-dev prometheus-cpp-dev
   # tests and fuzzing
   libgtest-dev libgmock-dev clang libclang-rt-14-dev
   # fixtures, the Python baseline and the training-loop example

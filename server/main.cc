@@ -18,23 +18,17 @@
 #include <grpcpp/health_check_service_interface.h>
 #include <spdlog/spdlog.h>
 
+#include "app/logging.h"
+#include "app/preload.h"
+#include "app/server_config.h"
 #include "core/device.h"
 #include "core/eval_core_impl.h"
 #include "dflash/build_info.h"
+#include "metrics/instrumented_core.h"
+#include "metrics/server_metrics.h"
 #include "service/eval_service.h"
 
 namespace {
-
-struct Flags {
-  std::string listen = "127.0.0.1:50051";
-  std::string state_dir;
-  std::string log_level = "info";
-  std::string device = "auto";
-  int threads = 0;
-  int workers = 4;
-  std::vector<std::string> data_roots;
-  std::string port_file;
-};
 
 std::string DefaultStateDir() {
   if (const char* xdg = std::getenv("XDG_STATE_HOME"); xdg && *xdg) {
@@ -54,32 +48,17 @@ int Fail(const std::string& message) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  Flags flags;
+  // Every setting: flags, or --config FILE (app/server_config.h).
+  dflash::app::ServerConfig flags;
   CLI::App app{"dflash-evald: evaluation server for DFlash drafters"};
   app.set_version_flag("--version", std::string(dflash::kVersion) + " (" + dflash::kGitSha + ")");
-  app.add_option("--listen", flags.listen, "address to serve on (HOST:PORT; port 0 picks a free one)")
-      ->capture_default_str();
-  app.add_option("--state-dir", flags.state_dir,
-                 "directory for results and default data roots (default: $XDG_STATE_HOME/dflash-evald "
-                 "or ~/.local/state/dflash-evald)");
-  app.add_option("--log-level", flags.log_level, "trace, debug, info, warn, error")
-      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error"}))
-      ->capture_default_str();
-  app.add_option("--device", flags.device, "auto, cpu, cuda or cuda:N")->capture_default_str();
-  app.add_option("--threads", flags.threads,
-                 "intra-op threads for tensor work (default: the cores available)")
-      ->check(CLI::NonNegativeNumber);
-  app.add_option("--workers", flags.workers, "threads serving long RPCs (loads, evaluations)")
-      ->check(CLI::Range(1, 64))
-      ->capture_default_str();
-  app.add_option("--data-root", flags.data_roots,
-                 "directory the server may read models and datasets from (repeatable; default: "
-                 "STATE_DIR/models and STATE_DIR/datasets)");
-  app.add_option("--port-file", flags.port_file,
-                 "write the bound port here once serving (useful with --listen HOST:0)");
+  dflash::app::AddServerOptions(app, flags);
   CLI11_PARSE(app, argc, argv);
 
-  spdlog::set_level(spdlog::level::from_str(flags.log_level));
+  if (auto st = dflash::app::ConfigureLogging(flags.log_level, flags.log_format); !st.ok()) {
+    return Fail(std::string(st.message()));
+  }
+  if (!flags.config_file.empty()) spdlog::info("settings from {}", flags.config_file);
   if (flags.state_dir.empty()) flags.state_dir = DefaultStateDir();
 
   // Block the stop signals in every thread; the main thread waits for them.
@@ -110,7 +89,18 @@ int main(int argc, char** argv) {
                info.server_version, info.git_sha, info.libtorch_version, threads, info.blas);
   spdlog::info("state dir {}; data roots: {}", info.state_dir, fmt::join(info.data_roots, ", "));
 
-  dflash::service::EvalService service(**core, flags.workers);
+  // Metrics wrap the core: every load and evaluation through it is counted.
+  dflash::metrics::ServerMetrics metrics(core->get());
+  dflash::metrics::InstrumentedCore instrumented(**core, metrics);
+  dflash::SetOpsObserver(&metrics);
+  if (!flags.metrics_listen.empty()) {
+    auto metrics_port = metrics.Serve(flags.metrics_listen);
+    if (!metrics_port.ok()) return Fail(std::string(metrics_port.status().message()));
+    const std::string host = flags.metrics_listen.substr(0, flags.metrics_listen.rfind(':'));
+    spdlog::info("metrics on http://{}:{}/metrics", host, *metrics_port);
+  }
+
+  dflash::service::EvalService service(instrumented, flags.workers);
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
@@ -125,13 +115,22 @@ int main(int argc, char** argv) {
     return Fail("cannot listen on " + flags.listen +
                 " (address in use, or not a valid HOST:PORT)");
   }
-  server->GetHealthCheckService()->SetServingStatus(true);
-  spdlog::info("serving dflash.eval.v1.DrafterEval on {} (port {})", flags.listen, port);
+  // NOT_SERVING until the preload is done, so probes wait for it.
+  server->GetHealthCheckService()->SetServingStatus(false);
+  spdlog::info("listening for dflash.eval.v1.DrafterEval on {} (port {})", flags.listen, port);
   if (!flags.port_file.empty()) {
     const std::string tmp = flags.port_file + ".tmp";
     std::ofstream(tmp) << port << "\n";
     std::rename(tmp.c_str(), flags.port_file.c_str());  // readers never see a partial file
   }
+  if (auto st = dflash::app::RunPreload(instrumented, flags.preload); !st.ok()) {
+    server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
+    server->Wait();
+    return Fail(std::string(st.message()));
+  }
+  server->GetHealthCheckService()->SetServingStatus(true);
+  metrics.SetReady(true);
+  spdlog::info("serving dflash.eval.v1.DrafterEval on {} (port {})", flags.listen, port);
 
   int sig = 0;
   sigwait(&stop_signals, &sig);
@@ -139,6 +138,8 @@ int main(int argc, char** argv) {
   server->GetHealthCheckService()->SetServingStatus(false);
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(10));
   server->Wait();
+  metrics.SetReady(false);
+  dflash::SetOpsObserver(nullptr);
   spdlog::info("stopped");
   return 0;
 }

@@ -1,11 +1,15 @@
 #include "service/eval_service.h"
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <utility>
 
 #include <spdlog/spdlog.h>
 
 #include "absl/strings/str_cat.h"
+#include "common/log_fields.h"
+#include "common/ops_observer.h"
 #include "service/proto_convert.h"
 #include "service/status_convert.h"
 
@@ -14,10 +18,26 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// The client's x-request-id metadata, else a per-process sequence number.
+std::string RequestId(const grpc::CallbackServerContext* ctx) {
+  const auto& md = ctx->client_metadata();
+  if (auto it = md.find("x-request-id"); it != md.end()) {
+    return std::string(it->second.data(), std::min<size_t>(it->second.size(), 128));
+  }
+  static std::atomic<uint64_t> next{1};
+  return absl::StrCat("r", next.fetch_add(1));
+}
+
 // Logs one line per call: method, peer, status, duration.
 void LogCall(const char* method, const grpc::CallbackServerContext* ctx,
              const absl::Status& status, Clock::time_point start) {
   const double ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+  ScopedLogFields fields({{"method", method},
+                          {"peer", ctx->peer()},
+                          {"request_id", RequestId(ctx)},
+                          {"code", absl::StatusCodeToString(status.code())},
+                          {"duration_ms", ms}});
+  Ops().OnRpc(method, status.code(), ms / 1000);
   if (status.ok()) {
     spdlog::info("rpc {} peer={} status=OK duration_ms={:.1f}", method, ctx->peer(), ms);
   } else {

@@ -1,0 +1,55 @@
+// File: server_config.h
+// Every server setting in one struct, filled from the command line and from
+// `--config FILE` (YAML, or JSON when the file starts with '{'). Each
+// top-level key of the file is a flag's long name (`state_dir` or
+// `state-dir` for --state-dir; `data_roots` for --data-root), plus a
+// `preload` section listing what to load at start. A flag given on the
+// command line overrides the file; a key the server does not know is an
+// error naming it. Options other code adds to the same CLI::App (before
+// parsing) are file keys too.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "core/eval_core.h"
+
+namespace dflash::app {
+
+struct PreloadConfig {
+  std::vector<core::LoadTargetParams> targets;
+  std::vector<core::LoadDatasetParams> datasets;
+  std::vector<core::LoadDrafterParams> drafters;
+  bool empty() const { return targets.empty() && datasets.empty() && drafters.empty(); }
+};
+
+struct ServerConfig {
+  std::string config_file;
+  std::string listen = "127.0.0.1:50051";
+  std::string state_dir;
+  std::string log_level = "info";
+  std::string log_format = "text";
+  std::string device = "auto";
+  int threads = 0;
+  int workers = 4;
+  std::vector<std::string> data_roots;
+  std::string port_file;
+  std::string metrics_listen;  // empty: no metrics endpoint
+  PreloadConfig preload;
+};
+
+// Adds the server's options to `app`, bound to `config` (which must outlive
+// the parse), and makes --config read YAML/JSON into the same options.
+void AddServerOptions(CLI::App& app, ServerConfig& config);
+
+// Parses the text of a config file into CLI11 items for `app`'s options and
+// fills `preload`. Throws CLI::ConfigError with a message naming the key
+// for unknown keys, wrong shapes and syntax errors. Exposed for tests.
+std::vector<CLI::ConfigItem> ParseConfigText(const std::string& text, const CLI::App& app,
+                                             PreloadConfig* preload);
+
+}  // namespace dflash::app

@@ -1,0 +1,234 @@
+// Operations, end to end with the real binaries: a config file that preloads
+// a tiny target, dataset and drafter (health turns SERVING after the loads,
+// `dflash-eval ls` shows them), a preload that fails (exit 1, with the
+// reason), the Prometheus endpoint scraped over a plain socket before and
+// after an evaluation, and --log-format json lines that parse.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <signal.h>
+
+#include <chrono>
+#include <fstream>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "test_util/process.h"
+#include "test_util/status_matchers.h"
+#include "test_util/temp_dir.h"
+
+namespace dflash {
+namespace {
+
+using ::dflash::testing::BinaryFromEnv;
+using ::dflash::testing::CommandResult;
+using ::dflash::testing::RunCommand;
+using ::dflash::testing::ServerProcess;
+using ::testing::HasSubstr;
+using ::testing::Not;
+using json = nlohmann::json;
+
+// GET http://127.0.0.1:port/path; returns "" when nothing answers.
+std::string HttpGet(int port, const std::string& path) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    close(fd);
+    return "";
+  }
+  const std::string req = "GET " + path + " HTTP/1.1\r\nHost: localhost\r\n\r\n";
+  (void)!send(fd, req.data(), req.size(), 0);
+  std::string resp;
+  char buf[4096];
+  ssize_t n;
+  while ((n = recv(fd, buf, sizeof(buf), 0)) > 0) resp.append(buf, static_cast<size_t>(n));
+  close(fd);
+  return resp;
+}
+
+// The value of one sample line ("name{labels} value"), or -1 when absent.
+double Sample(const std::string& text, const std::string& series) {
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind(series + " ", 0) == 0) return std::stod(line.substr(series.size() + 1));
+  }
+  return -1;
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+class OpsE2eTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new testing::TempDir();
+    data_ = dir_->Join("data");
+    CommandResult gen = RunCommand(
+        {BinaryFromEnv("DFLASH_FIXTURE_PY"),
+         BinaryFromEnv("DFLASH_SOURCE_DIR") + "/tools/dflash_ref/make_fixture.py", data_,
+         "--size", "tiny"},
+        {}, 300);
+    ASSERT_EQ(gen.exit_code, 0) << gen.out << gen.err;
+  }
+  static void TearDownTestSuite() { delete dir_; }
+
+  std::string WriteConfig(const std::string& name, const std::string& text) {
+    const std::string path = dir_->Join(name);
+    std::ofstream(path) << text;
+    return path;
+  }
+  static CommandResult Cli(const ServerProcess& server, std::vector<std::string> args) {
+    std::vector<std::string> argv = {BinaryFromEnv("DFLASH_EVAL"), "--server", server.address()};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return RunCommand(argv, {}, 120);
+  }
+
+  static testing::TempDir* dir_;
+  static std::string data_;
+};
+
+testing::TempDir* OpsE2eTest::dir_ = nullptr;
+std::string OpsE2eTest::data_;
+
+TEST_F(OpsE2eTest, PreloadThenServeMetricsAndJsonLogs) {
+  const std::string config = WriteConfig("good.yaml", R"(log_format: json
+metrics_listen: 127.0.0.1:0
+workers: 2
+preload:
+  targets:
+    - {name: t, path: )" + data_ + R"(/target}
+  datasets:
+    - {name: d, path: )" + data_ + R"(/dataset}
+  drafters:
+    - {name: m, path: )" + data_ + R"(/drafter}
+)");
+  const std::string state = dir_->Join("state-good");
+  ASSERT_OK_AND_ASSIGN(auto server, ServerProcess::Start(state, {"--config", config,
+                                                                 "--data-root", data_}));
+  // The port file comes before the preload; health says when it is done.
+  CommandResult health;
+  for (int i = 0; i < 100; ++i) {
+    health = Cli(*server, {"health"});
+    if (health.exit_code == 0) break;
+    EXPECT_THAT(health.err, HasSubstr("NOT_SERVING"));
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  ASSERT_EQ(health.exit_code, 0) << health.err << server->log();
+  EXPECT_THAT(health.out, HasSubstr("SERVING"));
+
+  CommandResult ls = Cli(*server, {"--json", "ls"});
+  ASSERT_EQ(ls.exit_code, 0) << ls.err;
+  const json resources = json::parse(ls.out);
+  std::set<std::string> names;
+  for (const auto& r : resources["resources"]) names.insert(r["name"].get<std::string>());
+  EXPECT_EQ(names, (std::set<std::string>{"t", "d", "m"})) << ls.out;
+
+  // The metrics port is in the log (port 0 picked a free one).
+  std::smatch m;
+  const std::string log = server->log();
+  ASSERT_TRUE(std::regex_search(log, m, std::regex(R"(metrics on http://127\.0\.0\.1:(\d+)/metrics)")))
+      << log;
+  const int metrics_port = std::stoi(m[1]);
+  const std::string before = HttpGet(metrics_port, "/metrics");
+  ASSERT_THAT(before, HasSubstr("HTTP/1.1 200 OK"));
+  EXPECT_THAT(before, HasSubstr("text/plain; version=0.0.4"));
+  EXPECT_EQ(Sample(before, "dflash_evald_ready"), 1);
+  EXPECT_EQ(Sample(before, R"(dflash_evald_resident_objects{kind="drafter"})"), 1);
+  EXPECT_GT(Sample(before, R"(dflash_evald_resident_bytes{kind="dataset"})"), 0);
+  EXPECT_EQ(Sample(before, R"(dflash_evald_loads_total{code="OK",kind="target"})"), 1);
+  EXPECT_EQ(Sample(before, R"(dflash_evald_load_duration_seconds_count{kind="drafter"})"), 1);
+  EXPECT_GT(Sample(before, R"(dflash_evald_device_memory_total_bytes{device="cpu"})"), 0);
+  EXPECT_EQ(Sample(before, R"(dflash_evald_jobs{state="queued"})"), 0);
+  EXPECT_EQ(Sample(before, R"(dflash_evald_rpc_requests_total{code="OK",method="RunEval"})"), -1);
+  EXPECT_THAT(HttpGet(metrics_port, "/other"), HasSubstr("404"));
+
+  CommandResult ev = Cli(*server, {"eval", "--drafter", "m", "--dataset", "d", "--target", "t"});
+  ASSERT_EQ(ev.exit_code, 0) << ev.err;
+  CommandResult bad = Cli(*server, {"eval", "--drafter", "nope", "--dataset", "d"});
+  EXPECT_NE(bad.exit_code, 0);
+
+  const std::string after = HttpGet(metrics_port, "/metrics");
+  EXPECT_EQ(Sample(after, R"(dflash_evald_rpc_requests_total{code="OK",method="RunEval"})"), 1)
+      << after;
+  EXPECT_EQ(Sample(after, R"(dflash_evald_rpc_requests_total{code="NOT_FOUND",method="RunEval"})"),
+            1);
+  EXPECT_EQ(Sample(after, R"(dflash_evald_rpc_duration_seconds_count{code="OK",method="RunEval"})"),
+            1);
+  EXPECT_EQ(Sample(after, R"(dflash_evald_evals_total{code="OK"})"), 1);
+  EXPECT_GT(Sample(after, "dflash_evald_eval_blocks_total"), 0);
+  EXPECT_GT(Sample(after, "dflash_evald_eval_tokens_total"), 0);
+  EXPECT_GT(Sample(after, R"(dflash_evald_last_eval_throughput{unit="tokens_per_second"})"), 0);
+  EXPECT_EQ(Sample(after, "dflash_evald_eval_duration_seconds_count"), 1);
+
+  // Every line the server logged on stdout is one JSON object; the RunEval
+  // call's line carries its structured fields.
+  EXPECT_EQ(server->Stop(SIGTERM), 0);
+  std::istringstream lines(ReadFile(state + "/server.log"));
+  std::string line;
+  int parsed = 0, rpc_lines = 0;
+  while (std::getline(lines, line)) {
+    if (line.empty()) continue;
+    json j;
+    ASSERT_NO_THROW(j = json::parse(line)) << line;
+    ASSERT_TRUE(j.is_object()) << line;
+    EXPECT_TRUE(j["time"].is_string() && j["level"].is_string() && j["message"].is_string())
+        << line;
+    ++parsed;
+    if (j.value("method", "") == "RunEval" && j.value("code", "") == "OK") {
+      ++rpc_lines;
+      EXPECT_EQ(j["level"], "info");
+      EXPECT_THAT(j["peer"].get<std::string>(), HasSubstr("127.0.0.1"));
+      EXPECT_FALSE(j["request_id"].get<std::string>().empty());
+      EXPECT_TRUE(j["duration_ms"].is_number());
+    }
+  }
+  EXPECT_GT(parsed, 5);
+  EXPECT_EQ(rpc_lines, 1);
+}
+
+TEST_F(OpsE2eTest, FailedPreloadExitsWithTheReason) {
+  const std::string config = WriteConfig("bad.yaml", R"(preload:
+  targets:
+    - {name: t, path: )" + data_ + R"(/target}
+  drafters:
+    - {name: gone, path: )" + data_ + R"(/no-such-drafter}
+)");
+  CommandResult r = RunCommand({BinaryFromEnv("DFLASH_EVALD"), "--listen", "127.0.0.1:0",
+                                "--state-dir", dir_->Join("state-bad"), "--data-root", data_,
+                                "--config", config},
+                               {}, 120);
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_THAT(r.out + r.err, HasSubstr("preload of drafter 'gone' from '" + data_ +
+                                       "/no-such-drafter' failed: "));
+  EXPECT_THAT(r.out + r.err, Not(HasSubstr("serving dflash.eval.v1")));
+}
+
+TEST_F(OpsE2eTest, UnknownConfigKeyStopsTheServer) {
+  const std::string config = WriteConfig("typo.yaml", "listen: 127.0.0.1:0\nworkrs: 2\n");
+  CommandResult r = RunCommand({BinaryFromEnv("DFLASH_EVALD"), "--state-dir",
+                                dir_->Join("state-typo"), "--config", config},
+                               {}, 60);
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_THAT(r.out + r.err,
+              HasSubstr("unknown key 'workrs' in the config file (nearest: 'workers'"));
+}
+
+}  // namespace
+}  // namespace dflash
