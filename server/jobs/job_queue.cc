@@ -244,6 +244,9 @@ void JobQueue::RunOne(const std::shared_ptr<Job>& job) {
     record.progress.eta_seconds = 0;
     if (result.ok()) {
       record.state = JobState::kSucceeded;
+      // Done is done: the last progress report may precede the last sample.
+      record.progress.blocks_done = record.progress.blocks_total;
+      record.progress.samples_done = record.progress.samples_total;
       if (!result->drafter_fingerprint.empty()) record.drafter_fingerprint = result->drafter_fingerprint;
       if (!result->dataset_fingerprint.empty()) record.dataset_fingerprint = result->dataset_fingerprint;
       record.device = result->device;
