@@ -165,6 +165,7 @@ int main(int argc, char** argv) {
   // New jobs are refused; a running job stops at its next chunk boundary and
   // is stored INTERRUPTED (watch streams end with that state).
   (*jobs)->Shutdown(std::chrono::milliseconds(0));
+  spdlog::info("job queue stopped");
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(10));
   server->Wait();
   jobs->reset();

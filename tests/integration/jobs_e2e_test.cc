@@ -497,6 +497,7 @@ TEST_F(JobsE2eTest, AFullQueueIsResourceExhausted) {
   EXPECT_THAT(s.error_message(), HasSubstr("queue is full (1 queued, limit 1)"));
   // SIGTERM: the running job stops at a chunk boundary, stored INTERRUPTED.
   EXPECT_EQ(server->Stop(SIGTERM), 0);
+  EXPECT_THAT(server->log(), HasSubstr("job queue stopped"));
   server = Start("state-full");
   ASSERT_NE(server, nullptr);
   Client after(server->address());
