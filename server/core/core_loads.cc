@@ -112,11 +112,11 @@ absl::StatusOr<weights::WeightReport> EvalCoreImpl::ValidateCheckpoint(
 
 absl::StatusOr<LoadResult> EvalCoreImpl::LoadDrafter(const LoadDrafterParams& params) {
   const Clock::time_point start = Clock::now();
-  ASSIGN_OR_RETURN(std::string device, ResolveRequestDevice(params.device, options_.device));
-  const std::string dtype_name = params.dtype.empty()
-                                     ? (device == "cpu" ? "fp32" : "bf16")
-                                     : params.dtype;
-  ASSIGN_OR_RETURN(c10::ScalarType dtype, ParseDType(dtype_name));
+  ASSIGN_OR_RETURN(const Placement place,
+                   ResolvePlacement(params.device, params.dtype, options_.device));
+  const std::string& device = place.device;
+  const std::string& dtype_name = place.dtype_name;
+  const c10::ScalarType dtype = place.dtype;
   ASSIGN_OR_RETURN(std::string resolved, roots_.Resolve(params.path));
   const std::string name = params.name.empty() ? DefaultName(resolved) : params.name;
   const std::string signature = absl::StrCat(resolved, "|", params.config_path, "|",
@@ -186,11 +186,11 @@ absl::StatusOr<LoadResult> EvalCoreImpl::LoadDrafter(const LoadDrafterParams& pa
 
 absl::StatusOr<LoadResult> EvalCoreImpl::LoadTarget(const LoadTargetParams& params) {
   const Clock::time_point start = Clock::now();
-  ASSIGN_OR_RETURN(std::string device, ResolveRequestDevice(params.device, options_.device));
-  const std::string dtype_name = params.dtype.empty()
-                                     ? (device == "cpu" ? "fp32" : "bf16")
-                                     : params.dtype;
-  ASSIGN_OR_RETURN(c10::ScalarType dtype, ParseDType(dtype_name));
+  ASSIGN_OR_RETURN(const Placement place,
+                   ResolvePlacement(params.device, params.dtype, options_.device));
+  const std::string& device = place.device;
+  const std::string& dtype_name = place.dtype_name;
+  const c10::ScalarType dtype = place.dtype;
   ASSIGN_OR_RETURN(std::string resolved, roots_.Resolve(params.path));
   const std::string name = params.name.empty() ? DefaultName(resolved) : params.name;
 

@@ -41,6 +41,20 @@ absl::StatusOr<std::string> ResolveRequestDevice(const std::string& requested,
   return choice->device;
 }
 
+absl::StatusOr<Placement> ResolvePlacement(const std::string& device,
+                                           const std::string& dtype,
+                                           const std::string& server_device) {
+  Placement p;
+  auto resolved = ResolveRequestDevice(device, server_device);
+  if (!resolved.ok()) return resolved.status();
+  p.device = *resolved;
+  p.dtype_name = dtype.empty() ? (p.device == "cpu" ? "fp32" : "bf16") : dtype;
+  auto type = ParseDType(p.dtype_name);
+  if (!type.ok()) return type.status();
+  p.dtype = *type;
+  return p;
+}
+
 std::string DiskSignature(const std::string& path) {
   std::string sig;
   auto add = [&sig](const fs::path& p) {

@@ -15,6 +15,19 @@ namespace dflash::core {
 absl::StatusOr<c10::ScalarType> ParseDType(const std::string& dtype);
 // kFloat -> "fp32" ...
 std::string DTypeLabel(c10::ScalarType type);
+// Where and in what dtype a load puts its tensors.
+struct Placement {
+  std::string device;      // "cpu" | "cuda:N"
+  std::string dtype_name;  // "fp32" | "bf16" | "fp16"
+  c10::ScalarType dtype;
+};
+
+// Request device/dtype ("" = defaults: the server's device; fp32 on CPU,
+// bf16 on CUDA) checked and resolved.
+absl::StatusOr<Placement> ResolvePlacement(const std::string& device,
+                                           const std::string& dtype,
+                                           const std::string& server_device);
+
 // "" -> `fallback`; "cpu" | "cuda:N" checked against the machine.
 absl::StatusOr<std::string> ResolveRequestDevice(const std::string& requested,
                                                  const std::string& fallback);

@@ -113,13 +113,17 @@ absl::StatusOr<at::Tensor> DrafterModel::ForwardBlocks(
     const ContextCache& context) const {
   const DrafterConfig& c = config_;
   const c10::ScalarType dtype = fc_.scalar_type();
-  const int64_t B = c.block_size, H = c.hidden_size;
-  if (!x0.defined() || x0.dim() != 3 || x0.size(1) != B || x0.size(2) != H) {
+  // Blocks may be shorter than the drafter's block_size (a B=16 drafter
+  // scored at B=8 runs 8-slot blocks), never longer.
+  const int64_t H = c.hidden_size;
+  const int64_t B = x0.defined() && x0.dim() == 3 ? x0.size(1) : 0;
+  if (!x0.defined() || x0.dim() != 3 || B < 1 || B > c.block_size || x0.size(2) != H) {
     return absl::InvalidArgumentError(absl::StrCat(
         "block inputs x0 have shape ",
         x0.defined() ? absl::StrCat("[", absl::StrJoin(x0.sizes(), ", "), "]")
                      : "(undefined)",
-        "; expected [nb, ", B, ", ", H, "] (block_size ", B, ", hidden ", H, ")"));
+        "; expected [nb, B, ", H, "] with 1 <= B <= block_size ", c.block_size,
+        " (hidden ", H, ")"));
   }
   if (x0.scalar_type() != dtype || x0.device() != fc_.device()) {
     return absl::InvalidArgumentError(absl::StrCat(

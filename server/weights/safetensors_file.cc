@@ -1,5 +1,7 @@
 #include "weights/safetensors_file.h"
 
+#include "weights/dtype_torch.h"
+
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -99,22 +101,6 @@ absl::StatusOr<OpenedFile> OpenFile(const std::string& path) {
   return out;
 }
 
-at::ScalarType ScalarTypeOf(DType dtype) {
-  switch (dtype) {
-    case DType::kF64: return at::kDouble;
-    case DType::kF32: return at::kFloat;
-    case DType::kF16: return at::kHalf;
-    case DType::kBF16: return at::kBFloat16;
-    case DType::kI64: return at::kLong;
-    case DType::kI32: return at::kInt;
-    case DType::kI16: return at::kShort;
-    case DType::kI8: return at::kChar;
-    case DType::kU8: return at::kByte;
-    case DType::kBool: return at::kBool;
-  }
-  return at::kByte;
-}
-
 // One readable tensor: its file, where the data section starts, its entry.
 struct Slot {
   std::shared_ptr<MappedFile> file;
@@ -138,7 +124,7 @@ absl::StatusOr<at::Tensor> ReadSlot(const Slot& slot) {
     }
   }
   return TorchGuard(absl::StrCat("reading tensor '", e.name, "'"), [&]() -> at::Tensor {
-    auto options = at::TensorOptions().dtype(ScalarTypeOf(e.dtype)).device(at::kCPU);
+    auto options = at::TensorOptions().dtype(ToScalarType(e.dtype)).device(at::kCPU);
     if (e.nbytes() == 0) return at::empty(e.shape, options);
     if (offset % static_cast<uint64_t>(DTypeSize(e.dtype)) != 0) {
       // Misaligned for its element type: kernels may not read it in place.

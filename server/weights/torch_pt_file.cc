@@ -1,5 +1,7 @@
 #include "weights/torch_pt_file.h"
 
+#include "weights/dtype_torch.h"
+
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>
 #include <caffe2/serialize/inline_container.h>
@@ -53,22 +55,6 @@ class BufferAdapter final : public caffe2::serialize::ReadAdapterInterface {
  private:
   std::shared_ptr<const std::string> data_;
 };
-
-at::ScalarType ToScalarType(DType d) {
-  switch (d) {
-    case DType::kF64: return at::kDouble;
-    case DType::kF32: return at::kFloat;
-    case DType::kF16: return at::kHalf;
-    case DType::kBF16: return at::kBFloat16;
-    case DType::kI64: return at::kLong;
-    case DType::kI32: return at::kInt;
-    case DType::kI16: return at::kShort;
-    case DType::kI8: return at::kChar;
-    case DType::kU8: return at::kByte;
-    case DType::kBool: return at::kBool;
-  }
-  return at::kByte;
-}
 
 std::string ExceptionText(const std::exception& e) {
   if (auto* c10e = dynamic_cast<const c10::Error*>(&e)) {

@@ -15,6 +15,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "test_util/process.h"
+#include "test_util/python_fixtures.h"
 #include "test_util/status_matchers.h"
 #include "test_util/temp_dir.h"
 
@@ -64,25 +65,7 @@ double MaxDiff(const at::Tensor& a, const at::Tensor& b) {
 // (written to a temporary folder and renamed into place, so parallel runs
 // never see half a set) and treated as read-only.
 std::string FixtureRoot() {
-  const std::string script = SourceDir() + "/tests/fixtures/make_dataset_fixtures.py";
-  const std::string text = testing::ReadFileOrEmpty(script);
-  if (text.empty()) return "";
-  uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a
-  for (unsigned char c : text) h = (h ^ c) * 0x100000001b3ull;
-  const char* tmp = std::getenv("TMPDIR");
-  const fs::path base = tmp && *tmp ? tmp : "/tmp";
-  const fs::path root = base / ("dflash-dataset-fixtures-" + std::to_string(h));
-  if (fs::exists(root / ".done")) return root.string();
-  std::string pattern = (base / "dflash-dataset-fixtures-XXXXXX").string();
-  if (mkdtemp(pattern.data()) == nullptr) return "";
-  if (RunPython(script + " " + pattern) != 0) return "";
-  std::FILE* f = std::fopen((fs::path(pattern) / ".done").c_str(), "w");
-  if (f == nullptr) return "";
-  std::fclose(f);
-  std::error_code ec;
-  fs::rename(pattern, root, ec);
-  if (ec) fs::remove_all(pattern, ec);  // another process won the race
-  return fs::exists(root / ".done") ? root.string() : "";
+  return testing::SharedPythonFixture("tests/fixtures/make_dataset_fixtures.py");
 }
 
 class EvalDatasetTest : public ::testing::Test {

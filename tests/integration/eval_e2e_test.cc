@@ -282,5 +282,42 @@ TEST_F(EvalE2eTest, MissingAndExtraLayersAreEachNamed) {
   EXPECT_EQ(allowed.exit_code, 0) << allowed.out;
 }
 
+// The Python reference run now, on the same files, with `args`.
+json ReferenceRun(const std::string& data, const std::vector<std::string>& args) {
+  testing::TempDir out;
+  std::vector<std::string> argv = {
+      BinaryFromEnv("DFLASH_FIXTURE_PY"),
+      BinaryFromEnv("DFLASH_SOURCE_DIR") + "/tools/dflash_ref/reference.py", "eval",
+      "--drafter", data + "/drafter", "--target", data + "/target", "--dataset",
+      data + "/dataset", "--json", out.Join("r.json")};
+  argv.insert(argv.end(), args.begin(), args.end());
+  CommandResult r = RunCommand(argv, {}, 300);
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  std::ifstream in(out.Join("r.json"));
+  return r.exit_code == 0 ? json::parse(in) : json::object();
+}
+
+TEST_F(EvalE2eTest, ShorterBlocksAndLimitsMatchTheReference) {
+  // A B=8 drafter scored at B=4, evenly spaced anchors, at most 3 per sample.
+  json anchor = CliJson({"eval", "--drafter", "m", "--dataset", "d", "--anchors", "even",
+                         "--max-blocks", "3", "--block-size", "4"});
+  ExpectSameMetrics(anchor, ReferenceRun(data_, {"--mode", "anchor", "--anchors", "even",
+                                                 "--max-blocks", "3", "--block-size", "4"}));
+  // Replay cut short by max_new_tokens, on the first 4 samples.
+  json replay = CliJson({"eval", "--drafter", "m", "--dataset", "d", "--mode", "replay",
+                         "--max-new-tokens", "12", "--max-samples", "4"});
+  ExpectSameMetrics(replay, ReferenceRun(data_, {"--mode", "replay", "--max-new-tokens", "12",
+                                                 "--max-samples", "4"}));
+  for (const json& s : replay["perSample"]) {
+    EXPECT_LE(s["blocks"].get<int64_t>(), 12) << s.dump();
+  }
+}
+
+TEST_F(EvalE2eTest, BlockSizeAboveTheDraftersIsRefused) {
+  CommandResult r = Cli({"eval", "--drafter", "m", "--dataset", "d", "--block-size", "64"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("INVALID_ARGUMENT: block size 64 must be in [2, 8] (the drafter's)"));
+}
+
 }  // namespace
 }  // namespace dflash

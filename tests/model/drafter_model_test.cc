@@ -372,10 +372,14 @@ TEST(DrafterModelTest, ForwardRejectsBadInputs) {
   EXPECT_THAT(m.ForwardBlocks(x0, at::tensor({1}, at::kLong), at::tensor({2}, at::kLong), ctx),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("block 0 reads sequence 2; the context holds 2 sequences")));
-  EXPECT_THAT(m.ForwardBlocks(at::zeros({1, 3, 32}), at::tensor({1}, at::kLong),
+  EXPECT_THAT(m.ForwardBlocks(at::zeros({1, 5, 32}), at::tensor({1}, at::kLong),
                               at::tensor({0}, at::kLong), ctx),
               StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("block inputs x0 have shape [1, 3, 32]; expected [nb, 4, 32]")));
+                       HasSubstr("block inputs x0 have shape [1, 5, 32]; expected [nb, B, 32] "
+                                 "with 1 <= B <= block_size 4 (hidden 32)")));
+  // Shorter blocks are allowed: a drafter scored at a smaller block size.
+  EXPECT_OK(m.ForwardBlocks(at::zeros({1, 3, 32}), at::tensor({1}, at::kLong),
+                            at::tensor({0}, at::kLong), ctx));
   EXPECT_THAT(m.EncodeContext({at::zeros({5, 48})}),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("context features of sequence 0 have shape [5, 48]; "

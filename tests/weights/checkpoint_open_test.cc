@@ -12,6 +12,7 @@
 #include "gtest/gtest.h"
 #include "test_util/safetensors_writer.h"
 #include "test_util/status_matchers.h"
+#include "test_util/python_fixtures.h"
 #include "test_util/temp_dir.h"
 #include "weights/weight_map.h"
 
@@ -29,36 +30,13 @@ using ::testing::AllOf;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
-std::string Env(const char* name, const std::string& fallback) {
-  const char* v = std::getenv(name);
-  return v && *v ? v : fallback;
-}
-
 // The torch.save fixtures (drafter.pt, drafter.ckpt.gz, legacy.pt). Python
 // with torch takes seconds to start, and ctest runs each case in its own
 // process, so they are made once per script version into a shared folder
 // (built aside, then renamed into place: parallel runs never see half of it).
 const std::string& FixtureDir() {
-  static const std::string dir = [] {
-    const fs::path here = fs::path(__FILE__).parent_path();
-    const std::string source = Env("DFLASH_SOURCE_DIR", (here / ".." / "..").string());
-    const std::string script = source + "/tests/fixtures/make_checkpoint_fixtures.py";
-    const std::string text = ReadFileOrEmpty(script);
-    if (text.empty()) ADD_FAILURE() << "cannot read " << script;
-    const std::string tmp = Env("TMPDIR", "/tmp");
-    const fs::path final_dir = fs::path(tmp) / ("dflash-checkpoint-fixtures-" +
-                                                std::to_string(std::hash<std::string>()(text)));
-    if (fs::exists(final_dir / "legacy.pt")) return final_dir.string();
-    std::string work = (fs::path(tmp) / "dflash-checkpoint-fixtures-XXXXXX").string();
-    if (mkdtemp(work.data()) == nullptr) ADD_FAILURE() << "mkdtemp failed";
-    const std::string cmd =
-        Env("DFLASH_FIXTURE_PY", "/usr/bin/python3") + " " + script + " " + work;
-    if (std::system(cmd.c_str()) != 0) ADD_FAILURE() << "fixture script failed: " << cmd;
-    std::error_code ec;
-    fs::rename(work, final_dir, ec);
-    if (ec) fs::remove_all(work, ec);  // another process won the race
-    return final_dir.string();
-  }();
+  static const std::string dir =
+      testing::SharedPythonFixture("tests/fixtures/make_checkpoint_fixtures.py");
   return dir;
 }
 

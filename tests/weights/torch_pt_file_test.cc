@@ -15,6 +15,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "test_util/status_matchers.h"
+#include "test_util/python_fixtures.h"
 #include "test_util/temp_dir.h"
 
 namespace dflash::weights {
@@ -28,31 +29,15 @@ using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using ::testing::UnorderedElementsAre;
 
-std::string SourceDir() {
-  if (const char* env = std::getenv("DFLASH_SOURCE_DIR")) return env;
-  // __FILE__ is <src>/tests/weights/x.cc, or relative to the build folder
-  // (ninja), which is the parent of this binary's folder build/tests/.
-  std::string here = __FILE__;
-  if (here[0] != '/') {
-    std::string exe = std::filesystem::read_symlink("/proc/self/exe").string();
-    here = std::filesystem::path(exe).parent_path().parent_path().string() +
-           "/" + here;
-  }
-  return here.substr(0, here.rfind("/tests/weights/"));
-}
-
 class TorchPtFileTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    dir_ = new TempDir();
-    const char* py = std::getenv("DFLASH_FIXTURE_PY");
-    std::string cmd = std::string(py != nullptr ? py : "/usr/bin/python3") +
-                      " " + SourceDir() +
-                      "/tests/fixtures/make_pt_fixtures.py " + dir_->path();
-    fixture_rc_ = std::system(cmd.c_str());
+    dir_ = new std::string(
+        dflash::testing::SharedPythonFixture("tests/fixtures/make_pt_fixtures.py"));
+    fixture_rc_ = dir_->empty() ? 1 : 0;
     if (fixture_rc_ == 0) {
       expected_ = new nlohmann::json(
-          nlohmann::json::parse(ReadFileOrEmpty(dir_->Join("expected.json"))));
+          nlohmann::json::parse(ReadFileOrEmpty(*dir_ + "/expected.json")));
     }
   }
   static void TearDownTestSuite() {
@@ -65,7 +50,7 @@ class TorchPtFileTest : public ::testing::Test {
     ASSERT_EQ(fixture_rc_, 0) << "fixture script failed; see its output above";
   }
 
-  static std::string Path(const std::string& f) { return dir_->Join(f); }
+  static std::string Path(const std::string& f) { return *dir_ + "/" + f; }
 
   // Opens `file` and checks names (in order), dtypes, shapes and exact values
   // against the sidecar written by the fixture script.
@@ -110,12 +95,12 @@ class TorchPtFileTest : public ::testing::Test {
     }
   }
 
-  static TempDir* dir_;
+  static std::string* dir_;
   static nlohmann::json* expected_;
   static int fixture_rc_;
 };
 
-TempDir* TorchPtFileTest::dir_ = nullptr;
+std::string* TorchPtFileTest::dir_ = nullptr;
 nlohmann::json* TorchPtFileTest::expected_ = nullptr;
 int TorchPtFileTest::fixture_rc_ = -1;
 
