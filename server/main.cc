@@ -23,10 +23,12 @@
 #include "app/server_config.h"
 #include "core/device.h"
 #include "core/eval_core_impl.h"
+#include "core/job_service_impl.h"
 #include "dflash/build_info.h"
 #include "metrics/instrumented_core.h"
 #include "metrics/server_metrics.h"
 #include "service/eval_service.h"
+#include "store/sqlite_result_store.h"
 
 namespace {
 
@@ -100,7 +102,22 @@ int main(int argc, char** argv) {
     spdlog::info("metrics on http://{}:{}/metrics", host, *metrics_port);
   }
 
-  dflash::service::EvalService service(instrumented, flags.workers);
+
+  // Results: every job and its result, durable across restarts. Jobs run
+  // through the instrumented core, so their evaluations are counted too.
+  const std::string store_path = info.state_dir + "/results.sqlite3";
+  auto store = dflash::store::SqliteResultStore::Open(store_path);
+  if (!store.ok()) return Fail(std::string(store.status().message()));
+  dflash::jobs::JobQueueOptions job_options;
+  job_options.max_queued = flags.max_queued;
+  job_options.concurrent_jobs = flags.concurrent_jobs;
+  job_options.server_version = info.server_version;
+  auto jobs = dflash::core::JobServiceImpl::Create(instrumented, **store, job_options);
+  if (!jobs.ok()) return Fail(std::string(jobs.status().message()));
+  spdlog::info("results store {}; {} concurrent job(s), at most {} queued", store_path,
+               flags.concurrent_jobs, flags.max_queued);
+
+  dflash::service::EvalService service(instrumented, jobs->get(), flags.workers);
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
@@ -136,10 +153,16 @@ int main(int argc, char** argv) {
   sigwait(&stop_signals, &sig);
   spdlog::info("received {}, shutting down", sig == SIGINT ? "SIGINT" : "SIGTERM");
   server->GetHealthCheckService()->SetServingStatus(false);
+  // New jobs are refused; a running job stops at its next chunk boundary and
+  // is stored INTERRUPTED (watch streams end with that state).
+  (*jobs)->Shutdown(std::chrono::milliseconds(0));
+  spdlog::info("job queue stopped");
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(10));
   server->Wait();
   metrics.SetReady(false);
   dflash::SetOpsObserver(nullptr);
+  jobs->reset();
+  store->reset();  // closes the database cleanly
   spdlog::info("stopped");
   return 0;
 }

@@ -284,6 +284,14 @@ void AddServerOptions(CLI::App& app, ServerConfig& config) {
   app.add_option("--workers", config.workers, "threads serving long RPCs (loads, evaluations)")
       ->check(CLI::Range(1, 64))
       ->capture_default_str();
+  app.add_option("--max-queued", config.max_queued,
+                 "evaluation jobs waiting at most; SubmitEval past it is RESOURCE_EXHAUSTED")
+      ->check(CLI::Range(1, 100000))
+      ->capture_default_str();
+  app.add_option("--concurrent-jobs", config.concurrent_jobs,
+                 "evaluation jobs running at once on the device")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
   app.add_option("--data-root", config.data_roots,
                  "directory the server may read models and datasets from (repeatable; default: "
                  "STATE_DIR/models and STATE_DIR/datasets)");

@@ -36,6 +36,8 @@ struct ServerConfig {
   std::string device = "auto";
   int threads = 0;
   int workers = 4;
+  int max_queued = 64;       // evaluation jobs waiting at most
+  int concurrent_jobs = 1;   // evaluation jobs running at once
   std::vector<std::string> data_roots;
   std::string port_file;
   std::string metrics_listen;  // empty: no metrics endpoint
