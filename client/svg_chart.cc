@@ -111,7 +111,11 @@ std::string RenderLineChart(const LineChart& chart) {
   if (!chart.y_min) yr.lo = std::floor(yr.lo / ystep) * ystep;
   if (!chart.y_max) yr.hi = std::ceil(yr.hi / ystep) * ystep;
   double xstep = TickStep(xr.lo, xr.hi, 8);
-  if (chart.integer_x) xstep = std::max(1.0, std::round(xstep));
+  if (chart.integer_x) xstep = xr.hi - xr.lo <= 16 ? 1.0 : std::max(1.0, std::round(xstep));
+  // A little room so that end points do not sit on the axes.
+  const double xpad = (xr.hi - xr.lo) * 0.03;
+  xr.lo -= xpad;
+  xr.hi += xpad;
 
   const int legend_w = std::clamp(static_cast<int>(longest_name) * 7 + 48, 120, 360);
   const int left = 72, right = legend_w + 24, top = 48, bottom = 62;
