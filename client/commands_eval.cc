@@ -96,6 +96,12 @@ int SubmitAndWait(CliContext& cx, const EvalState& st, EvalClient& c) {
   pb::SubmitEvalRequest req;
   *req.mutable_request() = st.req;
   auto job = c.SubmitEval(req);
+  if (!job.ok() && job.status().code() == absl::StatusCode::kUnimplemented && !st.detach) {
+    // A server from before the job service: the same evaluation, synchronously.
+    cx.err << "dflash-eval: the server has no job service (SubmitEval is unimplemented); "
+              "running the evaluation synchronously\n";
+    return RunSync(cx, st, c);
+  }
   if (!job.ok()) return ReportStatus(job.status(), cx.err);
   if (st.detach) {
     cx.Print(*job, job->id() + "\n");
