@@ -20,8 +20,10 @@
 
 #include "core/device.h"
 #include "core/eval_core_impl.h"
+#include "core/job_service_impl.h"
 #include "dflash/build_info.h"
 #include "service/eval_service.h"
+#include "store/sqlite_result_store.h"
 
 namespace {
 
@@ -32,6 +34,8 @@ struct Flags {
   std::string device = "auto";
   int threads = 0;
   int workers = 4;
+  int max_queued = 64;
+  int concurrent_jobs = 1;
   std::vector<std::string> data_roots;
   std::string port_file;
 };
@@ -72,6 +76,14 @@ int main(int argc, char** argv) {
   app.add_option("--workers", flags.workers, "threads serving long RPCs (loads, evaluations)")
       ->check(CLI::Range(1, 64))
       ->capture_default_str();
+  app.add_option("--max-queued", flags.max_queued,
+                 "evaluation jobs waiting at most; SubmitEval past it is RESOURCE_EXHAUSTED")
+      ->check(CLI::Range(1, 100000))
+      ->capture_default_str();
+  app.add_option("--concurrent-jobs", flags.concurrent_jobs,
+                 "evaluation jobs running at once on the device")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
   app.add_option("--data-root", flags.data_roots,
                  "directory the server may read models and datasets from (repeatable; default: "
                  "STATE_DIR/models and STATE_DIR/datasets)");
@@ -110,7 +122,20 @@ int main(int argc, char** argv) {
                info.server_version, info.git_sha, info.libtorch_version, threads, info.blas);
   spdlog::info("state dir {}; data roots: {}", info.state_dir, fmt::join(info.data_roots, ", "));
 
-  dflash::service::EvalService service(**core, flags.workers);
+  // Results: every job and its result, durable across restarts.
+  const std::string store_path = info.state_dir + "/results.sqlite3";
+  auto store = dflash::store::SqliteResultStore::Open(store_path);
+  if (!store.ok()) return Fail(std::string(store.status().message()));
+  dflash::jobs::JobQueueOptions job_options;
+  job_options.max_queued = flags.max_queued;
+  job_options.concurrent_jobs = flags.concurrent_jobs;
+  job_options.server_version = info.server_version;
+  auto jobs = dflash::core::JobServiceImpl::Create(**core, **store, job_options);
+  if (!jobs.ok()) return Fail(std::string(jobs.status().message()));
+  spdlog::info("results store {}; {} concurrent job(s), at most {} queued", store_path,
+               flags.concurrent_jobs, flags.max_queued);
+
+  dflash::service::EvalService service(**core, jobs->get(), flags.workers);
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
@@ -137,8 +162,13 @@ int main(int argc, char** argv) {
   sigwait(&stop_signals, &sig);
   spdlog::info("received {}, shutting down", sig == SIGINT ? "SIGINT" : "SIGTERM");
   server->GetHealthCheckService()->SetServingStatus(false);
+  // New jobs are refused; a running job stops at its next chunk boundary and
+  // is stored INTERRUPTED (watch streams end with that state).
+  (*jobs)->Shutdown(std::chrono::milliseconds(0));
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(10));
   server->Wait();
+  jobs->reset();
+  store->reset();  // closes the database cleanly
   spdlog::info("stopped");
   return 0;
 }

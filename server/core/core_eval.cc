@@ -62,7 +62,7 @@ absl::StatusOr<eval::EvalResult> EvalCoreImpl::RunEval(const EvalParams& params,
   std::shared_ptr<const weights::TargetTensors> target;
   std::shared_ptr<const data::EvalDataset> dataset;
   std::shared_ptr<const model::DrafterModel> drafter;
-  std::string drafter_fingerprint, device, dtype;
+  std::string drafter_fingerprint, dataset_fingerprint, device, dtype;
   {
     std::lock_guard<std::mutex> lock(resident_->mu);
     ASSIGN_OR_RETURN(auto t, Pick(resident_->targets, params.target, "target", "--target",
@@ -71,6 +71,7 @@ absl::StatusOr<eval::EvalResult> EvalCoreImpl::RunEval(const EvalParams& params,
     ASSIGN_OR_RETURN(auto d, Pick(resident_->datasets, params.dataset, "dataset", "--dataset",
                                   "load-dataset PATH"));
     dataset = d->second.dataset;
+    dataset_fingerprint = d->second.info.fingerprint;
     if (!params.drafter.empty()) {
       ASSIGN_OR_RETURN(auto m, Pick(resident_->drafters, params.drafter, "drafter", "--drafter",
                                     "load-drafter PATH"));
@@ -78,6 +79,23 @@ absl::StatusOr<eval::EvalResult> EvalCoreImpl::RunEval(const EvalParams& params,
       drafter_fingerprint = m->second.info.fingerprint;
       device = m->second.info.device;
       dtype = m->second.info.dtype;
+    }
+  }
+  if (!drafter) {
+    // A resident drafter loaded from the same unchanged files, in the
+    // target's placement, is the same weights: use it, load nothing.
+    ASSIGN_OR_RETURN(std::string resolved, roots_.Resolve(params.checkpoint_path));
+    const std::string signature =
+        absl::StrCat(resolved, "||", DTypeLabel(target->embed.scalar_type()), "|",
+                     target->embed.device().str(), "|", DiskSignature(resolved));
+    std::lock_guard<std::mutex> lock(resident_->mu);
+    for (const auto& [name, entry] : resident_->drafters) {
+      if (entry.disk_signature != signature) continue;
+      drafter = entry.model;
+      drafter_fingerprint = entry.info.fingerprint;
+      device = entry.info.device;
+      dtype = entry.info.dtype;
+      break;
     }
   }
   if (!drafter) {
@@ -109,6 +127,8 @@ absl::StatusOr<eval::EvalResult> EvalCoreImpl::RunEval(const EvalParams& params,
   result.setup_seconds += setup;
   result.device = device;
   result.dtype = dtype;
+  result.drafter_fingerprint = drafter_fingerprint;
+  result.dataset_fingerprint = dataset_fingerprint;
   return result;
 }
 

@@ -64,6 +64,8 @@ struct EvalResult {
   double compute_seconds = 0;
   double tokens_per_second = 0;
   std::string device, dtype;
+  // Which weights and which data produced these numbers (set by the core).
+  std::string drafter_fingerprint, dataset_fingerprint;
   std::vector<std::string> warnings;
 };
 

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "service/proto_convert.h"
+#include "service/watch_reactor.h"
 #include "service/status_convert.h"
 
 namespace dflash::service {
@@ -29,7 +30,8 @@ void LogCall(const char* method, const grpc::CallbackServerContext* ctx,
 
 }  // namespace
 
-EvalService::EvalService(core::EvalCore& core, int workers) : core_(core), pool_(workers) {}
+EvalService::EvalService(core::EvalCore& core, core::JobService* jobs, int workers)
+    : core_(core), jobs_(jobs), pool_(workers) {}
 
 EvalService::~EvalService() = default;
 
@@ -59,7 +61,12 @@ grpc::ServerUnaryReactor* EvalService::GetServerInfo(
     Ctx* ctx, const ::dflash::eval::v1::GetServerInfoRequest*,
     ::dflash::eval::v1::ServerInfo* resp) {
   const Clock::time_point start = Clock::now();
-  ToProto(core_.GetServerInfo(), resp);
+  core::ServerInfo info = core_.GetServerInfo();
+  if (jobs_) {
+    info.queued_jobs = jobs_->queued();
+    info.running_jobs = jobs_->running();
+  }
+  ToProto(info, resp);
   LogCall("GetServerInfo", ctx, absl::OkStatus(), start);
   grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
   reactor->Finish(grpc::Status::OK);
@@ -144,7 +151,7 @@ grpc::ServerUnaryReactor* EvalService::Unload(Ctx* ctx, const char* method,
                                               const ::dflash::eval::v1::UnloadRequest* req,
                                               ::dflash::eval::v1::UnloadResponse* resp) {
   return Offload(ctx, method, [this, kind, req, resp]() -> absl::Status {
-    auto info = core_.Unload(kind, req->name());
+    auto info = jobs_ ? jobs_->Unload(kind, req->name()) : core_.Unload(kind, req->name());
     if (!info.ok()) return info.status();
     ToProto(*info, resp->mutable_resource());
     return absl::OkStatus();
@@ -202,6 +209,95 @@ grpc::ServerUnaryReactor* EvalService::RunEval(Ctx* ctx,
     });
     if (!result.ok()) return result.status();
     ToProto(*result, resp);
+    return absl::OkStatus();
+  });
+}
+
+template <typename Work>
+grpc::ServerUnaryReactor* EvalService::OffloadJob(Ctx* ctx, const char* method, Work work) {
+  if (jobs_ == nullptr) {
+    return Offload(ctx, method, [] {
+      return absl::UnimplementedError("this server was started without a job service");
+    });
+  }
+  return Offload(ctx, method, std::move(work));
+}
+
+grpc::ServerUnaryReactor* EvalService::SubmitEval(
+    Ctx* ctx, const ::dflash::eval::v1::SubmitEvalRequest* req,
+    ::dflash::eval::v1::EvalJob* resp) {
+  return OffloadJob(ctx, "SubmitEval", [this, req, resp]() -> absl::Status {
+    auto request = JobRequestFromProto(req->request());
+    if (!request.ok()) return request.status();
+    auto job = jobs_->Submit(*std::move(request));
+    if (!job.ok()) return job.status();
+    ToProto(*job, resp);
+    return absl::OkStatus();
+  });
+}
+
+grpc::ServerUnaryReactor* EvalService::GetEval(Ctx* ctx,
+                                               const ::dflash::eval::v1::GetEvalRequest* req,
+                                               ::dflash::eval::v1::EvalJob* resp) {
+  return OffloadJob(ctx, "GetEval", [this, req, resp]() -> absl::Status {
+    if (req->id().empty()) return absl::InvalidArgumentError("id is empty");
+    auto job = jobs_->Get(req->id());
+    if (!job.ok()) return job.status();
+    ToProto(*job, resp);
+    return absl::OkStatus();
+  });
+}
+
+grpc::ServerUnaryReactor* EvalService::ListEvals(
+    Ctx* ctx, const ::dflash::eval::v1::ListEvalsRequest* req,
+    ::dflash::eval::v1::ListEvalsResponse* resp) {
+  return OffloadJob(ctx, "ListEvals", [this, req, resp]() -> absl::Status {
+    auto query = FromProto(*req);
+    if (!query.ok()) return query.status();
+    auto page = jobs_->List(*query);
+    if (!page.ok()) return page.status();
+    for (const store::JobRecord& j : page->jobs) ToProto(j, resp->add_jobs());
+    resp->set_next_page_token(page->next_page_token);
+    return absl::OkStatus();
+  });
+}
+
+grpc::ServerWriteReactor<::dflash::eval::v1::EvalJob>* EvalService::WatchEval(
+    Ctx* ctx, const ::dflash::eval::v1::WatchEvalRequest* req) {
+  return new WatchReactor(jobs_, ctx, req->id());
+}
+
+grpc::ServerUnaryReactor* EvalService::CancelEval(
+    Ctx* ctx, const ::dflash::eval::v1::CancelEvalRequest* req,
+    ::dflash::eval::v1::EvalJob* resp) {
+  return OffloadJob(ctx, "CancelEval", [this, req, resp]() -> absl::Status {
+    if (req->id().empty()) return absl::InvalidArgumentError("id is empty");
+    auto job = jobs_->Cancel(req->id());
+    if (!job.ok()) return job.status();
+    ToProto(*job, resp);
+    return absl::OkStatus();
+  });
+}
+
+grpc::ServerUnaryReactor* EvalService::ResubmitEval(
+    Ctx* ctx, const ::dflash::eval::v1::ResubmitEvalRequest* req,
+    ::dflash::eval::v1::EvalJob* resp) {
+  return OffloadJob(ctx, "ResubmitEval", [this, req, resp]() -> absl::Status {
+    if (req->id().empty()) return absl::InvalidArgumentError("id is empty");
+    auto job = jobs_->Resubmit(req->id());
+    if (!job.ok()) return job.status();
+    ToProto(*job, resp);
+    return absl::OkStatus();
+  });
+}
+
+grpc::ServerUnaryReactor* EvalService::CompareEvals(
+    Ctx* ctx, const ::dflash::eval::v1::CompareEvalsRequest* req,
+    ::dflash::eval::v1::CompareEvalsResponse* resp) {
+  return OffloadJob(ctx, "CompareEvals", [this, req, resp]() -> absl::Status {
+    auto comparison = jobs_->Compare(std::vector<std::string>(req->ids().begin(), req->ids().end()));
+    if (!comparison.ok()) return comparison.status();
+    ToProto(*comparison, resp);
     return absl::OkStatus();
   });
 }

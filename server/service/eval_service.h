@@ -9,6 +9,7 @@
 #include <memory>
 
 #include "core/eval_core.h"
+#include "core/job_service.h"
 #include "dflash/eval/v1/service.grpc.pb.h"
 #include "service/worker_pool.h"
 
@@ -16,8 +17,11 @@ namespace dflash::service {
 
 class EvalService final : public ::dflash::eval::v1::DrafterEval::CallbackService {
  public:
-  // `core` must outlive the service. `workers`: threads for long calls.
-  EvalService(core::EvalCore& core, int workers);
+  // `core` and `jobs` must outlive the service. `workers`: threads for long
+  // calls. Without `jobs` the job RPCs answer UNIMPLEMENTED and unloads go
+  // straight to the core.
+  EvalService(core::EvalCore& core, core::JobService* jobs, int workers);
+  EvalService(core::EvalCore& core, int workers) : EvalService(core, nullptr, workers) {}
   ~EvalService() override;
 
   using ServerUnaryReactor = grpc::ServerUnaryReactor;
@@ -45,6 +49,22 @@ class EvalService final : public ::dflash::eval::v1::DrafterEval::CallbackServic
   ServerUnaryReactor* RunEval(Ctx* ctx, const ::dflash::eval::v1::RunEvalRequest* req,
                               ::dflash::eval::v1::EvalResult* resp) override;
 
+  // Jobs (core/job_service.h).
+  ServerUnaryReactor* SubmitEval(Ctx* ctx, const ::dflash::eval::v1::SubmitEvalRequest* req,
+                                 ::dflash::eval::v1::EvalJob* resp) override;
+  ServerUnaryReactor* GetEval(Ctx* ctx, const ::dflash::eval::v1::GetEvalRequest* req,
+                              ::dflash::eval::v1::EvalJob* resp) override;
+  ServerUnaryReactor* ListEvals(Ctx* ctx, const ::dflash::eval::v1::ListEvalsRequest* req,
+                                ::dflash::eval::v1::ListEvalsResponse* resp) override;
+  grpc::ServerWriteReactor<::dflash::eval::v1::EvalJob>* WatchEval(
+      Ctx* ctx, const ::dflash::eval::v1::WatchEvalRequest* req) override;
+  ServerUnaryReactor* CancelEval(Ctx* ctx, const ::dflash::eval::v1::CancelEvalRequest* req,
+                                 ::dflash::eval::v1::EvalJob* resp) override;
+  ServerUnaryReactor* ResubmitEval(Ctx* ctx, const ::dflash::eval::v1::ResubmitEvalRequest* req,
+                                   ::dflash::eval::v1::EvalJob* resp) override;
+  ServerUnaryReactor* CompareEvals(Ctx* ctx, const ::dflash::eval::v1::CompareEvalsRequest* req,
+                                   ::dflash::eval::v1::CompareEvalsResponse* resp) override;
+
  private:
   // Runs `work` (returning absl::Status) on the pool and finishes the call.
   template <typename Work>
@@ -53,7 +73,12 @@ class EvalService final : public ::dflash::eval::v1::DrafterEval::CallbackServic
                              const ::dflash::eval::v1::UnloadRequest* req,
                              ::dflash::eval::v1::UnloadResponse* resp);
 
+  // Offload for job RPCs: UNIMPLEMENTED without a job service.
+  template <typename Work>
+  ServerUnaryReactor* OffloadJob(Ctx* ctx, const char* method, Work work);
+
   core::EvalCore& core_;
+  core::JobService* jobs_;
   WorkerPool pool_;
 };
 

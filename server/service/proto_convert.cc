@@ -182,6 +182,8 @@ void ToProto(const eval::EvalResult& in, pb::EvalResult* out) {
   out->set_tokens_per_second(in.tokens_per_second);
   out->set_device(in.device);
   out->set_dtype(in.dtype);
+  out->set_drafter_fingerprint(in.drafter_fingerprint);
+  out->set_dataset_fingerprint(in.dataset_fingerprint);
   for (const auto& w : in.warnings) out->add_warnings(w);
 }
 
@@ -228,6 +230,133 @@ absl::StatusOr<core::EvalParams> FromProto(const pb::EvalRequest& in) {
   o.block_size = in.block_size();
   o.max_new_tokens = in.max_new_tokens();
   return p;
+}
+
+pb::JobState JobStateToProto(store::JobState state) {
+  switch (state) {
+    case store::JobState::kQueued: return pb::JOB_STATE_QUEUED;
+    case store::JobState::kRunning: return pb::JOB_STATE_RUNNING;
+    case store::JobState::kSucceeded: return pb::JOB_STATE_SUCCEEDED;
+    case store::JobState::kFailed: return pb::JOB_STATE_FAILED;
+    case store::JobState::kCancelled: return pb::JOB_STATE_CANCELLED;
+    case store::JobState::kInterrupted: return pb::JOB_STATE_INTERRUPTED;
+  }
+  return pb::JOB_STATE_UNSPECIFIED;
+}
+
+absl::StatusOr<store::JobRequest> JobRequestFromProto(const pb::EvalRequest& in) {
+  auto params = FromProto(in);
+  if (!params.ok()) return params.status();
+  store::JobRequest r;
+  r.drafter = params->drafter;
+  r.checkpoint_path = params->checkpoint_path;
+  r.dataset = params->dataset;
+  r.target = params->target;
+  r.options = params->options;
+  r.run = in.run();
+  r.step = in.step();
+  r.labels = std::map<std::string, std::string>(in.labels().begin(), in.labels().end());
+  r.unload_after = in.unload_after();
+  return r;
+}
+
+void ToProto(const store::JobRequest& in, pb::EvalRequest* out) {
+  out->set_drafter(in.drafter);
+  out->set_checkpoint_path(in.checkpoint_path);
+  out->set_dataset(in.dataset);
+  out->set_target(in.target);
+  const eval::EvalOptions& o = in.options;
+  out->set_mode(o.mode == eval::Mode::kAnchor ? pb::EVAL_MODE_ANCHOR : pb::EVAL_MODE_REPLAY);
+  out->set_max_samples(static_cast<int32_t>(o.max_samples));
+  out->set_max_blocks(static_cast<int32_t>(o.max_blocks));
+  switch (o.anchors) {
+    case eval::AnchorStrategy::kEven: out->set_anchors(pb::ANCHOR_STRATEGY_EVEN); break;
+    case eval::AnchorStrategy::kRandom: out->set_anchors(pb::ANCHOR_STRATEGY_RANDOM); break;
+    case eval::AnchorStrategy::kAll: out->set_anchors(pb::ANCHOR_STRATEGY_ALL); break;
+  }
+  out->set_seed(o.seed);
+  out->set_block_size(static_cast<int32_t>(o.block_size));
+  out->set_max_new_tokens(static_cast<int32_t>(o.max_new_tokens));
+  out->set_run(in.run);
+  out->set_step(in.step);
+  for (const auto& [k, v] : in.labels) (*out->mutable_labels())[k] = v;
+  out->set_unload_after(in.unload_after);
+}
+
+void ToProto(const store::JobRecord& in, pb::EvalJob* out) {
+  out->set_id(in.id);
+  out->set_state(JobStateToProto(in.state));
+  ToProto(in.request, out->mutable_request());
+  pb::EvalProgress* p = out->mutable_progress();
+  p->set_blocks_done(in.progress.blocks_done);
+  p->set_blocks_total(in.progress.blocks_total);
+  p->set_samples_done(in.progress.samples_done);
+  p->set_samples_total(in.progress.samples_total);
+  p->set_elapsed_seconds(in.progress.elapsed_seconds);
+  p->set_eta_seconds(in.progress.eta_seconds);
+  if (in.result) {
+    ToProto(*in.result, out->mutable_result());
+    // Fingerprints known at submit time, for results that lack them.
+    if (out->result().drafter_fingerprint().empty()) {
+      out->mutable_result()->set_drafter_fingerprint(in.drafter_fingerprint);
+    }
+    if (out->result().dataset_fingerprint().empty()) {
+      out->mutable_result()->set_dataset_fingerprint(in.dataset_fingerprint);
+    }
+  }
+  out->set_error_code(in.error_code);
+  out->set_error_message(in.error_message);
+  if (in.create_unix_micros) *out->mutable_create_time() = FromUnixMicros(in.create_unix_micros);
+  if (in.start_unix_micros) *out->mutable_start_time() = FromUnixMicros(in.start_unix_micros);
+  if (in.end_unix_micros) *out->mutable_end_time() = FromUnixMicros(in.end_unix_micros);
+  out->set_server_version(in.server_version);
+  out->set_interrupted_by_restart(in.interrupted_by_restart);
+  out->set_resubmitted_from(in.resubmitted_from);
+}
+
+absl::StatusOr<store::ListQuery> FromProto(const pb::ListEvalsRequest& in) {
+  store::ListQuery q;
+  switch (in.state()) {
+    case pb::JOB_STATE_UNSPECIFIED: break;
+    case pb::JOB_STATE_QUEUED: q.state = store::JobState::kQueued; break;
+    case pb::JOB_STATE_RUNNING: q.state = store::JobState::kRunning; break;
+    case pb::JOB_STATE_SUCCEEDED: q.state = store::JobState::kSucceeded; break;
+    case pb::JOB_STATE_FAILED: q.state = store::JobState::kFailed; break;
+    case pb::JOB_STATE_CANCELLED: q.state = store::JobState::kCancelled; break;
+    case pb::JOB_STATE_INTERRUPTED: q.state = store::JobState::kInterrupted; break;
+    default:
+      return absl::InvalidArgumentError(
+          absl::StrCat("state ", static_cast<int>(in.state()), " is not a job state"));
+  }
+  if (in.page_size() < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("page_size must be >= 0; got ", in.page_size()));
+  }
+  q.drafter = in.drafter();
+  q.dataset = in.dataset();
+  q.run = in.run();
+  if (in.min_step() != 0) q.min_step = in.min_step();
+  if (in.max_step() != 0) q.max_step = in.max_step();
+  q.labels = std::map<std::string, std::string>(in.labels().begin(), in.labels().end());
+  q.order_by_step = in.order_by_step();
+  q.page_size = in.page_size();
+  q.page_token = in.page_token();
+  return q;
+}
+
+void ToProto(const core::Comparison& in, pb::CompareEvalsResponse* out) {
+  for (const store::JobRecord& j : in.jobs) ToProto(j, out->add_jobs());
+  for (const std::string& w : in.warnings) out->add_warnings(w);
+  for (double v : in.accept_length) out->add_accept_length(v);
+  for (double v : in.accept_length_delta) out->add_accept_length_delta(v);
+  for (double v : in.tau) out->add_tau(v);
+  for (const core::PositionComparison& p : in.positions) {
+    pb::PositionComparison* pp = out->add_positions();
+    pp->set_position(p.position);
+    for (double v : p.accuracy) pp->add_accuracy(v);
+    for (double v : p.accuracy_delta) pp->add_accuracy_delta(v);
+    for (double v : p.acceptance) pp->add_acceptance(v);
+  }
 }
 
 }  // namespace dflash::service

@@ -5,6 +5,8 @@
 
 #include "absl/status/statusor.h"
 #include "core/eval_core.h"
+#include "core/job_service.h"
+#include "store/result_store.h"
 #include "dflash/eval/v1/eval.pb.h"
 #include "dflash/eval/v1/resources.pb.h"
 #include "dflash/eval/v1/service.pb.h"
@@ -25,5 +27,13 @@ pb::DType DTypeToProto(const std::string& dtype);
 absl::StatusOr<core::ResourceKind> KindFromProto(pb::ResourceKind kind);
 
 absl::StatusOr<core::EvalParams> FromProto(const pb::EvalRequest& in);
+
+// Jobs.
+pb::JobState JobStateToProto(store::JobState state);
+absl::StatusOr<store::JobRequest> JobRequestFromProto(const pb::EvalRequest& in);
+void ToProto(const store::JobRequest& in, pb::EvalRequest* out);
+void ToProto(const store::JobRecord& in, pb::EvalJob* out);
+absl::StatusOr<store::ListQuery> FromProto(const pb::ListEvalsRequest& in);
+void ToProto(const core::Comparison& in, pb::CompareEvalsResponse* out);
 
 }  // namespace dflash::service

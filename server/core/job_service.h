@@ -1,0 +1,68 @@
+// File: job_service.h
+// Evaluation jobs as the service sees them: submit, look up, list, watch,
+// cancel, resubmit, compare; and unloading that respects queued and running
+// jobs. Plain C++ (no gRPC, no torch); service/ maps it to the
+// SubmitEval..CompareEvals RPCs. Implementation: job_service_impl.h.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "core/eval_core.h"
+#include "jobs/job_queue.h"
+#include "store/result_store.h"
+
+namespace dflash::core {
+
+struct PositionComparison {
+  int position = 0;
+  std::vector<double> accuracy, accuracy_delta, acceptance;  // one per job
+};
+
+// Two or more SUCCEEDED jobs side by side; deltas are against jobs[0].
+struct Comparison {
+  std::vector<store::JobRecord> jobs;
+  std::vector<std::string> warnings;
+  std::vector<double> accept_length, accept_length_delta, tau;
+  std::vector<PositionComparison> positions;
+};
+
+struct WatchStart {
+  store::JobRecord current;
+  int64_t handle = 0;  // 0: the job had already finished; nothing follows
+};
+
+class JobService {
+ public:
+  virtual ~JobService() = default;
+
+  // Checks the request against what is resident and queues it (QUEUED).
+  virtual absl::StatusOr<store::JobRecord> Submit(store::JobRequest request) = 0;
+  // A new job with a finished job's request; resubmitted_from names the old.
+  virtual absl::StatusOr<store::JobRecord> Resubmit(const std::string& id) = 0;
+  virtual absl::StatusOr<store::JobRecord> Get(const std::string& id) = 0;
+  virtual absl::StatusOr<store::JobPage> List(const store::ListQuery& query) = 0;
+  // Returns the record once the job has stopped (or, for a long chunk, still
+  // RUNNING with the stop requested).
+  virtual absl::StatusOr<store::JobRecord> Cancel(const std::string& id) = 0;
+  virtual absl::StatusOr<Comparison> Compare(const std::vector<std::string>& ids) = 0;
+
+  // The job now and, unless finished, every later change via `fn` (under a
+  // lock: quick, and no calls back into the service), the final state last.
+  virtual absl::StatusOr<WatchStart> Watch(const std::string& id, jobs::WatchFn fn) = 0;
+  virtual void Unwatch(int64_t handle) = 0;
+
+  // EvalCore::Unload, refused (FailedPrecondition naming the jobs) while an
+  // unfinished job names the object.
+  virtual absl::StatusOr<ResourceInfo> Unload(ResourceKind kind, const std::string& name) = 0;
+
+  virtual int queued() const = 0;
+  virtual int running() const = 0;
+  // Stop accepting; running jobs get `grace`, then end INTERRUPTED.
+  virtual void Shutdown(std::chrono::milliseconds grace) = 0;
+};
+
+}  // namespace dflash::core

@@ -1,0 +1,242 @@
+#include "core/job_service_impl.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/status_macros.h"
+
+namespace dflash::core {
+namespace {
+
+using store::JobRecord;
+using store::JobState;
+
+// Finds the resident object a request names (empty: the only one), as
+// RunEval will: the same codes and words, but before the job is queued.
+absl::StatusOr<ResourceInfo> PickResident(const EvalCore& core, ResourceKind kind,
+                                          const std::string& name) {
+  std::vector<ResourceInfo> all = core.ListResources(kind);
+  std::vector<std::string> names;
+  for (const ResourceInfo& r : all) {
+    if (r.name == name) return r;
+    names.push_back(r.name);
+  }
+  const char* k = ResourceKindName(kind);
+  const std::string resident = names.empty() ? "none" : absl::StrJoin(names, ", ");
+  if (!name.empty()) {
+    return absl::NotFoundError(
+        absl::StrCat("no resident ", k, " named '", name, "' (resident: ", resident, ")"));
+  }
+  if (all.size() == 1) return all.front();
+  if (all.empty()) {
+    return absl::FailedPreconditionError(absl::StrCat("no ", k, " is loaded; load one first"));
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("several ", k, "s are resident (", resident, "); name one with --", k));
+}
+
+// "ev-1 X, ev-2 Y" when the jobs' values differ, else "".
+std::string Differs(const std::vector<JobRecord>& jobs,
+                    const std::function<std::string(const JobRecord&)>& value) {
+  std::vector<std::string> parts;
+  bool differ = false;
+  for (const JobRecord& j : jobs) {
+    parts.push_back(absl::StrCat(j.id, " ", value(j)));
+    differ |= value(j) != value(jobs.front());
+  }
+  return differ ? absl::StrJoin(parts, ", ") : "";
+}
+
+const char* AnchorName(eval::AnchorStrategy a) {
+  switch (a) {
+    case eval::AnchorStrategy::kEven: return "even";
+    case eval::AnchorStrategy::kRandom: return "random";
+    case eval::AnchorStrategy::kAll: return "all";
+  }
+  return "?";
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<JobServiceImpl>> JobServiceImpl::Create(
+    EvalCore& core, store::ResultStore& store, jobs::JobQueueOptions options) {
+  std::unique_ptr<JobServiceImpl> service(new JobServiceImpl(core));
+  JobServiceImpl* self = service.get();
+  ASSIGN_OR_RETURN(service->queue_,
+                   jobs::JobQueue::Create(
+                       store,
+                       [self](const JobRecord& job, const eval::ProgressFn& progress) {
+                         return self->RunJob(job, progress);
+                       },
+                       std::move(options)));
+  return service;
+}
+
+JobServiceImpl::~JobServiceImpl() { Shutdown(std::chrono::milliseconds(0)); }
+
+absl::StatusOr<eval::EvalResult> JobServiceImpl::RunJob(const JobRecord& job,
+                                                        const eval::ProgressFn& progress) {
+  const store::JobRequest& r = job.request;
+  EvalParams params{r.drafter, r.checkpoint_path, r.dataset, r.target, r.options};
+  absl::StatusOr<eval::EvalResult> result = core_.RunEval(params, progress);
+  if (r.unload_after && !r.drafter.empty()) {
+    std::lock_guard<std::mutex> lock(resource_mu_);
+    std::vector<std::string> others = queue_->UnfinishedJobsWhere(
+        [&r](const store::JobRequest& o) { return o.drafter == r.drafter; }, job.id);
+    std::string note;
+    if (!others.empty()) {
+      note = absl::StrCat("unload_after: drafter '", r.drafter, "' kept resident; jobs ",
+                          absl::StrJoin(others, ", "), " use it");
+    } else if (auto unloaded = core_.Unload(ResourceKind::kDrafter, r.drafter); !unloaded.ok()) {
+      note = absl::StrCat("unload_after: ", unloaded.status().message());
+    }
+    if (!note.empty() && result.ok()) result->warnings.push_back(note);
+  }
+  return result;
+}
+
+absl::StatusOr<JobRecord> JobServiceImpl::SubmitRecord(JobRecord record) {
+  const store::JobRequest& r = record.request;
+  if (r.drafter.empty() == r.checkpoint_path.empty()) {
+    return absl::InvalidArgumentError(
+        r.drafter.empty() ? "give a resident drafter name or a checkpoint path"
+                          : "give a resident drafter name or a checkpoint path, not both");
+  }
+  if (r.dataset.empty()) return absl::InvalidArgumentError("dataset is required");
+  std::lock_guard<std::mutex> lock(resource_mu_);
+  ASSIGN_OR_RETURN(ResourceInfo target, PickResident(core_, ResourceKind::kTarget, r.target));
+  ASSIGN_OR_RETURN(ResourceInfo dataset, PickResident(core_, ResourceKind::kDataset, r.dataset));
+  record.dataset_fingerprint = dataset.fingerprint;
+  if (!r.drafter.empty()) {
+    ASSIGN_OR_RETURN(ResourceInfo drafter, PickResident(core_, ResourceKind::kDrafter, r.drafter));
+    record.drafter_fingerprint = drafter.fingerprint;
+  }
+  record.device = target.device;
+  return queue_->Submit(std::move(record));
+}
+
+absl::StatusOr<JobRecord> JobServiceImpl::Submit(store::JobRequest request) {
+  JobRecord record;
+  record.request = std::move(request);
+  return SubmitRecord(std::move(record));
+}
+
+absl::StatusOr<JobRecord> JobServiceImpl::Resubmit(const std::string& id) {
+  ASSIGN_OR_RETURN(JobRecord old, queue_->Get(id));
+  if (!store::IsTerminal(old.state)) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "job ", id, " is ", store::JobStateName(old.state),
+        "; only finished jobs can be resubmitted (cancel it first)"));
+  }
+  JobRecord record;
+  record.request = old.request;
+  record.resubmitted_from = id;
+  return SubmitRecord(std::move(record));
+}
+
+absl::StatusOr<JobRecord> JobServiceImpl::Get(const std::string& id) { return queue_->Get(id); }
+
+absl::StatusOr<store::JobPage> JobServiceImpl::List(const store::ListQuery& query) {
+  return queue_->List(query);
+}
+
+absl::StatusOr<JobRecord> JobServiceImpl::Cancel(const std::string& id) {
+  return queue_->Cancel(id, std::chrono::seconds(10));
+}
+
+absl::StatusOr<Comparison> JobServiceImpl::Compare(const std::vector<std::string>& ids) {
+  if (ids.size() < 2) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("compare needs at least two job ids; got ", ids.size()));
+  }
+  Comparison c;
+  for (const std::string& id : ids) {
+    ASSIGN_OR_RETURN(JobRecord job, queue_->Get(id));
+    if (job.state != JobState::kSucceeded || !job.result) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("job ", id, " is ", store::JobStateName(job.state),
+                       "; only SUCCEEDED jobs can be compared"));
+    }
+    c.jobs.push_back(std::move(job));
+  }
+  const auto& jobs = c.jobs;
+  auto warn = [&](const char* what, const std::function<std::string(const JobRecord&)>& value) {
+    std::string d = Differs(jobs, value);
+    if (!d.empty()) c.warnings.push_back(absl::StrCat(what, ": ", d));
+  };
+  warn("scored on different datasets", [](const JobRecord& j) {
+    return absl::StrCat("'", j.request.dataset, "' (", j.dataset_fingerprint, ")");
+  });
+  warn("different modes", [](const JobRecord& j) {
+    return std::string(j.result->mode == eval::Mode::kAnchor ? "anchor" : "replay");
+  });
+  warn("different block sizes",
+       [](const JobRecord& j) { return absl::StrCat("B=", j.result->block_size); });
+  warn("different anchors", [](const JobRecord& j) {
+    const eval::EvalOptions& o = j.request.options;
+    if (o.mode != eval::Mode::kAnchor) return std::string("(replay)");
+    return absl::StrCat(AnchorName(o.anchors), ", max_blocks ", o.max_blocks,
+                        o.anchors == eval::AnchorStrategy::kRandom ? absl::StrCat(", seed ", o.seed)
+                                                                   : "");
+  });
+  warn("different sample limits",
+       [](const JobRecord& j) { return absl::StrCat("max_samples ", j.request.options.max_samples); });
+
+  const eval::EvalResult& base = *jobs.front().result;
+  size_t common = base.positions.size();
+  for (const JobRecord& j : jobs) {
+    const eval::EvalResult& r = *j.result;
+    c.accept_length.push_back(r.accept_length_pooled);
+    c.accept_length_delta.push_back(r.accept_length_pooled - base.accept_length_pooled);
+    c.tau.push_back(r.tau);
+    common = std::min(common, r.positions.size());
+  }
+  for (size_t p = 0; p < common; ++p) {
+    PositionComparison pc;
+    pc.position = base.positions[p].position;
+    for (const JobRecord& j : jobs) {
+      const eval::PositionMetrics& m = j.result->positions[p];
+      pc.accuracy.push_back(m.accuracy);
+      pc.accuracy_delta.push_back(m.accuracy - base.positions[p].accuracy);
+      pc.acceptance.push_back(m.acceptance);
+    }
+    c.positions.push_back(std::move(pc));
+  }
+  return c;
+}
+
+absl::StatusOr<WatchStart> JobServiceImpl::Watch(const std::string& id, jobs::WatchFn fn) {
+  ASSIGN_OR_RETURN(jobs::JobQueue::Watch w, queue_->Subscribe(id, std::move(fn)));
+  return WatchStart{std::move(w.current), w.handle};
+}
+
+void JobServiceImpl::Unwatch(int64_t handle) { queue_->Unsubscribe(handle); }
+
+absl::StatusOr<ResourceInfo> JobServiceImpl::Unload(ResourceKind kind, const std::string& name) {
+  std::lock_guard<std::mutex> lock(resource_mu_);
+  std::vector<std::string> users =
+      queue_->UnfinishedJobsWhere([kind, &name](const store::JobRequest& r) {
+        switch (kind) {
+          case ResourceKind::kDrafter: return r.drafter == name;
+          case ResourceKind::kDataset: return r.dataset == name;
+          case ResourceKind::kTarget: return r.target == name || r.target.empty();
+        }
+        return false;
+      });
+  if (!users.empty()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        ResourceKindName(kind), " '", name, "' is used by queued or running jobs ",
+        absl::StrJoin(users, ", "), "; cancel them or wait for them to finish"));
+  }
+  return core_.Unload(kind, name);
+}
+
+int JobServiceImpl::queued() const { return queue_->queued(); }
+int JobServiceImpl::running() const { return queue_->running(); }
+
+void JobServiceImpl::Shutdown(std::chrono::milliseconds grace) {
+  if (queue_) queue_->Shutdown(grace);
+}
+
+}  // namespace dflash::core

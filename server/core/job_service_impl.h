@@ -1,0 +1,49 @@
+// File: job_service_impl.h
+// JobService over an EvalCore, a JobQueue and a ResultStore. A job runs
+// EvalCore::RunEval with the same parameters RunEval gets, so its numbers are
+// RunEval's. unload_after frees a resident drafter after its job (a
+// checkpoint-path job's one-shot drafter is never kept anyway).
+#pragma once
+
+#include <memory>
+#include <mutex>
+
+#include "core/job_service.h"
+
+namespace dflash::core {
+
+class JobServiceImpl final : public JobService {
+ public:
+  // `core` and `store` must outlive the service.
+  static absl::StatusOr<std::unique_ptr<JobServiceImpl>> Create(EvalCore& core,
+                                                                store::ResultStore& store,
+                                                                jobs::JobQueueOptions options);
+  ~JobServiceImpl() override;
+
+  absl::StatusOr<store::JobRecord> Submit(store::JobRequest request) override;
+  absl::StatusOr<store::JobRecord> Resubmit(const std::string& id) override;
+  absl::StatusOr<store::JobRecord> Get(const std::string& id) override;
+  absl::StatusOr<store::JobPage> List(const store::ListQuery& query) override;
+  absl::StatusOr<store::JobRecord> Cancel(const std::string& id) override;
+  absl::StatusOr<Comparison> Compare(const std::vector<std::string>& ids) override;
+  absl::StatusOr<WatchStart> Watch(const std::string& id, jobs::WatchFn fn) override;
+  void Unwatch(int64_t handle) override;
+  absl::StatusOr<ResourceInfo> Unload(ResourceKind kind, const std::string& name) override;
+  int queued() const override;
+  int running() const override;
+  void Shutdown(std::chrono::milliseconds grace) override;
+
+ private:
+  explicit JobServiceImpl(EvalCore& core) : core_(core) {}
+  absl::StatusOr<eval::EvalResult> RunJob(const store::JobRecord& job,
+                                          const eval::ProgressFn& progress);
+  absl::StatusOr<store::JobRecord> SubmitRecord(store::JobRecord record);
+
+  EvalCore& core_;
+  // Held across "which jobs use it?" and the unload, and across a submit's
+  // resident check and its enqueue, so neither slips between the other.
+  std::mutex resource_mu_;
+  std::unique_ptr<jobs::JobQueue> queue_;
+};
+
+}  // namespace dflash::core

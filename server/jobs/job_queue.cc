@@ -1,0 +1,312 @@
+#include "jobs/job_queue.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+
+namespace dflash::jobs {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using store::JobRecord;
+using store::JobState;
+
+int64_t NowMicros() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<JobQueue>> JobQueue::Create(store::ResultStore& store,
+                                                           Runner runner,
+                                                           JobQueueOptions options) {
+  if (options.max_queued < 1 || options.concurrent_jobs < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "max_queued and concurrent_jobs must be >= 1; got ", options.max_queued, " and ",
+        options.concurrent_jobs));
+  }
+  RETURN_IF_ERROR(store.MarkInterruptedOnStartup(NowMicros()).status());
+  ASSIGN_OR_RETURN(std::string last_id, store.MaxId());
+  return std::unique_ptr<JobQueue>(
+      new JobQueue(store, std::move(runner), std::move(options), std::move(last_id)));
+}
+
+JobQueue::JobQueue(store::ResultStore& store, Runner runner, JobQueueOptions options,
+                   std::string last_id)
+    : store_(store),
+      runner_(std::move(runner)),
+      options_(std::move(options)),
+      ids_(std::move(last_id)) {
+  for (int i = 0; i < options_.concurrent_jobs; ++i) threads_.emplace_back([this] { RunLoop(); });
+}
+
+JobQueue::~JobQueue() { Shutdown(std::chrono::milliseconds(0)); }
+
+absl::StatusOr<JobRecord> JobQueue::Submit(JobRecord job) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!accepting_) return absl::UnavailableError("the server is shutting down; no new jobs");
+  if (static_cast<int>(queue_.size()) >= options_.max_queued) {
+    return absl::ResourceExhaustedError(absl::StrCat("queue is full (", queue_.size(),
+                                                     " queued, limit ", options_.max_queued,
+                                                     "); retry when jobs finish"));
+  }
+  job.create_unix_micros = NowMicros();
+  job.id = ids_.Next(job.create_unix_micros);
+  job.state = JobState::kQueued;
+  job.server_version = options_.server_version;
+  job.progress = {};
+  job.result.reset();
+  job.start_unix_micros = job.end_unix_micros = 0;
+  job.error_code = 0;
+  job.error_message.clear();
+  job.interrupted_by_restart = false;
+  RETURN_IF_ERROR(store_.Put(job), "recording job ", job.id);
+  auto entry = std::make_shared<Job>();
+  entry->record = job;
+  active_[job.id] = entry;
+  queue_.push_back(job.id);
+  cv_.notify_all();
+  return job;
+}
+
+absl::StatusOr<JobRecord> JobQueue::Get(const std::string& id) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = active_.find(id);
+    if (it != active_.end()) return it->second->record;
+  }
+  // A job leaves active_ only after its final record is stored.
+  return store_.Get(id);
+}
+
+absl::StatusOr<store::JobPage> JobQueue::List(const store::ListQuery& query) {
+  ASSIGN_OR_RETURN(store::JobPage page, store_.List(query));
+  // Unfinished jobs: show live progress rather than the stored snapshot.
+  std::lock_guard<std::mutex> lock(mu_);
+  for (JobRecord& r : page.jobs) {
+    auto it = active_.find(r.id);
+    if (it != active_.end()) r = it->second->record;
+  }
+  return page;
+}
+
+absl::StatusOr<JobRecord> JobQueue::Cancel(const std::string& id,
+                                           std::chrono::milliseconds wait) {
+  std::unique_lock<std::mutex> lock(mu_);
+  auto it = active_.find(id);
+  if (it == active_.end()) {
+    lock.unlock();
+    ASSIGN_OR_RETURN(JobRecord done, store_.Get(id));
+    return absl::FailedPreconditionError(absl::StrCat(
+        "job ", id, " already finished (", store::JobStateName(done.state), "); nothing to cancel"));
+  }
+  std::shared_ptr<Job> job = it->second;
+  if (job->record.state == JobState::kQueued) {
+    JobRecord r = job->record;
+    r.state = JobState::kCancelled;
+    r.end_unix_micros = NowMicros();
+    r.error_code = static_cast<int>(absl::StatusCode::kCancelled);
+    r.error_message = "cancelled before it started";
+    RETURN_IF_ERROR(store_.Put(r), "recording the cancellation of ", id);
+    for (auto q = queue_.begin(); q != queue_.end(); ++q) {
+      if (*q == id) {
+        queue_.erase(q);
+        break;
+      }
+    }
+    job->record = r;
+    active_.erase(it);
+    Publish(r);
+    cv_.notify_all();
+    return r;
+  }
+  job->cancel_requested = true;
+  cv_.wait_for(lock, wait, [&] { return active_.count(id) == 0; });
+  return job->record;  // the final record once it ended, else RUNNING
+}
+
+absl::StatusOr<JobQueue::Watch> JobQueue::Subscribe(const std::string& id, WatchFn fn) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = active_.find(id);
+    if (it != active_.end()) {
+      Watch w;
+      w.current = it->second->record;
+      std::lock_guard<std::mutex> wlock(watch_mu_);
+      w.handle = next_handle_++;
+      watchers_[w.handle] = Watcher{id, std::move(fn)};
+      return w;
+    }
+  }
+  ASSIGN_OR_RETURN(JobRecord done, store_.Get(id));
+  return Watch{std::move(done), 0};
+}
+
+void JobQueue::Unsubscribe(int64_t handle) {
+  std::lock_guard<std::mutex> wlock(watch_mu_);
+  watchers_.erase(handle);
+}
+
+void JobQueue::Publish(const JobRecord& record) {
+  std::lock_guard<std::mutex> wlock(watch_mu_);
+  for (const auto& [_, w] : watchers_) {
+    if (w.id == record.id) w.fn(record);
+  }
+  // Final states end every subscription to the job.
+  if (store::IsTerminal(record.state)) {
+    for (auto it = watchers_.begin(); it != watchers_.end();) {
+      it = it->second.id == record.id ? watchers_.erase(it) : std::next(it);
+    }
+  }
+}
+
+std::vector<std::string> JobQueue::UnfinishedJobsWhere(
+    const std::function<bool(const store::JobRequest&)>& uses,
+    const std::string& except_id) const {
+  std::vector<std::string> ids;
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& [id, job] : active_) {
+    if (id != except_id && uses(job->record.request)) ids.push_back(id);
+  }
+  return ids;
+}
+
+int JobQueue::queued() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return static_cast<int>(queue_.size());
+}
+
+int JobQueue::running() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return running_;
+}
+
+void JobQueue::RunLoop() {
+  for (;;) {
+    std::shared_ptr<Job> job;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+      if (stopping_) return;
+      job = active_.at(queue_.front());
+      queue_.pop_front();
+      ++running_;
+      job->record.state = JobState::kRunning;
+      job->record.start_unix_micros = NowMicros();
+      job->started = job->last_publish = Clock::now();
+      Publish(job->record);
+    }
+    RunOne(job);
+  }
+}
+
+bool JobQueue::OnProgress(Job& job, const eval::EvalProgress& p) {
+  std::lock_guard<std::mutex> lock(mu_);
+  store::JobProgress& out = job.record.progress;
+  const Clock::time_point now = Clock::now();
+  out.blocks_done = p.blocks_done;
+  out.blocks_total = p.blocks_total;
+  out.samples_done = p.samples_done;
+  out.samples_total = p.samples_total;
+  out.elapsed_seconds = Seconds(now - job.started);
+  out.eta_seconds = p.blocks_done > 0
+                        ? out.elapsed_seconds * static_cast<double>(p.blocks_total - p.blocks_done) /
+                              static_cast<double>(p.blocks_done)
+                        : 0;
+  if (now - job.last_publish >= options_.progress_interval) {
+    job.last_publish = now;
+    Publish(job.record);
+  }
+  return !job.cancel_requested && !interrupt_;
+}
+
+void JobQueue::RunOne(const std::shared_ptr<Job>& job) {
+  JobRecord record;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    record = job->record;
+  }
+  // Not fatal: the final Put below rewrites the whole record.
+  store_.Put(record).IgnoreError();
+  absl::StatusOr<eval::EvalResult> result = runner_(
+      record, [this, job](const eval::EvalProgress& p) { return OnProgress(*job, p); });
+
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    record = job->record;  // with the latest progress
+    record.end_unix_micros = NowMicros();
+    record.progress.elapsed_seconds = Seconds(Clock::now() - job->started);
+    record.progress.eta_seconds = 0;
+    if (result.ok()) {
+      record.state = JobState::kSucceeded;
+      if (!result->drafter_fingerprint.empty()) record.drafter_fingerprint = result->drafter_fingerprint;
+      if (!result->dataset_fingerprint.empty()) record.dataset_fingerprint = result->dataset_fingerprint;
+      record.device = result->device;
+      record.dtype = result->dtype;
+      record.result = *std::move(result);
+    } else if (job->cancel_requested && absl::IsCancelled(result.status())) {
+      record.state = JobState::kCancelled;
+      record.error_code = static_cast<int>(absl::StatusCode::kCancelled);
+      record.error_message = "cancelled while running";
+    } else if (interrupt_ && absl::IsCancelled(result.status())) {
+      record.state = JobState::kInterrupted;
+      record.interrupted_by_restart = true;
+      record.error_message = "the server stopped while this job was RUNNING; resubmit it";
+    } else {
+      record.state = JobState::kFailed;
+      record.error_code = static_cast<int>(result.status().code());
+      record.error_message = std::string(result.status().message());
+    }
+  }
+  // Committed (and, for SUCCEEDED, synced) before anyone can see the state.
+  absl::Status stored = store_.Put(record);
+  if (!stored.ok()) {
+    record.state = JobState::kFailed;
+    record.result.reset();
+    record.error_code = static_cast<int>(absl::StatusCode::kInternal);
+    record.error_message = absl::StrCat("the result could not be stored: ", stored.message());
+    store_.Put(record).IgnoreError();
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  job->record = record;
+  active_.erase(record.id);
+  --running_;
+  Publish(record);
+  cv_.notify_all();
+}
+
+void JobQueue::Shutdown(std::chrono::milliseconds grace) {
+  std::vector<std::thread> threads;
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    accepting_ = false;
+    for (const std::string& id : queue_) {
+      auto it = active_.find(id);
+      if (it == active_.end()) continue;
+      JobRecord r = it->second->record;
+      r.state = JobState::kInterrupted;
+      r.interrupted_by_restart = true;
+      r.end_unix_micros = NowMicros();
+      r.error_message = "the server stopped before this job ran; resubmit it";
+      // On failure the next start marks it INTERRUPTED from the store.
+      store_.Put(r).IgnoreError();
+      it->second->record = r;
+      active_.erase(it);
+      Publish(r);
+    }
+    queue_.clear();
+    cv_.wait_for(lock, grace, [this] { return running_ == 0; });
+    interrupt_ = true;
+    stopping_ = true;
+    threads.swap(threads_);
+    cv_.notify_all();
+  }
+  for (std::thread& t : threads) t.join();
+}
+
+}  // namespace dflash::jobs

@@ -1,0 +1,134 @@
+// File: job_queue.h
+// Evaluation jobs: a bounded FIFO served by N runner threads, every state
+// change written to a ResultStore, progress pushed to watchers. Knows nothing
+// of torch or gRPC: what a job does is the Runner (core/ passes one that calls
+// EvalCore::RunEval; tests pass a fake).
+//
+// States: QUEUED -> RUNNING -> SUCCEEDED | FAILED | CANCELLED | INTERRUPTED;
+// QUEUED -> CANCELLED (CancelEval) | INTERRUPTED (server stopping).
+// A SUCCEEDED record is committed to the store before any caller or watcher
+// can see that state.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "eval/eval_types.h"
+#include "jobs/job_id.h"
+#include "store/result_store.h"
+
+namespace dflash::jobs {
+
+// Runs one job. `progress` is the evaluator's ProgressFn: it records progress
+// and returns false when the job must stop (cancelled, or the server is
+// stopping); the runner then returns CancelledError.
+using Runner = std::function<absl::StatusOr<eval::EvalResult>(
+    const store::JobRecord& job, const eval::ProgressFn& progress)>;
+
+// Called with a copy of the record on every change. Runs under the queue's
+// lock: it must be quick and must not call back into the queue.
+using WatchFn = std::function<void(const store::JobRecord&)>;
+
+struct JobQueueOptions {
+  int max_queued = 64;       // QUEUED jobs at most; more is RESOURCE_EXHAUSTED
+  int concurrent_jobs = 1;   // runner threads
+  std::string server_version;
+  // Watchers get progress (not state changes) at most this often.
+  std::chrono::milliseconds progress_interval{200};
+};
+
+class JobQueue {
+ public:
+  // Marks the jobs a crash left QUEUED or RUNNING as INTERRUPTED, then starts
+  // the runners. `store` must outlive the queue.
+  static absl::StatusOr<std::unique_ptr<JobQueue>> Create(store::ResultStore& store,
+                                                          Runner runner,
+                                                          JobQueueOptions options);
+  ~JobQueue();  // Shutdown(0)
+  JobQueue(const JobQueue&) = delete;
+  JobQueue& operator=(const JobQueue&) = delete;
+
+  // `job` carries the request and, when known, fingerprints and
+  // resubmitted_from; the queue sets id, state, times and server version.
+  // ResourceExhausted when the queue is full, Unavailable once shutting down.
+  absl::StatusOr<store::JobRecord> Submit(store::JobRecord job);
+  // Live record for unfinished jobs, the store's for the others.
+  absl::StatusOr<store::JobRecord> Get(const std::string& id);
+  absl::StatusOr<store::JobPage> List(const store::ListQuery& query);
+  // QUEUED: CANCELLED at once. RUNNING: asked to stop at its next chunk
+  // boundary; waits up to `wait` for it to end and returns the record as it
+  // then stands. FailedPrecondition for a finished job, NotFound if unknown.
+  absl::StatusOr<store::JobRecord> Cancel(const std::string& id, std::chrono::milliseconds wait);
+
+  // The current record and, for an unfinished job, a subscription (handle
+  // != 0): `fn` sees every later change, the final state last. A finished
+  // job gets handle 0 and no calls.
+  struct Watch {
+    store::JobRecord current;
+    int64_t handle = 0;
+  };
+  absl::StatusOr<Watch> Subscribe(const std::string& id, WatchFn fn);
+  // Once this returns, the handle's fn is not running and is never called.
+  void Unsubscribe(int64_t handle);
+
+  // Ids of unfinished jobs (other than `except_id`) whose request `uses` says yes.
+  std::vector<std::string> UnfinishedJobsWhere(
+      const std::function<bool(const store::JobRequest&)>& uses,
+      const std::string& except_id = "") const;
+  int queued() const;
+  int running() const;
+
+  // Stops accepting; QUEUED jobs become INTERRUPTED; RUNNING jobs get
+  // `grace` to finish, then stop at their next chunk boundary as INTERRUPTED.
+  // Returns when every runner has stopped. Idempotent.
+  void Shutdown(std::chrono::milliseconds grace);
+
+ private:
+  struct Job {
+    store::JobRecord record;
+    bool cancel_requested = false;
+    std::chrono::steady_clock::time_point started, last_publish;
+  };
+
+  JobQueue(store::ResultStore& store, Runner runner, JobQueueOptions options,
+           std::string last_id);
+  void RunLoop();
+  void RunOne(const std::shared_ptr<Job>& job);
+  bool OnProgress(Job& job, const eval::EvalProgress& p);
+  void Publish(const store::JobRecord& record);  // under mu_
+
+  store::ResultStore& store_;
+  Runner runner_;
+  JobQueueOptions options_;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;  // work arrived, a job ended, stopping
+  JobIdGenerator ids_;
+  std::map<std::string, std::shared_ptr<Job>> active_;  // QUEUED and RUNNING
+  std::deque<std::string> queue_;
+  int running_ = 0;
+  bool accepting_ = true;
+  bool interrupt_ = false;  // running jobs stop at the next chunk
+  bool stopping_ = false;   // runner threads exit
+  std::vector<std::thread> threads_;
+
+  std::mutex watch_mu_;  // taken inside mu_ by Publish
+  struct Watcher {
+    std::string id;
+    WatchFn fn;
+  };
+  std::map<int64_t, Watcher> watchers_;
+  int64_t next_handle_ = 1;
+};
+
+}  // namespace dflash::jobs

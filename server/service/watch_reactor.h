@@ -1,0 +1,50 @@
+// File: watch_reactor.h
+// WatchEval's server stream: the job as it is now, then its changes (the
+// queue sends progress at most every 200 ms; while a write is in flight only
+// the newest change is kept), ending with the final state and OK. A client
+// that goes away ends the stream and the subscription.
+#pragma once
+
+#include <chrono>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include <grpcpp/grpcpp.h>
+
+#include "core/job_service.h"
+#include "dflash/eval/v1/service.grpc.pb.h"
+
+namespace dflash::service {
+
+class WatchReactor final : public grpc::ServerWriteReactor<::dflash::eval::v1::EvalJob> {
+ public:
+  // `jobs` null: finishes UNIMPLEMENTED.
+  WatchReactor(core::JobService* jobs, grpc::CallbackServerContext* ctx, const std::string& id);
+
+  void OnWriteDone(bool ok) override;
+  void OnCancel() override;
+  void OnDone() override;
+
+ private:
+  void OnChange(const store::JobRecord& record);
+  void WriteNextLocked();  // under mu_
+  void FinishLocked(const grpc::Status& status);
+
+  core::JobService* jobs_;
+  grpc::CallbackServerContext* ctx_;
+  std::string id_;
+  std::chrono::steady_clock::time_point start_;
+  int64_t handle_ = 0;
+
+  std::mutex mu_;
+  std::optional<store::JobRecord> pending_;  // newest change not yet written
+  ::dflash::eval::v1::EvalJob message_;      // the write in flight
+  bool started_ = false;
+  bool writing_ = false;
+  bool wrote_final_ = false;
+  bool finished_ = false;
+  int writes_ = 0;
+};
+
+}  // namespace dflash::service

@@ -1,0 +1,17 @@
+// File: record_json.h
+// JobRecord <-> JSON text, the form records take in a store's columns. Every
+// field round-trips exactly (doubles are written with 17 significant digits).
+#pragma once
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "store/result_store.h"
+
+namespace dflash::store {
+
+std::string RecordToJson(const JobRecord& record);
+// InvalidArgument when the text is not a record this code wrote.
+absl::StatusOr<JobRecord> RecordFromJson(const std::string& text);
+
+}  // namespace dflash::store

@@ -1,0 +1,352 @@
+#include "jobs/job_queue.h"
+
+#include <atomic>
+#include <condition_variable>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "jobs/job_id.h"
+#include "store/sqlite_result_store.h"
+#include "test_util/status_matchers.h"
+#include "test_util/temp_dir.h"
+
+namespace dflash::jobs {
+namespace {
+
+using ::dflash::testing::StatusIs;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using store::JobRecord;
+using store::JobState;
+using namespace std::chrono_literals;
+
+// A runner without torch: request.options.max_blocks "chunks", each waiting
+// for a permit from the test (or none with free_run), reporting progress
+// after each; label fail=1 makes it fail.
+struct FakeRunner {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<std::string> started;  // request.run of each job, in start order
+  int permits = 0;
+  bool free_run = false;
+
+  absl::StatusOr<eval::EvalResult> Run(const JobRecord& job, const eval::ProgressFn& progress) {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      started.push_back(job.request.run);
+      cv.notify_all();
+    }
+    if (job.request.labels.count("fail")) {
+      return absl::InvalidArgumentError("block_size 99 is above the drafter's 16");
+    }
+    const int64_t chunks = job.request.options.max_blocks;
+    for (int64_t i = 1; i <= chunks; ++i) {
+      {
+        std::unique_lock<std::mutex> lock(mu);
+        cv.wait(lock, [&] { return free_run || permits > 0; });
+        if (!free_run) --permits;
+      }
+      if (!progress({i, chunks, i, chunks})) return absl::CancelledError("evaluation cancelled");
+    }
+    eval::EvalResult r;
+    r.blocks = chunks;
+    r.accept_length_pooled = 1.5;
+    r.device = "cpu";
+    r.dtype = "fp32";
+    r.drafter_fingerprint = "fp-" + job.request.drafter;
+    return r;
+  }
+  void Allow(int n) {
+    std::lock_guard<std::mutex> lock(mu);
+    permits += n;
+    cv.notify_all();
+  }
+  void FreeRun() {
+    std::lock_guard<std::mutex> lock(mu);
+    free_run = true;
+    cv.notify_all();
+  }
+  void WaitStarted(size_t n) {
+    std::unique_lock<std::mutex> lock(mu);
+    ASSERT_TRUE(cv.wait_for(lock, 10s, [&] { return started.size() >= n; }));
+  }
+};
+
+JobRecord Request(const std::string& run, int64_t chunks, const std::string& drafter = "m") {
+  JobRecord r;
+  r.request.run = run;
+  r.request.drafter = drafter;
+  r.request.dataset = "d";
+  r.request.options.max_blocks = chunks;
+  return r;
+}
+
+class JobQueueTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto s = store::SqliteResultStore::Open(dir_.Join("results.sqlite3"));
+    ASSERT_OK(s.status());
+    store_ = std::move(s).value();
+  }
+
+  std::unique_ptr<JobQueue> Make(int max_queued = 64, int concurrent = 1) {
+    JobQueueOptions options;
+    options.max_queued = max_queued;
+    options.concurrent_jobs = concurrent;
+    options.server_version = "test-1";
+    options.progress_interval = 0ms;
+    auto q = JobQueue::Create(*store_, [this](const JobRecord& j, const eval::ProgressFn& p) {
+      return runner_.Run(j, p);
+    }, options);
+    EXPECT_OK(q.status());
+    return q.ok() ? std::move(q).value() : nullptr;
+  }
+
+  // Polls until the job is finished; returns its record.
+  JobRecord WaitDone(JobQueue& q, const std::string& id) {
+    for (int i = 0; i < 1000; ++i) {
+      auto r = q.Get(id);
+      if (r.ok() && store::IsTerminal(r->state)) return *r;
+      std::this_thread::sleep_for(10ms);
+    }
+    ADD_FAILURE() << "job " << id << " did not finish";
+    return {};
+  }
+
+  testing::TempDir dir_;
+  std::unique_ptr<store::SqliteResultStore> store_;
+  FakeRunner runner_;
+};
+
+TEST_F(JobQueueTest, JobsRunInSubmissionOrderAndSucceed) {
+  auto q = Make();
+  std::vector<std::string> ids;
+  for (int i = 0; i < 5; ++i) {
+    ASSERT_OK_AND_ASSIGN(JobRecord r, q->Submit(Request(absl::StrCat("r", i), 2)));
+    EXPECT_EQ(r.state, JobState::kQueued);
+    EXPECT_EQ(r.server_version, "test-1");
+    EXPECT_GT(r.create_unix_micros, 0);
+    if (!ids.empty()) EXPECT_GT(r.id, ids.back());  // ids sort by creation
+    ids.push_back(r.id);
+  }
+  runner_.FreeRun();
+  for (const std::string& id : ids) {
+    JobRecord r = WaitDone(*q, id);
+    EXPECT_EQ(r.state, JobState::kSucceeded);
+    ASSERT_TRUE(r.result.has_value());
+    EXPECT_EQ(r.result->blocks, 2);
+    EXPECT_EQ(r.drafter_fingerprint, "fp-m");
+    EXPECT_EQ(r.device, "cpu");
+    EXPECT_GE(r.end_unix_micros, r.start_unix_micros);
+    EXPECT_GE(r.start_unix_micros, r.create_unix_micros);
+    ASSERT_OK_AND_ASSIGN(JobRecord stored, store_->Get(id));
+    EXPECT_EQ(stored.state, JobState::kSucceeded);
+    EXPECT_TRUE(stored.result.has_value());
+  }
+  EXPECT_THAT(runner_.started, ElementsAre("r0", "r1", "r2", "r3", "r4"));
+}
+
+TEST_F(JobQueueTest, AFullQueueIsResourceExhausted) {
+  auto q = Make(/*max_queued=*/2);
+  ASSERT_OK(q->Submit(Request("a", 1)).status());
+  runner_.WaitStarted(1);  // a is running, so it no longer counts as queued
+  ASSERT_OK(q->Submit(Request("b", 1)).status());
+  ASSERT_OK(q->Submit(Request("c", 1)).status());
+  EXPECT_THAT(q->Submit(Request("d", 1)),
+              StatusIs(absl::StatusCode::kResourceExhausted,
+                       HasSubstr("queue is full (2 queued, limit 2)")));
+  EXPECT_EQ(q->queued(), 2);
+  EXPECT_EQ(q->running(), 1);
+  runner_.FreeRun();
+}
+
+TEST_F(JobQueueTest, CancellingAQueuedJobIsImmediate) {
+  auto q = Make();
+  ASSERT_OK_AND_ASSIGN(JobRecord a, q->Submit(Request("a", 1)));
+  ASSERT_OK_AND_ASSIGN(JobRecord b, q->Submit(Request("b", 1)));
+  runner_.WaitStarted(1);
+  ASSERT_OK_AND_ASSIGN(JobRecord cancelled, q->Cancel(b.id, 0ms));
+  EXPECT_EQ(cancelled.state, JobState::kCancelled);
+  ASSERT_OK_AND_ASSIGN(JobRecord stored, store_->Get(b.id));
+  EXPECT_EQ(stored.state, JobState::kCancelled);
+  runner_.FreeRun();
+  EXPECT_EQ(WaitDone(*q, a.id).state, JobState::kSucceeded);
+  EXPECT_THAT(runner_.started, ElementsAre("a"));  // b never ran
+  EXPECT_THAT(q->Cancel(b.id, 0ms), StatusIs(absl::StatusCode::kFailedPrecondition,
+                                             HasSubstr("already finished (CANCELLED)")));
+  EXPECT_THAT(q->Cancel("ev-none", 0ms), StatusIs(absl::StatusCode::kNotFound, HasSubstr("no job with id 'ev-none'")));
+}
+
+TEST_F(JobQueueTest, ARunningJobStopsAtTheNextChunkBoundary) {
+  auto q = Make();
+  ASSERT_OK_AND_ASSIGN(JobRecord a, q->Submit(Request("a", 10)));
+  runner_.Allow(2);
+  for (int i = 0; i < 500 && q->Get(a.id)->progress.blocks_done < 2; ++i) {
+    std::this_thread::sleep_for(5ms);
+  }
+  ASSERT_OK_AND_ASSIGN(JobRecord still, q->Cancel(a.id, 0ms));
+  EXPECT_EQ(still.state, JobState::kRunning);  // mid-chunk: it has not stopped yet
+  runner_.Allow(1);                            // the chunk in flight completes
+  JobRecord done = WaitDone(*q, a.id);
+  EXPECT_EQ(done.state, JobState::kCancelled);
+  EXPECT_EQ(done.progress.blocks_done, 3);
+  EXPECT_EQ(done.progress.blocks_total, 10);
+  EXPECT_EQ(done.error_code, static_cast<int>(absl::StatusCode::kCancelled));
+  EXPECT_FALSE(done.result.has_value());
+}
+
+TEST_F(JobQueueTest, CancelWaitsForTheRunningJobToEnd) {
+  auto q = Make();
+  runner_.FreeRun();
+  ASSERT_OK_AND_ASSIGN(JobRecord a, q->Submit(Request("a", 1000000)));
+  runner_.WaitStarted(1);
+  ASSERT_OK_AND_ASSIGN(JobRecord done, q->Cancel(a.id, 10s));
+  EXPECT_EQ(done.state, JobState::kCancelled);
+}
+
+TEST_F(JobQueueTest, WatchersSeeEveryStateAndMonotoneProgressCommittedFirst) {
+  auto q = Make();
+  ASSERT_OK_AND_ASSIGN(JobRecord a, q->Submit(Request("a", 20)));
+  std::mutex mu;
+  std::vector<JobRecord> seen;
+  std::vector<std::string> stored_states;
+  ASSERT_OK_AND_ASSIGN(JobQueue::Watch w, q->Subscribe(a.id, [&](const JobRecord& r) {
+    std::lock_guard<std::mutex> lock(mu);
+    seen.push_back(r);
+    // What the store says at the moment the watcher hears of the state.
+    auto s = store_->Get(r.id);
+    stored_states.push_back(s.ok() ? store::JobStateName(s->state) : "?");
+  }));
+  EXPECT_NE(w.handle, 0);
+  EXPECT_EQ(w.current.state, JobState::kQueued);
+  runner_.FreeRun();
+  WaitDone(*q, a.id);
+  std::lock_guard<std::mutex> lock(mu);
+  ASSERT_GE(seen.size(), 3u);
+  EXPECT_EQ(seen.front().state, JobState::kRunning);
+  EXPECT_EQ(seen.back().state, JobState::kSucceeded);
+  EXPECT_TRUE(seen.back().result.has_value());
+  EXPECT_EQ(stored_states.back(), "SUCCEEDED");
+  int64_t last = 0;
+  for (const JobRecord& r : seen) {
+    EXPECT_GE(r.progress.blocks_done, last);
+    last = r.progress.blocks_done;
+  }
+  EXPECT_EQ(last, 20);
+  // A finished job: the final record, no subscription.
+  ASSERT_OK_AND_ASSIGN(JobQueue::Watch after, q->Subscribe(a.id, [](const JobRecord&) {}));
+  EXPECT_EQ(after.handle, 0);
+  EXPECT_EQ(after.current.state, JobState::kSucceeded);
+  EXPECT_THAT(q->Subscribe("ev-none", [](const JobRecord&) {}),
+              StatusIs(absl::StatusCode::kNotFound, HasSubstr("no job with id 'ev-none'")));
+}
+
+TEST_F(JobQueueTest, UnsubscribedWatchersAreNotCalled) {
+  auto q = Make();
+  ASSERT_OK_AND_ASSIGN(JobRecord a, q->Submit(Request("a", 5)));
+  std::atomic<int> calls{0};
+  ASSERT_OK_AND_ASSIGN(JobQueue::Watch w, q->Subscribe(a.id, [&](const JobRecord&) { ++calls; }));
+  q->Unsubscribe(w.handle);
+  runner_.FreeRun();
+  WaitDone(*q, a.id);
+  EXPECT_EQ(calls.load(), 0);
+}
+
+TEST_F(JobQueueTest, AFailingRunnerGivesFailedWithItsStatus) {
+  auto q = Make();
+  JobRecord bad = Request("bad", 1);
+  bad.request.labels["fail"] = "1";
+  ASSERT_OK_AND_ASSIGN(JobRecord r, q->Submit(bad));
+  JobRecord done = WaitDone(*q, r.id);
+  EXPECT_EQ(done.state, JobState::kFailed);
+  EXPECT_EQ(done.error_code, static_cast<int>(absl::StatusCode::kInvalidArgument));
+  EXPECT_EQ(done.error_message, "block_size 99 is above the drafter's 16");
+}
+
+TEST_F(JobQueueTest, ShutdownInterruptsRunningAndQueuedJobs) {
+  auto q = Make();
+  ASSERT_OK_AND_ASSIGN(JobRecord a, q->Submit(Request("a", 10)));
+  ASSERT_OK_AND_ASSIGN(JobRecord b, q->Submit(Request("b", 10)));
+  runner_.WaitStarted(1);
+  std::thread stopper([&] { q->Shutdown(0ms); });
+  std::this_thread::sleep_for(50ms);
+  runner_.Allow(100);  // the chunk in flight finishes; the next boundary stops it
+  stopper.join();
+  for (const std::string& id : {a.id, b.id}) {
+    ASSERT_OK_AND_ASSIGN(JobRecord r, store_->Get(id));
+    EXPECT_EQ(r.state, JobState::kInterrupted) << id;
+    EXPECT_TRUE(r.interrupted_by_restart) << id;
+  }
+  EXPECT_THAT(q->Submit(Request("c", 1)),
+              StatusIs(absl::StatusCode::kUnavailable, HasSubstr("shutting down")));
+  EXPECT_THAT(runner_.started, ElementsAre("a"));
+}
+
+TEST_F(JobQueueTest, ShutdownGraceLetsARunningJobFinish) {
+  auto q = Make();
+  runner_.FreeRun();
+  ASSERT_OK_AND_ASSIGN(JobRecord a, q->Submit(Request("a", 3)));
+  runner_.WaitStarted(1);
+  q->Shutdown(10s);
+  ASSERT_OK_AND_ASSIGN(JobRecord r, store_->Get(a.id));
+  EXPECT_EQ(r.state, JobState::kSucceeded);
+}
+
+TEST_F(JobQueueTest, JobsLeftUnfinishedByACrashComeBackInterrupted) {
+  JobRecord left = Request("crashed", 1);
+  left.id = "ev-20260101-000000-0001";
+  left.state = JobState::kRunning;
+  ASSERT_OK(store_->Put(left));
+  auto q = Make();
+  ASSERT_OK_AND_ASSIGN(JobRecord r, q->Get(left.id));
+  EXPECT_EQ(r.state, JobState::kInterrupted);
+  EXPECT_TRUE(r.interrupted_by_restart);
+  ASSERT_OK_AND_ASSIGN(JobRecord next, q->Submit(Request("n", 1)));
+  EXPECT_GT(next.id, left.id);
+  runner_.FreeRun();
+}
+
+TEST_F(JobQueueTest, UnfinishedJobsWhereNamesTheJobsUsingAResource) {
+  auto q = Make();
+  ASSERT_OK_AND_ASSIGN(JobRecord a, q->Submit(Request("a", 1, "m")));
+  ASSERT_OK_AND_ASSIGN(JobRecord b, q->Submit(Request("b", 1, "other")));
+  ASSERT_OK_AND_ASSIGN(JobRecord c, q->Submit(Request("c", 1, "m")));
+  auto uses_m = [](const store::JobRequest& r) { return r.drafter == "m"; };
+  EXPECT_THAT(q->UnfinishedJobsWhere(uses_m), ElementsAre(a.id, c.id));
+  EXPECT_THAT(q->UnfinishedJobsWhere(uses_m, a.id), ElementsAre(c.id));
+  runner_.FreeRun();
+  WaitDone(*q, c.id);
+  EXPECT_THAT(q->UnfinishedJobsWhere(uses_m), ElementsAre());
+}
+
+TEST_F(JobQueueTest, ConcurrentRunnersRunJobsSideBySide) {
+  auto q = Make(64, /*concurrent=*/2);
+  ASSERT_OK(q->Submit(Request("a", 1)).status());
+  ASSERT_OK(q->Submit(Request("b", 1)).status());
+  runner_.WaitStarted(2);  // both started without any permit
+  EXPECT_EQ(q->running(), 2);
+  runner_.FreeRun();
+}
+
+TEST_F(JobQueueTest, BadOptionsAreInvalidArgument) {
+  JobQueueOptions options;
+  options.max_queued = 0;
+  EXPECT_THAT(JobQueue::Create(*store_, nullptr, options),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("must be >= 1")));
+}
+
+TEST(JobIdGeneratorTest, IdsAreSortableAndUniqueWithinASecondAndAcrossClockSteps) {
+  JobIdGenerator ids;
+  const int64_t t = 1796014502000000;  // 2026-11-30 04:55:02 UTC
+  EXPECT_EQ(ids.Next(t), "ev-20261130-045502-0001");
+  EXPECT_EQ(ids.Next(t + 10), "ev-20261130-045502-0002");
+  EXPECT_EQ(ids.Next(t - 5000000), "ev-20261130-045502-0003");  // clock stepped back
+  EXPECT_EQ(ids.Next(t + 1000000), "ev-20261130-045503-0001");
+  JobIdGenerator after("ev-20261130-045502-0041");
+  EXPECT_EQ(after.Next(t), "ev-20261130-045502-0042");
+}
+
+}  // namespace
+}  // namespace dflash::jobs
