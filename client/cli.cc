@@ -36,6 +36,8 @@ int RunCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
 
   CLI::App app{"dflash-eval: client for the dflash-evald evaluation server"};
   app.require_subcommand(1);
+  // Global flags also after the command: `dflash-eval list --json`.
+  app.fallthrough();
   app.add_option("--server", g.server, "HOST:PORT (default: $DFLASH_EVAL_SERVER or 127.0.0.1:50051)");
   app.add_flag("--json", g.json, "print the reply as JSON (proto JSON mapping)");
   app.add_option("--timeout", g.timeout_seconds, "seconds to wait for a reply (0 = no limit)")

@@ -44,6 +44,10 @@ void ProgressPrinter::Update(const pb::EvalJob& job) {
 
 void ProgressPrinter::Finish(const pb::EvalJob& final_job) {
   if (mode_ != Mode::kBar || !drawn_) return;
+  if (last_state_ == final_job.state()) {  // the stream's last update already shows it
+    out_ << "\n" << std::flush;
+    return;
+  }
   pb::EvalJob shown = final_job;
   if (final_job.state() == pb::JOB_STATE_SUCCEEDED && shown.progress().blocks_total() > 0) {
     shown.mutable_progress()->set_blocks_done(shown.progress().blocks_total());
