@@ -243,9 +243,11 @@ TEST_F(JobsCliTest, CancelAndResubmit) {
   for (int i = 0; i < 4; ++i) {
     ids.push_back(Detached({"--drafter", "m", "--dataset", "d", "--anchors", "all"}));
   }
-  CommandResult c = Cli({"cancel", ids.back()});
+  CommandResult c = Cli({"--json", "cancel", ids.back()});
   if (c.exit_code == 0) {
-    EXPECT_THAT(c.out, HasSubstr("job " + ids.back()));
+    json cancelled = json::parse(c.out);
+    EXPECT_EQ(cancelled["id"], ids.back());
+    EXPECT_NE(cancelled["state"], "JOB_STATE_SUCCEEDED");
     CommandResult results = Cli({"results", ids.back(), "--wait", "--progress", "none"});
     if (Cli({"status", ids.back()}).out.find("CANCELLED") != std::string::npos) {
       EXPECT_EQ(results.exit_code, 1);
