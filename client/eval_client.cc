@@ -3,6 +3,8 @@
 #include <grpcpp/create_channel.h>
 #include <grpcpp/security/credentials.h>
 
+#include <thread>
+
 #include "absl/strings/str_cat.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 
@@ -65,7 +67,79 @@ DFLASH_UNARY(LoadTarget, pb::LoadTargetRequest, pb::LoadResponse)
 DFLASH_UNARY(LoadDataset, pb::LoadDatasetRequest, pb::LoadResponse)
 DFLASH_UNARY(ListResources, pb::ListResourcesRequest, pb::ListResourcesResponse)
 DFLASH_UNARY(RunEval, pb::RunEvalRequest, pb::EvalResult)
+DFLASH_UNARY(SubmitEval, pb::SubmitEvalRequest, pb::EvalJob)
+DFLASH_UNARY(ListEvals, pb::ListEvalsRequest, pb::ListEvalsResponse)
 #undef DFLASH_UNARY
+
+// Unary calls that take a job id.
+#define DFLASH_BY_ID(Method, Request)                                  \
+  absl::StatusOr<pb::EvalJob> EvalClient::Method(const std::string& id) { \
+    grpc::ClientContext ctx;                                           \
+    Prepare(&ctx);                                                     \
+    Request req;                                                       \
+    req.set_id(id);                                                    \
+    pb::EvalJob resp;                                                  \
+    absl::Status s = Convert(stub_->Method(&ctx, req, &resp));         \
+    if (!s.ok()) return s;                                             \
+    return resp;                                                       \
+  }
+
+DFLASH_BY_ID(GetEval, pb::GetEvalRequest)
+DFLASH_BY_ID(CancelEval, pb::CancelEvalRequest)
+DFLASH_BY_ID(ResubmitEval, pb::ResubmitEvalRequest)
+#undef DFLASH_BY_ID
+
+bool IsFinalState(pb::JobState state) {
+  return state == pb::JOB_STATE_SUCCEEDED || state == pb::JOB_STATE_FAILED ||
+         state == pb::JOB_STATE_CANCELLED || state == pb::JOB_STATE_INTERRUPTED;
+}
+
+absl::StatusOr<pb::CompareEvalsResponse> EvalClient::CompareEvals(
+    const std::vector<std::string>& ids) {
+  grpc::ClientContext ctx;
+  Prepare(&ctx);
+  pb::CompareEvalsRequest req;
+  for (const std::string& id : ids) req.add_ids(id);
+  pb::CompareEvalsResponse resp;
+  absl::Status s = Convert(stub_->CompareEvals(&ctx, req, &resp));
+  if (!s.ok()) return s;
+  return resp;
+}
+
+absl::StatusOr<pb::EvalJob> EvalClient::WatchEval(const std::string& id,
+                                                  const JobCallback& on_update) {
+  grpc::ClientContext ctx;  // no deadline: the stream lasts as long as the job
+  pb::WatchEvalRequest req;
+  req.set_id(id);
+  std::unique_ptr<grpc::ClientReader<pb::EvalJob>> reader = stub_->WatchEval(&ctx, req);
+  pb::EvalJob job;
+  bool got_any = false;
+  while (reader->Read(&job)) {
+    got_any = true;
+    if (on_update) on_update(job);
+    if (IsFinalState(job.state())) {
+      ctx.TryCancel();  // the server ends the stream here; do not wait for it
+      break;
+    }
+  }
+  grpc::Status st = reader->Finish();
+  if (got_any && IsFinalState(job.state())) return job;
+  if (st.error_code() == grpc::StatusCode::UNIMPLEMENTED) return PollEval(id, on_update);
+  if (absl::Status s = Convert(st); !s.ok()) return s;
+  // The stream ended before a final state (a server draining): read it once more.
+  return PollEval(id, on_update);
+}
+
+absl::StatusOr<pb::EvalJob> EvalClient::PollEval(const std::string& id,
+                                                 const JobCallback& on_update) {
+  for (;;) {
+    absl::StatusOr<pb::EvalJob> job = GetEval(id);
+    if (!job.ok()) return job.status();
+    if (on_update) on_update(*job);
+    if (IsFinalState(job->state())) return job;
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  }
+}
 
 absl::StatusOr<pb::ServerInfo> EvalClient::GetServerInfo() {
   grpc::ClientContext ctx;

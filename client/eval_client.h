@@ -5,8 +5,10 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <grpcpp/channel.h>
 
@@ -16,6 +18,9 @@
 namespace dflash::client {
 
 namespace pb = ::dflash::eval::v1;
+
+// SUCCEEDED, FAILED, CANCELLED, INTERRUPTED: the job will not change again.
+bool IsFinalState(pb::JobState state);
 
 class EvalClient {
  public:
@@ -36,9 +41,25 @@ class EvalClient {
   absl::StatusOr<pb::ListResourcesResponse> ListResources(const pb::ListResourcesRequest& req);
   absl::StatusOr<pb::EvalResult> RunEval(const pb::RunEvalRequest& req);
 
+  // The job service. SubmitEval returns at once with the job (QUEUED or later).
+  absl::StatusOr<pb::EvalJob> SubmitEval(const pb::SubmitEvalRequest& req);
+  absl::StatusOr<pb::EvalJob> GetEval(const std::string& id);
+  absl::StatusOr<pb::ListEvalsResponse> ListEvals(const pb::ListEvalsRequest& req);
+  absl::StatusOr<pb::EvalJob> CancelEval(const std::string& id);
+  absl::StatusOr<pb::EvalJob> ResubmitEval(const std::string& id);
+  absl::StatusOr<pb::CompareEvalsResponse> CompareEvals(const std::vector<std::string>& ids);
+
+  // Follows a job until it ends: `on_update` sees every EvalJob the server
+  // streams; returns the last one (a final state). No deadline: evaluations
+  // may run for hours; a dropped connection ends the call with UNAVAILABLE.
+  // A server without WatchEval (UNIMPLEMENTED) is polled with GetEval instead.
+  using JobCallback = std::function<void(const pb::EvalJob&)>;
+  absl::StatusOr<pb::EvalJob> WatchEval(const std::string& id, const JobCallback& on_update);
+
  private:
   void Prepare(grpc::ClientContext* ctx) const;
   absl::Status Convert(const grpc::Status& status) const;
+  absl::StatusOr<pb::EvalJob> PollEval(const std::string& id, const JobCallback& on_update);
 
   std::string address_;
   std::chrono::milliseconds timeout_;

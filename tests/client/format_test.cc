@@ -1,5 +1,6 @@
 // The client's human renderings: numbers, bars and the +1 explanation.
 #include "client/format.h"
+#include "client/format_jobs.h"
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -76,6 +77,128 @@ TEST(FormatTest, JsonUsesTheProtoMapping) {
   EXPECT_THAT(j, HasSubstr("\"name\": \"x\""));
   EXPECT_THAT(j, HasSubstr("\"bytes\": \"5\""));       // int64 as a string, per the mapping
   EXPECT_THAT(j, HasSubstr("\"sourcePath\": \"\""));   // defaults printed
+}
+
+pb::EvalJob DoneJob(const std::string& id, const std::string& drafter, int64_t step,
+                    double accept_length, std::vector<double> accuracy) {
+  pb::EvalJob j;
+  j.set_id(id);
+  j.set_state(pb::JOB_STATE_SUCCEEDED);
+  j.mutable_request()->set_drafter(drafter);
+  j.mutable_request()->set_dataset("gsm8k");
+  j.mutable_request()->set_run("run-a");
+  j.mutable_request()->set_step(step);
+  j.mutable_create_time()->set_seconds(1714564984);  // 2024-05-01 12:03:04Z
+  pb::EvalResult* r = j.mutable_result();
+  r->set_block_size(static_cast<int>(accuracy.size()) + 1);
+  r->set_blocks(40);
+  r->set_accept_length_pooled(accept_length);
+  r->set_tau(accept_length - 0.1);
+  for (size_t i = 0; i < accuracy.size(); ++i) {
+    pb::PositionMetrics* p = r->add_positions();
+    p->set_position(static_cast<int>(i) + 1);
+    p->set_accuracy(accuracy[i]);
+  }
+  return j;
+}
+
+TEST(FormatJobsTest, ProgressLineHasBarCountsPercentAndEta) {
+  pb::EvalProgress p;
+  p.set_blocks_done(12);
+  p.set_blocks_total(40);
+  p.set_elapsed_seconds(3.5);
+  p.set_eta_seconds(125);
+  EXPECT_EQ(FormatProgressLine(p, 10), "[###.......] 12/40 blocks  30%  elapsed 3.5s  ETA 2m 5s");
+  p.set_blocks_done(40);
+  EXPECT_EQ(FormatProgressLine(p, 10), "[##########] 40/40 blocks 100%  elapsed 3.5s");
+  pb::EvalProgress empty;  // nothing known yet: no division by zero
+  EXPECT_EQ(FormatProgressLine(empty, 4), "[....] 0/0 blocks   0%  elapsed 0.0s");
+}
+
+TEST(FormatJobsTest, StatusShowsStateRequestTimingsAndError) {
+  pb::EvalJob j;
+  j.set_id("job-1");
+  j.set_state(pb::JOB_STATE_FAILED);
+  j.mutable_request()->set_checkpoint_path("/m/run-a/step-4000/");
+  j.mutable_request()->set_dataset("gsm8k");
+  j.mutable_request()->set_run("run-a");
+  j.mutable_request()->set_step(4000);
+  (*j.mutable_request()->mutable_labels())["lr"] = "3e-4";
+  j.mutable_create_time()->set_seconds(1714564984);
+  j.mutable_start_time()->set_seconds(1714564986);
+  j.mutable_end_time()->set_seconds(1714565111);
+  j.set_error_code(9);
+  j.set_error_message("drafter needs layer 9; dataset holds [1, 3, 5, 7]");
+  const std::string s = FormatJobStatus(j);
+  EXPECT_THAT(s, HasSubstr("job job-1  FAILED\n"));
+  EXPECT_THAT(s, HasSubstr("  checkpoint   /m/run-a/step-4000/\n"));
+  EXPECT_THAT(s, HasSubstr("  run / step   run-a / 4000\n"));
+  EXPECT_THAT(s, HasSubstr("  labels       lr=3e-4\n"));
+  EXPECT_THAT(s, HasSubstr("  created      2024-05-01 12:03:04Z\n"));
+  EXPECT_THAT(s, HasSubstr("(queued 2.0s)"));
+  EXPECT_THAT(s, HasSubstr("(ran 2m 5s)"));
+  EXPECT_THAT(s, HasSubstr("  error        FAILED: FAILED_PRECONDITION: drafter needs layer 9"));
+  EXPECT_EQ(DrafterLabel(j.request()), "step-4000");
+  EXPECT_EQ(FormatTimestamp(google::protobuf::Timestamp()), "-");
+
+  pb::EvalJob interrupted;
+  interrupted.set_id("job-2");
+  interrupted.set_state(pb::JOB_STATE_INTERRUPTED);
+  interrupted.set_interrupted_by_restart(true);
+  EXPECT_THAT(FormatJobOutcome(interrupted),
+              HasSubstr("INTERRUPTED (the server stopped while it ran; 'dflash-eval resubmit job-2'"));
+}
+
+TEST(FormatJobsTest, ListIsATableWithTheNextPage) {
+  pb::ListEvalsResponse list;
+  *list.add_jobs() = DoneJob("job-2", "step-200", 200, 3.25, {0.9});
+  pb::EvalJob* queued = list.add_jobs();
+  queued->set_id("job-1");
+  queued->set_state(pb::JOB_STATE_QUEUED);
+  queued->mutable_request()->set_drafter("m");
+  queued->mutable_request()->set_dataset("d");
+  list.set_next_page_token("tok");
+  const std::string s = FormatJobList(list);
+  EXPECT_THAT(s, HasSubstr("ID    STATE       DRAFTER"));
+  EXPECT_THAT(s, HasSubstr("job-2 SUCCEEDED   step-200             gsm8k        run-a             200    3.250  2024-05-01 12:03:04Z\n"));
+  EXPECT_THAT(s, HasSubstr("job-1 QUEUED      m                    d            -                   -        -  -\n"));
+  EXPECT_THAT(s, HasSubstr("more: --page-token tok\n"));
+  EXPECT_LT(s.find("job-2"), s.find("job-1"));  // the server's order kept
+  EXPECT_EQ(FormatJobList(pb::ListEvalsResponse()), "no evaluations\n");
+}
+
+TEST(FormatJobsTest, ComparisonShowsDifferencesFromTheFirstJob) {
+  pb::CompareEvalsResponse cmp;
+  *cmp.add_jobs() = DoneJob("job-a", "step-100", 100, 2.5, {0.8, 0.5});
+  *cmp.add_jobs() = DoneJob("job-b", "step-200", 200, 2.75, {0.85, 0.45, 0.3});
+  cmp.add_warnings("jobs were scored on different datasets: gsm8k, mtbench");
+  const std::string s = FormatComparison(cmp);
+  EXPECT_THAT(s, HasSubstr("job              job-a              job-b\n"));
+  EXPECT_THAT(s, HasSubstr("accept length    2.500              2.750 (+0.250)\n"));
+  EXPECT_THAT(s, HasSubstr("tau              2.400              2.650 (+0.250)\n"));
+  EXPECT_THAT(s, HasSubstr("  pos 1          0.8000             0.8500 (+0.0500)\n"));
+  EXPECT_THAT(s, HasSubstr("  pos 2          0.5000             0.4500 (-0.0500)\n"));
+  EXPECT_THAT(s, HasSubstr("  pos 3          -                  0.3000\n"));  // only one job has it
+  EXPECT_THAT(s, HasSubstr("warning: jobs were scored on different datasets"));
+}
+
+TEST(FormatJobsTest, HistoryHasStepAcceptLengthAndFirstPositions) {
+  std::vector<pb::EvalJob> jobs = {DoneJob("job-a", "s100", 100, 2.5, {0.8, 0.5, 0.4, 0.3, 0.2}),
+                                   DoneJob("job-b", "s200", 200, 2.75, {0.85})};
+  const std::string s = FormatHistory("run-a", jobs);
+  EXPECT_THAT(s, HasSubstr("run run-a: 2 evaluation(s)\n"));
+  EXPECT_THAT(s, HasSubstr("      STEP ACCEPT LEN     TAU   ACC@1   ACC@2   ACC@3   ACC@4"));
+  EXPECT_THAT(s, HasSubstr("       100      2.500   2.400  0.8000  0.5000  0.4000  0.3000  gsm8k        job-a\n"));
+  EXPECT_THAT(s, HasSubstr("       200      2.750   2.650  0.8500       -       -       -  gsm8k        job-b\n"));
+  EXPECT_EQ(FormatHistory("x", {}), "no finished evaluations for run 'x'\n");
+}
+
+TEST(FormatJobsTest, JobJsonUsesStableProtoNames) {
+  const std::string j = ToJson(DoneJob("job-a", "m", 100, 2.5, {0.8}));
+  EXPECT_THAT(j, HasSubstr("\"state\": \"JOB_STATE_SUCCEEDED\""));
+  EXPECT_THAT(j, HasSubstr("\"acceptLengthPooled\": 2.5"));
+  EXPECT_THAT(j, HasSubstr("\"step\": \"100\""));
+  EXPECT_THAT(j, HasSubstr("\"createTime\": \"2024-05-01T12:03:04Z\""));
 }
 
 }  // namespace

@@ -1,0 +1,191 @@
+// `eval`: submit an evaluation job and (by default) wait for it, drawing its
+// progress; `--detach` returns the job id at once; `--sync` is the older
+// synchronous RunEval call.
+#include <unistd.h>
+
+#include <cctype>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "client/commands.h"
+#include "client/format.h"
+#include "client/format_jobs.h"
+#include "client/progress.h"
+
+namespace dflash::client {
+namespace {
+
+struct EvalState {
+  pb::EvalRequest req;
+  std::string mode = "anchor", anchors = "even", progress = "auto";
+  int64_t max_samples = 0, max_blocks = 0, block_size = 0, max_new_tokens = 0, step = 0;
+  uint64_t seed = 0;
+  std::vector<std::string> labels;
+  bool detach = false, sync = false;
+};
+
+bool ValidLabelKey(const std::string& key) {
+  if (key.empty() || key.size() > 63) return false;
+  for (char c : key) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-' && c != '.' && c != '/') {
+      return false;
+    }
+  }
+  return true;
+}
+
+// Conditional arguments are checked here, after parsing, with the missing
+// piece named (the original harness got this wrong).
+void CheckAndFill(EvalState& st) {
+  pb::EvalRequest& req = st.req;
+  const bool has_drafter = !req.drafter().empty();
+  const bool has_ckpt = !req.checkpoint_path().empty();
+  if (has_drafter == has_ckpt) {
+    throw UsageError{has_drafter
+                         ? "eval: give --drafter NAME or --checkpoint PATH, not both"
+                         : "eval: missing the drafter: give --drafter NAME (resident) or "
+                           "--checkpoint PATH"};
+  }
+  if (req.dataset().empty()) {
+    throw UsageError{"eval: missing --dataset NAME (see 'dflash-eval ls --kind dataset')"};
+  }
+  if (st.detach && st.sync) {
+    throw UsageError{"eval: give --detach or --sync, not both (--sync runs the evaluation "
+                     "inside this call)"};
+  }
+  if (req.unload_after() && !has_ckpt) {
+    throw UsageError{"eval: --unload-after applies to --checkpoint PATH only (a resident "
+                     "drafter stays until 'dflash-eval unload drafter NAME')"};
+  }
+  for (const std::string& label : st.labels) {
+    const auto eq = label.find('=');
+    const std::string key = label.substr(0, eq);
+    if (eq == std::string::npos || !ValidLabelKey(key)) {
+      throw UsageError{absl::StrCat(
+          "eval: --label '", label,
+          "' is not KEY=VALUE with KEY of letters, digits, '_', '-', '.', '/' (at most 63)")};
+    }
+    if (req.labels().count(key) > 0) {
+      throw UsageError{absl::StrCat("eval: --label '", key, "' given twice")};
+    }
+    (*req.mutable_labels())[key] = label.substr(eq + 1);
+  }
+  req.set_mode(st.mode == "replay" ? pb::EVAL_MODE_REPLAY : pb::EVAL_MODE_ANCHOR);
+  req.set_anchors(st.anchors == "random" ? pb::ANCHOR_STRATEGY_RANDOM
+                  : st.anchors == "all"  ? pb::ANCHOR_STRATEGY_ALL
+                                         : pb::ANCHOR_STRATEGY_EVEN);
+  req.set_max_samples(static_cast<int32_t>(st.max_samples));
+  req.set_max_blocks(static_cast<int32_t>(st.max_blocks));
+  req.set_seed(st.seed);
+  req.set_block_size(static_cast<int32_t>(st.block_size));
+  req.set_max_new_tokens(static_cast<int32_t>(st.max_new_tokens));
+  req.set_step(st.step);
+}
+
+int RunSync(CliContext& cx, const EvalState& st, EvalClient& c) {
+  pb::RunEvalRequest req;
+  *req.mutable_request() = st.req;
+  auto resp = c.RunEval(req);
+  if (!resp.ok()) return ReportStatus(resp.status(), cx.err);
+  cx.Print(*resp, FormatEvalResult(*resp));
+  return kExitOk;
+}
+
+int SubmitAndWait(CliContext& cx, const EvalState& st, EvalClient& c) {
+  pb::SubmitEvalRequest req;
+  *req.mutable_request() = st.req;
+  auto job = c.SubmitEval(req);
+  if (!job.ok() && job.status().code() == absl::StatusCode::kUnimplemented && !st.detach) {
+    // A server from before the job service: the same evaluation, synchronously.
+    cx.err << "dflash-eval: the server has no job service (SubmitEval is unimplemented); "
+              "running the evaluation synchronously\n";
+    return RunSync(cx, st, c);
+  }
+  if (!job.ok()) return ReportStatus(job.status(), cx.err);
+  if (st.detach) {
+    cx.Print(*job, job->id() + "\n");
+    return kExitOk;
+  }
+  // The id first: a user who interrupts the wait can still find the job.
+  // With --json stdout holds only the result, so the id goes to stderr.
+  (cx.g.json ? cx.err : cx.out) << "job " << job->id() << "\n" << std::flush;
+  return WaitAndPrintResult(cx, c, *job, st.progress);
+}
+
+}  // namespace
+
+int WaitAndPrintResult(CliContext& cx, EvalClient& c, const pb::EvalJob& job,
+                       const std::string& progress) {
+  // Progress goes where it does not spoil the result: stdout for people,
+  // stderr (and only on a terminal) with --json.
+  std::ostream& pout = cx.g.json ? cx.err : cx.out;
+  const bool tty = cx.g.json ? isatty(STDERR_FILENO) == 1 : cx.out_is_tty;
+  ProgressPrinter::Mode mode = tty ? ProgressPrinter::Mode::kBar
+                               : cx.g.json ? ProgressPrinter::Mode::kNone
+                                           : ProgressPrinter::Mode::kLines;
+  if (progress == "bar") mode = ProgressPrinter::Mode::kBar;
+  if (progress == "lines") mode = ProgressPrinter::Mode::kLines;
+  if (progress == "none") mode = ProgressPrinter::Mode::kNone;
+  ProgressPrinter printer(pout, mode);
+  printer.Update(job);
+  absl::StatusOr<pb::EvalJob> final_job = job;
+  if (!IsFinalState(job.state())) {
+    final_job = c.WatchEval(job.id(), [&](const pb::EvalJob& j) { printer.Update(j); });
+  }
+  if (!final_job.ok()) {
+    printer.Finish(job);
+    const int code = ReportStatus(final_job.status(), cx.err);
+    cx.err << "dflash-eval: job " << job.id() << " may still be running; see 'dflash-eval status "
+           << job.id() << "'\n";
+    return code;
+  }
+  printer.Finish(*final_job);
+  if (final_job->state() != pb::JOB_STATE_SUCCEEDED) {
+    cx.err << "dflash-eval: job " << final_job->id() << " " << FormatJobOutcome(*final_job) << "\n";
+    return kExitRpcError;
+  }
+  cx.Print(final_job->result(), FormatEvalResult(final_job->result()));
+  return kExitOk;
+}
+
+void AddEvalCommand(CliContext& ctx) {
+  CliContext* cx = &ctx;
+  EvalState* st = ctx.Keep<EvalState>();
+  CLI::App* cmd = ctx.app.add_subcommand(
+      "eval", "evaluate a drafter on a resident dataset (a job: waits unless --detach)");
+  cmd->add_option("--drafter", *st->req.mutable_drafter(), "resident drafter name");
+  cmd->add_option("--checkpoint", *st->req.mutable_checkpoint_path(),
+                  "checkpoint path to load for this evaluation (instead of --drafter)");
+  cmd->add_option("--dataset", *st->req.mutable_dataset(), "resident dataset name");
+  cmd->add_option("--target", *st->req.mutable_target(), "resident target (default: the only one)");
+  cmd->add_option("--mode", st->mode, "anchor or replay")
+      ->check(CLI::IsMember({"anchor", "replay"}))
+      ->capture_default_str();
+  cmd->add_option("--anchors", st->anchors, "anchor mode: even, random or all")
+      ->check(CLI::IsMember({"even", "random", "all"}))
+      ->capture_default_str();
+  cmd->add_option("--max-samples", st->max_samples, "0 = all")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--max-blocks", st->max_blocks, "per sample; 0 = no limit")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--seed", st->seed, "seed for --anchors random");
+  cmd->add_option("--block-size", st->block_size, "0 = the drafter's")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--max-new-tokens", st->max_new_tokens, "replay: 0 = no limit")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--run", *st->req.mutable_run(), "training run this checkpoint belongs to");
+  cmd->add_option("--step", st->step, "training step of this checkpoint")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--label", st->labels, "KEY=VALUE job label (repeatable)");
+  cmd->add_flag("--unload-after", [st](int64_t) { st->req.set_unload_after(true); },
+                "with --checkpoint: free the drafter when the job ends");
+  cmd->add_flag("--detach", st->detach, "print the job id and return at once");
+  cmd->add_flag("--sync", st->sync, "run inside this call (RunEval), no job");
+  cmd->add_option("--progress", st->progress, "auto (bar on a terminal, else lines), bar, lines or none")
+      ->check(CLI::IsMember({"auto", "bar", "lines", "none"}))
+      ->capture_default_str();
+  cmd->callback([cx, st] {
+    CheckAndFill(*st);
+    cx->run = [cx, st](EvalClient& c) {
+      return st->sync ? RunSync(*cx, *st, c) : SubmitAndWait(*cx, *st, c);
+    };
+  });
+}
+
+}  // namespace dflash::client

@@ -1,0 +1,251 @@
+#include "client/format_jobs.h"
+
+#include <time.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "client/format.h"
+
+namespace dflash::client {
+namespace {
+
+std::string Bar(double fraction, int width) {
+  if (!std::isfinite(fraction)) fraction = 0;
+  fraction = std::clamp(fraction, 0.0, 1.0);
+  const int full = static_cast<int>(std::lround(fraction * width));
+  return std::string(full, '#') + std::string(width - full, '.');
+}
+
+bool HasTime(const google::protobuf::Timestamp& ts) { return ts.seconds() != 0 || ts.nanos() != 0; }
+
+double Seconds(const google::protobuf::Timestamp& ts) { return ts.seconds() + ts.nanos() * 1e-9; }
+
+// Accuracy at position j (1-based), or NaN when the result has no such position.
+double AccuracyAt(const pb::EvalResult& r, int j) {
+  for (const pb::PositionMetrics& p : r.positions()) {
+    if (p.position() == j) return p.accuracy();
+  }
+  return std::nan("");
+}
+
+std::string Cell3(double v) { return std::isnan(v) ? "-" : absl::StrFormat("%.3f", v); }
+std::string Cell4(double v) { return std::isnan(v) ? "-" : absl::StrFormat("%.4f", v); }
+
+// "3.400 (+0.185)": the value and its difference from the first column.
+std::string WithDiff(double v, double first, int precision, bool is_first) {
+  if (std::isnan(v)) return "-";
+  std::string s = absl::StrFormat("%.*f", precision, v);
+  if (!is_first && !std::isnan(first)) absl::StrAppend(&s, absl::StrFormat(" (%+.*f)", precision, v - first));
+  return s;
+}
+
+}  // namespace
+
+std::string JobStateLabel(pb::JobState state) {
+  switch (state) {
+    case pb::JOB_STATE_QUEUED: return "QUEUED";
+    case pb::JOB_STATE_RUNNING: return "RUNNING";
+    case pb::JOB_STATE_SUCCEEDED: return "SUCCEEDED";
+    case pb::JOB_STATE_FAILED: return "FAILED";
+    case pb::JOB_STATE_CANCELLED: return "CANCELLED";
+    case pb::JOB_STATE_INTERRUPTED: return "INTERRUPTED";
+    default: return "UNSPECIFIED";
+  }
+}
+
+std::string FormatTimestamp(const google::protobuf::Timestamp& ts) {
+  if (!HasTime(ts)) return "-";
+  const time_t t = static_cast<time_t>(ts.seconds());
+  struct tm tm {};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  strftime(buf, sizeof(buf), "%Y-%m-%d %H:%M:%SZ", &tm);
+  return buf;
+}
+
+std::string DrafterLabel(const pb::EvalRequest& req) {
+  if (!req.drafter().empty()) return req.drafter();
+  std::string path = req.checkpoint_path();
+  while (path.size() > 1 && path.back() == '/') path.pop_back();
+  const size_t slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+std::string FormatProgressLine(const pb::EvalProgress& p, int bar_width) {
+  const double fraction =
+      p.blocks_total() > 0 ? static_cast<double>(p.blocks_done()) / p.blocks_total() : 0.0;
+  std::string s = absl::StrFormat("[%s] %d/%d blocks %3d%%  elapsed %s", Bar(fraction, bar_width),
+                                  p.blocks_done(), p.blocks_total(),
+                                  static_cast<int>(std::floor(fraction * 100)),
+                                  HumanSeconds(p.elapsed_seconds()));
+  if (p.blocks_total() > 0 && p.blocks_done() < p.blocks_total() && p.eta_seconds() > 0) {
+    absl::StrAppend(&s, "  ETA ", HumanSeconds(p.eta_seconds()));
+  }
+  return s;
+}
+
+std::string FormatJobOutcome(const pb::EvalJob& job) {
+  std::string s = JobStateLabel(job.state());
+  if (job.error_code() != 0) {
+    absl::StrAppend(&s, ": ", absl::StatusCodeToString(static_cast<absl::StatusCode>(job.error_code())));
+  }
+  if (!job.error_message().empty()) absl::StrAppend(&s, ": ", job.error_message());
+  if (job.interrupted_by_restart()) {
+    absl::StrAppend(&s, " (the server stopped while it ran; 'dflash-eval resubmit ", job.id(),
+                    "' runs it again)");
+  }
+  return s;
+}
+
+std::string FormatJobStatus(const pb::EvalJob& job) {
+  std::string out;
+  auto row = [&out](absl::string_view key, absl::string_view value) {
+    absl::StrAppend(&out, absl::StrFormat("  %-12s %s\n", key, value));
+  };
+  const pb::EvalRequest& req = job.request();
+  absl::StrAppend(&out, "job ", job.id(), "  ", JobStateLabel(job.state()), "\n");
+  row(req.drafter().empty() ? "checkpoint" : "drafter",
+      req.drafter().empty() ? req.checkpoint_path() : req.drafter());
+  row("dataset", req.dataset());
+  if (!req.target().empty()) row("target", req.target());
+  row("mode", req.mode() == pb::EVAL_MODE_REPLAY ? "replay" : "anchor");
+  if (!req.run().empty() || req.step() != 0) {
+    row("run / step", absl::StrCat(req.run().empty() ? "-" : req.run(), " / ", req.step()));
+  }
+  if (!req.labels().empty()) {
+    std::vector<std::string> labels;
+    for (const auto& [k, v] : req.labels()) labels.push_back(absl::StrCat(k, "=", v));
+    std::sort(labels.begin(), labels.end());
+    row("labels", absl::StrJoin(labels, ", "));
+  }
+  if (job.has_progress() && job.progress().blocks_total() > 0) {
+    row("progress", FormatProgressLine(job.progress(), 20));
+    if (job.progress().samples_total() > 0) {
+      row("samples", absl::StrCat(job.progress().samples_done(), "/", job.progress().samples_total()));
+    }
+  }
+  row("created", FormatTimestamp(job.create_time()));
+  if (HasTime(job.start_time())) {
+    row("started", absl::StrCat(FormatTimestamp(job.start_time()), "  (queued ",
+                                HumanSeconds(Seconds(job.start_time()) - Seconds(job.create_time())),
+                                ")"));
+  }
+  if (HasTime(job.end_time())) {
+    std::string ran;
+    if (HasTime(job.start_time())) {
+      ran = absl::StrCat("  (ran ", HumanSeconds(Seconds(job.end_time()) - Seconds(job.start_time())), ")");
+    }
+    row("ended", FormatTimestamp(job.end_time()) + ran);
+  }
+  if (job.state() == pb::JOB_STATE_SUCCEEDED && job.has_result()) {
+    row("result", absl::StrFormat("accept length %.3f, tau %.3f over %d block(s)",
+                                  job.result().accept_length_pooled(), job.result().tau(),
+                                  job.result().blocks()));
+  }
+  if (job.error_code() != 0 || !job.error_message().empty() || job.interrupted_by_restart()) {
+    row("error", FormatJobOutcome(job));
+  }
+  if (!job.resubmitted_from().empty()) row("resubmitted", "from " + job.resubmitted_from());
+  if (!job.server_version().empty()) row("server", job.server_version());
+  return out;
+}
+
+std::string FormatJobList(const pb::ListEvalsResponse& list) {
+  if (list.jobs().empty()) return "no evaluations\n";
+  size_t id_width = 2;
+  for (const pb::EvalJob& j : list.jobs()) id_width = std::max(id_width, j.id().size());
+  std::string out = absl::StrFormat("%-*s ", id_width, "ID");
+  absl::StrAppend(&out, absl::StrFormat("%-11s %-20s %-12s %-12s %8s %8s  %s\n", "STATE",
+                                        "DRAFTER", "DATASET", "RUN", "STEP", "ACCEPT", "CREATED"));
+  for (const pb::EvalJob& j : list.jobs()) {
+    const bool done = j.state() == pb::JOB_STATE_SUCCEEDED && j.has_result();
+    std::string step = j.request().run().empty() && j.request().step() == 0
+                           ? "-"
+                           : absl::StrCat(j.request().step());
+    absl::StrAppend(&out, absl::StrFormat("%-*s ", id_width, j.id()));
+    absl::StrAppend(&out, absl::StrFormat(
+        "%-11s %-20s %-12s %-12s %8s %8s  %s\n", JobStateLabel(j.state()),
+        DrafterLabel(j.request()), j.request().dataset(),
+        j.request().run().empty() ? "-" : j.request().run(), step,
+        done ? absl::StrFormat("%.3f", j.result().accept_length_pooled()) : "-",
+        FormatTimestamp(j.create_time())));
+  }
+  if (!list.next_page_token().empty()) {
+    absl::StrAppend(&out, "more: --page-token ", list.next_page_token(), "\n");
+  }
+  return out;
+}
+
+std::string FormatComparison(const pb::CompareEvalsResponse& cmp) {
+  const auto& jobs = cmp.jobs();
+  if (jobs.empty()) return "nothing to compare\n";
+  size_t width = 16;
+  for (const pb::EvalJob& j : jobs) width = std::max(width, j.id().size() + 2);
+  width = std::max<size_t>(width, 18);  // "0.8123 (+0.0177)"
+  std::string out;
+  auto row = [&](absl::string_view key, const std::vector<std::string>& cells) {
+    std::string line = absl::StrFormat("%-16s", key);
+    for (const std::string& c : cells) absl::StrAppend(&line, absl::StrFormat(" %-*s", width, c));
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    absl::StrAppend(&out, line, "\n");
+  };
+  auto cells = [&](auto fn) {
+    std::vector<std::string> v;
+    for (const pb::EvalJob& j : jobs) v.push_back(fn(j));
+    return v;
+  };
+  row("job", cells([](const pb::EvalJob& j) { return j.id(); }));
+  row("drafter", cells([](const pb::EvalJob& j) { return DrafterLabel(j.request()); }));
+  row("dataset", cells([](const pb::EvalJob& j) { return j.request().dataset(); }));
+  row("mode", cells([](const pb::EvalJob& j) {
+        return absl::StrCat(j.result().mode() == pb::EVAL_MODE_REPLAY ? "replay" : "anchor",
+                            ", B=", j.result().block_size());
+      }));
+  row("blocks", cells([](const pb::EvalJob& j) { return absl::StrCat(j.result().blocks()); }));
+  const double first_al = jobs[0].result().accept_length_pooled();
+  const double first_tau = jobs[0].result().tau();
+  int i = 0;
+  row("accept length", cells([&](const pb::EvalJob& j) {
+        return WithDiff(j.result().accept_length_pooled(), first_al, 3, i++ == 0);
+      }));
+  i = 0;
+  row("tau", cells([&](const pb::EvalJob& j) { return WithDiff(j.result().tau(), first_tau, 3, i++ == 0); }));
+  int max_pos = 0;
+  for (const pb::EvalJob& j : jobs) {
+    for (const pb::PositionMetrics& p : j.result().positions()) max_pos = std::max(max_pos, p.position());
+  }
+  absl::StrAppend(&out, "accuracy by position (difference from the first job)\n");
+  for (int pos = 1; pos <= max_pos; ++pos) {
+    const double first = AccuracyAt(jobs[0].result(), pos);
+    i = 0;
+    row(absl::StrCat("  pos ", pos), cells([&](const pb::EvalJob& j) {
+          return WithDiff(AccuracyAt(j.result(), pos), first, 4, i++ == 0);
+        }));
+  }
+  for (const std::string& w : cmp.warnings()) absl::StrAppend(&out, "warning: ", w, "\n");
+  return out;
+}
+
+std::string FormatHistory(const std::string& run, const std::vector<pb::EvalJob>& jobs) {
+  if (jobs.empty()) return absl::StrCat("no finished evaluations for run '", run, "'\n");
+  std::string out = absl::StrFormat("run %s: %d evaluation(s)\n", run, jobs.size());
+  absl::StrAppend(&out, absl::StrFormat("%10s %10s %7s %7s %7s %7s %7s  %-12s %s\n", "STEP",
+                                        "ACCEPT LEN", "TAU", "ACC@1", "ACC@2", "ACC@3", "ACC@4",
+                                        "DATASET", "JOB"));
+  for (const pb::EvalJob& j : jobs) {
+    const pb::EvalResult& r = j.result();
+    absl::StrAppend(&out, absl::StrFormat(
+        "%10d %10s %7s %7s %7s %7s %7s  %-12s %s\n", j.request().step(),
+        Cell3(r.accept_length_pooled()), Cell3(r.tau()), Cell4(AccuracyAt(r, 1)),
+        Cell4(AccuracyAt(r, 2)), Cell4(AccuracyAt(r, 3)), Cell4(AccuracyAt(r, 4)),
+        j.request().dataset(), j.id()));
+  }
+  return out;
+}
+
+}  // namespace dflash::client

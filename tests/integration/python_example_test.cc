@@ -1,0 +1,94 @@
+// examples/python/submit_per_checkpoint.py against a real server: two
+// checkpoint folders (step-100, step-200) under one run folder become two
+// detached jobs that succeed with run and step labels set.
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "test_util/process.h"
+#include "test_util/status_matchers.h"
+#include "test_util/temp_dir.h"
+
+namespace dflash {
+namespace {
+
+namespace fs = std::filesystem;
+using ::dflash::testing::BinaryFromEnv;
+using ::dflash::testing::CommandResult;
+using ::dflash::testing::RunCommand;
+using ::dflash::testing::ServerProcess;
+using ::testing::HasSubstr;
+using json = nlohmann::json;
+
+// Debian's python3 with python3-grpcio and python3-protobuf.
+std::string ExamplePython() {
+  const char* env = std::getenv("DFLASH_EXAMPLE_PY");
+  return env && *env ? env : "/usr/bin/python3";
+}
+
+TEST(PythonExampleTest, SubmitsOneDetachedEvalPerCheckpoint) {
+  testing::TempDir dir;
+  const std::string data = dir.Join("data");
+  CommandResult gen = RunCommand(
+      {BinaryFromEnv("DFLASH_FIXTURE_PY"),
+       BinaryFromEnv("DFLASH_SOURCE_DIR") + "/tools/dflash_ref/make_fixture.py", data, "--size",
+       "tiny"},
+      {}, 300);
+  ASSERT_EQ(gen.exit_code, 0) << gen.out << gen.err;
+  const std::string run_dir = data + "/run-py";
+  for (const char* step : {"step-100", "step-200"}) {
+    fs::create_directories(run_dir + "/" + step);
+    fs::copy(data + "/drafter", run_dir + "/" + step, fs::copy_options::recursive);
+  }
+  auto server = ServerProcess::Start(dir.Join("state"), {"--data-root", data});
+  ASSERT_THAT(server, testing::IsOk());
+  const std::string address = (*server)->address();
+  auto cli = [&](std::vector<std::string> args) {
+    std::vector<std::string> argv = {BinaryFromEnv("DFLASH_EVAL"), "--server", address};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return RunCommand(argv, {}, 120);
+  };
+  ASSERT_EQ(cli({"load-target", data + "/target", "--name", "t"}).exit_code, 0);
+  ASSERT_EQ(cli({"load-dataset", data + "/dataset", "--name", "d"}).exit_code, 0);
+
+  CommandResult r = RunCommand(
+      {ExamplePython(), BinaryFromEnv("DFLASH_SOURCE_DIR") + "/examples/python/submit_per_checkpoint.py",
+       "--server", address, "--dataset", "d", "--label", "source=example", "--wait", run_dir},
+      {}, 300);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_THAT(r.out, HasSubstr("run run-py step 100"));
+  EXPECT_THAT(r.out, HasSubstr("run run-py step 200"));
+  EXPECT_THAT(r.out, HasSubstr("accept length"));
+
+  CommandResult list = cli({"--json", "list", "--run", "run-py"});
+  ASSERT_EQ(list.exit_code, 0) << list.err;
+  json jobs = json::parse(list.out)["jobs"];
+  ASSERT_EQ(jobs.size(), 2u) << list.out;
+  std::vector<std::string> steps;
+  for (const json& j : jobs) {
+    EXPECT_EQ(j["state"], "JOB_STATE_SUCCEEDED") << j.dump();
+    EXPECT_EQ(j["request"]["labels"]["source"], "example");
+    EXPECT_EQ(j["request"]["unloadAfter"], true);
+    EXPECT_GT(j["result"]["acceptLengthPooled"].get<double>(), 1.0);
+    steps.push_back(j["request"]["step"]);
+    // The printed ids are the jobs the server holds.
+    EXPECT_THAT(r.out, HasSubstr("submitted " + j["id"].get<std::string>()));
+  }
+  EXPECT_THAT(steps, ::testing::UnorderedElementsAre("100", "200"));
+
+  // A bad path is a clear error before anything is submitted.
+  CommandResult bad = RunCommand(
+      {ExamplePython(), BinaryFromEnv("DFLASH_SOURCE_DIR") + "/examples/python/submit_per_checkpoint.py",
+       "--server", address, "--dataset", "d", dir.Join("nothing-here")},
+      {}, 60);
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_THAT(bad.err, HasSubstr("no such file or directory"));
+}
+
+}  // namespace
+}  // namespace dflash
