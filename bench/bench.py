@@ -280,7 +280,7 @@ def main():
                                  "--max-samples", str(args.samples), "--mode", "anchor",
                                  "--anchors", "even", "--max-blocks", str(m))
                 sc["blocks"].append((m, dt, float(find(r, "computeSeconds") or 0)))
-            for m in (32, 64, 128, 0):
+            for m in (32, 64, 128):
                 dt, r = srv.eval("--drafter", "bdrafter", "--dataset", "bdataset",
                                  "--max-samples", str(args.samples), "--mode", "replay",
                                  "--max-new-tokens", str(m))

@@ -114,12 +114,12 @@ def markdown(r, notes):
     if sc:
         out.append("## Scaling (service, wall time of the client call / eval compute)\n")
         out.append("| anchor, 8 even blocks: samples | wall s | compute s |\n|---|---|---|")
-        out += ["| %d | %.2f | %.2f |" % x for x in sc["samples"]]
+        out += ["| %d | %.2f | %.2f |" % tuple(x) for x in sc["samples"]]
         out.append("\n| anchor, 64 samples: blocks per sample | wall s | compute s |\n|---|---|---|")
-        out += ["| %d | %.2f | %.2f |" % x for x in sc["blocks"]]
+        out += ["| %d | %.2f | %.2f |" % tuple(x) for x in sc["blocks"]]
         out.append("\n| replay, 64 samples: max new tokens (walk length) | wall s | compute s |"
                    "\n|---|---|---|")
-        out += ["| %s | %.2f | %.2f |" % ((x[0] or "all"),) + x[1:] for x in sc["tokens"]]
+        out += ["| %s | %.2f | %.2f |" % ((x[0] or "all",) + tuple(x[1:])) for x in sc["tokens"]]
         out.append("")
     out.append(notes)
     out.append("\n## Raw results\n\n```json\n" + json.dumps(r, indent=1) + "\n```\n")

@@ -31,7 +31,7 @@ fi
 
 case "$MODE" in
   smoke) FX="$(bench/fixtures/make.sh --size tiny)"
-         ARGS=(--smoke --samples 6 --s1-blocks 0 --runs 1) ;;
+         ARGS=(--smoke --samples 6 --s1-blocks 4 --runs 1) ;;
   quick) FX="$(bench/fixtures/make.sh --size bench)"
          ARGS=(--samples 16 --s1-blocks 8 --runs 2 --baseline-runs 1 --checkpoints 5) ;;
   full)  FX="$(bench/fixtures/make.sh --size bench)"
