@@ -42,7 +42,7 @@ esac
 OUT="${BENCH_OUT:-$(mktemp /tmp/dflash-bench-results.XXXXXX.json)}"
 /usr/bin/python3 bench/bench.py --build "$BUILD_DIR" --fixture "$FX" --threads "$THREADS" \
   "${ARGS[@]}" --json "$OUT" >/dev/null
-[ "$MODE" = smoke ] && { echo "bench smoke: baseline and service agree"; exit 0; }
+[ "$MODE" = smoke ] && { rm -f "$OUT"; echo "bench smoke: baseline and service agree"; exit 0; }
 if [ -n "$MARKDOWN" ]; then
   /usr/bin/python3 bench/report.py "$OUT" --markdown BENCHMARKS.md
 else
