@@ -80,25 +80,42 @@ absl::StatusOr<std::vector<BlockScore>> BlockScorer::Score(
                    drafter_.ForwardBlocks(x0, anchors.to(device), seq.to(device), context));
 
   return TorchGuard("scoring drafts", [&]() -> std::vector<BlockScore> {
-    // logits [nb, B-1, V] for the B-1 drafted slots, through the target's head.
-    at::Tensor h = hidden.narrow(1, 1, B - 1).to(target_.lm_head.scalar_type());
-    at::Tensor logits = at::matmul(h, target_.lm_head.t());
-    at::Tensor drafts = logits.argmax(-1).to(at::kCPU);
-    at::Tensor ce = at::zeros({nb, B - 1}, at::kFloat);
-    if (cross_entropy) {
-      at::Tensor lf = logits.to(at::kFloat);
-      at::Tensor gathered =
-          lf.gather(-1, labels.clamp_min(0).to(device).unsqueeze(-1)).squeeze(-1);
-      ce = (at::logsumexp(lf, -1) - gathered).to(at::kCPU);
+    // logits [rows, V] for the B-1 drafted slots, through the target's head,
+    // a slice of rows at a time: each slice's logits stay small enough to be
+    // reused from the allocator (no page faults on a fresh buffer per chunk)
+    // and are reduced (argmax, log-sum-exp, label logit) while still warm.
+    at::Tensor h = hidden.narrow(1, 1, B - 1).to(target_.lm_head.scalar_type())
+                       .reshape({nb * (B - 1), -1});
+    const at::Tensor head_t = target_.lm_head.t();
+    const at::Tensor flat_labels = labels.view({-1}).clamp_min(0).to(device);
+    const int64_t rows = nb * (B - 1);
+    const int64_t slice = std::max<int64_t>(
+        1, std::min<int64_t>(rows, (int64_t{8} << 20) / std::max<int64_t>(1, target_.vocab_size)));
+    at::Tensor drafts = at::empty({rows}, at::kLong);
+    at::Tensor ce = at::zeros({rows}, at::kFloat);
+    for (int64_t r0 = 0; r0 < rows; r0 += slice) {
+      const int64_t n = std::min(slice, rows - r0);
+      at::Tensor logits = at::mm(h.narrow(0, r0, n), head_t);
+      drafts.narrow(0, r0, n).copy_(logits.argmax(-1));
+      if (cross_entropy) {
+        at::Tensor lf = logits.to(at::kFloat);
+        at::Tensor gathered =
+            lf.gather(-1, flat_labels.narrow(0, r0, n).unsqueeze(-1)).squeeze(-1);
+        ce.narrow(0, r0, n).copy_(at::logsumexp(lf, -1) - gathered);
+      }
     }
-    auto d = drafts.accessor<int64_t, 2>();
-    auto c = ce.accessor<float, 2>();
+    const int64_t* d = drafts.data_ptr<int64_t>();
+    const float* c = ce.data_ptr<float>();
+    const int64_t* lab_p = labels.data_ptr<int64_t>();
     std::vector<BlockScore> out(nb);
     for (int64_t b = 0; b < nb; ++b) {
-      for (int64_t j = 0; j < B - 1 && lab[b][j] >= 0; ++j) {
-        out[b].correct.push_back(d[b][j] == lab[b][j] ? 1 : 0);
-        if (cross_entropy) out[b].cross_entropy.push_back(c[b][j]);
-      }
+      const int64_t* lb = lab_p + b * (B - 1);
+      const int64_t* db = d + b * (B - 1);
+      int64_t m = 0;
+      while (m < B - 1 && lb[m] >= 0) ++m;
+      out[b].correct.resize(m);
+      for (int64_t j = 0; j < m; ++j) out[b].correct[j] = db[j] == lb[j] ? 1 : 0;
+      if (cross_entropy) out[b].cross_entropy.assign(c + b * (B - 1), c + b * (B - 1) + m);
     }
     return out;
   });

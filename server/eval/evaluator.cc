@@ -64,35 +64,70 @@ absl::StatusOr<EvalResult> RunAnchor(const BlockScorer& scorer, const data::Eval
                                dataset.sample(i).index);
     prog.blocks_total += static_cast<int64_t>(anchors[i].size());
   }
-  for (size_t i = 0; i < n; ++i) {
-    const data::DatasetSample& sample = dataset.sample(i);
-    const std::vector<int64_t> tokens = TokensOnHost(sample.input_ids);
-    const int64_t L = static_cast<int64_t>(tokens.size());
-    acc.BeginSample(sample.index, L, FirstResponse(masks[i]));
-    if (!anchors[i].empty()) {
-      ASSIGN_OR_RETURN(model::ContextCache ctx, scorer.EncodeSamples({i}),
-                       "sample ", sample.index, " (", sample.file, ")");
-      const std::vector<int64_t>& a = anchors[i];
+  // Samples are scored in groups: a group's contexts are encoded together
+  // and its blocks, of several sequences, share each batched forward, so
+  // the dense matmuls see many rows even when a sample has few blocks. A
+  // sample with more blocks than one chunk holds forms its own group.
+  std::vector<std::vector<int64_t>> tokens(n);
+  for (size_t i = 0; i < n; ++i) tokens[i] = TokensOnHost(dataset.sample(i).input_ids);
+  constexpr size_t kMaxGroupSamples = 64;
+  size_t i = 0;
+  while (i < n) {
+    int64_t longest = static_cast<int64_t>(tokens[i].size());
+    size_t g_end = i + 1;
+    int64_t blocks_in_group = static_cast<int64_t>(anchors[i].size());
+    while (g_end < n && g_end - i < kMaxGroupSamples) {
+      const int64_t l = std::max<int64_t>(longest, static_cast<int64_t>(tokens[g_end].size()));
+      const int64_t b = blocks_in_group + static_cast<int64_t>(anchors[g_end].size());
+      if (b > scorer.BlocksPerChunk(l)) break;
+      longest = l;
+      blocks_in_group = b;
+      ++g_end;
+    }
+    std::vector<size_t> members;
+    std::vector<BlockRequest> blocks;
+    for (size_t s = i; s < g_end; ++s) {
+      if (anchors[s].empty()) continue;
+      const int64_t seq = static_cast<int64_t>(members.size());
+      members.push_back(s);
+      for (int64_t a : anchors[s]) {
+        blocks.push_back(BlockRequest{seq, a, static_cast<int64_t>(tokens[s].size()), &tokens[s]});
+      }
+    }
+    std::vector<BlockScore> scores;
+    if (!members.empty()) {
+      const data::DatasetSample& first = dataset.sample(members[0]);
+      ASSIGN_OR_RETURN(model::ContextCache ctx, scorer.EncodeSamples(members),
+                       "sample ", first.index, " (", first.file, ")",
+                       members.size() > 1 ? " and the samples after it" : "");
       const int64_t per_chunk = scorer.BlocksPerChunk(ctx.max_len);
-      for (size_t begin = 0; begin < a.size(); begin += per_chunk) {
-        const size_t end = std::min(a.size(), begin + static_cast<size_t>(per_chunk));
-        std::vector<BlockRequest> blocks;
-        for (size_t b = begin; b < end; ++b) {
-          blocks.push_back(BlockRequest{0, a[b], L, &tokens});
-        }
-        ASSIGN_OR_RETURN(std::vector<BlockScore> scores, scorer.Score(blocks, ctx, true),
-                         "sample ", sample.index, " (", sample.file, ")");
-        for (size_t b = 0; b < scores.size(); ++b) {
-          acc.Add(BlockOutcome{sample.index, blocks[b].anchor, std::move(scores[b].correct),
-                               std::move(scores[b].cross_entropy)});
-        }
-        prog.blocks_done += static_cast<int64_t>(blocks.size());
+      for (size_t begin = 0; begin < blocks.size(); begin += per_chunk) {
+        const size_t end = std::min(blocks.size(), begin + static_cast<size_t>(per_chunk));
+        std::vector<BlockRequest> chunk(blocks.begin() + begin, blocks.begin() + end);
+        ASSIGN_OR_RETURN(std::vector<BlockScore> part, scorer.Score(chunk, ctx, true),
+                         "sample ", first.index, " (", first.file, ")",
+                         members.size() > 1 ? " and the samples after it" : "");
+        for (BlockScore& sc : part) scores.push_back(std::move(sc));
+        prog.blocks_done += static_cast<int64_t>(chunk.size());
         if (progress && !progress(prog)) {
           return absl::CancelledError("evaluation cancelled");
         }
       }
     }
-    ++prog.samples_done;
+    // Metrics in sample order, as if scored one sample at a time.
+    size_t next = 0;
+    for (size_t s = i; s < g_end; ++s) {
+      const data::DatasetSample& sample = dataset.sample(s);
+      acc.BeginSample(sample.index, static_cast<int64_t>(tokens[s].size()),
+                      FirstResponse(masks[s]));
+      for (int64_t a : anchors[s]) {
+        acc.Add(BlockOutcome{sample.index, a, std::move(scores[next].correct),
+                             std::move(scores[next].cross_entropy)});
+        ++next;
+      }
+      ++prog.samples_done;
+    }
+    i = g_end;
   }
   return acc.Finish(Mode::kAnchor);
 }

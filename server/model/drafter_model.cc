@@ -191,12 +191,17 @@ absl::StatusOr<ContextCache> DrafterModel::EncodeContext(
   const int64_t L = cache.max_len;
   RETURN_IF_ERROR(TorchGuard("encoding drafter context", [&] {
     at::NoGradGuard no_grad;
-    // Zero-padded [S, L, K*H_t]; padded rows are masked in ForwardBlocks.
-    at::Tensor feats = at::zeros({S, L, fc_.size(1)}, fc_.options());
+    // fc projects each sequence straight into its rows of the zero-padded
+    // [S, L, H] context (padded rows are masked in ForwardBlocks), so the
+    // K*H_t-wide features are never copied.
+    at::Tensor proj = at::zeros({S, L, fc_.size(0)}, fc_.options());
     for (int64_t s = 0; s < S; ++s) {
-      if (cache.lengths[s] > 0) feats[s].narrow(0, 0, cache.lengths[s]).copy_(features[s]);
+      if (cache.lengths[s] > 0) {
+        at::Tensor rows = proj[s].narrow(0, 0, cache.lengths[s]);
+        at::mm_out(rows, features[s], fc_.t());
+      }
     }
-    at::Tensor ctx = RmsNorm(at::linear(feats, fc_), hidden_norm_, c.rms_norm_eps);
+    at::Tensor ctx = RmsNorm(proj, hidden_norm_, c.rms_norm_eps);
     at::Tensor pos = at::arange(L, fc_.options().dtype(at::kLong));
     auto [cos, sin] = RopeCosSin(pos, inv_freq_, attention_scaling_, dtype);
     cos = cos.unsqueeze(1);  // [L, 1, d]

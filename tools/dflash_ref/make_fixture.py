@@ -31,7 +31,12 @@ SIZES = {
                    samples=16, L=(96, 160)),
     "medium": dict(H=512, V=32000, nh=8, nkv=4, d=64, I=1408, n=3, W=256, B=16,
                    samples=64, L=(512, 1024)),
+    # bench/: medium's shapes with 2 layers and long prompts (P ~ 60-70 % of
+    # L), so the drafter-made responses take ~1 min to generate on 2 cores.
+    "bench":  dict(H=512, V=32000, nh=8, nkv=4, d=64, I=1408, n=2, W=256, B=16,
+                   samples=64, L=(512, 640), prompt=(0.6, 0.1)),
 }
+BENCH_SIZES = ("medium", "bench")  # write only target, drafter(-pt), dataset
 LAYERS = [1, 3, 5, 7, 9]
 NUM_TARGET_LAYERS = 12
 CHUNK = 8          # capture files per rows_<a>-<b> directory
@@ -205,7 +210,7 @@ def first_logits_batched(dr, ids_a, a, B, kv):
     return out @ dr.lm_head.t()
 
 
-def generate_samples(s, drafter, g, batch=16):
+def generate_samples(s, drafter, g, batch=16, responses="drafter"):
     """Token ids, loss masks and features; response tokens follow the drafter.
 
     All random draws come first (per sample), then the response tokens are
@@ -215,12 +220,15 @@ def generate_samples(s, drafter, g, batch=16):
     samples = []
     for i in range(s["samples"]):
         L = int(torch.randint(s["L"][0], s["L"][1] + 1, (1,), generator=g))
-        P = max(2, int(round(L * (0.2 + 0.1 * float(torch.rand(1, generator=g))))))
+        p0, p1 = s.get("prompt", (0.2, 0.1))
+        P = max(2, int(round(L * (p0 + p1 * float(torch.rand(1, generator=g))))))
         feats = torch.randn(L, KH, generator=g).to(drafter.stored_dtype)
         ids = torch.randint(0, V - 1, (L,), generator=g)  # never the mask id
         coins = torch.rand(L, generator=g) < P_DRAFT      # True: take draft_1
         samples.append([i, ids, P, feats, coins])
     order = sorted(range(len(samples)), key=lambda j: samples[j][1].shape[0])
+    if responses == "random":  # seconds instead of minutes; accept length ~1
+        order = []
     for c0 in range(0, len(order), batch):
         group = [samples[j] for j in order[c0:c0 + batch]]
         Lmax = max(x[1].shape[0] for x in group)
@@ -294,10 +302,12 @@ def main(argv=None):
     ap.add_argument("--dtype", choices=["fp32", "bf16"], default="fp32")
     ap.add_argument("--expected", choices=["all", "replay", "none"], default=None,
                     help="which expected results to compute (default: all; none for medium)")
+    ap.add_argument("--responses", choices=["drafter", "random"], default="drafter",
+                    help="response tokens: the drafter's draft_1 (p=0.85) or all random")
     ap.add_argument("--mask-scale", type=float, default=MASK_SCALE,
                     help="mask embedding scale; larger makes deeper positions agree more")
     args = ap.parse_args(argv)
-    expected = args.expected or ("none" if args.size == "medium" else "all")
+    expected = args.expected or ("none" if args.size in BENCH_SIZES else "all")
     t0 = time.time()
     torch.set_num_threads(max(1, min(2, torch.get_num_threads())))
     s = SIZES[args.size]
@@ -311,7 +321,7 @@ def main(argv=None):
     w = {k: v.to(sdtype) for k, v in make_drafter_weights(s, g).items()}
     t = {k: v.to(sdtype) for k, v in make_target_weights(s, g, args.mask_scale).items()}
     # medium (benchmarks) writes only target, drafter and dataset.
-    variants = args.size != "medium"
+    variants = args.size not in BENCH_SIZES
     write_targets(out, s, t, dtype_name, variants)
     cfg = drafter_config(s, dtype_name)
     ddir = os.path.join(out, "drafter")
@@ -329,7 +339,7 @@ def main(argv=None):
 
     drafter = ref.Drafter(ddir, t["embed"], t["head"])
     drafter.stored_dtype = sdtype
-    samples = generate_samples(s, drafter, g)
+    samples = generate_samples(s, drafter, g, responses=args.responses)
     H = s["H"]
     write_dataset(os.path.join(out, "dataset"), samples, H,
                   {"hidden_states": LAYERS}, {"hidden_states": (0, 5)})
