@@ -159,9 +159,10 @@ preload:
   EXPECT_EQ(Sample(before, R"(dflash_evald_rpc_requests_total{code="OK",method="RunEval"})"), -1);
   EXPECT_THAT(HttpGet(metrics_port, "/other"), HasSubstr("404"));
 
-  CommandResult ev = Cli(*server, {"eval", "--drafter", "m", "--dataset", "d", "--target", "t"});
+  CommandResult ev =
+      Cli(*server, {"eval", "--sync", "--drafter", "m", "--dataset", "d", "--target", "t"});
   ASSERT_EQ(ev.exit_code, 0) << ev.err;
-  CommandResult bad = Cli(*server, {"eval", "--drafter", "nope", "--dataset", "d"});
+  CommandResult bad = Cli(*server, {"eval", "--sync", "--drafter", "nope", "--dataset", "d"});
   EXPECT_NE(bad.exit_code, 0);
 
   const std::string after = HttpGet(metrics_port, "/metrics");
@@ -176,6 +177,14 @@ preload:
   EXPECT_GT(Sample(after, "dflash_evald_eval_tokens_total"), 0);
   EXPECT_GT(Sample(after, R"(dflash_evald_last_eval_throughput{unit="tokens_per_second"})"), 0);
   EXPECT_EQ(Sample(after, "dflash_evald_eval_duration_seconds_count"), 1);
+
+  // An evaluation run as a job goes through the same instrumented core.
+  CommandResult job = Cli(*server, {"eval", "--drafter", "m", "--dataset", "d", "--target", "t"});
+  ASSERT_EQ(job.exit_code, 0) << job.err;
+  const std::string after_job = HttpGet(metrics_port, "/metrics");
+  EXPECT_EQ(Sample(after_job, R"(dflash_evald_rpc_requests_total{code="OK",method="SubmitEval"})"),
+            1);
+  EXPECT_EQ(Sample(after_job, R"(dflash_evald_evals_total{code="OK"})"), 2) << after_job;
 
   // Every line the server logged on stdout is one JSON object; the RunEval
   // call's line carries its structured fields.
