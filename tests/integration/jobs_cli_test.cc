@@ -12,6 +12,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "integration/tiny_fixture.h"
 #include "test_util/process.h"
 #include "test_util/status_matchers.h"
 #include "test_util/temp_dir.h"
@@ -56,12 +57,8 @@ class JobsCliTest : public ::testing::Test {
   static void SetUpTestSuite() {
     dir_ = new testing::TempDir();
     data_ = dir_->Join("data");
-    CommandResult gen = RunCommand(
-        {BinaryFromEnv("DFLASH_FIXTURE_PY"),
-         BinaryFromEnv("DFLASH_SOURCE_DIR") + "/tools/dflash_ref/make_fixture.py", data_,
-         "--size", "tiny"},
-        {}, 300);
-    ASSERT_EQ(gen.exit_code, 0) << gen.out << gen.err;
+    testing::MakeTinyFixture(data_);
+    ASSERT_FALSE(::testing::Test::HasFailure());
     auto server = ServerProcess::Start(dir_->Join("state"), {"--data-root", data_});
     ASSERT_THAT(server, testing::IsOk());
     server_ = std::move(server).value().release();
@@ -76,17 +73,10 @@ class JobsCliTest : public ::testing::Test {
   }
 
   static CommandResult Cli(std::vector<std::string> args) {
-    std::vector<std::string> argv = {BinaryFromEnv("DFLASH_EVAL"), "--server", server_->address()};
-    argv.insert(argv.end(), args.begin(), args.end());
-    return RunCommand(argv, {}, 300);
+    return testing::RunCli(server_->address(), std::move(args));
   }
-
   static json CliJson(std::vector<std::string> args) {
-    args.insert(args.begin(), "--json");
-    CommandResult r = Cli(args);
-    EXPECT_EQ(r.exit_code, 0) << r.err;
-    if (r.exit_code != 0) return json::object();
-    return json::parse(r.out);
+    return testing::RunCliJson(server_->address(), std::move(args));
   }
 
   // Submits with --detach; returns the job id.

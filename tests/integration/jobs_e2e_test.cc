@@ -20,6 +20,7 @@
 #include "client/eval_client.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "integration/tiny_fixture.h"
 #include "test_util/process.h"
 #include "test_util/status_matchers.h"
 #include "test_util/temp_dir.h"
@@ -146,12 +147,8 @@ class JobsE2eTest : public ::testing::Test {
     setenv("OMP_WAIT_POLICY", "PASSIVE", 0);
     dir_ = new testing::TempDir();
     data_ = dir_->Join("data");
-    CommandResult gen = RunCommand(
-        {BinaryFromEnv("DFLASH_FIXTURE_PY"),
-         BinaryFromEnv("DFLASH_SOURCE_DIR") + "/tools/dflash_ref/make_fixture.py", data_,
-         "--size", "tiny"},
-        {}, 300);
-    ASSERT_EQ(gen.exit_code, 0) << gen.out << gen.err;
+    testing::MakeTinyFixture(data_);
+    ASSERT_FALSE(::testing::Test::HasFailure());
     // A long dataset: the tiny one's samples many times over.
     fs::create_directories(data_ + "/big/rows");
     fs::copy_file(data_ + "/dataset/dataset.json", data_ + "/big/dataset.json");

@@ -22,6 +22,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "integration/tiny_fixture.h"
 #include "test_util/process.h"
 #include "test_util/status_matchers.h"
 #include "test_util/temp_dir.h"
@@ -80,12 +81,8 @@ class OpsE2eTest : public ::testing::Test {
   static void SetUpTestSuite() {
     dir_ = new testing::TempDir();
     data_ = dir_->Join("data");
-    CommandResult gen = RunCommand(
-        {BinaryFromEnv("DFLASH_FIXTURE_PY"),
-         BinaryFromEnv("DFLASH_SOURCE_DIR") + "/tools/dflash_ref/make_fixture.py", data_,
-         "--size", "tiny"},
-        {}, 300);
-    ASSERT_EQ(gen.exit_code, 0) << gen.out << gen.err;
+    testing::MakeTinyFixture(data_);
+    ASSERT_FALSE(::testing::Test::HasFailure());
   }
   static void TearDownTestSuite() { delete dir_; }
 
@@ -95,9 +92,7 @@ class OpsE2eTest : public ::testing::Test {
     return path;
   }
   static CommandResult Cli(const ServerProcess& server, std::vector<std::string> args) {
-    std::vector<std::string> argv = {BinaryFromEnv("DFLASH_EVAL"), "--server", server.address()};
-    argv.insert(argv.end(), args.begin(), args.end());
-    return RunCommand(argv, {}, 120);
+    return testing::RunCli(server.address(), std::move(args));
   }
 
   static testing::TempDir* dir_;

@@ -10,6 +10,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "integration/tiny_fixture.h"
 #include "test_util/process.h"
 #include "test_util/status_matchers.h"
 #include "test_util/temp_dir.h"
@@ -34,12 +35,8 @@ std::string ExamplePython() {
 TEST(PythonExampleTest, SubmitsOneDetachedEvalPerCheckpoint) {
   testing::TempDir dir;
   const std::string data = dir.Join("data");
-  CommandResult gen = RunCommand(
-      {BinaryFromEnv("DFLASH_FIXTURE_PY"),
-       BinaryFromEnv("DFLASH_SOURCE_DIR") + "/tools/dflash_ref/make_fixture.py", data, "--size",
-       "tiny"},
-      {}, 300);
-  ASSERT_EQ(gen.exit_code, 0) << gen.out << gen.err;
+  testing::MakeTinyFixture(data);
+  ASSERT_FALSE(::testing::Test::HasFailure());
   const std::string run_dir = data + "/run-py";
   for (const char* step : {"step-100", "step-200"}) {
     fs::create_directories(run_dir + "/" + step);
@@ -49,9 +46,7 @@ TEST(PythonExampleTest, SubmitsOneDetachedEvalPerCheckpoint) {
   ASSERT_THAT(server, testing::IsOk());
   const std::string address = (*server)->address();
   auto cli = [&](std::vector<std::string> args) {
-    std::vector<std::string> argv = {BinaryFromEnv("DFLASH_EVAL"), "--server", address};
-    argv.insert(argv.end(), args.begin(), args.end());
-    return RunCommand(argv, {}, 120);
+    return testing::RunCli(address, std::move(args));
   };
   ASSERT_EQ(cli({"load-target", data + "/target", "--name", "t"}).exit_code, 0);
   ASSERT_EQ(cli({"load-dataset", data + "/dataset", "--name", "d"}).exit_code, 0);

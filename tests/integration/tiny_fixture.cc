@@ -1,0 +1,30 @@
+#include "integration/tiny_fixture.h"
+
+#include "gtest/gtest.h"
+
+namespace dflash::testing {
+
+void MakeTinyFixture(const std::string& dir) {
+  CommandResult gen = RunCommand(
+      {BinaryFromEnv("DFLASH_FIXTURE_PY"),
+       BinaryFromEnv("DFLASH_SOURCE_DIR") + "/tools/dflash_ref/make_fixture.py", dir, "--size",
+       "tiny"},
+      {}, 300);
+  EXPECT_EQ(gen.exit_code, 0) << gen.out << gen.err;
+}
+
+CommandResult RunCli(const std::string& address, std::vector<std::string> args) {
+  std::vector<std::string> argv = {BinaryFromEnv("DFLASH_EVAL"), "--server", address};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return RunCommand(argv, {}, 300);
+}
+
+nlohmann::json RunCliJson(const std::string& address, std::vector<std::string> args) {
+  args.insert(args.begin(), "--json");
+  CommandResult r = RunCli(address, std::move(args));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  if (r.exit_code != 0) return nlohmann::json::object();
+  return nlohmann::json::parse(r.out);
+}
+
+}  // namespace dflash::testing

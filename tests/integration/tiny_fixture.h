@@ -1,0 +1,27 @@
+// File: tiny_fixture.h
+// What the integration tests share: the tiny generated model
+// (tools/dflash_ref/make_fixture.py --size tiny: target, drafter, datasets
+// and the Python reference's expected results) and running the real client.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "test_util/process.h"
+
+namespace dflash::testing {
+
+// Writes the tiny fixture into `dir` (a test's own folder: tests may edit
+// it); adds a test failure when the generator fails.
+void MakeTinyFixture(const std::string& dir);
+
+// Runs `dflash-eval --server ADDRESS args...`.
+CommandResult RunCli(const std::string& address, std::vector<std::string> args);
+
+// The same with --json; the parsed reply, or {} (and a test failure) when the
+// command fails.
+nlohmann::json RunCliJson(const std::string& address, std::vector<std::string> args);
+
+}  // namespace dflash::testing
