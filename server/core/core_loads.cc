@@ -69,6 +69,7 @@ static absl::StatusOr<CheckedCheckpoint> CheckCheckpoint(const DataRoots& roots,
                                                          bool compute_stats,
                                                          int64_t target_hidden) {
   ASSIGN_OR_RETURN(std::string resolved, roots.Resolve(path));
+  RETURN_IF_ERROR(roots.CheckLinks(resolved));  // shards and config.json found inside
   std::string resolved_config;
   if (!config_path.empty()) {
     ASSIGN_OR_RETURN(resolved_config, roots.Resolve(config_path));
@@ -218,6 +219,7 @@ absl::StatusOr<LoadResult> EvalCoreImpl::LoadTarget(const LoadTargetParams& para
           it->second.info.source_path, "); unload it or choose another --name"));
     }
   }
+  RETURN_IF_ERROR(roots_.CheckLinks(resolved));  // shards and config.json found inside
   weights::TargetLoadOptions options{dtype, c10::Device(device), params.load_final_norm};
   const int64_t budget = options_.max_resident_bytes;
   RETURN_IF_ERROR(CheckResidentBudget(*resident_, budget, "target", name,
@@ -284,6 +286,7 @@ absl::StatusOr<LoadResult> EvalCoreImpl::LoadDataset(const LoadDatasetParams& pa
           it->second.info.source_path, "); unload it or choose another --name"));
     }
   }
+  RETURN_IF_ERROR(roots_.CheckLinks(options.path));  // sample files found inside
   const int64_t budget = options_.max_resident_bytes;
   RETURN_IF_ERROR(CheckResidentBudget(*resident_, budget, "dataset", options.name,
                                       EstimateDatasetBytes(options.path, options.max_samples),
