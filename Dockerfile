@@ -66,6 +66,8 @@ EXPOSE 50051 9464
 # The gRPC health service: NOT_SERVING (exit 1) until the preload finished.
 HEALTHCHECK --interval=30s --timeout=5s --start-period=300s --retries=3 \
   CMD ["dflash-eval", "--server", "127.0.0.1:50051", "--timeout", "4", "health"]
+# 0.0.0.0 needs --auth-token-file (or --tls-client-ca, or --insecure-allow-remote):
+# without one the server refuses to start and says so (README "Security").
 # Flags after the image name are appended (e.g. --config /etc/dflash-evald/config.yaml);
 # a flag given there overrides the same key in the config file.
 ENTRYPOINT ["dflash-evald", "--listen", "0.0.0.0:50051", "--state-dir", "/var/lib/dflash-evald", \

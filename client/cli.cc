@@ -43,6 +43,12 @@ int RunCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
   app.add_option("--timeout", g.timeout_seconds, "seconds to wait for a reply (0 = no limit)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
+  app.add_option("--token-file", g.token_file,
+                 "file whose first line is the bearer token for a server started with "
+                 "--auth-token-file (default: $DFLASH_EVAL_TOKEN; the file wins)");
+  app.add_option("--tls-ca", g.tls_ca, "PEM CA that signed the server's certificate: use TLS");
+  app.add_option("--tls-cert", g.tls_cert, "PEM client certificate (mutual TLS; needs --tls-ca)");
+  app.add_option("--tls-key", g.tls_key, "PEM private key for --tls-cert");
 
   // Progress bars only when stdout is the terminal itself.
   const bool out_is_tty = &out == &std::cout && isatty(STDOUT_FILENO) == 1;
@@ -66,8 +72,15 @@ int RunCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
     err << app.help();
     return kExitUsage;
   }
-  EvalClient client(g.server, std::chrono::milliseconds(
-                                  static_cast<int64_t>(g.timeout_seconds * 1000)));
+  absl::StatusOr<ConnectOptions> connect =
+      LoadConnectOptions(g.token_file, g.tls_ca, g.tls_cert, g.tls_key);
+  if (!connect.ok()) {
+    err << "dflash-eval: " << connect.status().message() << "\n";
+    return kExitUsage;
+  }
+  EvalClient client(g.server,
+                    std::chrono::milliseconds(static_cast<int64_t>(g.timeout_seconds * 1000)),
+                    *connect);
   return ctx.run(client);
 }
 

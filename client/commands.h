@@ -23,6 +23,8 @@ struct Globals {
   std::string server;
   bool json = false;
   double timeout_seconds = 600;
+  std::string token_file;        // else $DFLASH_EVAL_TOKEN
+  std::string tls_ca, tls_cert, tls_key;
 };
 
 // A usage problem found after parsing (e.g. a missing conditional argument):

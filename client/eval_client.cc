@@ -3,21 +3,92 @@
 #include <grpcpp/create_channel.h>
 #include <grpcpp/security/credentials.h>
 
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
 #include <thread>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 
 namespace dflash::client {
 
-EvalClient::EvalClient(std::string address, std::chrono::milliseconds timeout)
-    : address_(std::move(address)), timeout_(timeout) {
-  channel_ = grpc::CreateChannel(address_, grpc::InsecureChannelCredentials());
+namespace {
+
+absl::StatusOr<std::string> ReadText(const std::string& path, const char* flag) {
+  std::ifstream in(path);
+  if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", flag, " file '", path, "'"));
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+}  // namespace
+
+absl::StatusOr<ConnectOptions> LoadConnectOptions(const std::string& token_file,
+                                                  const std::string& tls_ca,
+                                                  const std::string& tls_cert,
+                                                  const std::string& tls_key) {
+  ConnectOptions out;
+  if (!token_file.empty()) {
+    absl::StatusOr<std::string> text = ReadText(token_file, "--token-file");
+    if (!text.ok()) return text.status();
+    for (absl::string_view line : absl::StrSplit(*text, '\n')) {
+      line = absl::StripAsciiWhitespace(line);
+      if (!line.empty() && line[0] != '#') {
+        out.token = std::string(line);
+        break;
+      }
+    }
+    if (out.token.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--token-file '", token_file, "' holds no token"));
+    }
+  } else if (const char* env = std::getenv("DFLASH_EVAL_TOKEN"); env && *env) {
+    out.token = std::string(absl::StripAsciiWhitespace(env));
+  }
+  if (tls_cert.empty() != tls_key.empty()) {
+    return absl::InvalidArgumentError("--tls-cert and --tls-key go together");
+  }
+  if (!tls_cert.empty() && tls_ca.empty()) {
+    return absl::InvalidArgumentError("--tls-cert needs --tls-ca (the server's CA)");
+  }
+  if (!tls_ca.empty()) {
+    absl::StatusOr<std::string> ca = ReadText(tls_ca, "--tls-ca");
+    if (!ca.ok()) return ca.status();
+    out.tls_ca = *ca;
+  }
+  if (!tls_cert.empty()) {
+    absl::StatusOr<std::string> cert = ReadText(tls_cert, "--tls-cert");
+    if (!cert.ok()) return cert.status();
+    absl::StatusOr<std::string> key = ReadText(tls_key, "--tls-key");
+    if (!key.ok()) return key.status();
+    out.tls_cert = *cert;
+    out.tls_key = *key;
+  }
+  return out;
+}
+
+EvalClient::EvalClient(std::string address, std::chrono::milliseconds timeout,
+                       const ConnectOptions& connect)
+    : address_(std::move(address)), timeout_(timeout), token_(connect.token) {
+  std::shared_ptr<grpc::ChannelCredentials> credentials = grpc::InsecureChannelCredentials();
+  if (!connect.tls_ca.empty()) {
+    grpc::SslCredentialsOptions ssl;
+    ssl.pem_root_certs = connect.tls_ca;
+    ssl.pem_cert_chain = connect.tls_cert;
+    ssl.pem_private_key = connect.tls_key;
+    credentials = grpc::SslCredentials(ssl);
+  }
+  channel_ = grpc::CreateChannel(address_, credentials);
   stub_ = pb::DrafterEval::NewStub(channel_);
 }
 
 void EvalClient::Prepare(grpc::ClientContext* ctx) const {
   if (timeout_.count() > 0) ctx->set_deadline(std::chrono::system_clock::now() + timeout_);
+  if (!token_.empty()) ctx->AddMetadata("authorization", "Bearer " + token_);
 }
 
 absl::Status EvalClient::Convert(const grpc::Status& status) const {
@@ -109,6 +180,7 @@ absl::StatusOr<pb::CompareEvalsResponse> EvalClient::CompareEvals(
 absl::StatusOr<pb::EvalJob> EvalClient::WatchEval(const std::string& id,
                                                   const JobCallback& on_update) {
   grpc::ClientContext ctx;  // no deadline: the stream lasts as long as the job
+  if (!token_.empty()) ctx.AddMetadata("authorization", "Bearer " + token_);
   pb::WatchEvalRequest req;
   req.set_id(id);
   std::unique_ptr<grpc::ClientReader<pb::EvalJob>> reader = stub_->WatchEval(&ctx, req);
@@ -124,7 +196,11 @@ absl::StatusOr<pb::EvalJob> EvalClient::WatchEval(const std::string& id,
   }
   grpc::Status st = reader->Finish();
   if (got_any && IsFinalState(job.state())) return job;
-  if (st.error_code() == grpc::StatusCode::UNIMPLEMENTED) return PollEval(id, on_update);
+  // No WatchEval, or its stream limit reached: poll instead.
+  if (st.error_code() == grpc::StatusCode::UNIMPLEMENTED ||
+      st.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED) {
+    return PollEval(id, on_update);
+  }
   if (absl::Status s = Convert(st); !s.ok()) return s;
   // The stream ended before a final state (a server draining): read it once more.
   return PollEval(id, on_update);

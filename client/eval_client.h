@@ -22,10 +22,27 @@ namespace pb = ::dflash::eval::v1;
 // SUCCEEDED, FAILED, CANCELLED, INTERRUPTED: the job will not change again.
 bool IsFinalState(pb::JobState state);
 
+// How to reach a server that asks for them: a bearer token sent on every
+// call, and TLS (PEM text, not paths). Empty tls_ca: plain text.
+struct ConnectOptions {
+  std::string token;
+  std::string tls_ca;                  // root certificates to trust
+  std::string tls_cert, tls_key;       // client certificate (mutual TLS)
+};
+
+// Reads --token-file (first non-blank line, trimmed) or else the
+// DFLASH_EVAL_TOKEN environment variable, and the TLS files, into options.
+// The file wins over the variable. NotFound when a file cannot be read.
+absl::StatusOr<ConnectOptions> LoadConnectOptions(const std::string& token_file,
+                                                  const std::string& tls_ca,
+                                                  const std::string& tls_cert,
+                                                  const std::string& tls_key);
+
 class EvalClient {
  public:
   // timeout: per call; zero means no deadline.
-  EvalClient(std::string address, std::chrono::milliseconds timeout);
+  EvalClient(std::string address, std::chrono::milliseconds timeout,
+             const ConnectOptions& connect = {});
 
   const std::string& address() const { return address_; }
 
@@ -63,6 +80,7 @@ class EvalClient {
 
   std::string address_;
   std::chrono::milliseconds timeout_;
+  std::string token_;
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<pb::DrafterEval::Stub> stub_;
 };

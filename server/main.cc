@@ -6,7 +6,9 @@
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
+#include <sstream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -18,6 +20,7 @@
 #include <grpcpp/health_check_service_interface.h>
 #include <spdlog/spdlog.h>
 
+#include "app/listen_policy.h"
 #include "app/logging.h"
 #include "app/preload.h"
 #include "app/server_config.h"
@@ -28,6 +31,7 @@
 #include "metrics/instrumented_core.h"
 #include "metrics/server_metrics.h"
 #include "service/eval_service.h"
+#include "service/token_auth.h"
 #include "store/sqlite_result_store.h"
 
 namespace {
@@ -45,6 +49,48 @@ std::string DefaultStateDir() {
 int Fail(const std::string& message) {
   spdlog::critical("{}", message);
   return 1;
+}
+
+absl::StatusOr<std::string> ReadPem(const std::string& path, const char* flag) {
+  std::ifstream in(path);
+  if (!in) return absl::NotFoundError("cannot read " + std::string(flag) + " file '" + path + "'");
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// TLS from --tls-cert/--tls-key (and --tls-client-ca: clients must present a
+// certificate it signed), else plain text.
+absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> ServerCredentials(
+    const dflash::app::ServerConfig& flags) {
+  if (flags.tls_cert.empty() != flags.tls_key.empty()) {
+    return absl::InvalidArgumentError("--tls-cert and --tls-key go together; got only " +
+                                      std::string(flags.tls_cert.empty() ? "--tls-key"
+                                                                         : "--tls-cert"));
+  }
+  if (flags.tls_cert.empty()) {
+    if (!flags.tls_client_ca.empty()) {
+      return absl::InvalidArgumentError("--tls-client-ca needs --tls-cert and --tls-key");
+    }
+    return grpc::InsecureServerCredentials();
+  }
+  grpc::SslServerCredentialsOptions options;
+  grpc::SslServerCredentialsOptions::PemKeyCertPair pair;
+  auto cert = ReadPem(flags.tls_cert, "--tls-cert");
+  if (!cert.ok()) return cert.status();
+  auto key = ReadPem(flags.tls_key, "--tls-key");
+  if (!key.ok()) return key.status();
+  pair.cert_chain = *cert;
+  pair.private_key = *key;
+  options.pem_key_cert_pairs.push_back(pair);
+  if (!flags.tls_client_ca.empty()) {
+    auto ca = ReadPem(flags.tls_client_ca, "--tls-client-ca");
+    if (!ca.ok()) return ca.status();
+    options.pem_root_certs = *ca;
+    options.client_certificate_request =
+        GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY;
+  }
+  return grpc::SslServerCredentials(options);
 }
 
 }  // namespace
@@ -70,6 +116,28 @@ int main(int argc, char** argv) {
   sigaddset(&stop_signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
+  // Who may call: refuse an open port before anything is loaded.
+  std::optional<dflash::service::TokenAuth> auth;
+  if (!flags.auth_token_file.empty()) {
+    auto loaded = dflash::service::TokenAuth::FromFile(flags.auth_token_file);
+    if (!loaded.ok()) return Fail(std::string(loaded.status().message()));
+    auth = *std::move(loaded);
+    spdlog::info("bearer tokens required: {} full, {} read-only (from {})", auth->full_tokens(),
+                 auth->read_only_tokens(), flags.auth_token_file);
+  }
+  if (auto st = dflash::app::CheckListen(
+          flags.listen, {auth.has_value(), !flags.tls_client_ca.empty(),
+                         flags.insecure_allow_remote});
+      !st.ok()) {
+    return Fail(std::string(st.message()));
+  }
+  if (!dflash::app::IsLoopbackListen(flags.listen) && !auth && flags.tls_client_ca.empty()) {
+    spdlog::warn("listening on {} without authentication (--insecure-allow-remote)",
+                 flags.listen);
+  }
+  auto credentials = ServerCredentials(flags);
+  if (!credentials.ok()) return Fail(std::string(credentials.status().message()));
+
   auto device = dflash::core::ResolveDevice(flags.device);
   if (!device.ok()) return Fail(std::string(device.status().message()));
   spdlog::info("device {}: {}", device->device, device->note);
@@ -84,12 +152,23 @@ int main(int argc, char** argv) {
   options.threads = threads;
   options.state_dir = flags.state_dir;
   options.data_roots = flags.data_roots;
+  options.max_eval_blocks = flags.max_eval_blocks;
+  options.max_resident_bytes = flags.max_resident_bytes;
+  if (options.max_resident_bytes == 0) {  // 90% of the device's memory, when known
+    for (const dflash::core::DeviceInfo& d : dflash::core::ListDevices(threads)) {
+      if (d.name == device->device) options.max_resident_bytes = d.total_memory_bytes / 10 * 9;
+    }
+  }
   auto core = dflash::core::EvalCoreImpl::Create(options);
   if (!core.ok()) return Fail(std::string(core.status().message()));
   const dflash::core::ServerInfo info = (*core)->GetServerInfo();
   spdlog::info("dflash-evald {} ({}), libtorch {}, {} intra-op threads, BLAS: {}",
                info.server_version, info.git_sha, info.libtorch_version, threads, info.blas);
   spdlog::info("state dir {}; data roots: {}", info.state_dir, fmt::join(info.data_roots, ", "));
+  spdlog::info("limits: resident {} bytes, {} blocks per evaluation, {} byte requests, {} watch "
+               "streams (0 = no limit)",
+               options.max_resident_bytes, options.max_eval_blocks, flags.max_request_bytes,
+               flags.max_concurrent_streams);
 
   // Metrics wrap the core: every load and evaluation through it is counted.
   dflash::metrics::ServerMetrics metrics(core->get());
@@ -117,7 +196,11 @@ int main(int argc, char** argv) {
   spdlog::info("results store {}; {} concurrent job(s), at most {} queued", store_path,
                flags.concurrent_jobs, flags.max_queued);
 
-  dflash::service::EvalService service(instrumented, jobs->get(), flags.workers);
+  dflash::service::ServiceOptions service_options;
+  service_options.auth = auth ? &*auth : nullptr;
+  service_options.max_watch_streams = flags.max_concurrent_streams;
+  dflash::service::EvalService service(instrumented, jobs->get(), flags.workers,
+                                       service_options);
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
@@ -125,7 +208,8 @@ int main(int argc, char** argv) {
   // port silently; we want "address in use" to be an error.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   int port = 0;
-  builder.AddListeningPort(flags.listen, grpc::InsecureServerCredentials(), &port);
+  builder.SetMaxReceiveMessageSize(static_cast<int>(flags.max_request_bytes));
+  builder.AddListeningPort(flags.listen, *credentials, &port);
   builder.RegisterService(&service);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (!server || port == 0) {

@@ -299,6 +299,37 @@ void AddServerOptions(CLI::App& app, ServerConfig& config) {
                  "write the bound port here once listening (useful with --listen HOST:0)");
   app.add_option("--metrics-listen", config.metrics_listen,
                  "serve Prometheus metrics on http://HOST:PORT/metrics (default: off)");
+  app.add_option("--auth-token-file", config.auth_token_file,
+                 "require `authorization: Bearer TOKEN` on every DrafterEval call; the file "
+                 "holds one token per line, 'ro:TOKEN' for a read-only token (health and "
+                 "reflection stay open)");
+  app.add_option("--tls-cert", config.tls_cert, "PEM certificate chain: serve over TLS");
+  app.add_option("--tls-key", config.tls_key, "PEM private key for --tls-cert");
+  app.add_option("--tls-client-ca", config.tls_client_ca,
+                 "PEM CA bundle: require client certificates signed by it (mutual TLS)");
+  app.add_flag("--insecure-allow-remote", config.insecure_allow_remote,
+               "allow listening on a non-loopback address without --auth-token-file or "
+               "--tls-client-ca");
+  app.add_option("--max-request-bytes", config.max_request_bytes,
+                 "largest request message accepted; larger is RESOURCE_EXHAUSTED")
+      ->check(CLI::Range(int64_t{1024}, int64_t{1} << 30))
+      ->capture_default_str();
+  app.add_option("--max-resident-bytes", config.max_resident_bytes,
+                 "memory budget for resident targets, drafters and datasets; a load that "
+                 "would pass it is RESOURCE_EXHAUSTED before it reads (0: 90% of the "
+                 "device's memory)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_option("--max-eval-blocks", config.max_eval_blocks,
+                 "most blocks one evaluation may score; more is RESOURCE_EXHAUSTED before "
+                 "any is scored (0: no limit)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_option("--max-concurrent-streams", config.max_concurrent_streams,
+                 "WatchEval streams open at once; past it RESOURCE_EXHAUSTED (the client "
+                 "then polls) (0: no limit)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
 }
 
 }  // namespace dflash::app

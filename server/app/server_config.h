@@ -9,6 +9,7 @@
 // parsing) are file keys too.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <string>
@@ -41,6 +42,15 @@ struct ServerConfig {
   std::vector<std::string> data_roots;
   std::string port_file;
   std::string metrics_listen;  // empty: no metrics endpoint
+  // Security (README "Security"; service/token_auth.h, app/listen_policy.h).
+  std::string auth_token_file;  // empty: no authentication
+  std::string tls_cert, tls_key, tls_client_ca;
+  bool insecure_allow_remote = false;
+  // Limits.
+  int64_t max_request_bytes = 4 << 20;  // gRPC max receive message size
+  int64_t max_resident_bytes = 0;       // 0: 90% of the device's memory
+  int64_t max_eval_blocks = 10'000'000; // per evaluation; 0: no limit
+  int max_concurrent_streams = 64;      // WatchEval streams; 0: no limit
   PreloadConfig preload;
 };
 

@@ -122,8 +122,24 @@ absl::StatusOr<eval::EvalResult> EvalCoreImpl::RunEval(const EvalParams& params,
   RETURN_IF_ERROR(eval::CheckCompatible(*drafter, *target, *dataset, params.options));
   const double setup =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  ASSIGN_OR_RETURN(eval::EvalResult result,
-                   eval::Evaluate(*drafter, *target, *dataset, params.options, progress));
+  // The evaluator reports its totals before scoring anything: refuse there.
+  int64_t too_many_blocks = 0;
+  const int64_t max_blocks = options_.max_eval_blocks;
+  auto limited = [&](const eval::EvalProgress& p) {
+    if (max_blocks > 0 && p.blocks_total > max_blocks) {
+      too_many_blocks = p.blocks_total;
+      return false;
+    }
+    return progress ? progress(p) : true;
+  };
+  absl::StatusOr<eval::EvalResult> evaluated =
+      eval::Evaluate(*drafter, *target, *dataset, params.options, limited);
+  if (too_many_blocks > 0) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "this evaluation would score ", too_many_blocks, " blocks; the server allows at most ",
+        max_blocks, " per evaluation (--max-eval-blocks); lower max_samples or max_blocks"));
+  }
+  ASSIGN_OR_RETURN(eval::EvalResult result, std::move(evaluated));
   result.setup_seconds += setup;
   result.device = device;
   result.dtype = dtype;

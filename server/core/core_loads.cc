@@ -11,6 +11,7 @@
 #include "core/eval_core_impl.h"
 #include "core/placement.h"
 #include "core/resident.h"
+#include "core/resident_budget.h"
 #include "model/drafter_config.h"
 #include "model/drafter_schema.h"
 #include "weights/checkpoint_open.h"
@@ -68,6 +69,7 @@ static absl::StatusOr<CheckedCheckpoint> CheckCheckpoint(const DataRoots& roots,
                                                          bool compute_stats,
                                                          int64_t target_hidden) {
   ASSIGN_OR_RETURN(std::string resolved, roots.Resolve(path));
+  RETURN_IF_ERROR(roots.CheckLinks(resolved));  // shards and config.json found inside
   std::string resolved_config;
   if (!config_path.empty()) {
     ASSIGN_OR_RETURN(resolved_config, roots.Resolve(config_path));
@@ -152,6 +154,10 @@ absl::StatusOr<LoadResult> EvalCoreImpl::LoadDrafter(const LoadDrafterParams& pa
         " missing, ", c.report.shape_mismatches, " shape mismatch(es), ", c.report.unexpected,
         " unexpected); nothing was loaded:\n  - ", absl::StrJoin(c.report.problems, "\n  - ")));
   }
+  const int64_t budget = options_.max_resident_bytes;
+  RETURN_IF_ERROR(CheckResidentBudget(*resident_, budget, "drafter", name,
+                                      EstimateDrafterBytes(c.report, dtype),
+                                      "estimated from the tensor headers"));
   ASSIGN_OR_RETURN(auto tensors,
                    weights::LoadValidatedWeights(*c.opened.source, c.report, dtype,
                                                  c10::Device(device)));
@@ -174,6 +180,8 @@ absl::StatusOr<LoadResult> EvalCoreImpl::LoadDrafter(const LoadDrafterParams& pa
   info.summary = model::DescribeConfig(c.config);
   info.load_time_unix_micros = NowUnixMicros();
   info.load_seconds = SecondsSince(start);
+  RETURN_IF_ERROR(CheckResidentBudget(*resident_, budget, "drafter", name, info.bytes,
+                                      "measured once read"));
 
   LoadResult result;
   result.resource = info;
@@ -211,7 +219,12 @@ absl::StatusOr<LoadResult> EvalCoreImpl::LoadTarget(const LoadTargetParams& para
           it->second.info.source_path, "); unload it or choose another --name"));
     }
   }
+  RETURN_IF_ERROR(roots_.CheckLinks(resolved));  // shards and config.json found inside
   weights::TargetLoadOptions options{dtype, c10::Device(device), params.load_final_norm};
+  const int64_t budget = options_.max_resident_bytes;
+  RETURN_IF_ERROR(CheckResidentBudget(*resident_, budget, "target", name,
+                                      EstimateTargetBytes(resolved, dtype, params.load_final_norm),
+                                      "estimated from config.json"));
   ASSIGN_OR_RETURN(weights::TargetTensors tensors, weights::LoadTargetTensors(resolved, options));
 
   Resident::Target entry;
@@ -229,6 +242,8 @@ absl::StatusOr<LoadResult> EvalCoreImpl::LoadTarget(const LoadTargetParams& para
   info.summary = absl::StrCat("V=", t.vocab_size, ", H=", t.hidden_size, ", ", t.family,
                               t.tied ? ", lm_head tied to embed_tokens" : "",
                               t.norm.defined() ? ", final norm" : "");
+  RETURN_IF_ERROR(CheckResidentBudget(*resident_, budget, "target", name, info.bytes,
+                                      "measured once read"));
   info.load_time_unix_micros = NowUnixMicros();
   info.load_seconds = SecondsSince(start);
   LoadResult result;
@@ -271,6 +286,11 @@ absl::StatusOr<LoadResult> EvalCoreImpl::LoadDataset(const LoadDatasetParams& pa
           it->second.info.source_path, "); unload it or choose another --name"));
     }
   }
+  RETURN_IF_ERROR(roots_.CheckLinks(options.path));  // sample files found inside
+  const int64_t budget = options_.max_resident_bytes;
+  RETURN_IF_ERROR(CheckResidentBudget(*resident_, budget, "dataset", options.name,
+                                      EstimateDatasetBytes(options.path, options.max_samples),
+                                      "estimated from the sizes of its files"));
   ASSIGN_OR_RETURN(data::EvalDataset dataset, data::EvalDataset::Load(options));
 
   Resident::Dataset entry;
@@ -283,6 +303,8 @@ absl::StatusOr<LoadResult> EvalCoreImpl::LoadDataset(const LoadDatasetParams& pa
   info.device = device;
   info.dtype = DTypeLabel(d.dtype());
   info.bytes = d.bytes();
+  RETURN_IF_ERROR(CheckResidentBudget(*resident_, budget, "dataset", options.name, info.bytes,
+                                      "measured once read"));
   info.fingerprint = d.fingerprint();
   int64_t tokens = 0;
   for (size_t i = 0; i < d.size(); ++i) tokens += d.sample(i).input_ids.numel();

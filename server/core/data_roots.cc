@@ -50,4 +50,33 @@ absl::StatusOr<std::string> DataRoots::Resolve(const std::string& path) const {
       absl::StrCat("path '", path, "' is outside the server's data roots"));
 }
 
+absl::Status DataRoots::CheckLinks(const std::string& resolved, int64_t max_entries) const {
+  auto check = [&](const fs::path& p) -> absl::Status {
+    std::error_code ec;
+    if (!fs::is_symlink(fs::symlink_status(p, ec))) return absl::OkStatus();
+    const std::string t = fs::weakly_canonical(p, ec).string();
+    for (const std::string& root : roots_) {
+      if (!ec && (t == root || absl::StartsWith(t, root + "/"))) return absl::OkStatus();
+    }
+    return absl::PermissionDeniedError(absl::StrCat(
+        "'", p.string(), "' is a symbolic link to a place outside the server's data roots"));
+  };
+  std::error_code ec;
+  if (!fs::is_directory(resolved, ec)) {
+    // A file (or nothing: the loader says NotFound): the config.json beside it.
+    return check(fs::path(resolved).parent_path() / "config.json");
+  }
+  int64_t seen = 0;
+  // Symlinked folders are checked as links, not walked into.
+  for (fs::recursive_directory_iterator it(resolved, ec), end; !ec && it != end;
+       it.increment(ec)) {
+    if (++seen > max_entries) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "'", resolved, "' holds more than ", max_entries, " entries; refusing to read it"));
+    }
+    if (absl::Status st = check(it->path()); !st.ok()) return st;
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace dflash::core

@@ -5,6 +5,7 @@
 // exists, so a caller learns nothing about the rest of the file system.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,13 @@ class DataRoots {
   // taken relative to the first root. InvalidArgument for empty paths or NUL
   // bytes; PermissionDenied outside every root.
   absl::StatusOr<std::string> Resolve(const std::string& path) const;
+
+  // For paths inside files (index shards, config.json, dataset samples):
+  // Ok when no symbolic link in `resolved` (a directory: every entry below
+  // it; a file: the config.json beside it) leads outside the roots.
+  // PermissionDenied naming the link otherwise; ResourceExhausted past
+  // `max_entries` entries.
+  absl::Status CheckLinks(const std::string& resolved, int64_t max_entries = 1'000'000) const;
 
   const std::vector<std::string>& roots() const { return roots_; }
 

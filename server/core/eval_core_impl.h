@@ -20,6 +20,12 @@ struct CoreOptions {
   int threads = 1;               // intra-op threads (already applied)
   std::string state_dir;
   std::vector<std::string> data_roots;  // empty: state_dir/models, state_dir/datasets
+  // Bytes all resident objects may hold together; a load that would pass it
+  // is ResourceExhausted, checked on an estimate before reading. 0: no limit.
+  int64_t max_resident_bytes = 0;
+  // Blocks one evaluation may score; more is ResourceExhausted before any
+  // is scored. 0: no limit.
+  int64_t max_eval_blocks = 0;
 };
 
 class EvalCoreImpl final : public EvalCore {

@@ -64,6 +64,8 @@ absl::StatusOr<EvalResult> RunAnchor(const BlockScorer& scorer, const data::Eval
                                dataset.sample(i).index);
     prog.blocks_total += static_cast<int64_t>(anchors[i].size());
   }
+  // Totals known before any work: the caller may refuse (limits) or show them.
+  if (progress && !progress(prog)) return absl::CancelledError("evaluation cancelled");
   // Samples are scored in groups: a group's contexts are encoded together
   // and its blocks, of several sequences, share each batched forward, so
   // the dense matmuls see many rows even when a sample has few blocks. A
@@ -173,6 +175,7 @@ absl::StatusOr<EvalResult> RunReplay(const BlockScorer& scorer, const data::Eval
   // Sequences walk in groups that share one batched forward per step; the
   // group's context K/V is computed once and reused by every step.
   const size_t group = static_cast<size_t>(std::max<int64_t>(1, scorer.SequencesPerGroup()));
+  if (progress && !progress(prog)) return absl::CancelledError("evaluation cancelled");
   for (size_t g = 0; g < walks.size(); g += group) {
     const size_t g_end = std::min(walks.size(), g + group);
     std::vector<size_t> samples;

@@ -50,13 +50,28 @@ void LogCall(const char* method, const grpc::CallbackServerContext* ctx,
 
 }  // namespace
 
-EvalService::EvalService(core::EvalCore& core, core::JobService* jobs, int workers)
-    : core_(core), jobs_(jobs), pool_(workers) {}
+EvalService::EvalService(core::EvalCore& core, core::JobService* jobs, int workers,
+                         ServiceOptions options)
+    : core_(core), jobs_(jobs), options_(options), pool_(workers) {}
+
+absl::Status EvalService::Authorize(const Ctx* ctx, const char* method) const {
+  if (options_.auth == nullptr) return absl::OkStatus();
+  return options_.auth->Check(ctx->client_metadata(), method);
+}
+
+grpc::ServerUnaryReactor* EvalService::Refuse(Ctx* ctx, const char* method,
+                                              const absl::Status& status) {
+  LogCall(method, ctx, status, Clock::now());
+  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+  reactor->Finish(ToGrpcStatus(status));
+  return reactor;
+}
 
 EvalService::~EvalService() = default;
 
 template <typename Work>
 grpc::ServerUnaryReactor* EvalService::Offload(Ctx* ctx, const char* method, Work work) {
+  if (absl::Status auth = Authorize(ctx, method); !auth.ok()) return Refuse(ctx, method, auth);
   grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
   const Clock::time_point start = Clock::now();
   const bool posted = pool_.Post([ctx, reactor, method, start, work = std::move(work)]() mutable {
@@ -80,6 +95,9 @@ grpc::ServerUnaryReactor* EvalService::Offload(Ctx* ctx, const char* method, Wor
 grpc::ServerUnaryReactor* EvalService::GetServerInfo(
     Ctx* ctx, const ::dflash::eval::v1::GetServerInfoRequest*,
     ::dflash::eval::v1::ServerInfo* resp) {
+  if (absl::Status auth = Authorize(ctx, "GetServerInfo"); !auth.ok()) {
+    return Refuse(ctx, "GetServerInfo", auth);
+  }
   const Clock::time_point start = Clock::now();
   core::ServerInfo info = core_.GetServerInfo();
   if (jobs_) {
@@ -199,6 +217,9 @@ grpc::ServerUnaryReactor* EvalService::UnloadDataset(Ctx* ctx,
 grpc::ServerUnaryReactor* EvalService::ListResources(
     Ctx* ctx, const ::dflash::eval::v1::ListResourcesRequest* req,
     ::dflash::eval::v1::ListResourcesResponse* resp) {
+  if (absl::Status auth = Authorize(ctx, "ListResources"); !auth.ok()) {
+    return Refuse(ctx, "ListResources", auth);
+  }
   const Clock::time_point start = Clock::now();
   absl::Status status;
   std::optional<core::ResourceKind> kind;
@@ -284,7 +305,18 @@ grpc::ServerUnaryReactor* EvalService::ListEvals(
 
 grpc::ServerWriteReactor<::dflash::eval::v1::EvalJob>* EvalService::WatchEval(
     Ctx* ctx, const ::dflash::eval::v1::WatchEvalRequest* req) {
-  return new WatchReactor(jobs_, ctx, req->id());
+  absl::Status refused = Authorize(ctx, "WatchEval");
+  std::atomic<int>* counter = nullptr;
+  if (refused.ok()) {
+    const int open = open_watch_streams_.fetch_add(1) + 1;
+    counter = &open_watch_streams_;
+    if (options_.max_watch_streams > 0 && open > options_.max_watch_streams) {
+      refused = absl::ResourceExhaustedError(absl::StrCat(
+          "too many WatchEval streams open (", open - 1, "); the server allows ",
+          options_.max_watch_streams, " (--max-concurrent-streams); poll with GetEval instead"));
+    }
+  }
+  return new WatchReactor(jobs_, ctx, req->id(), refused, counter);
 }
 
 grpc::ServerUnaryReactor* EvalService::CancelEval(

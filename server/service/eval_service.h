@@ -6,21 +6,31 @@
 // callback threads.
 #pragma once
 
+#include <atomic>
 #include <memory>
 
 #include "core/eval_core.h"
 #include "core/job_service.h"
 #include "dflash/eval/v1/service.grpc.pb.h"
+#include "service/token_auth.h"
 #include "service/worker_pool.h"
 
 namespace dflash::service {
+
+struct ServiceOptions {
+  // Null: no authentication (loopback only, or --insecure-allow-remote).
+  const TokenAuth* auth = nullptr;
+  // WatchEval streams open at once; past it RESOURCE_EXHAUSTED. 0: no limit.
+  int max_watch_streams = 0;
+};
 
 class EvalService final : public ::dflash::eval::v1::DrafterEval::CallbackService {
  public:
   // `core` and `jobs` must outlive the service. `workers`: threads for long
   // calls. Without `jobs` the job RPCs answer UNIMPLEMENTED and unloads go
   // straight to the core.
-  EvalService(core::EvalCore& core, core::JobService* jobs, int workers);
+  EvalService(core::EvalCore& core, core::JobService* jobs, int workers,
+              ServiceOptions options = {});
   EvalService(core::EvalCore& core, int workers) : EvalService(core, nullptr, workers) {}
   ~EvalService() override;
 
@@ -77,8 +87,15 @@ class EvalService final : public ::dflash::eval::v1::DrafterEval::CallbackServic
   template <typename Work>
   ServerUnaryReactor* OffloadJob(Ctx* ctx, const char* method, Work work);
 
+  // Ok, or why the caller may not call `method` (token_auth.h).
+  absl::Status Authorize(const Ctx* ctx, const char* method) const;
+  // Finishes a unary call refused before any work.
+  ServerUnaryReactor* Refuse(Ctx* ctx, const char* method, const absl::Status& status);
+
   core::EvalCore& core_;
   core::JobService* jobs_;
+  ServiceOptions options_;
+  std::atomic<int> open_watch_streams_{0};
   WorkerPool pool_;
 };
 

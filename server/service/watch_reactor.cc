@@ -8,9 +8,18 @@
 namespace dflash::service {
 
 WatchReactor::WatchReactor(core::JobService* jobs, grpc::CallbackServerContext* ctx,
-                           const std::string& id)
-    : jobs_(jobs), ctx_(ctx), id_(id), start_(std::chrono::steady_clock::now()) {
+                           const std::string& id, const absl::Status& refused,
+                           std::atomic<int>* open_streams)
+    : jobs_(jobs),
+      ctx_(ctx),
+      id_(id),
+      start_(std::chrono::steady_clock::now()),
+      open_streams_(open_streams) {
   std::unique_lock<std::mutex> lock(mu_);
+  if (!refused.ok()) {
+    FinishLocked(ToGrpcStatus(refused));
+    return;
+  }
   if (jobs_ == nullptr) {
     FinishLocked(ToGrpcStatus(absl::UnimplementedError("this server was started without a job service")));
     return;
@@ -86,6 +95,7 @@ void WatchReactor::FinishLocked(const grpc::Status& status) {
 void WatchReactor::OnDone() {
   // After Unwatch returns no change can reach this object again.
   if (jobs_ && handle_) jobs_->Unwatch(handle_);
+  if (open_streams_) open_streams_->fetch_sub(1);
   delete this;
 }
 

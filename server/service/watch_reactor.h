@@ -5,6 +5,7 @@
 // that goes away ends the stream and the subscription.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <mutex>
 #include <optional>
@@ -19,8 +20,12 @@ namespace dflash::service {
 
 class WatchReactor final : public grpc::ServerWriteReactor<::dflash::eval::v1::EvalJob> {
  public:
-  // `jobs` null: finishes UNIMPLEMENTED.
-  WatchReactor(core::JobService* jobs, grpc::CallbackServerContext* ctx, const std::string& id);
+  // `jobs` null: finishes UNIMPLEMENTED. `refused` not ok: finishes with it
+  // at once (authentication, stream limit). `open_streams`, when given, is
+  // decremented when the stream is done (the caller counted it in).
+  WatchReactor(core::JobService* jobs, grpc::CallbackServerContext* ctx, const std::string& id,
+               const absl::Status& refused = absl::OkStatus(),
+               std::atomic<int>* open_streams = nullptr);
 
   void OnWriteDone(bool ok) override;
   void OnCancel() override;
@@ -36,6 +41,7 @@ class WatchReactor final : public grpc::ServerWriteReactor<::dflash::eval::v1::E
   std::string id_;
   std::chrono::steady_clock::time_point start_;
   int64_t handle_ = 0;
+  std::atomic<int>* open_streams_;
 
   std::mutex mu_;
   std::optional<store::JobRecord> pending_;  // newest change not yet written

@@ -142,10 +142,34 @@ TEST_F(ServerConfigTest, DefaultsWithoutAFile) {
 
 TEST_F(ServerConfigTest, UnknownTopLevelKeyIsNamed) {
   EXPECT_EQ(ParseError({"--config", Write("c.yaml", "listne: 127.0.0.1:1\n")}),
-            "unknown key 'listne' in the config file (nearest: 'listen', 'device', 'log_level'; "
-            "known: concurrent_jobs, data_roots, device, listen, log_format, log_level, "
-            "max_queued, metrics_listen, "
-            "port_file, preload, state_dir, threads, workers)");
+            "unknown key 'listne' in the config file (nearest: 'listen', 'device', 'tls_key'; "
+            "known: auth_token_file, concurrent_jobs, data_roots, device, "
+            "insecure_allow_remote, listen, log_format, log_level, max_concurrent_streams, "
+            "max_eval_blocks, max_queued, max_request_bytes, max_resident_bytes, "
+            "metrics_listen, port_file, preload, state_dir, threads, tls_cert, tls_client_ca, "
+            "tls_key, workers)");
+}
+
+TEST_F(ServerConfigTest, SecurityKeysComeFromTheFile) {
+  ASSERT_EQ(ParseError({"--config", Write("s.yaml",
+                                          "auth_token_file: /etc/t\n"
+                                          "tls_cert: /c.pem\ntls_key: /k.pem\n"
+                                          "tls_client_ca: /ca.pem\n"
+                                          "insecure_allow_remote: true\n"
+                                          "max_request_bytes: 65536\n"
+                                          "max_resident_bytes: 1000000\n"
+                                          "max_eval_blocks: 5\n"
+                                          "max_concurrent_streams: 3\n")}),
+            "(no error)");
+  EXPECT_EQ(config_.auth_token_file, "/etc/t");
+  EXPECT_EQ(config_.tls_cert, "/c.pem");
+  EXPECT_EQ(config_.tls_key, "/k.pem");
+  EXPECT_EQ(config_.tls_client_ca, "/ca.pem");
+  EXPECT_TRUE(config_.insecure_allow_remote);
+  EXPECT_EQ(config_.max_request_bytes, 65536);
+  EXPECT_EQ(config_.max_resident_bytes, 1000000);
+  EXPECT_EQ(config_.max_eval_blocks, 5);
+  EXPECT_EQ(config_.max_concurrent_streams, 3);
 }
 
 TEST_F(ServerConfigTest, UnknownPreloadKeyIsNamedWithItsPlace) {

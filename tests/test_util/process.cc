@@ -1,3 +1,4 @@
+#include <algorithm>
 #include "test_util/process.h"
 
 #include <fcntl.h>
@@ -112,9 +113,12 @@ absl::StatusOr<std::unique_ptr<ServerProcess>> ServerProcess::Start(
   const std::string port_file = state_dir + "/port";
   ::unlink(port_file.c_str());
   server->log_path_ = state_dir + "/server.log";
-  std::vector<std::string> argv = {BinaryFromEnv("DFLASH_EVALD"), "--listen", "127.0.0.1:0",
-                                   "--state-dir", state_dir, "--port-file", port_file,
-                                   "--threads", "2"};
+  std::vector<std::string> argv = {BinaryFromEnv("DFLASH_EVALD"), "--state-dir", state_dir,
+                                   "--port-file", port_file, "--threads", "2"};
+  // The caller's --listen, else a free loopback port.
+  if (std::find(extra_args.begin(), extra_args.end(), "--listen") == extra_args.end()) {
+    argv.insert(argv.end(), {"--listen", "127.0.0.1:0"});
+  }
   argv.insert(argv.end(), extra_args.begin(), extra_args.end());
   server->pid_ = Spawn(argv, {}, server->log_path_, server->log_path_ + ".err");
   if (server->pid_ < 0) return absl::InternalError("cannot spawn dflash-evald");

@@ -30,7 +30,8 @@ std::string BinaryFromEnv(const char* variable);
 class ServerProcess {
  public:
   // Starts dflash-evald --listen 127.0.0.1:0 --state-dir STATE --port-file ...
-  // plus `extra_args`, and waits (up to `timeout_seconds`) for its port.
+  // plus `extra_args` (a --listen there replaces the default), and waits
+  // (up to `timeout_seconds`) for its port.
   static absl::StatusOr<std::unique_ptr<ServerProcess>> Start(
       const std::string& state_dir, const std::vector<std::string>& extra_args = {},
       double timeout_seconds = 60);

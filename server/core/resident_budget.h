@@ -1,0 +1,35 @@
+// File: resident_budget.h (internal to core/)
+// The memory budget for resident objects (--max-resident-bytes): what a load
+// will take is estimated before anything is read (from tensor headers, the
+// target's config.json, the dataset's file sizes), checked against what is
+// resident, and checked again with the real size once loaded.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <c10/core/ScalarType.h>
+
+#include "absl/status/status.h"
+#include "core/eval_core_impl.h"
+#include "weights/weight_report.h"
+
+namespace dflash::core {
+
+// Bytes held by every resident object (locks r.mu).
+int64_t ResidentBytes(const EvalCoreImpl::Resident& r);
+
+// Ok when `budget` is 0 or resident + `need` fits; else ResourceExhausted
+// naming the object, the numbers and the flag. `basis`: how `need` was
+// found ("estimated from the tensor headers").
+absl::Status CheckResidentBudget(const EvalCoreImpl::Resident& r, int64_t budget,
+                                 const char* kind, const std::string& name, int64_t need,
+                                 const char* basis);
+
+// Estimates, 0 when unknown (the check after loading still applies).
+int64_t EstimateDrafterBytes(const weights::WeightReport& report, c10::ScalarType dtype);
+int64_t EstimateTargetBytes(const std::string& model_dir, c10::ScalarType dtype,
+                            bool load_norm);
+int64_t EstimateDatasetBytes(const std::string& dir, int64_t max_samples);
+
+}  // namespace dflash::core
