@@ -5,10 +5,10 @@
 # sanitizer report, a leak or a timeout; the reproducer is left in
 # build-fuzz/fuzz-artifacts/.
 #
-#   scripts/fuzz-smoke.sh                 # 20 s per target
+#   scripts/fuzz-smoke.sh                 # 15 s per target
 #   FUZZ_SECONDS=300 scripts/fuzz-smoke.sh
 #
-# Env: FUZZ_SECONDS (per target, default 20), FUZZ_BUILD_DIR (default
+# Env: FUZZ_SECONDS (per target, default 15), FUZZ_BUILD_DIR (default
 # <repo>/build-fuzz), FUZZ_JOBS (ninja -j, default 2).
 # Targets are those server/CMakeLists.txt declares with dflash_fuzzer();
 # to give one seeds, add a seed_<target> function below.
@@ -16,7 +16,7 @@ set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD="${FUZZ_BUILD_DIR:-$ROOT/build-fuzz}"
-SECS="${FUZZ_SECONDS:-20}"
+SECS="${FUZZ_SECONDS:-15}"
 export CCACHE_BASEDIR="$ROOT"
 
 # ---- seeds --------------------------------------------------------------
@@ -51,6 +51,32 @@ seed_safetensors_header_fuzz() {
   st_file '{"a":{"dtype":"F32","shape":[-1],"data_offsets":[0,4]}' '' > "$d/bad_json"
   st_file '{}' '' 4294967296 > "$d/length_past_eof"
   printf 'abc' > "$d/short"
+}
+
+seed_drafter_config_fuzz() {
+  local d=$1
+  cat > "$d/zlab_4x" <<'JSON'
+{"architectures": ["DFlashDraftModel"], "hidden_size": 64, "num_attention_heads": 4,
+ "num_key_value_heads": 2, "head_dim": 16, "intermediate_size": 128, "num_hidden_layers": 2,
+ "layer_types": ["sliding_attention", "full_attention"], "sliding_window": 32,
+ "rms_norm_eps": 1e-6, "rope_theta": 10000, "rope_scaling": {"rope_type": "yarn", "factor": 4.0,
+ "original_max_position_embeddings": 4096}, "block_size": 16, "torch_dtype": "bfloat16",
+ "dflash_config": {"target_layer_ids": [1, 3, 5, 7, 9], "mask_token_id": 511}}
+JSON
+  cat > "$d/hf5_llama3" <<'JSON'
+{"hidden_size": 32, "num_attention_heads": 2, "intermediate_size": 48, "num_hidden_layers": 1,
+ "rope_parameters": {"rope_theta": 500000, "rope_type": "llama3", "factor": 8.0,
+ "low_freq_factor": 1.0, "high_freq_factor": 4.0, "original_max_position_embeddings": 8192},
+ "dtype": "float32", "num_target_layers": 36, "dflash_config": {"mask_token_id": 7}}
+JSON
+  printf '{"hidden_size": "x"}' > "$d/bad_type"
+}
+
+seed_dataset_manifest_fuzz() {
+  local d=$1
+  printf '{"name": "demo", "hidden_size": 64, "features": {"hidden_states": [1, 3, 5, 7, 9]}}' > "$d/dflash"
+  printf '{"features": {"aux_hidden_state": [1, 16, 31, 46], "hidden_state": [61]}}' > "$d/eagle3"
+  printf '{"features": {"hidden_states": [1, 1]}}' > "$d/duplicate"
 }
 
 # ---- build --------------------------------------------------------------
