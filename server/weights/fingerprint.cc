@@ -37,13 +37,20 @@ inline uint64_t Finalise(uint64_t x) {
 
 uint64_t HashBytes64(const void* data, size_t size, uint64_t seed) {
   const auto* p = static_cast<const unsigned char*>(data);
+  // Eight independent chains (64 bytes a step): a multiply has a few cycles
+  // of latency, so eight in flight keep the loop at memory speed.
   uint64_t a = seed ^ kMul0, b = seed ^ kMul1, c = seed ^ kMul2, d = seed ^ kMul3;
+  uint64_t e = a + 1, f = b + 1, g = c + 1, h = d + 1;
   size_t i = 0;
-  for (; i + 32 <= size; i += 32) {
+  for (; i + 64 <= size; i += 64) {
     a = Lane(a, Load64(p + i), kMul0);
     b = Lane(b, Load64(p + i + 8), kMul1);
     c = Lane(c, Load64(p + i + 16), kMul2);
     d = Lane(d, Load64(p + i + 24), kMul3);
+    e = Lane(e, Load64(p + i + 32), kMul0);
+    f = Lane(f, Load64(p + i + 40), kMul1);
+    g = Lane(g, Load64(p + i + 48), kMul2);
+    h = Lane(h, Load64(p + i + 56), kMul3);
   }
   for (; i + 8 <= size; i += 8) a = Lane(a, Load64(p + i), kMul0);
   if (i < size) {
@@ -51,9 +58,10 @@ uint64_t HashBytes64(const void* data, size_t size, uint64_t seed) {
     std::memcpy(tail, p + i, size - i);
     b = Lane(b, Load64(tail), kMul1);
   }
-  uint64_t h = Finalise(a) ^ (Finalise(b) * 3) ^ (Finalise(c) * 5) ^
-               (Finalise(d) * 7) ^ static_cast<uint64_t>(size);
-  return Finalise(h);
+  const uint64_t x = Finalise(a) ^ (Finalise(b) * 3) ^ (Finalise(c) * 5) ^
+                     (Finalise(d) * 7) ^ (Finalise(e) * 9) ^ (Finalise(f) * 11) ^
+                     (Finalise(g) * 13) ^ (Finalise(h) * 15) ^ static_cast<uint64_t>(size);
+  return Finalise(x);
 }
 
 void Fingerprinter::AddTensor(absl::string_view name, absl::string_view dtype,

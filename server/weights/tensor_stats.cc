@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 
 #include <ATen/ATen.h>
 
@@ -48,7 +50,59 @@ TensorStats ComputeUnguarded(const at::Tensor& t) {
   return s;
 }
 
+// NaN and Inf are the values whose exponent bits are all ones.
+template <typename Bits, Bits kExponent>
+bool AllFiniteBits(const void* data, int64_t n) {
+  const auto* p = static_cast<const unsigned char*>(data);
+  constexpr int64_t kStep = 256;  // elements per early-exit check
+  int64_t i = 0;
+  for (; i + kStep <= n; i += kStep) {
+    // Branch-free inside, per-element loads into an unsigned accumulator:
+    // the form GCC vectorises (~30 GB/s here; a bool accumulator is 4 GB/s).
+    unsigned bad = 0;
+    for (int64_t j = 0; j < kStep; ++j) {
+      Bits w;
+      std::memcpy(&w, p + (i + j) * sizeof(Bits), sizeof(Bits));
+      bad |= (w & kExponent) == kExponent;
+    }
+    if (bad != 0) return false;
+  }
+  for (; i < n; ++i) {
+    Bits w;
+    std::memcpy(&w, p + i * sizeof(Bits), sizeof(w));
+    if ((w & kExponent) == kExponent) return false;
+  }
+  return true;
+}
+
+bool AllFiniteUnguarded(const at::Tensor& t) {
+  if (t.device().is_cpu() && t.is_contiguous()) {
+    const void* d = t.data_ptr();
+    const int64_t n = t.numel();
+    switch (t.scalar_type()) {
+      case at::kFloat:
+        return AllFiniteBits<uint32_t, 0x7f800000u>(d, n);
+      case at::kDouble:
+        return AllFiniteBits<uint64_t, 0x7ff0000000000000ull>(d, n);
+      case at::kHalf:
+        return AllFiniteBits<uint16_t, 0x7c00>(d, n);
+      case at::kBFloat16:
+        return AllFiniteBits<uint16_t, 0x7f80>(d, n);
+      default:
+        break;
+    }
+  }
+  if (!at::isFloatingType(t.scalar_type()) && !at::isComplexType(t.scalar_type())) {
+    return true;  // integers are always finite
+  }
+  return at::isfinite(t).all().item<bool>();
+}
+
 }  // namespace
+
+absl::StatusOr<bool> AllFinite(const at::Tensor& t) {
+  return TorchGuard("checking for NaN/Inf", [&] { return AllFiniteUnguarded(t); });
+}
 
 absl::StatusOr<TensorStats> ComputeTensorStats(const at::Tensor& t) {
   return TorchGuard("computing tensor statistics",

@@ -15,4 +15,10 @@ namespace dflash::weights {
 // Any dtype, any device. Internal only if libtorch throws.
 absl::StatusOr<TensorStats> ComputeTensorStats(const at::Tensor& t);
 
+// True when no element is NaN or Inf. One pass over the bits in the tensor's
+// own dtype (no conversion, no temporaries) for contiguous CPU f32 / f64 /
+// f16 / bf16, the dtypes a load holds; other tensors go through
+// at::isfinite. The load's check: stats are computed only when this fails.
+absl::StatusOr<bool> AllFinite(const at::Tensor& t);
+
 }  // namespace dflash::weights

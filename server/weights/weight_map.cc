@@ -387,10 +387,21 @@ absl::StatusOr<std::map<std::string, at::Tensor>> LoadValidatedWeights(
   }
   std::map<std::string, at::Tensor> out;
   Fingerprinter fp;
+  // A load needs the fingerprint and the NaN/Inf check, not the statistics
+  // (validate --stats computes those): one hash pass and one bit test pass
+  // per tensor, in its own dtype. Stats are computed only for a tensor that
+  // fails the check, so the report can say how many NaN and Inf it holds.
   std::vector<TensorEntry*> fresh;  // stats computed now, not at validation
   for (TensorEntry* e : FoundSorted(report)) {
-    if (!e->has_stats) fresh.push_back(e);
-    ASSIGN_OR_RETURN(at::Tensor t, ReadAndDigest(source, *e, /*stats=*/true, fp));
+    ASSIGN_OR_RETURN(at::Tensor t, ReadAndDigest(source, *e, /*stats=*/false, fp));
+    if (!e->has_stats) {
+      ASSIGN_OR_RETURN(const bool finite, AllFinite(t), "tensor '", e->stored_name, "'");
+      if (!finite) {
+        ASSIGN_OR_RETURN(e->stats, ComputeTensorStats(t), "tensor '", e->stored_name, "'");
+        e->has_stats = true;
+        fresh.push_back(e);
+      }
+    }
     ASSIGN_OR_RETURN(out[e->name],
                      TorchGuard("converting", [&] { return t.to(device, dtype); }),
                      "tensor '", e->name, "'");

@@ -32,8 +32,10 @@ absl::StatusOr<WeightReport> ValidateWeightMap(const TensorSource& source,
                                                const ValidateOptions& options);
 
 // Reads every FOUND tensor of a report (which must be ok) converted to
-// `dtype` on `device`, keyed by schema name. Computes the fingerprint and
-// stats into `report` when they are not there yet.
+// `dtype` on `device`, keyed by schema name. Computes the fingerprint into
+// `report` and checks every tensor for NaN/Inf (a tensor holding any makes the
+// report not ok, with its stats filled in, and the load fails); statistics of
+// clean tensors are left to ValidateWeightMap's compute_stats.
 absl::StatusOr<std::map<std::string, at::Tensor>> LoadValidatedWeights(
     const TensorSource& source, WeightReport& report, c10::ScalarType dtype,
     c10::Device device);

@@ -174,6 +174,51 @@ TEST_F(TorchPtFileTest, ReadsEveryFixture) {
   }
 }
 
+// Lines of /proc/self/maps that name `file`.
+int MappingsOf(const std::string& file) {
+  std::ifstream in("/proc/self/maps");
+  std::string line;
+  int n = 0;
+  while (std::getline(in, line)) n += line.size() >= file.size() &&
+                                      line.compare(line.size() - file.size(), file.size(), file) == 0;
+  return n;
+}
+
+TEST_F(TorchPtFileTest, LargeRecordsAreMappedInPlace) {
+  for (const char* file : {"large.pt", "large_rezipped.pt", "large_deflated.pt"}) {
+    CheckAgainstSidecar(file);
+  }
+  ASSERT_EQ(MappingsOf(Path("large.pt")), 0);
+  at::Tensor big, again;
+  {
+    ASSERT_OK_AND_ASSIGN(TensorSourcePtr src, OpenTorchPt(Path("large.pt")));
+    ASSERT_OK_AND_ASSIGN(big, src->Read("big"));
+    ASSERT_OK_AND_ASSIGN(again, src->Read("big"));
+  }
+  // The source is gone; the tensors' own mappings of the file remain.
+  EXPECT_EQ(MappingsOf(Path("large.pt")), 2);
+  const nlohmann::json& want = (*expected_)["large.pt"]["tensors"]["big"]["values"];
+  EXPECT_EQ(big.view({-1})[777].item<float>(), want[777].get<double>());
+  // Reads are independent: writing one changes neither the other nor the file.
+  big.fill_(0);
+  EXPECT_EQ(again.view({-1})[777].item<float>(), want[777].get<double>());
+  big = at::Tensor();
+  again = at::Tensor();
+  EXPECT_EQ(MappingsOf(Path("large.pt")), 0);
+  CheckAgainstSidecar("large.pt");
+  // Deflated records are inflated, never mapped.
+  {
+    ASSERT_OK_AND_ASSIGN(TensorSourcePtr src, OpenTorchPt(Path("large_deflated.pt")));
+    ASSERT_OK_AND_ASSIGN(at::Tensor t, src->Read("big"));
+    EXPECT_EQ(MappingsOf(Path("large_deflated.pt")), 1);  // the source's own
+  }
+  // A record shorter than its storage is refused, not mapped past its end.
+  ASSERT_OK_AND_ASSIGN(TensorSourcePtr src, OpenTorchPt(Path("large_short.pt")));
+  EXPECT_THAT(src->Read("big"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("holds 70000 bytes; expected 81920")));
+}
+
 TEST_F(TorchPtFileTest, RefusesBadContent) {
   {
     SCOPED_TRACE("LegacyFormatIsRefusedWithHint");

@@ -407,7 +407,8 @@ TEST_F(WeightMapTest, LoadConvertsDtypeAndFingerprints) {
   at::Tensor want = Checkpoint(schema_)[0].second.to(at::kBFloat16);
   EXPECT_TRUE(at::equal(fc, want));
   EXPECT_THAT(r.fingerprint, ::testing::MatchesRegex("h64:[0-9a-f]{16}"));
-  EXPECT_TRUE(r.tensors[0].has_stats);
+  // A load checks for NaN/Inf but computes no statistics of clean tensors.
+  EXPECT_FALSE(r.tensors[0].has_stats);
 
   // The same fingerprint as validation with stats computes.
   ValidateOptions opts;
@@ -449,6 +450,41 @@ TEST_F(WeightMapTest, LoadRefusesNanWeights) {
               StatusIs(absl::StatusCode::kFailedPrecondition,
                        HasSubstr("tensor 'norm.weight' holds 1 NaN and 0 Inf values")));
   EXPECT_FALSE(r.ok);
+}
+
+TEST_F(WeightMapTest, LoadRefusesNonFiniteInEveryFloatDtype) {
+  // The bit test runs in the stored dtype: each one's NaN and Inf patterns.
+  for (const c10::ScalarType dtype : {at::kFloat, at::kDouble, at::kHalf, at::kBFloat16}) {
+    SCOPED_TRACE(c10::toString(dtype));
+    std::vector<TensorSpec> schema = {{"a.weight", {600}}, {"b.weight", {3}}};
+    at::Tensor a = at::ones({600}, dtype);
+    a[517] = -std::numeric_limits<float>::infinity();  // past the first 256-element step
+    at::Tensor b = at::tensor({2.0f, NAN, NAN}).to(dtype);
+    FakeTensorSource src({{"a.weight", a}, {"b.weight", b}});
+    ASSERT_OK_AND_ASSIGN(WeightReport r, ValidateWeightMap(src, schema, {}));
+    ASSERT_TRUE(r.ok);
+    EXPECT_THAT(LoadValidatedWeights(src, r, at::kFloat, c10::Device(c10::kCPU)),
+                StatusIs(absl::StatusCode::kFailedPrecondition,
+                         HasSubstr("tensor 'a.weight' holds 0 NaN and 1 Inf values")));
+    EXPECT_FALSE(r.ok);
+    EXPECT_THAT(r.problems, Contains("tensor 'b.weight' holds 2 NaN and 0 Inf values"));
+    ASSERT_TRUE(Entry(r, "b.weight")->has_stats);
+    EXPECT_DOUBLE_EQ(Entry(r, "b.weight")->stats.mean, 2.0);
+  }
+}
+
+TEST_F(WeightMapTest, LoadAcceptsLargeFiniteValues) {
+  // Max finite values have all exponent bits but one set: not NaN/Inf.
+  std::vector<TensorSpec> schema = {{"w", {4}}};
+  for (const c10::ScalarType dtype : {at::kFloat, at::kDouble, at::kHalf, at::kBFloat16}) {
+    SCOPED_TRACE(c10::toString(dtype));
+    const double big = dtype == at::kHalf ? 65504.0 : dtype == at::kDouble ? 1e308 : 3e38;
+    FakeTensorSource src({{"w", at::tensor({big, -big, 0.0, 1e-30}).to(dtype)}});
+    ASSERT_OK_AND_ASSIGN(WeightReport r, ValidateWeightMap(src, schema, {}));
+    EXPECT_THAT(LoadValidatedWeights(src, r, dtype, c10::Device(c10::kCPU)), IsOk());
+    EXPECT_TRUE(r.ok);
+    EXPECT_FALSE(r.tensors[0].has_stats);
+  }
 }
 
 TEST_F(WeightMapTest, LoadDetectsChangedCheckpoint) {
