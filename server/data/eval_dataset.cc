@@ -148,12 +148,18 @@ absl::StatusOr<EvalDataset> EvalDataset::Load(const DatasetLoadOptions& options)
                              hash.UpdateU64(static_cast<uint64_t>(host->input_ids.size(0)));
                              HashTensor(hash, host->input_ids);
                              HashTensor(hash, host->loss_mask);
-                             sample.input_ids = host->input_ids.to(options.device);
-                             sample.loss_mask = host->loss_mask.to(options.device);
+                             sample.input_ids = host->input_ids.to(
+                                 options.device, at::kLong, false, /*copy=*/true);
+                             sample.loss_mask = host->loss_mask.to(
+                                 options.device, at::kByte, false, /*copy=*/true);
                              for (at::Tensor& f : host->features) {
-                               at::Tensor resident = f.to(dtype).contiguous();
-                               HashTensor(hash, resident);
-                               sample.features.push_back(resident.to(options.device));
+                               // Owned memory, never a view of the mapped capture
+                               // file: rewriting it in place would otherwise crash
+                               // the server (SIGBUS) on the next evaluation.
+                               at::Tensor host_cast = f.to(dtype).contiguous();
+                               HashTensor(hash, host_cast);  // on the host, before any move
+                               sample.features.push_back(host_cast.to(
+                                   options.device, dtype, false, /*copy=*/true));
                                f = at::Tensor();  // drop the host copy now
                              }
                              return std::move(sample);

@@ -286,7 +286,8 @@ absl::StatusOr<TargetTensors> LoadTargetTensors(const std::string& model_dir,
                                      fs::path(info->file).filename().string()));
     ASSIGN_OR_RETURN(at::Tensor converted,
                      TorchGuard("converting", [&] {
-                       return t.to(options.device, options.dtype);
+                       // Owned memory, never a view of the mapped shard.
+                       return t.to(options.device, options.dtype, false, /*copy=*/true);
                      }),
                      "target '", model_dir, "': tensor '", info->name, "'");
     loaded.push_back(converted);

@@ -402,8 +402,12 @@ absl::StatusOr<std::map<std::string, at::Tensor>> LoadValidatedWeights(
         fresh.push_back(e);
       }
     }
+    // copy=true: resident weights own their memory. A tensor read in place
+    // from a mapped file would turn a later in-place rewrite of that file
+    // (torch.save truncates first) into SIGBUS in a running server.
     ASSIGN_OR_RETURN(out[e->name],
-                     TorchGuard("converting", [&] { return t.to(device, dtype); }),
+                     TorchGuard("converting",
+                                [&] { return t.to(device, dtype, false, /*copy=*/true); }),
                      "tensor '", e->name, "'");
   }
   const std::string now = fp.Hex();

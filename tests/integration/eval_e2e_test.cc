@@ -309,5 +309,23 @@ TEST_F(EvalE2eTest, BlockSizeAboveTheDraftersIsRefused) {
   EXPECT_THAT(r.err, HasSubstr("INVALID_ARGUMENT: block size 64 must be in [2, 8] (the drafter's)"));
 }
 
+TEST_F(EvalE2eTest, RewritingALoadedCheckpointInPlaceCannotCrashTheServer) {
+  // torch.save and most writers truncate the file first: resident weights
+  // must not be views of the file, or the next evaluation dies of SIGBUS.
+  const std::string dir = data_ + "/rewritten";
+  fs::create_directories(dir);
+  for (const char* f : {"config.json", "model.safetensors"}) {
+    fs::copy_file(data_ + "/drafter/" + f, dir + "/" + f, fs::copy_options::overwrite_existing);
+  }
+  ASSERT_EQ(Cli({"load-drafter", dir, "--name", "rw"}).exit_code, 0);
+  {
+    std::ofstream out(dir + "/model.safetensors", std::ios::binary | std::ios::trunc);
+    out << "not weights any more";
+  }
+  json got = CliJson({"eval", "--drafter", "rw", "--dataset", "d", "--anchors", "all"});
+  ExpectSameMetrics(got, Expected("anchor_all.json"));
+  EXPECT_EQ(Cli({"unload", "drafter", "rw"}).exit_code, 0);
+}
+
 }  // namespace
 }  // namespace dflash
