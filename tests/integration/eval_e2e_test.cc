@@ -31,33 +31,8 @@ using ::dflash::testing::ServerProcess;
 using ::testing::HasSubstr;
 using json = nlohmann::json;
 
-class EvalE2eTest : public ::testing::Test {
+class EvalE2eTest : public testing::TinyServerTest {
  protected:
-  static void SetUpTestSuite() {
-    dir_ = new testing::TempDir();
-    data_ = dir_->Join("data");
-    testing::MakeTinyFixture(data_);
-    ASSERT_FALSE(::testing::Test::HasFailure());
-    auto server = ServerProcess::Start(dir_->Join("state"), {"--data-root", data_});
-    ASSERT_THAT(server, testing::IsOk());
-    server_ = std::move(server).value().release();
-    ASSERT_EQ(Cli({"load-target", data_ + "/target", "--name", "t"}).exit_code, 0);
-    ASSERT_EQ(Cli({"load-dataset", data_ + "/dataset", "--name", "d"}).exit_code, 0);
-    ASSERT_EQ(Cli({"load-drafter", data_ + "/drafter", "--name", "m"}).exit_code, 0);
-  }
-  static void TearDownTestSuite() {
-    delete server_;
-    server_ = nullptr;
-    delete dir_;
-  }
-
-  static CommandResult Cli(std::vector<std::string> args) {
-    return testing::RunCli(server_->address(), std::move(args));
-  }
-  static json CliJson(std::vector<std::string> args) {
-    return testing::RunCliJson(server_->address(), std::move(args));
-  }
-
   static json Expected(const std::string& name) {
     std::ifstream in(data_ + "/expected/" + name);
     return json::parse(in);
@@ -85,14 +60,8 @@ class EvalE2eTest : public ::testing::Test {
     }
   }
 
-  static testing::TempDir* dir_;
-  static std::string data_;
-  static ServerProcess* server_;
 };
 
-testing::TempDir* EvalE2eTest::dir_ = nullptr;
-std::string EvalE2eTest::data_;
-ServerProcess* EvalE2eTest::server_ = nullptr;
 
 TEST_F(EvalE2eTest, AnchorModeMatchesTheReference) {
   json got = CliJson({"eval", "--drafter", "m", "--dataset", "d", "--mode", "anchor",

@@ -52,33 +52,8 @@ void ExpectSvg(const std::string& svg, int series) {
   EXPECT_EQ(svg.find("nan"), std::string::npos);
 }
 
-class JobsCliTest : public ::testing::Test {
+class JobsCliTest : public testing::TinyServerTest {
  protected:
-  static void SetUpTestSuite() {
-    dir_ = new testing::TempDir();
-    data_ = dir_->Join("data");
-    testing::MakeTinyFixture(data_);
-    ASSERT_FALSE(::testing::Test::HasFailure());
-    auto server = ServerProcess::Start(dir_->Join("state"), {"--data-root", data_});
-    ASSERT_THAT(server, testing::IsOk());
-    server_ = std::move(server).value().release();
-    ASSERT_EQ(Cli({"load-target", data_ + "/target", "--name", "t"}).exit_code, 0);
-    ASSERT_EQ(Cli({"load-dataset", data_ + "/dataset", "--name", "d"}).exit_code, 0);
-    ASSERT_EQ(Cli({"load-drafter", data_ + "/drafter", "--name", "m"}).exit_code, 0);
-  }
-  static void TearDownTestSuite() {
-    delete server_;
-    server_ = nullptr;
-    delete dir_;
-  }
-
-  static CommandResult Cli(std::vector<std::string> args) {
-    return testing::RunCli(server_->address(), std::move(args));
-  }
-  static json CliJson(std::vector<std::string> args) {
-    return testing::RunCliJson(server_->address(), std::move(args));
-  }
-
   // Submits with --detach; returns the job id.
   static std::string Detached(std::vector<std::string> args) {
     args.insert(args.begin(), {"eval", "--detach"});
@@ -93,14 +68,8 @@ class JobsCliTest : public ::testing::Test {
     return CliJson({"results", id, "--wait", "--progress", "none"});
   }
 
-  static testing::TempDir* dir_;
-  static std::string data_;
-  static ServerProcess* server_;
 };
 
-testing::TempDir* JobsCliTest::dir_ = nullptr;
-std::string JobsCliTest::data_;
-ServerProcess* JobsCliTest::server_ = nullptr;
 
 TEST_F(JobsCliTest, EvalWaitsThenPrintsTheResultAndTheJobId) {
   CommandResult r = Cli({"eval", "--drafter", "m", "--dataset", "d", "--mode", "replay"});

@@ -27,4 +27,28 @@ nlohmann::json RunCliJson(const std::string& address, std::vector<std::string> a
   return nlohmann::json::parse(r.out);
 }
 
+TempDir* TinyServerTest::dir_ = nullptr;
+std::string TinyServerTest::data_;
+ServerProcess* TinyServerTest::server_ = nullptr;
+
+void TinyServerTest::SetUpTestSuite() {
+  dir_ = new TempDir();
+  data_ = dir_->Join("data");
+  MakeTinyFixture(data_);
+  ASSERT_FALSE(::testing::Test::HasFailure());
+  auto server = ServerProcess::Start(dir_->Join("state"), {"--data-root", data_});
+  ASSERT_TRUE(server.ok()) << server.status();
+  server_ = std::move(server).value().release();
+  ASSERT_EQ(Cli({"load-target", data_ + "/target", "--name", "t"}).exit_code, 0);
+  ASSERT_EQ(Cli({"load-dataset", data_ + "/dataset", "--name", "d"}).exit_code, 0);
+  ASSERT_EQ(Cli({"load-drafter", data_ + "/drafter", "--name", "m"}).exit_code, 0);
+}
+
+void TinyServerTest::TearDownTestSuite() {
+  delete server_;
+  server_ = nullptr;
+  delete dir_;
+  dir_ = nullptr;
+}
+
 }  // namespace dflash::testing

@@ -9,7 +9,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "gtest/gtest.h"
 #include "test_util/process.h"
+#include "test_util/temp_dir.h"
 
 namespace dflash::testing {
 
@@ -23,5 +25,24 @@ CommandResult RunCli(const std::string& address, std::vector<std::string> args);
 // The same with --json; the parsed reply, or {} (and a test failure) when the
 // command fails.
 nlohmann::json RunCliJson(const std::string& address, std::vector<std::string> args);
+
+// A test suite with one real dflash-evald over the tiny fixture, target "t",
+// dataset "d" and drafter "m" resident. Tests may add files under data_.
+class TinyServerTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite();
+  static void TearDownTestSuite();
+
+  static CommandResult Cli(std::vector<std::string> args) {
+    return RunCli(server_->address(), std::move(args));
+  }
+  static nlohmann::json CliJson(std::vector<std::string> args) {
+    return RunCliJson(server_->address(), std::move(args));
+  }
+
+  static TempDir* dir_;
+  static std::string data_;
+  static ServerProcess* server_;
+};
 
 }  // namespace dflash::testing
