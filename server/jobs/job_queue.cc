@@ -1,5 +1,7 @@
 #include "jobs/job_queue.h"
 
+#include "common/ops_observer.h"
+
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -70,6 +72,7 @@ absl::StatusOr<JobRecord> JobQueue::Submit(JobRecord job) {
   entry->record = job;
   active_[job.id] = entry;
   queue_.push_back(job.id);
+  ReportStates();
   cv_.notify_all();
   return job;
 }
@@ -152,7 +155,19 @@ void JobQueue::Unsubscribe(int64_t handle) {
   watchers_.erase(handle);
 }
 
+void JobQueue::ReportStates() const {
+  Ops().OnJobStates({{"queued", static_cast<int64_t>(queue_.size())},
+                     {"running", static_cast<int64_t>(running_)}});
+}
+
 void JobQueue::Publish(const JobRecord& record) {
+  ReportStates();
+  if (store::IsTerminal(record.state)) {
+    const double ran = record.start_unix_micros > 0 && record.end_unix_micros > 0
+                           ? (record.end_unix_micros - record.start_unix_micros) / 1e6
+                           : 0.0;
+    Ops().OnJobFinished(store::JobStateName(record.state), ran);
+  }
   std::lock_guard<std::mutex> wlock(watch_mu_);
   for (const auto& [_, w] : watchers_) {
     if (w.id == record.id) w.fn(record);

@@ -105,6 +105,9 @@ class JobQueue {
   void RunLoop();
   void RunOne(const std::shared_ptr<Job>& job);
   bool OnProgress(Job& job, const eval::EvalProgress& p);
+  // Tells the operators' observer (metrics) the queued/running counts;
+  // requires mu_.
+  void ReportStates() const;
   void Publish(const store::JobRecord& record);  // under mu_
 
   store::ResultStore& store_;

@@ -16,6 +16,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <filesystem>
 #include <thread>
 
 #include <nlohmann/json.hpp>
@@ -37,6 +38,7 @@ using ::dflash::testing::ServerProcess;
 using ::testing::HasSubstr;
 using ::testing::Not;
 using json = nlohmann::json;
+namespace fs = std::filesystem;
 
 // GET http://127.0.0.1:port/path; returns "" when nothing answers.
 std::string HttpGet(int port, const std::string& path) {
@@ -180,6 +182,38 @@ preload:
   EXPECT_EQ(Sample(after_job, R"(dflash_evald_rpc_requests_total{code="OK",method="SubmitEval"})"),
             1);
   EXPECT_EQ(Sample(after_job, R"(dflash_evald_evals_total{code="OK"})"), 2) << after_job;
+  EXPECT_EQ(Sample(after_job, R"(dflash_evald_jobs_finished_total{state="succeeded"})"), 1);
+  EXPECT_EQ(Sample(after_job, R"(dflash_evald_jobs{state="running"})"), 0);
+
+  // Scraped during a job: a long one (the tiny samples 400 times over,
+  // hard-linked) shows as running, then cancelled.
+  const std::string big = data_ + "/big-ops";  // inside the data root
+  fs::create_directories(big + "/rows");
+  fs::copy_file(data_ + "/dataset/dataset.json", big + "/dataset.json");
+  std::vector<std::string> files;
+  for (const auto& e : fs::recursive_directory_iterator(data_ + "/dataset")) {
+    if (e.path().extension() == ".ckpt") files.push_back(e.path().string());
+  }
+  ASSERT_FALSE(files.empty());
+  for (int k = 0; k < 400; ++k) {
+    fs::create_hard_link(files[k % files.size()], big + "/rows/data_" + std::to_string(k) + ".ckpt");
+  }
+  ASSERT_EQ(Cli(*server, {"load-dataset", big, "--name", "big"}).exit_code, 0);
+  CommandResult detached = Cli(*server, {"eval", "--detach", "--drafter", "m", "--dataset", "big",
+                                         "--target", "t", "--anchors", "all"});
+  ASSERT_EQ(detached.exit_code, 0) << detached.err;
+  const std::string id = detached.out.substr(0, detached.out.find_first_of(" \n"));
+  double running = 0;
+  for (int i = 0; i < 200 && running != 1; ++i) {
+    running = Sample(HttpGet(metrics_port, "/metrics"), R"(dflash_evald_jobs{state="running"})");
+    if (running != 1) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_EQ(running, 1);
+  CommandResult cancel = Cli(*server, {"cancel", id});
+  EXPECT_EQ(cancel.exit_code, 0) << cancel.out << cancel.err;
+  const std::string after_cancel = HttpGet(metrics_port, "/metrics");
+  EXPECT_EQ(Sample(after_cancel, R"(dflash_evald_jobs{state="running"})"), 0) << after_cancel;
+  EXPECT_EQ(Sample(after_cancel, R"(dflash_evald_jobs_finished_total{state="cancelled"})"), 1);
 
   // Every line the server logged on stdout is one JSON object; the RunEval
   // call's line carries its structured fields.
