@@ -38,7 +38,7 @@ using client::EvalClient;
 
 constexpr int kThreads = 5;
 constexpr auto kSoakTime = std::chrono::seconds(15);
-constexpr int kMaxOpsPerThread = 600;   // bounds the soak on a fast machine
+constexpr int kMaxOpsPerThread = 5000;  // bounds the soak on a fast machine
 constexpr int kDrafterCopies = 3;
 constexpr int kDatasetCopies = 2;
 constexpr auto kCallTimeout = std::chrono::seconds(60);
