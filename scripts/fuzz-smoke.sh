@@ -79,6 +79,16 @@ seed_dataset_manifest_fuzz() {
   printf '{"features": {"hidden_states": [1, 1]}}' > "$d/duplicate"
 }
 
+seed_shard_index_fuzz() {
+  local d=$1
+  printf '{"metadata": {"total_size": 24}, "weight_map": {"a": "model-00001-of-00002.safetensors", "b": "model-00002-of-00002.safetensors", "c": "model-00001-of-00002.safetensors"}}' > "$d/two_shards"
+  printf '{"weight_map": {"w": "sub/../sub/w.safetensors"}}' > "$d/normalised"
+  printf '{"weight_map": {"w": "../outside.safetensors"}}' > "$d/escape"
+  printf '{"weight_map": {"w": "/etc/passwd"}}' > "$d/absolute"
+  printf '{"weight_map": {"w": 1, "v": ""}}' > "$d/wrong_types"
+  printf '[{"weight_map": {}}]' > "$d/not_object"
+}
+
 # ---- build --------------------------------------------------------------
 
 if ! command -v clang++ >/dev/null; then

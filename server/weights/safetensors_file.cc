@@ -23,14 +23,13 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "common/torch_guard.h"
-#include "nlohmann/json.hpp"
 #include "weights/name_suggest.h"
+#include "weights/shard_index.h"
 
 namespace dflash::weights {
 namespace {
 
 namespace fs = std::filesystem;
-using Json = nlohmann::json;
 
 // A whole file mapped MAP_PRIVATE. Tensors read from it hold a shared_ptr,
 // so the mapping outlives the TensorSource for as long as they live.
@@ -191,42 +190,14 @@ class MappedSource final : public TensorSource {
 };
 
 // The index file, read whole (it is small: one line per tensor).
-absl::StatusOr<Json> ReadIndex(const std::string& index_path) {
+absl::StatusOr<ShardIndex> ReadIndex(const std::string& index_path) {
   ASSIGN_OR_RETURN(std::shared_ptr<MappedFile> file, MapFile(index_path));
   if (file->size > kMaxSafetensorsHeaderBytes) {
     return absl::InvalidArgumentError(absl::StrCat(
         "'", index_path, "': index is ", file->size, " bytes; the limit is ",
         kMaxSafetensorsHeaderBytes));
   }
-  Json j;
-  try {
-    absl::string_view text = file->bytes();
-    j = Json::parse(text.begin(), text.end());
-  } catch (const std::exception& e) {
-    std::string what = e.what();
-    if (auto pos = what.find("] "); pos != std::string::npos) what.erase(0, pos + 2);
-    return absl::InvalidArgumentError(
-        absl::StrCat("'", index_path, "': index is not valid JSON: ", what));
-  }
-  if (!j.is_object()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "'", index_path, "': index JSON is not an object; expected {\"weight_map\": {...}}"));
-  }
-  auto wm = j.find("weight_map");
-  if (wm == j.end() || !wm->is_object()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "'", index_path, "': index has no \"weight_map\" object of tensor name -> shard file"));
-  }
-  return std::move(*wm);
-}
-
-// True when `shard` names a file inside the index's directory.
-bool StaysInside(const std::string& shard) {
-  if (shard.empty()) return false;
-  fs::path p = fs::path(shard).lexically_normal();
-  if (p.is_absolute() || p.has_root_name() || p.has_root_directory()) return false;
-  if (p.empty() || p == "." || !p.has_filename()) return false;
-  return *p.begin() != "..";
+  return ParseShardIndex(file->bytes(), index_path);
 }
 
 }  // namespace
@@ -242,28 +213,10 @@ absl::StatusOr<TensorSourcePtr> OpenSafetensors(const std::string& path) {
 
 absl::StatusOr<TensorSourcePtr> OpenShardedSafetensors(
     const std::string& index_path, const std::vector<std::string>& names) {
-  ASSIGN_OR_RETURN(Json weight_map, ReadIndex(index_path));
-
-  // shard -> the tensors the index puts there (both sorted).
-  std::map<std::string, std::vector<std::string>> by_shard;
-  std::map<std::string, std::string> shard_of;
-  std::vector<std::string> all_names;
-  for (const auto& [tensor, shard_json] : weight_map.items()) {
-    if (!shard_json.is_string()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "'", index_path, "': weight_map entry '", tensor,
-          "' is not a string; expected a shard file name"));
-    }
-    std::string shard = shard_json.get<std::string>();
-    if (!StaysInside(shard)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "'", index_path, "': shard '", shard, "' (for tensor '", tensor,
-          "') is not a file inside the index's directory"));
-    }
-    by_shard[shard].push_back(tensor);
-    shard_of.emplace(tensor, shard);
-    all_names.push_back(tensor);
-  }
+  ASSIGN_OR_RETURN(ShardIndex index, ReadIndex(index_path));
+  const std::map<std::string, std::vector<std::string>>& by_shard = index.by_shard;
+  const std::map<std::string, std::string>& shard_of = index.shard_of;
+  std::vector<std::string>& all_names = index.all_names;
 
   std::map<std::string, bool> wanted;  // shard -> open it
   for (const auto& [shard, tensors] : by_shard) wanted[shard] = names.empty();
