@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The whole suite built with AddressSanitizer + UndefinedBehaviorSanitizer
-# (DFLASH_SANITIZE=ON) in its own build directory, then run. Slow (a full
-# rebuild; tests run several times slower), so not part of .ci/run; run it
-# before a release or after touching a parser:
+# (DFLASH_SANITIZE=ON) in its own build directory, then run. .ci/run runs it
+# after scripts/test.sh (a full second build on a cold machine, ~20 min on 2
+# cores; ccache makes later ones quick). By hand:
 #   scripts/sanitize-test.sh              # build-sanitize/, all tests
 #   scripts/sanitize-test.sh -R token     # extra arguments go to ctest
 set -euo pipefail

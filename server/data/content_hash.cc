@@ -43,6 +43,7 @@ void ContentHash::Block(const unsigned char* p) {
 }
 
 void ContentHash::Update(const void* data, size_t size) {
+  if (size == 0) return;  // data may be null (an empty tensor)
   const unsigned char* p = static_cast<const unsigned char*>(data);
   total_ += size;
   if (pending_size_ > 0) {
@@ -71,7 +72,7 @@ void ContentHash::Update(const void* data, size_t size) {
   }
   lanes_[0] = l0, lanes_[1] = l1, lanes_[2] = l2, lanes_[3] = l3;
   lanes_[4] = l4, lanes_[5] = l5, lanes_[6] = l6, lanes_[7] = l7;
-  std::memcpy(pending_, p, size);
+  if (size > 0) std::memcpy(pending_, p, size);
   pending_size_ = size;
 }
 
