@@ -19,6 +19,7 @@
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 
+#include "file_read.h"
 #include "absl/status/statusor.h"
 #include "common/status_macros.h"
 #include "data/eval_dataset.h"
@@ -31,36 +32,10 @@
 namespace {
 
 namespace fs = std::filesystem;
-using Clock = std::chrono::steady_clock;
-
-double Since(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
-}
-
-std::vector<std::string> FilesUnder(const std::string& root) {
-  std::vector<std::string> files;
-  if (fs::is_regular_file(root)) return {root};
-  for (const auto& e : fs::recursive_directory_iterator(root)) {
-    if (e.is_regular_file()) files.push_back(e.path().string());
-  }
-  std::sort(files.begin(), files.end());
-  return files;
-}
-
-// Same as roofline_bench: fread into one reused 8 MiB buffer. {bytes, s}.
-std::pair<int64_t, double> PlainRead(const std::vector<std::string>& files) {
-  std::vector<char> buf(8 << 20);
-  int64_t total = 0;
-  const Clock::time_point t = Clock::now();
-  for (const std::string& f : files) {
-    FILE* fp = std::fopen(f.c_str(), "rb");
-    if (!fp) continue;
-    size_t n;
-    while ((n = std::fread(buf.data(), 1, buf.size(), fp)) > 0) total += n;
-    std::fclose(fp);
-  }
-  return {total, Since(t)};
-}
+using ::dflash::bench::Clock;
+using ::dflash::bench::FilesUnder;
+using ::dflash::bench::PlainRead;
+using ::dflash::bench::Since;
 
 double Median(std::vector<double> v) {
   std::sort(v.begin(), v.end());

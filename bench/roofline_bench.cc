@@ -28,6 +28,7 @@
 #include <ATen/Parallel.h>
 #include <ATen/core/grad_mode.h>
 
+#include "file_read.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
@@ -43,12 +44,11 @@
 namespace {
 
 namespace fs = std::filesystem;
-using Clock = std::chrono::steady_clock;
+using ::dflash::bench::Clock;
+using ::dflash::bench::FilesUnder;
+using ::dflash::bench::PlainRead;
+using ::dflash::bench::Since;
 using dflash::eval::EvalOptions;
-
-double Since(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
-}
 
 // VmHWM / VmRSS in bytes from /proc/self/status.
 int64_t ProcStatus(const std::string& key) {
@@ -65,31 +65,6 @@ int64_t ProcStatus(const std::string& key) {
 void ResetPeak() {
   std::ofstream out("/proc/self/clear_refs");
   out << "5";
-}
-
-std::vector<std::string> FilesUnder(const std::string& root) {
-  std::vector<std::string> files;
-  if (fs::is_regular_file(root)) return {root};
-  for (const auto& e : fs::recursive_directory_iterator(root)) {
-    if (e.is_regular_file()) files.push_back(e.path().string());
-  }
-  std::sort(files.begin(), files.end());
-  return files;
-}
-
-// Plain sequential read of the files (8 MiB buffer). Returns {bytes, s}.
-std::pair<int64_t, double> PlainRead(const std::vector<std::string>& files) {
-  std::vector<char> buf(8 << 20);
-  int64_t total = 0;
-  const Clock::time_point t = Clock::now();
-  for (const std::string& f : files) {
-    FILE* fp = std::fopen(f.c_str(), "rb");
-    if (!fp) continue;
-    size_t n;
-    while ((n = std::fread(buf.data(), 1, buf.size(), fp)) > 0) total += n;
-    std::fclose(fp);
-  }
-  return {total, Since(t)};
 }
 
 // Best-of GFLOP/s of an n x n x n matmul in the eval's dtype.
