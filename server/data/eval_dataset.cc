@@ -14,13 +14,14 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "common/status_macros.h"
 #include "common/torch_guard.h"
-#include "data/content_hash.h"
 #include "data/dataset_manifest.h"
 #include "data/sample_files.h"
 #include "data/sample_reader.h"
+#include "weights/fingerprint.h"
 
 namespace dflash::data {
 namespace {
@@ -61,7 +62,21 @@ absl::StatusOr<Declared> DeclaredLayers(const DatasetLoadOptions& options) {
   return d;
 }
 
-void HashTensor(ContentHash& h, const at::Tensor& t) {
+// The dataset's fingerprint: weights' byte hash chained over everything the
+// dataset holds, in order (one hash implementation for weights and data).
+class DatasetHash {
+ public:
+  void Update(const void* data, size_t size) {
+    state_ = weights::HashBytes64(data, size, state_);
+  }
+  void UpdateU64(uint64_t v) { Update(&v, sizeof(v)); }
+  std::string Hex() const { return absl::StrFormat("h64:%016x", state_); }
+
+ private:
+  uint64_t state_ = 0x9e3779b97f4a7c15ull;
+};
+
+void HashTensor(DatasetHash& h, const at::Tensor& t) {
   h.UpdateU64(static_cast<uint64_t>(t.scalar_type()));
   h.UpdateU64(static_cast<uint64_t>(t.numel()));
   h.Update(t.data_ptr(), t.numel() * t.element_size());
@@ -109,7 +124,7 @@ absl::StatusOr<EvalDataset> EvalDataset::Load(const DatasetLoadOptions& options)
   expect.hidden_size_from_manifest = declared.hidden_size > 0;
   expect.vocab_size = options.vocab_size;
 
-  ContentHash hash;
+  DatasetHash hash;
   hash.Update("dflash-dataset-v1", 17);
   for (const FeatureGroup& g : ds.groups_) {
     hash.Update(g.key.data(), g.key.size());

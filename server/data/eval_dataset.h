@@ -66,7 +66,7 @@ class EvalDataset {
   // (width / layers). Without options.dtype every feature must share the
   // first sample's stored dtype. fingerprint() = "h64:<16 hex>" over the
   // layer groups, hidden size and, per sample in order, the resident
-  // ids / mask / feature bytes (data/content_hash.h): equal content gives an
+  // ids / mask / feature bytes (weights/fingerprint.h's byte hash): equal content gives an
   // equal fingerprint whatever the file names, format or device.
   static absl::StatusOr<EvalDataset> Load(const DatasetLoadOptions& options);
 
