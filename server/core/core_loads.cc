@@ -59,6 +59,21 @@ void AddConfigFacts(const model::DrafterConfig& cfg, int64_t target_hidden,
   for (const std::string& w : cfg.warnings) report.facts.push_back("warning: " + w);
 }
 
+// The resident entry named `name` when `same(entry)` says it is this load's
+// unchanged source (the load is then reused); nullptr when the name is free;
+// ALREADY_EXISTS when a different object holds it. Requires the map's lock.
+template <typename Map, typename Same>
+absl::StatusOr<const typename Map::mapped_type*> Reusable(const Map& map,
+                                                          const std::string& name,
+                                                          const char* kind, Same same) {
+  auto it = map.find(name);
+  if (it == map.end()) return nullptr;
+  if (same(it->second)) return &it->second;
+  return absl::AlreadyExistsError(absl::StrCat(
+      "a different ", kind, " is already resident as '", name, "' (from ",
+      it->second.info.source_path, "); unload it or choose another --name"));
+}
+
 }  // namespace
 
 // Opens, parses and validates; `target_hidden` 0 = the drafter's own H.
@@ -128,18 +143,17 @@ absl::StatusOr<LoadResult> EvalCoreImpl::LoadDrafter(const LoadDrafterParams& pa
   std::lock_guard<std::mutex> load_lock(resident_->load_mu);
   {
     std::lock_guard<std::mutex> lock(resident_->mu);
-    auto it = resident_->drafters.find(name);
-    if (it != resident_->drafters.end()) {
-      if (it->second.disk_signature == signature) {
-        LoadResult result;
-        result.resource = it->second.info;
-        result.report = it->second.report;
-        result.reused = true;
-        return result;
-      }
-      return absl::AlreadyExistsError(absl::StrCat(
-          "a different drafter is already resident as '", name, "' (from ",
-          it->second.info.source_path, "); unload it or choose another --name"));
+    ASSIGN_OR_RETURN(const Resident::Drafter* existing,
+                     Reusable(resident_->drafters, name, "drafter",
+                              [&](const Resident::Drafter& e) {
+                                return e.disk_signature == signature;
+                              }));
+    if (existing != nullptr) {
+      LoadResult result;
+      result.resource = existing->info;
+      result.report = existing->report;
+      result.reused = true;
+      return result;
     }
   }
 
@@ -205,18 +219,17 @@ absl::StatusOr<LoadResult> EvalCoreImpl::LoadTarget(const LoadTargetParams& para
   std::lock_guard<std::mutex> load_lock(resident_->load_mu);
   {
     std::lock_guard<std::mutex> lock(resident_->mu);
-    auto it = resident_->targets.find(name);
-    if (it != resident_->targets.end()) {
-      if (it->second.info.source_path == resolved && it->second.info.dtype == dtype_name &&
-          it->second.info.device == device) {
-        LoadResult result;
-        result.resource = it->second.info;
-        result.reused = true;
-        return result;
-      }
-      return absl::AlreadyExistsError(absl::StrCat(
-          "a different target is already resident as '", name, "' (from ",
-          it->second.info.source_path, "); unload it or choose another --name"));
+    ASSIGN_OR_RETURN(const Resident::Target* existing,
+                     Reusable(resident_->targets, name, "target",
+                              [&](const Resident::Target& e) {
+                                return e.info.source_path == resolved &&
+                                       e.info.dtype == dtype_name && e.info.device == device;
+                              }));
+    if (existing != nullptr) {
+      LoadResult result;
+      result.resource = existing->info;
+      result.reused = true;
+      return result;
     }
   }
   RETURN_IF_ERROR(roots_.CheckLinks(resolved));  // shards and config.json found inside
@@ -273,17 +286,16 @@ absl::StatusOr<LoadResult> EvalCoreImpl::LoadDataset(const LoadDatasetParams& pa
   std::lock_guard<std::mutex> load_lock(resident_->load_mu);
   {
     std::lock_guard<std::mutex> lock(resident_->mu);
-    auto it = resident_->datasets.find(options.name);
-    if (it != resident_->datasets.end()) {
-      if (it->second.info.source_path == options.path) {
-        LoadResult result;
-        result.resource = it->second.info;
-        result.reused = true;
-        return result;
-      }
-      return absl::AlreadyExistsError(absl::StrCat(
-          "a different dataset is already resident as '", options.name, "' (from ",
-          it->second.info.source_path, "); unload it or choose another --name"));
+    ASSIGN_OR_RETURN(const Resident::Dataset* existing,
+                     Reusable(resident_->datasets, options.name, "dataset",
+                              [&](const Resident::Dataset& e) {
+                                return e.info.source_path == options.path;
+                              }));
+    if (existing != nullptr) {
+      LoadResult result;
+      result.resource = existing->info;
+      result.reused = true;
+      return result;
     }
   }
   RETURN_IF_ERROR(roots_.CheckLinks(options.path));  // sample files found inside
