@@ -89,6 +89,24 @@ seed_shard_index_fuzz() {
   printf '[{"weight_map": {}}]' > "$d/not_object"
 }
 
+seed_zip_archive_fuzz() {
+  python3 - "$1" <<'PY'
+import sys, zipfile
+d = sys.argv[1]
+pkl = b"\x80\x02}q\x00."
+for name, method, zip64 in (("stored", zipfile.ZIP_STORED, False),
+                            ("deflated", zipfile.ZIP_DEFLATED, False),
+                            ("zip64", zipfile.ZIP_DEFLATED, True)):
+    with zipfile.ZipFile(f"{d}/{name}", "w", compression=method) as z:
+        for rec, data in (("archive/data.pkl", pkl), ("archive/byteorder", b"little"),
+                          ("archive/data/0", bytes(range(64)) * 4), ("archive/version", b"3\n")):
+            info = zipfile.ZipInfo(rec)
+            info.compress_type = method
+            with z.open(info, "w", force_zip64=zip64) as f:
+                f.write(data)
+PY
+}
+
 # ---- build --------------------------------------------------------------
 
 if ! command -v clang++ >/dev/null; then

@@ -4,8 +4,6 @@
 
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>
-#include <caffe2/serialize/inline_container.h>
-#include <caffe2/serialize/read_adapter_interface.h>
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -16,7 +14,6 @@
 #include <cstring>
 #include <fstream>
 #include <memory>
-#include <mutex>
 #include <new>
 #include <set>
 #include <unordered_map>
@@ -29,36 +26,16 @@
 #include "common/status_macros.h"
 #include "weights/gzip_inflate.h"
 #include "weights/pickle_reader.h"
+#include "weights/zip_archive.h"
 
 namespace dflash::weights {
 namespace {
-
-using caffe2::serialize::PyTorchStreamReader;
 
 constexpr int64_t kMaxPickleBytes = int64_t{1} << 30;
 constexpr int64_t kMaxFlattenVisits = int64_t{1} << 22;
 constexpr absl::string_view kConvertHint =
     "load it with torch.load and save it again with torch.save(obj, path) "
     "(PyTorch >= 1.6 writes the zip format)";
-
-// Bounds-checked reads over an owned buffer (caffe2's MemoryReadAdapter
-// trusts its caller's offsets).
-class BufferAdapter final : public caffe2::serialize::ReadAdapterInterface {
- public:
-  explicit BufferAdapter(std::shared_ptr<const std::string> data)
-      : data_(std::move(data)) {}
-  size_t size() const override { return data_->size(); }
-  size_t read(uint64_t pos, void* buf, size_t n,
-              const char* /*what*/) const override {
-    if (pos >= data_->size()) return 0;
-    n = std::min<uint64_t>(n, data_->size() - pos);
-    std::memcpy(buf, data_->data() + pos, n);
-    return n;
-  }
-
- private:
-  std::shared_ptr<const std::string> data_;
-};
 
 // A whole archive mapped into memory (private, never written back), and the
 // open file, from which large stored records get mappings of their own.
@@ -120,91 +97,6 @@ at::Tensor MapRecord(const MappedArchive& map, uint64_t offset, int64_t numel,
 #endif
   return at::from_blob(static_cast<char*>(addr) + (offset - start), {numel},
                        [addr, length](void*) { ::munmap(addr, length); }, options);
-}
-
-// PyTorchStreamReader's reads served from the mapping (bounds-checked).
-class MappedAdapter final : public caffe2::serialize::ReadAdapterInterface {
- public:
-  explicit MappedAdapter(std::shared_ptr<const MappedArchive> map) : map_(std::move(map)) {}
-  size_t size() const override { return map_->size; }
-  size_t read(uint64_t pos, void* buf, size_t n, const char* /*what*/) const override {
-    if (pos >= map_->size) return 0;
-    n = std::min<uint64_t>(n, map_->size - pos);
-    std::memcpy(buf, map_->bytes() + pos, n);
-    return n;
-  }
-
- private:
-  std::shared_ptr<const MappedArchive> map_;
-};
-
-uint32_t Le32(const char* p) {
-  uint32_t v;
-  std::memcpy(&v, p, 4);  // zip is little-endian, and so are our hosts
-  return v;
-}
-uint16_t Le16(const char* p) {
-  uint16_t v;
-  std::memcpy(&v, p, 2);
-  return v;
-}
-
-// True when the zip entry `record` whose data starts at `data` (as
-// getRecordOffset reports it) is stored uncompressed, `size` bytes, inside
-// the file: then its bytes can be used in place. Finds the entry's local
-// header just before the data (signature, name, and lengths that end exactly
-// at `data`) and its sizes (in the header, its zip64 extra field, or the data
-// descriptor after the data); any doubt answers false and the record is read
-// normally.
-bool StoredInPlace(const MappedArchive& map, uint64_t data, const std::string& record,
-                   uint64_t size) {
-  constexpr uint64_t kHeader = 30;
-  if (data > map.size || size > map.size - data || data < kHeader) return false;
-  const uint64_t lowest = data > kHeader + 8192 ? data - kHeader - 8192 : 0;
-  for (uint64_t at = data - kHeader + 1; at-- > lowest;) {
-    const char* h = map.bytes() + at;
-    if (Le32(h) != 0x04034b50u) continue;
-    const uint64_t name_len = Le16(h + 26), extra_len = Le16(h + 28);
-    if (at + kHeader + name_len + extra_len != data) continue;
-    const absl::string_view name(h + kHeader, name_len);
-    if (!absl::EndsWith(name, absl::StrCat("/", record)) && name != record) continue;
-    const uint16_t flags = Le16(h + 6), method = Le16(h + 8);
-    uint64_t compressed = Le32(h + 18), uncompressed = Le32(h + 22);
-    if (method != 0) return false;
-    if ((flags & 8) != 0) {
-      // Sizes in the data descriptor right after the data (torch.save writes
-      // them so): optional signature, crc32, then 4- or 8-byte sizes.
-      uint64_t d = data + size;
-      if (d + 4 <= map.size && Le32(map.bytes() + d) == 0x08074b50u) d += 4;
-      if (d + 12 <= map.size && Le32(map.bytes() + d + 4) == size &&
-          Le32(map.bytes() + d + 8) == size) {
-        return true;
-      }
-      uint64_t c64 = 0, u64 = 0;
-      if (d + 20 <= map.size) {
-        std::memcpy(&c64, map.bytes() + d + 4, 8);
-        std::memcpy(&u64, map.bytes() + d + 12, 8);
-      }
-      return c64 == size && u64 == size;
-    }
-    if (compressed == 0xffffffffu || uncompressed == 0xffffffffu) {
-      // zip64: the sizes are in the extra field's 0x0001 block.
-      bool found = false;
-      for (uint64_t x = 0; x + 4 <= extra_len && !found;) {
-        const char* f = h + kHeader + name_len + x;
-        const uint16_t id = Le16(f), len = Le16(f + 2);
-        if (id == 1 && len >= 16 && x + 4 + 16 <= extra_len) {
-          std::memcpy(&uncompressed, f + 4, 8);
-          std::memcpy(&compressed, f + 12, 8);
-          found = true;
-        }
-        x += 4 + len;
-      }
-      if (!found) return false;
-    }
-    return compressed == size && uncompressed == size;
-  }
-  return false;
 }
 
 std::string ExceptionText(const std::exception& e) {
@@ -355,14 +247,24 @@ class Flattener {
   std::set<std::string> names_;
 };
 
+// The archive's bytes: a private mapping of the file, or a buffer (a
+// gzip-compressed file, or a file that cannot be mapped).
+struct ArchiveBytes {
+  std::shared_ptr<const MappedArchive> map;  // null for a buffer
+  std::shared_ptr<const std::string> buffer;
+  absl::string_view view() const {
+    return map != nullptr ? absl::string_view(map->bytes(), map->size) : *buffer;
+  }
+};
+
 class TorchPtFile final : public TensorSource {
  public:
-  TorchPtFile(std::string path, std::unique_ptr<PyTorchStreamReader> reader,
-              std::shared_ptr<const MappedArchive> map, std::vector<Entry> entries,
-              std::vector<std::string> skipped)
+  TorchPtFile(std::string path, ArchiveBytes bytes, ZipArchive zip, std::string prefix,
+              std::vector<Entry> entries, std::vector<std::string> skipped)
       : path_(std::move(path)),
-        reader_(std::move(reader)),
-        map_(std::move(map)),
+        bytes_(std::move(bytes)),
+        zip_(std::move(zip)),
+        prefix_(std::move(prefix)),
         entries_(std::move(entries)),
         skipped_(std::move(skipped)) {
     for (size_t i = 0; i < entries_.size(); ++i) {
@@ -404,37 +306,33 @@ class TorchPtFile final : public TensorSource {
         at::TensorOptions().dtype(ToScalarType(t.storage.dtype));
     const int64_t want = t.storage.numel * DTypeSize(t.storage.dtype);
     const std::string record = absl::StrCat("data/", t.storage.key);
+    const ZipEntry* zipped = zip_.Find(prefix_ + record);  // present: checked at open
+    // The declared size is checked before any memory is taken, so a small
+    // deflated record cannot expand into more than the pickle asked for.
+    if (zipped->uncompressed_size != static_cast<uint64_t>(want)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "tensor '", e.info.name, "': storage record '", record, "' in '", path_,
+          "' holds ", zipped->uncompressed_size, " bytes; expected ", want, " (",
+          t.storage.numel, " elements of ", DTypeName(t.storage.dtype), ")"));
+    }
+    if (want == 0) return at::empty(t.size, options);
     at::Tensor storage;
-    if (map_ != nullptr && static_cast<uint64_t>(want) >= kMapMinBytes) {
+    if (bytes_.map != nullptr && static_cast<uint64_t>(want) >= kMapMinBytes &&
+        zipped->method == 0 && zipped->compressed_size == static_cast<uint64_t>(want)) {
       // Zero-copy: a stored record is the storage's bytes, in place in the
       // file (the load then costs no allocation, page zeroing or copy).
-      uint64_t offset;
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        offset = reader_->getRecordOffset(record);
-      }
-      if (StoredInPlace(*map_, offset, record, static_cast<uint64_t>(want)) &&
-          offset % static_cast<uint64_t>(DTypeSize(t.storage.dtype)) == 0) {
-        storage = MapRecord(*map_, offset, t.storage.numel, static_cast<uint64_t>(want),
+      ASSIGN_OR_RETURN(uint64_t offset, zip_.DataOffset(*zipped), "reading tensor '",
+                       e.info.name, "' from '", path_, "'");
+      if (offset % static_cast<uint64_t>(DTypeSize(t.storage.dtype)) == 0) {
+        storage = MapRecord(*bytes_.map, offset, t.storage.numel, static_cast<uint64_t>(want),
                             options);
       }
     }
     if (!storage.defined()) {
-      at::DataPtr data;
-      size_t got = 0;
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        std::tie(data, got) = reader_->getRecord(record);
-      }
-      if (static_cast<int64_t>(got) != want) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "tensor '", e.info.name, "': storage record '", record, "' in '", path_,
-            "' holds ", got, " bytes; expected ", want, " (", t.storage.numel,
-            " elements of ", DTypeName(t.storage.dtype), ")"));
-      }
-      if (want == 0) return at::empty(t.size, options);
-      auto holder = std::make_shared<at::DataPtr>(std::move(data));
-      storage = at::from_blob(holder->get(), {t.storage.numel}, [holder](void*) {}, options);
+      storage = at::empty({t.storage.numel}, options);
+      RETURN_IF_ERROR(zip_.ReadInto(*zipped, static_cast<char*>(storage.data_ptr()),
+                                    static_cast<uint64_t>(want)),
+                      "reading tensor '", e.info.name, "' from '", path_, "'");
     }
     at::Tensor view = storage.as_strided(t.size, t.stride, t.storage_offset);
     // Zero-copy when the tensor is exactly its whole storage; otherwise copy
@@ -471,9 +369,9 @@ class TorchPtFile final : public TensorSource {
   }
 
   std::string path_;
-  std::unique_ptr<PyTorchStreamReader> reader_;
-  std::shared_ptr<const MappedArchive> map_;  // null: records are read
-  mutable std::mutex mu_;
+  ArchiveBytes bytes_;  // what zip_ views: declared before it
+  ZipArchive zip_;
+  std::string prefix_;  // the archive's top folder, with its '/'
   std::vector<Entry> entries_;
   std::vector<TensorInfo> infos_;
   std::unordered_map<std::string, size_t> index_;
@@ -495,45 +393,65 @@ absl::Status NotZip(const std::string& path, absl::string_view head) {
       kConvertHint));
 }
 
-absl::StatusOr<TensorSourcePtr> OpenReader(
-    const std::string& path, std::unique_ptr<PyTorchStreamReader> reader,
-    std::shared_ptr<const MappedArchive> map = nullptr) {
-  if (reader->hasRecord("byteorder")) {
-    auto [ptr, n] = reader->getRecord("byteorder");
-    std::string order(static_cast<const char*>(ptr.get()), n);
-    if (order != "little") {
+// Reads a whole record of at most `max` bytes (checked before allocating).
+absl::StatusOr<std::string> ReadSmall(const ZipArchive& zip, const ZipEntry& e,
+                                      uint64_t max, const std::string& path) {
+  if (e.uncompressed_size > max) {
+    return absl::InvalidArgumentError(absl::StrCat("'", path, "': ", e.name, " is ",
+                                                   e.uncompressed_size, " bytes; the limit is ",
+                                                   max));
+  }
+  std::string out(e.uncompressed_size, '\0');
+  RETURN_IF_ERROR(zip.ReadInto(e, out.data(), out.size()), "reading '", path, "'");
+  return out;
+}
+
+absl::StatusOr<TensorSourcePtr> OpenArchive(const std::string& path, ArchiveBytes bytes) {
+  absl::StatusOr<ZipArchive> opened = ZipArchive::Open(bytes.view());
+  if (!opened.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "'", path, "' is not a valid torch.save zip archive: ", opened.status().message()));
+  }
+  ZipArchive zip = *std::move(opened);
+  // torch.save puts every record in one top folder, named after the file
+  // it was first saved as; the first entry names it (as libtorch reads it).
+  if (zip.entries().empty() || zip.entries()[0].name.find('/') == std::string::npos) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "'", path, "' is not a valid torch.save zip archive: ",
+        zip.entries().empty() ? "it holds no files"
+                              : absl::StrCat("its first entry '", zip.entries()[0].name,
+                                             "' is not in a folder")));
+  }
+  const std::string prefix =
+      zip.entries()[0].name.substr(0, zip.entries()[0].name.find('/') + 1);
+  if (const ZipEntry* order = zip.Find(prefix + "byteorder")) {
+    ASSIGN_OR_RETURN(std::string text, ReadSmall(zip, *order, 16, path));
+    if (text != "little") {
       return absl::InvalidArgumentError(
-          absl::StrCat("'", path, "' was saved with byte order '", order,
+          absl::StrCat("'", path, "' was saved with byte order '", text,
                        "'; expected 'little'"));
     }
   }
-  if (!reader->hasRecord("data.pkl")) {
+  const ZipEntry* pkl = zip.Find(prefix + "data.pkl");
+  if (pkl == nullptr) {
     return absl::InvalidArgumentError(absl::StrCat(
         "'", path,
         "' is a zip archive without data.pkl; not a torch.save file"));
   }
-  auto [pkl, pkl_size] = reader->getRecord("data.pkl");
-  if (static_cast<int64_t>(pkl_size) > kMaxPickleBytes) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("'", path, "': data.pkl is ", pkl_size,
-                     " bytes; the limit is ", kMaxPickleBytes));
-  }
-  ASSIGN_OR_RETURN(PickleValuePtr root,
-                   ParsePickle(absl::string_view(
-                       static_cast<const char*>(pkl.get()), pkl_size)),
-                   "reading '", path, "'");
+  ASSIGN_OR_RETURN(std::string pickle, ReadSmall(zip, *pkl, kMaxPickleBytes, path));
+  ASSIGN_OR_RETURN(PickleValuePtr root, ParsePickle(pickle), "reading '", path, "'");
   Flattener flat;
   RETURN_IF_ERROR(flat.Walk(*root, ""), "reading '", path, "'");
   for (const Entry& e : flat.entries) {
     std::string record = absl::StrCat("data/", e.ref.storage.key);
-    if (!reader->hasRecord(record)) {
+    if (zip.Find(prefix + record) == nullptr) {
       return absl::InvalidArgumentError(absl::StrCat(
           "reading '", path, "': tensor '", e.info.name, "' refers to record '",
           record, "', which the archive lacks"));
     }
   }
   return TensorSourcePtr(std::make_unique<TorchPtFile>(
-      path, std::move(reader), std::move(map), std::move(flat.entries),
+      path, std::move(bytes), std::move(zip), prefix, std::move(flat.entries),
       std::move(flat.skipped)));
 }
 
@@ -569,29 +487,27 @@ absl::StatusOr<TensorSourcePtr> OpenTorchPt(const std::string& path) {
         absl::StrCat("torch checkpoint '", path, "' is empty"));
   }
   try {
+    ArchiveBytes bytes;
     if (IsGzip(head)) {
       ASSIGN_OR_RETURN(std::string compressed, ReadWholeFile(path));
       ASSIGN_OR_RETURN(std::string raw, Gunzip(compressed, path));
       if (!absl::StartsWith(raw, "PK")) return NotZip(path, raw.substr(0, 1));
-      auto data = std::make_shared<const std::string>(std::move(raw));
-      return OpenReader(path, std::make_unique<PyTorchStreamReader>(
-                                  std::make_shared<BufferAdapter>(data)));
+      bytes.buffer = std::make_shared<const std::string>(std::move(raw));
+      return OpenArchive(path, std::move(bytes));
     }
     if (!absl::StartsWith(head, "PK")) return NotZip(path, head);
-    if (std::shared_ptr<const MappedArchive> map = MapArchive(path)) {
-      return OpenReader(path,
-                        std::make_unique<PyTorchStreamReader>(
-                            std::make_shared<MappedAdapter>(map)),
-                        map);
+    bytes.map = MapArchive(path);
+    if (bytes.map == nullptr) {
+      ASSIGN_OR_RETURN(std::string raw, ReadWholeFile(path));
+      bytes.buffer = std::make_shared<const std::string>(std::move(raw));
     }
-    return OpenReader(path, std::make_unique<PyTorchStreamReader>(path));
+    return OpenArchive(path, std::move(bytes));
   } catch (const std::bad_alloc&) {
     return absl::ResourceExhaustedError(
         absl::StrCat("out of memory opening '", path, "'"));
   } catch (const std::exception& e) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "'", path,
-        "' is not a valid torch.save zip archive: ", ExceptionText(e)));
+        "'", path, "' is not a valid torch.save zip archive: ", ExceptionText(e)));
   }
 }
 

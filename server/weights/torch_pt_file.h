@@ -1,8 +1,9 @@
 // File: torch_pt_file.h
 // Reader for torch.save files (zip format: .pt, .pth, .bin, .ckpt, and
-// gzip-compressed .ckpt.gz). The archive is opened with libtorch's
-// PyTorchStreamReader and data.pkl is read by our own restricted unpickler
-// (pickle_reader.h): no code runs, only an allowlist of globals is accepted.
+// gzip-compressed .ckpt.gz). The archive is read by our own zip reader
+// (zip_archive.h: sizes checked before any memory is taken) and data.pkl by
+// our own restricted unpickler (pickle_reader.h): no code runs, only an
+// allowlist of globals is accepted.
 //
 // Nested dicts are flattened with '.': {"model": {"fc.weight": T}} lists
 // "model.fc.weight". Non-tensor leaves (optimizer state, step) are skipped

@@ -9,9 +9,11 @@
 #include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <sys/resource.h>
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "test_util/status_matchers.h"
@@ -264,6 +266,45 @@ TEST_F(TorchPtFileTest, RefusesBadContent) {
         StatusIs(absl::StatusCode::kInvalidArgument,
                  HasSubstr("holds 8 bytes; expected 24 (6 elements of F32)")));
   }
+}
+
+// Peak resident memory of this process, in bytes.
+int64_t PeakRss() {
+  struct rusage u;
+  getrusage(RUSAGE_SELF, &u);
+  return int64_t{u.ru_maxrss} * 1024;
+}
+
+TEST_F(TorchPtFileTest, RefusesZipBombsBeforeAllocating) {
+  const int64_t peak_before = PeakRss();
+  {
+    SCOPED_TRACE("DeflatedRecordFarLargerThanItsStorage");
+    ASSERT_OK_AND_ASSIGN(TensorSourcePtr src, OpenTorchPt(Path("bomb_record.pt")));
+    EXPECT_THAT(src->Read("only.weight"),
+                StatusIs(absl::StatusCode::kInvalidArgument,
+                         "tensor 'only.weight': storage record 'data/0' in '" +
+                             Path("bomb_record.pt") +
+                             "' holds 67108864 bytes; expected 24 (6 elements of F32)"));
+  }
+  {
+    SCOPED_TRACE("PickleInflatingPastItsLimit");
+    EXPECT_THAT(OpenTorchPt(Path("bomb_pickle.pt")),
+                StatusIs(absl::StatusCode::kInvalidArgument,
+                         "'" + Path("bomb_pickle.pt") +
+                             "': single/data.pkl is 1090519040 bytes; the limit is 1073741824"));
+  }
+  {
+    SCOPED_TRACE("SizeNoDeflateStreamCanReach");
+    EXPECT_THAT(OpenTorchPt(Path("lying_pickle.pt")),
+                StatusIs(absl::StatusCode::kInvalidArgument,
+                         absl::StrCat("'", Path("lying_pickle.pt"),
+                                      "' is not a valid torch.save zip archive: zip entry "
+                                      "'single/data.pkl' declares 2147483647 bytes from ",
+                                      (*expected_)["lying_pickle.pt compressed"].get<int>(),
+                                      " compressed, more than deflate can produce")));
+  }
+  // Inflating either bomb would have taken 64 MiB or 1 GiB.
+  EXPECT_LT(PeakRss() - peak_before, int64_t{32} << 20);
 }
 
 TEST_F(TorchPtFileTest, RefusesBrokenFilesAndUnknownNames) {
