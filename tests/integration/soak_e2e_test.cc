@@ -1,7 +1,9 @@
 // A bounded concurrency soak against the real dflash-evald on loopback:
 // several client threads mix loads, unloads, evaluations, cancels and
 // listings for a fixed time. Every reply must be OK or a status documented
-// for that call; afterwards the server still answers, every job ends, and
+// for that call; one thread cycles its own drafter and dataset through
+// load, queued evaluation and unload, so unloads under load are exercised
+// every cycle; afterwards the server still answers, every job ends, and
 // once the soak's objects are unloaded the resident bytes are back to the
 // baseline (only t, d and m resident).
 #include <signal.h>
@@ -63,6 +65,11 @@ class Tally {
     absl::StrAppend(&out, "\nreplies per call:");
     for (const auto& [key, n] : per_call_) absl::StrAppend(&out, "\n  ", key, " = ", n);
     return out;
+  }
+  int64_t Count(const std::string& call_and_code) const {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = per_call_.find(call_and_code);
+    return it == per_call_.end() ? 0 : it->second;
   }
   std::vector<std::string> bad() const {
     std::lock_guard<std::mutex> lock(mu_);
@@ -136,6 +143,8 @@ TEST_F(SoakE2eTest, MixedClientsKeepTheServerConsistent) {
     fs::copy(data_ + "/dataset", absl::StrCat(data_, "/soak-dataset-", k),
              fs::copy_options::recursive);
   }
+  fs::copy(data_ + "/drafter", data_ + "/soak-cycle", fs::copy_options::recursive);
+  fs::copy(data_ + "/dataset", data_ + "/soak-dataset-cycle", fs::copy_options::recursive);
 
   EvalClient admin(address, std::chrono::duration_cast<std::chrono::milliseconds>(kCallTimeout));
   auto base_list = admin.ListResources({});
@@ -182,6 +191,46 @@ TEST_F(SoakE2eTest, MixedClientsKeepTheServerConsistent) {
     const Codes kEval = {absl::StatusCode::kNotFound, absl::StatusCode::kFailedPrecondition,
                          absl::StatusCode::kResourceExhausted};
 
+    if (index == 0) {
+      // The cycler: its own drafter and dataset copies, which no other
+      // thread names, loaded, evaluated through the queue, unloaded while
+      // the job may still hold them (refused or not, by timing), then
+      // unloaded once the job ended, which must succeed. The random mix
+      // rarely frees its shared copies (queued jobs hold them); this makes
+      // unloads under load happen every cycle.
+      for (int i = 0; i < kMaxOpsPerThread && Clock::now() < deadline; ++i) {
+        ops += 6;
+        pb::LoadDrafterRequest ld;
+        ld.set_name("cycle-m");
+        ld.set_path(data_ + "/soak-cycle");
+        tally.Record("cycle LoadDrafter", c.LoadDrafter(ld).status(), kNone);
+        pb::LoadDatasetRequest lds;
+        lds.set_name("cycle-d");
+        lds.set_path(data_ + "/soak-dataset-cycle");
+        tally.Record("cycle LoadDataset", c.LoadDataset(lds).status(), kNone);
+        pb::SubmitEvalRequest r;
+        eval_request(r.mutable_request());
+        r.mutable_request()->set_drafter("cycle-m");
+        r.mutable_request()->set_dataset("cycle-d");
+        auto job = c.SubmitEval(r);
+        // The queue may be full of the others' jobs.
+        tally.Record("cycle SubmitEval", job.status(), {absl::StatusCode::kResourceExhausted});
+        const Codes kHeld = {absl::StatusCode::kFailedPrecondition};
+        tally.Record("cycle UnloadDrafter while queued",
+                     c.Unload(pb::RESOURCE_KIND_DRAFTER, "cycle-m").status(), kHeld);
+        if (job.ok()) {
+          jobs.Add(job->id());
+          absl::StatusOr<pb::EvalJob> done = c.WatchEval(job->id(), nullptr);
+          tally.Record("cycle wait", done.status(), kNone);
+        }
+        // Its job has ended: nothing holds them now.
+        tally.Record("cycle UnloadDrafter", c.Unload(pb::RESOURCE_KIND_DRAFTER, "cycle-m").status(),
+                     {absl::StatusCode::kNotFound});  // already unloaded above
+        tally.Record("cycle UnloadDataset", c.Unload(pb::RESOURCE_KIND_DATASET, "cycle-d").status(),
+                     kNone);
+      }
+      return;
+    }
     for (int i = 0; i < kMaxOpsPerThread && Clock::now() < deadline; ++i) {
       ++ops;
       switch (pick(12)) {
@@ -269,6 +318,12 @@ TEST_F(SoakE2eTest, MixedClientsKeepTheServerConsistent) {
   std::cout << "soak: " << kThreads << " threads, " << ops.load() << " operations, "
             << jobs.All().size() << " jobs submitted, " << soak_seconds << " s\n"
             << tally.Report() << "\n";
+  // The cycler freed its objects under load, every cycle.
+  EXPECT_GT(tally.Count("cycle UnloadDataset OK"), 0) << tally.Report();
+  EXPECT_EQ(tally.Count("cycle UnloadDataset OK"), tally.Count("cycle LoadDataset OK"));
+  EXPECT_EQ(tally.Count("cycle UnloadDrafter while queued OK") +
+                tally.Count("cycle UnloadDrafter OK"),
+            tally.Count("cycle LoadDrafter OK"));
   const std::vector<std::string> bad = tally.bad();
   EXPECT_TRUE(bad.empty()) << bad.size() << " undocumented replies, first ones:\n"
                            << absl::StrJoin(bad.begin(), bad.begin() + std::min<size_t>(bad.size(), 10),
