@@ -84,7 +84,8 @@ absl::StatusOr<eval::EvalResult> EvalCoreImpl::RunEval(const EvalParams& params,
   if (!drafter) {
     // A resident drafter loaded from the same unchanged files, in the
     // target's placement, is the same weights: use it, load nothing.
-    ASSIGN_OR_RETURN(std::string resolved, roots_.Resolve(params.checkpoint_path));
+    ASSIGN_OR_RETURN(std::string resolved,
+                     roots_.Resolve(params.checkpoint_path, "checkpoint_path"));
     const std::string signature =
         absl::StrCat(resolved, "||", DTypeLabel(target->embed.scalar_type()), "|",
                      target->embed.device().str(), "|", DiskSignature(resolved));

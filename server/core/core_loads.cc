@@ -87,7 +87,7 @@ static absl::StatusOr<CheckedCheckpoint> CheckCheckpoint(const DataRoots& roots,
   RETURN_IF_ERROR(roots.CheckLinks(resolved));  // shards and config.json found inside
   std::string resolved_config;
   if (!config_path.empty()) {
-    ASSIGN_OR_RETURN(resolved_config, roots.Resolve(config_path));
+    ASSIGN_OR_RETURN(resolved_config, roots.Resolve(config_path, "config_path"));
   }
   CheckedCheckpoint c;
   ASSIGN_OR_RETURN(c.opened, weights::OpenCheckpoint(resolved, resolved_config));

@@ -29,10 +29,15 @@ absl::StatusOr<DataRoots> DataRoots::Create(const std::vector<std::string>& root
   return out;
 }
 
-absl::StatusOr<std::string> DataRoots::Resolve(const std::string& path) const {
-  if (path.empty()) return absl::InvalidArgumentError("path is empty");
+absl::StatusOr<std::string> DataRoots::Resolve(const std::string& path, const char* field) const {
+  if (path.empty()) return absl::InvalidArgumentError(absl::StrCat(field, " is empty"));
   if (path.find('\0') != std::string::npos) {
-    return absl::InvalidArgumentError("path contains a NUL byte");
+    return absl::InvalidArgumentError(absl::StrCat(field, " contains a NUL byte"));
+  }
+  if (path.size() > kMaxPathBytes) {
+    return absl::InvalidArgumentError(absl::StrCat(field, " is ", path.size(),
+                                                   " bytes long; at most ", kMaxPathBytes,
+                                                   " are allowed"));
   }
   fs::path p(path);
   if (p.is_relative()) p = fs::path(roots_.front()) / p;
@@ -47,7 +52,7 @@ absl::StatusOr<std::string> DataRoots::Resolve(const std::string& path) const {
     }
   }
   return absl::PermissionDeniedError(
-      absl::StrCat("path '", path, "' is outside the server's data roots"));
+      absl::StrCat(field, " '", path, "' is outside the server's data roots"));
 }
 
 absl::Status DataRoots::CheckLinks(const std::string& resolved, int64_t max_entries) const {

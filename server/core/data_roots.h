@@ -19,9 +19,14 @@ class DataRoots {
   static absl::StatusOr<DataRoots> Create(const std::vector<std::string>& roots);
 
   // The canonical path of `path` if it lies inside a root. Relative paths are
-  // taken relative to the first root. InvalidArgument for empty paths or NUL
-  // bytes; PermissionDenied outside every root.
-  absl::StatusOr<std::string> Resolve(const std::string& path) const;
+  // taken relative to the first root. InvalidArgument for empty paths, NUL
+  // bytes or more than kMaxPathBytes; PermissionDenied outside every root.
+  // Messages name the request's field: `field` ("path", "config_path", ...).
+  absl::StatusOr<std::string> Resolve(const std::string& path,
+                                      const char* field = "path") const;
+
+  // PATH_MAX: no longer path names anything (and would be echoed in errors).
+  static constexpr size_t kMaxPathBytes = 4096;
 
   // For paths inside files (index shards, config.json, dataset samples):
   // Ok when no symbolic link in `resolved` (a directory: every entry below

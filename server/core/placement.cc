@@ -37,6 +37,11 @@ absl::StatusOr<std::string> ResolveRequestDevice(const std::string& requested,
     return absl::InvalidArgumentError("device 'auto' is for the server flag; give cpu or cuda:N");
   }
   auto choice = ResolveDevice(requested);
+  if (absl::IsInvalidArgument(choice.status())) {
+    // ResolveDevice speaks of the server's flag, which also takes 'auto'.
+    return absl::InvalidArgumentError(
+        absl::StrCat("device '", requested, "' is not one of cpu, cuda, cuda:N"));
+  }
   if (!choice.ok()) return choice.status();
   return choice->device;
 }

@@ -243,8 +243,8 @@ absl::Status CheckCompatible(const model::DrafterModel& drafter,
   }
   const int64_t B = BlockSize(drafter, options);
   if (B < 2 || B > cfg.block_size) {
-    return absl::InvalidArgumentError(absl::StrCat("block size ", B, " must be in [2, ",
-                                                   cfg.block_size, "] (the drafter's)"));
+    return absl::InvalidArgumentError(absl::StrCat("block_size ", B, " must be in [2, ",
+                                                   cfg.block_size, "] (the drafter's block size)"));
   }
   if (drafter.device() != target.embed.device()) {
     return absl::FailedPreconditionError(absl::StrCat(

@@ -3,16 +3,20 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <utility>
 
+#include <google/protobuf/descriptor.h>
 #include <spdlog/spdlog.h>
 
 #include "absl/strings/str_cat.h"
 #include "common/log_fields.h"
 #include "common/ops_observer.h"
+#include "common/status_macros.h"
 #include "service/proto_convert.h"
-#include "service/watch_reactor.h"
+#include "service/request_parser.h"
 #include "service/status_convert.h"
+#include "service/watch_reactor.h"
 
 namespace dflash::service {
 namespace {
@@ -44,314 +48,271 @@ void LogCall(const char* method, const grpc::CallbackServerContext* ctx,
   } else {
     spdlog::warn("rpc {} peer={} status={} duration_ms={:.1f} message=\"{}\"", method,
                  ctx->peer(), absl::StatusCodeToString(status.code()), ms,
-                 std::string(status.message()));
+                 BoundedMessage(status.message()));
   }
+}
+
+// The index gRPC gives `method` of DrafterEval (the proto's order), checked
+// against the request type the handler expects. A mismatch is our bug.
+int MethodIndex(const char* method, const google::protobuf::Descriptor* request) {
+  const google::protobuf::ServiceDescriptor* service =
+      request->file()->pool()->FindServiceByName(pb::DrafterEval::service_full_name());
+  const google::protobuf::MethodDescriptor* m =
+      service != nullptr ? service->FindMethodByName(method) : nullptr;
+  if (m == nullptr || m->input_type() != request) {
+    spdlog::critical("DrafterEval has no method {} taking {}", method, request->full_name());
+    std::abort();
+  }
+  return m->index();
+}
+
+absl::Status JobsMissing() {
+  return absl::UnimplementedError("this server was started without a job service");
 }
 
 }  // namespace
 
 EvalService::EvalService(core::EvalCore& core, core::JobService* jobs, int workers,
                          ServiceOptions options)
-    : core_(core), jobs_(jobs), options_(options), pool_(workers) {}
+    : core_(core), jobs_(jobs), options_(options), pool_(workers) {
+  AddUnary("GetServerInfo", Where::kInline, &EvalService::HandleGetServerInfo);
+  AddUnary("ValidateCheckpoint", Where::kPool, &EvalService::HandleValidateCheckpoint);
+  AddUnary("LoadDrafter", Where::kPool, &EvalService::HandleLoadDrafter);
+  AddUnary("UnloadDrafter", Where::kPool, &EvalService::HandleUnloadDrafter);
+  AddUnary("LoadTarget", Where::kPool, &EvalService::HandleLoadTarget);
+  AddUnary("UnloadTarget", Where::kPool, &EvalService::HandleUnloadTarget);
+  AddUnary("LoadDataset", Where::kPool, &EvalService::HandleLoadDataset);
+  AddUnary("UnloadDataset", Where::kPool, &EvalService::HandleUnloadDataset);
+  AddUnary("ListResources", Where::kInline, &EvalService::HandleListResources);
+  AddUnary("RunEval", Where::kPool, &EvalService::HandleRunEval);
+  AddUnary("SubmitEval", Where::kJobs, &EvalService::HandleSubmitEval);
+  AddUnary("GetEval", Where::kJobs, &EvalService::HandleGetEval);
+  AddUnary("ListEvals", Where::kJobs, &EvalService::HandleListEvals);
+  AddWatchEval();
+  AddUnary("CancelEval", Where::kJobs, &EvalService::HandleCancelEval);
+  AddUnary("ResubmitEval", Where::kJobs, &EvalService::HandleResubmitEval);
+  AddUnary("CompareEvals", Where::kJobs, &EvalService::HandleCompareEvals);
+}
+
+EvalService::~EvalService() = default;
 
 absl::Status EvalService::Authorize(const Ctx* ctx, const char* method) const {
   if (options_.auth == nullptr) return absl::OkStatus();
   return options_.auth->Check(ctx->client_metadata(), method);
 }
 
-grpc::ServerUnaryReactor* EvalService::Refuse(Ctx* ctx, const char* method,
-                                              const absl::Status& status) {
-  LogCall(method, ctx, status, Clock::now());
-  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
-  reactor->Finish(ToGrpcStatus(status));
-  return reactor;
-}
-
-EvalService::~EvalService() = default;
-
-template <typename Work>
-grpc::ServerUnaryReactor* EvalService::Offload(Ctx* ctx, const char* method, Work work) {
-  if (absl::Status auth = Authorize(ctx, method); !auth.ok()) return Refuse(ctx, method, auth);
-  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
-  const Clock::time_point start = Clock::now();
-  const bool posted = pool_.Post([ctx, reactor, method, start, work = std::move(work)]() mutable {
-    absl::Status status;
-    if (ctx->IsCancelled()) {
-      status = absl::CancelledError("the client cancelled the call");
-    } else {
-      status = work();
+template <typename Req, typename Resp>
+void EvalService::AddUnary(const char* method, Where where, Handler<Req, Resp> handler) {
+  auto run_method = [this, method, where, handler](Ctx* ctx, const grpc::ByteBuffer* raw,
+                                                   grpc::ByteBuffer* out) {
+    const Clock::time_point start = Clock::now();
+    grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+    auto finish = [ctx, reactor, method, start](const absl::Status& status) {
+      LogCall(method, ctx, status, start);
+      reactor->Finish(ToGrpcStatus(status));
+    };
+    if (absl::Status auth = Authorize(ctx, method); !auth.ok()) {
+      finish(auth);
+      return reactor;
     }
-    LogCall(method, ctx, status, start);
-    reactor->Finish(ToGrpcStatus(status));
-  });
-  if (!posted) {
-    absl::Status status = absl::UnavailableError("the server is shutting down");
-    LogCall(method, ctx, status, start);
-    reactor->Finish(ToGrpcStatus(status));
-  }
-  return reactor;
+    auto req = std::make_shared<Req>();
+    if (absl::Status parsed = ParseRequest(*raw, req.get()); !parsed.ok()) {
+      finish(parsed);
+      return reactor;
+    }
+    if (where == Where::kJobs && jobs_ == nullptr) {
+      finish(JobsMissing());
+      return reactor;
+    }
+    auto work = [this, ctx, req, out, handler, finish, where] {
+      Resp resp;
+      absl::Status status;
+      if (where != Where::kInline && ctx->IsCancelled()) {
+        status = absl::CancelledError("the client cancelled the call");
+      } else {
+        status = (this->*handler)(ctx, *req, &resp);
+      }
+      if (status.ok()) *out = ToByteBuffer(resp);
+      finish(status);
+    };
+    if (where == Where::kInline) {
+      work();
+    } else if (!pool_.Post(std::move(work))) {
+      finish(absl::UnavailableError("the server is shutting down"));
+    }
+    return reactor;
+  };
+  MarkMethodRawCallback(
+      MethodIndex(method, Req::descriptor()),
+      new grpc::internal::CallbackUnaryHandler<grpc::ByteBuffer, grpc::ByteBuffer>(
+          std::move(run_method)));
 }
 
-grpc::ServerUnaryReactor* EvalService::GetServerInfo(
-    Ctx* ctx, const ::dflash::eval::v1::GetServerInfoRequest*,
-    ::dflash::eval::v1::ServerInfo* resp) {
-  if (absl::Status auth = Authorize(ctx, "GetServerInfo"); !auth.ok()) {
-    return Refuse(ctx, "GetServerInfo", auth);
-  }
-  const Clock::time_point start = Clock::now();
+void EvalService::AddWatchEval() {
+  using Reactor = grpc::ServerWriteReactor<grpc::ByteBuffer>;
+  auto open_stream = [this](Ctx* ctx, const grpc::ByteBuffer* raw) -> Reactor* {
+    absl::Status refused = Authorize(ctx, "WatchEval");
+    pb::WatchEvalRequest req;
+    if (refused.ok()) refused = ParseRequest(*raw, &req);
+    if (refused.ok() && jobs_ != nullptr) refused = CheckId("id", req.id());
+    std::atomic<int>* counter = nullptr;
+    if (refused.ok()) {
+      const int open = open_watch_streams_.fetch_add(1) + 1;
+      counter = &open_watch_streams_;
+      if (options_.max_watch_streams > 0 && open > options_.max_watch_streams) {
+        refused = absl::ResourceExhaustedError(absl::StrCat(
+            "too many WatchEval streams open (", open - 1, "); the server allows ",
+            options_.max_watch_streams,
+            " (--max-concurrent-streams); poll with GetEval instead"));
+      }
+    }
+    return new WatchReactor(jobs_, ctx, req.id(), refused, counter);
+  };
+  MarkMethodRawCallback(
+      MethodIndex("WatchEval", pb::WatchEvalRequest::descriptor()),
+      new grpc::internal::CallbackServerStreamingHandler<grpc::ByteBuffer, grpc::ByteBuffer>(
+          std::move(open_stream)));
+}
+
+absl::Status EvalService::HandleGetServerInfo(Ctx*, const pb::GetServerInfoRequest&,
+                                              pb::ServerInfo* resp) {
   core::ServerInfo info = core_.GetServerInfo();
   if (jobs_) {
     info.queued_jobs = jobs_->queued();
     info.running_jobs = jobs_->running();
   }
   ToProto(info, resp);
-  LogCall("GetServerInfo", ctx, absl::OkStatus(), start);
-  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
-  reactor->Finish(grpc::Status::OK);
-  return reactor;
+  return absl::OkStatus();
 }
 
-grpc::ServerUnaryReactor* EvalService::ValidateCheckpoint(
-    Ctx* ctx, const ::dflash::eval::v1::ValidateCheckpointRequest* req,
-    ::dflash::eval::v1::ValidateCheckpointResponse* resp) {
-  return Offload(ctx, "ValidateCheckpoint", [this, req, resp]() -> absl::Status {
-    core::ValidateParams p{req->path(), req->config_path(), req->allow_unexpected(),
-                           req->compute_stats()};
-    auto report = core_.ValidateCheckpoint(p);
-    if (!report.ok()) return report.status();
-    ToProto(*report, resp->mutable_report());
-    return absl::OkStatus();
-  });
+absl::Status EvalService::HandleValidateCheckpoint(Ctx*, const pb::ValidateCheckpointRequest& req,
+                                                   pb::ValidateCheckpointResponse* resp) {
+  ASSIGN_OR_RETURN(core::ValidateParams params, FromProto(req));
+  ASSIGN_OR_RETURN(weights::WeightReport report, core_.ValidateCheckpoint(params));
+  ToProto(report, resp->mutable_report());
+  return absl::OkStatus();
 }
 
-grpc::ServerUnaryReactor* EvalService::LoadDrafter(
-    Ctx* ctx, const ::dflash::eval::v1::LoadDrafterRequest* req,
-    ::dflash::eval::v1::LoadResponse* resp) {
-  return Offload(ctx, "LoadDrafter", [this, req, resp]() -> absl::Status {
-    core::LoadDrafterParams p;
-    p.name = req->name();
-    p.path = req->path();
-    p.config_path = req->config_path();
-    p.dtype = DTypeFromProto(req->dtype());
-    p.device = req->device();
-    p.allow_unexpected = req->allow_unexpected();
-    auto result = core_.LoadDrafter(p);
-    if (!result.ok()) return result.status();
-    ToProto(*result, resp);
-    return absl::OkStatus();
-  });
+absl::Status EvalService::HandleLoadDrafter(Ctx*, const pb::LoadDrafterRequest& req,
+                                            pb::LoadResponse* resp) {
+  ASSIGN_OR_RETURN(core::LoadDrafterParams params, FromProto(req));
+  ASSIGN_OR_RETURN(core::LoadResult result, core_.LoadDrafter(params));
+  ToProto(result, resp);
+  return absl::OkStatus();
 }
 
-grpc::ServerUnaryReactor* EvalService::LoadTarget(
-    Ctx* ctx, const ::dflash::eval::v1::LoadTargetRequest* req,
-    ::dflash::eval::v1::LoadResponse* resp) {
-  return Offload(ctx, "LoadTarget", [this, req, resp]() -> absl::Status {
-    core::LoadTargetParams p;
-    p.name = req->name();
-    p.path = req->path();
-    p.dtype = DTypeFromProto(req->dtype());
-    p.device = req->device();
-    p.load_final_norm = req->load_final_norm();
-    auto result = core_.LoadTarget(p);
-    if (!result.ok()) return result.status();
-    ToProto(*result, resp);
-    return absl::OkStatus();
-  });
+absl::Status EvalService::HandleLoadTarget(Ctx*, const pb::LoadTargetRequest& req,
+                                           pb::LoadResponse* resp) {
+  ASSIGN_OR_RETURN(core::LoadTargetParams params, FromProto(req));
+  ASSIGN_OR_RETURN(core::LoadResult result, core_.LoadTarget(params));
+  ToProto(result, resp);
+  return absl::OkStatus();
 }
 
-grpc::ServerUnaryReactor* EvalService::LoadDataset(
-    Ctx* ctx, const ::dflash::eval::v1::LoadDatasetRequest* req,
-    ::dflash::eval::v1::LoadResponse* resp) {
-  return Offload(ctx, "LoadDataset", [this, req, resp]() -> absl::Status {
-    core::LoadDatasetParams p;
-    p.name = req->name();
-    p.path = req->path();
-    p.dtype = DTypeFromProto(req->dtype());
-    p.device = req->device();
-    p.max_samples = req->max_samples();
-    p.skip_bad_samples = req->skip_bad_samples();
-    if (p.max_samples < 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("max_samples must be >= 0; got ", p.max_samples));
-    }
-    for (const auto& [key, ids] : req->layer_ids()) {
-      p.layer_ids[key] = std::vector<int>(ids.ids().begin(), ids.ids().end());
-    }
-    auto result = core_.LoadDataset(p);
-    if (!result.ok()) return result.status();
-    ToProto(*result, resp);
-    return absl::OkStatus();
-  });
+absl::Status EvalService::HandleLoadDataset(Ctx*, const pb::LoadDatasetRequest& req,
+                                            pb::LoadResponse* resp) {
+  ASSIGN_OR_RETURN(core::LoadDatasetParams params, FromProto(req));
+  ASSIGN_OR_RETURN(core::LoadResult result, core_.LoadDataset(params));
+  ToProto(result, resp);
+  return absl::OkStatus();
 }
 
-grpc::ServerUnaryReactor* EvalService::Unload(Ctx* ctx, const char* method,
-                                              core::ResourceKind kind,
-                                              const ::dflash::eval::v1::UnloadRequest* req,
-                                              ::dflash::eval::v1::UnloadResponse* resp) {
-  return Offload(ctx, method, [this, kind, req, resp]() -> absl::Status {
-    auto info = jobs_ ? jobs_->Unload(kind, req->name()) : core_.Unload(kind, req->name());
-    if (!info.ok()) return info.status();
-    ToProto(*info, resp->mutable_resource());
-    return absl::OkStatus();
-  });
+absl::Status EvalService::Unload(core::ResourceKind kind, const pb::UnloadRequest& req,
+                                 pb::UnloadResponse* resp) {
+  RETURN_IF_ERROR(CheckId("name", req.name()));
+  auto info = jobs_ ? jobs_->Unload(kind, req.name()) : core_.Unload(kind, req.name());
+  if (!info.ok()) return info.status();
+  ToProto(*info, resp->mutable_resource());
+  return absl::OkStatus();
 }
 
-grpc::ServerUnaryReactor* EvalService::UnloadDrafter(Ctx* ctx,
-                                                     const ::dflash::eval::v1::UnloadRequest* req,
-                                                     ::dflash::eval::v1::UnloadResponse* resp) {
-  return Unload(ctx, "UnloadDrafter", core::ResourceKind::kDrafter, req, resp);
+absl::Status EvalService::HandleUnloadDrafter(Ctx*, const pb::UnloadRequest& req,
+                                              pb::UnloadResponse* resp) {
+  return Unload(core::ResourceKind::kDrafter, req, resp);
 }
 
-grpc::ServerUnaryReactor* EvalService::UnloadTarget(Ctx* ctx,
-                                                    const ::dflash::eval::v1::UnloadRequest* req,
-                                                    ::dflash::eval::v1::UnloadResponse* resp) {
-  return Unload(ctx, "UnloadTarget", core::ResourceKind::kTarget, req, resp);
+absl::Status EvalService::HandleUnloadTarget(Ctx*, const pb::UnloadRequest& req,
+                                             pb::UnloadResponse* resp) {
+  return Unload(core::ResourceKind::kTarget, req, resp);
 }
 
-grpc::ServerUnaryReactor* EvalService::UnloadDataset(Ctx* ctx,
-                                                     const ::dflash::eval::v1::UnloadRequest* req,
-                                                     ::dflash::eval::v1::UnloadResponse* resp) {
-  return Unload(ctx, "UnloadDataset", core::ResourceKind::kDataset, req, resp);
+absl::Status EvalService::HandleUnloadDataset(Ctx*, const pb::UnloadRequest& req,
+                                              pb::UnloadResponse* resp) {
+  return Unload(core::ResourceKind::kDataset, req, resp);
 }
 
-grpc::ServerUnaryReactor* EvalService::ListResources(
-    Ctx* ctx, const ::dflash::eval::v1::ListResourcesRequest* req,
-    ::dflash::eval::v1::ListResourcesResponse* resp) {
-  if (absl::Status auth = Authorize(ctx, "ListResources"); !auth.ok()) {
-    return Refuse(ctx, "ListResources", auth);
-  }
-  const Clock::time_point start = Clock::now();
-  absl::Status status;
+absl::Status EvalService::HandleListResources(Ctx*, const pb::ListResourcesRequest& req,
+                                              pb::ListResourcesResponse* resp) {
   std::optional<core::ResourceKind> kind;
-  if (req->kind() != ::dflash::eval::v1::RESOURCE_KIND_UNSPECIFIED) {
-    auto k = KindFromProto(req->kind());
-    if (k.ok()) kind = *k; else status = k.status();
+  if (req.kind() != pb::RESOURCE_KIND_UNSPECIFIED) {
+    ASSIGN_OR_RETURN(kind, KindFromProto(req.kind()));
   }
-  if (status.ok()) {
-    for (const core::ResourceInfo& r : core_.ListResources(kind)) {
-      ToProto(r, resp->add_resources());
-    }
+  for (const core::ResourceInfo& r : core_.ListResources(kind)) {
+    ToProto(r, resp->add_resources());
   }
-  LogCall("ListResources", ctx, status, start);
-  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
-  reactor->Finish(ToGrpcStatus(status));
-  return reactor;
+  return absl::OkStatus();
 }
 
-grpc::ServerUnaryReactor* EvalService::RunEval(Ctx* ctx,
-                                               const ::dflash::eval::v1::RunEvalRequest* req,
-                                               ::dflash::eval::v1::EvalResult* resp) {
-  return Offload(ctx, "RunEval", [this, ctx, req, resp]() -> absl::Status {
-    auto params = FromProto(req->request());
-    if (!params.ok()) return params.status();
-    // A client that hangs up stops the evaluation at the next chunk.
-    auto result = core_.RunEval(*params, [ctx](const eval::EvalProgress&) {
-      return !ctx->IsCancelled();
-    });
-    if (!result.ok()) return result.status();
-    ToProto(*result, resp);
-    return absl::OkStatus();
-  });
+absl::Status EvalService::HandleRunEval(Ctx* ctx, const pb::RunEvalRequest& req,
+                                        pb::EvalResult* resp) {
+  if (!req.has_request()) return absl::InvalidArgumentError("request is required");
+  ASSIGN_OR_RETURN(core::EvalParams params, FromProto(req.request()));
+  // A client that hangs up stops the evaluation at the next chunk.
+  ASSIGN_OR_RETURN(eval::EvalResult result,
+                   core_.RunEval(params, [ctx](const eval::EvalProgress&) {
+                     return !ctx->IsCancelled();
+                   }));
+  ToProto(result, resp);
+  return absl::OkStatus();
 }
 
-template <typename Work>
-grpc::ServerUnaryReactor* EvalService::OffloadJob(Ctx* ctx, const char* method, Work work) {
-  if (jobs_ == nullptr) {
-    return Offload(ctx, method, [] {
-      return absl::UnimplementedError("this server was started without a job service");
-    });
-  }
-  return Offload(ctx, method, std::move(work));
+absl::Status EvalService::HandleSubmitEval(Ctx*, const pb::SubmitEvalRequest& req,
+                                           pb::EvalJob* resp) {
+  if (!req.has_request()) return absl::InvalidArgumentError("request is required");
+  ASSIGN_OR_RETURN(store::JobRequest request, JobRequestFromProto(req.request()));
+  ASSIGN_OR_RETURN(store::JobRecord job, jobs_->Submit(std::move(request)));
+  ToProto(job, resp);
+  return absl::OkStatus();
 }
 
-grpc::ServerUnaryReactor* EvalService::SubmitEval(
-    Ctx* ctx, const ::dflash::eval::v1::SubmitEvalRequest* req,
-    ::dflash::eval::v1::EvalJob* resp) {
-  return OffloadJob(ctx, "SubmitEval", [this, req, resp]() -> absl::Status {
-    auto request = JobRequestFromProto(req->request());
-    if (!request.ok()) return request.status();
-    auto job = jobs_->Submit(*std::move(request));
-    if (!job.ok()) return job.status();
-    ToProto(*job, resp);
-    return absl::OkStatus();
-  });
+absl::Status EvalService::HandleGetEval(Ctx*, const pb::GetEvalRequest& req, pb::EvalJob* resp) {
+  RETURN_IF_ERROR(CheckId("id", req.id()));
+  ASSIGN_OR_RETURN(store::JobRecord job, jobs_->Get(req.id()));
+  ToProto(job, resp);
+  return absl::OkStatus();
 }
 
-grpc::ServerUnaryReactor* EvalService::GetEval(Ctx* ctx,
-                                               const ::dflash::eval::v1::GetEvalRequest* req,
-                                               ::dflash::eval::v1::EvalJob* resp) {
-  return OffloadJob(ctx, "GetEval", [this, req, resp]() -> absl::Status {
-    if (req->id().empty()) return absl::InvalidArgumentError("id is empty");
-    auto job = jobs_->Get(req->id());
-    if (!job.ok()) return job.status();
-    ToProto(*job, resp);
-    return absl::OkStatus();
-  });
+absl::Status EvalService::HandleListEvals(Ctx*, const pb::ListEvalsRequest& req,
+                                          pb::ListEvalsResponse* resp) {
+  ASSIGN_OR_RETURN(store::ListQuery query, FromProto(req));
+  ASSIGN_OR_RETURN(store::JobPage page, jobs_->List(query));
+  for (const store::JobRecord& j : page.jobs) ToProto(j, resp->add_jobs());
+  resp->set_next_page_token(page.next_page_token);
+  return absl::OkStatus();
 }
 
-grpc::ServerUnaryReactor* EvalService::ListEvals(
-    Ctx* ctx, const ::dflash::eval::v1::ListEvalsRequest* req,
-    ::dflash::eval::v1::ListEvalsResponse* resp) {
-  return OffloadJob(ctx, "ListEvals", [this, req, resp]() -> absl::Status {
-    auto query = FromProto(*req);
-    if (!query.ok()) return query.status();
-    auto page = jobs_->List(*query);
-    if (!page.ok()) return page.status();
-    for (const store::JobRecord& j : page->jobs) ToProto(j, resp->add_jobs());
-    resp->set_next_page_token(page->next_page_token);
-    return absl::OkStatus();
-  });
+absl::Status EvalService::HandleCancelEval(Ctx*, const pb::CancelEvalRequest& req,
+                                           pb::EvalJob* resp) {
+  RETURN_IF_ERROR(CheckId("id", req.id()));
+  ASSIGN_OR_RETURN(store::JobRecord job, jobs_->Cancel(req.id()));
+  ToProto(job, resp);
+  return absl::OkStatus();
 }
 
-grpc::ServerWriteReactor<::dflash::eval::v1::EvalJob>* EvalService::WatchEval(
-    Ctx* ctx, const ::dflash::eval::v1::WatchEvalRequest* req) {
-  absl::Status refused = Authorize(ctx, "WatchEval");
-  std::atomic<int>* counter = nullptr;
-  if (refused.ok()) {
-    const int open = open_watch_streams_.fetch_add(1) + 1;
-    counter = &open_watch_streams_;
-    if (options_.max_watch_streams > 0 && open > options_.max_watch_streams) {
-      refused = absl::ResourceExhaustedError(absl::StrCat(
-          "too many WatchEval streams open (", open - 1, "); the server allows ",
-          options_.max_watch_streams, " (--max-concurrent-streams); poll with GetEval instead"));
-    }
-  }
-  return new WatchReactor(jobs_, ctx, req->id(), refused, counter);
+absl::Status EvalService::HandleResubmitEval(Ctx*, const pb::ResubmitEvalRequest& req,
+                                             pb::EvalJob* resp) {
+  RETURN_IF_ERROR(CheckId("id", req.id()));
+  ASSIGN_OR_RETURN(store::JobRecord job, jobs_->Resubmit(req.id()));
+  ToProto(job, resp);
+  return absl::OkStatus();
 }
 
-grpc::ServerUnaryReactor* EvalService::CancelEval(
-    Ctx* ctx, const ::dflash::eval::v1::CancelEvalRequest* req,
-    ::dflash::eval::v1::EvalJob* resp) {
-  return OffloadJob(ctx, "CancelEval", [this, req, resp]() -> absl::Status {
-    if (req->id().empty()) return absl::InvalidArgumentError("id is empty");
-    auto job = jobs_->Cancel(req->id());
-    if (!job.ok()) return job.status();
-    ToProto(*job, resp);
-    return absl::OkStatus();
-  });
-}
-
-grpc::ServerUnaryReactor* EvalService::ResubmitEval(
-    Ctx* ctx, const ::dflash::eval::v1::ResubmitEvalRequest* req,
-    ::dflash::eval::v1::EvalJob* resp) {
-  return OffloadJob(ctx, "ResubmitEval", [this, req, resp]() -> absl::Status {
-    if (req->id().empty()) return absl::InvalidArgumentError("id is empty");
-    auto job = jobs_->Resubmit(req->id());
-    if (!job.ok()) return job.status();
-    ToProto(*job, resp);
-    return absl::OkStatus();
-  });
-}
-
-grpc::ServerUnaryReactor* EvalService::CompareEvals(
-    Ctx* ctx, const ::dflash::eval::v1::CompareEvalsRequest* req,
-    ::dflash::eval::v1::CompareEvalsResponse* resp) {
-  return OffloadJob(ctx, "CompareEvals", [this, req, resp]() -> absl::Status {
-    auto comparison = jobs_->Compare(std::vector<std::string>(req->ids().begin(), req->ids().end()));
-    if (!comparison.ok()) return comparison.status();
-    ToProto(*comparison, resp);
-    return absl::OkStatus();
-  });
+absl::Status EvalService::HandleCompareEvals(Ctx*, const pb::CompareEvalsRequest& req,
+                                             pb::CompareEvalsResponse* resp) {
+  ASSIGN_OR_RETURN(std::vector<std::string> ids, JobIdsFromProto(req));
+  ASSIGN_OR_RETURN(core::Comparison comparison, jobs_->Compare(ids));
+  ToProto(comparison, resp);
+  return absl::OkStatus();
 }
 
 }  // namespace dflash::service

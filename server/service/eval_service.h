@@ -1,9 +1,15 @@
 // File: eval_service.h
-// dflash.eval.v1.DrafterEval over gRPC's callback API. Each method turns the
-// request into core types, calls the EvalCore, turns the answer back into
-// proto and logs the call once with its status and duration. Work that can
-// take long (loads, evaluations) runs on a WorkerPool, never on gRPC's
-// callback threads.
+// dflash.eval.v1.DrafterEval over gRPC's callback API. Each method parses
+// the request strictly (request_parser.h), turns it into core types, calls
+// the EvalCore, turns the answer back into proto and logs the call once with
+// its status and duration. Work that can take long (loads, evaluations) runs
+// on a WorkerPool, never on gRPC's callback threads.
+//
+// The methods are registered as raw callbacks (bytes in, bytes out) rather
+// than through the generated typed CallbackService: gRPC answers a typed
+// request it cannot parse with UNIMPLEMENTED and an empty message, and
+// protobuf's parser drops a field sent with the wrong wire type without a
+// word. Here both are INVALID_ARGUMENT naming the field.
 #pragma once
 
 #include <atomic>
@@ -17,6 +23,8 @@
 
 namespace dflash::service {
 
+namespace pb = ::dflash::eval::v1;
+
 struct ServiceOptions {
   // Null: no authentication (loopback only, or --insecure-allow-remote).
   const TokenAuth* auth = nullptr;
@@ -24,7 +32,7 @@ struct ServiceOptions {
   int max_watch_streams = 0;
 };
 
-class EvalService final : public ::dflash::eval::v1::DrafterEval::CallbackService {
+class EvalService final : public ::dflash::eval::v1::DrafterEval::Service {
  public:
   // `core` and `jobs` must outlive the service. `workers`: threads for long
   // calls. Without `jobs` the job RPCs answer UNIMPLEMENTED and unloads go
@@ -34,63 +42,44 @@ class EvalService final : public ::dflash::eval::v1::DrafterEval::CallbackServic
   EvalService(core::EvalCore& core, int workers) : EvalService(core, nullptr, workers) {}
   ~EvalService() override;
 
-  using ServerUnaryReactor = grpc::ServerUnaryReactor;
-  using Ctx = grpc::CallbackServerContext;
-
-  ServerUnaryReactor* GetServerInfo(Ctx* ctx, const ::dflash::eval::v1::GetServerInfoRequest* req,
-                                    ::dflash::eval::v1::ServerInfo* resp) override;
-  ServerUnaryReactor* ValidateCheckpoint(
-      Ctx* ctx, const ::dflash::eval::v1::ValidateCheckpointRequest* req,
-      ::dflash::eval::v1::ValidateCheckpointResponse* resp) override;
-  ServerUnaryReactor* LoadDrafter(Ctx* ctx, const ::dflash::eval::v1::LoadDrafterRequest* req,
-                                  ::dflash::eval::v1::LoadResponse* resp) override;
-  ServerUnaryReactor* LoadTarget(Ctx* ctx, const ::dflash::eval::v1::LoadTargetRequest* req,
-                                 ::dflash::eval::v1::LoadResponse* resp) override;
-  ServerUnaryReactor* LoadDataset(Ctx* ctx, const ::dflash::eval::v1::LoadDatasetRequest* req,
-                                  ::dflash::eval::v1::LoadResponse* resp) override;
-  ServerUnaryReactor* UnloadDrafter(Ctx* ctx, const ::dflash::eval::v1::UnloadRequest* req,
-                                    ::dflash::eval::v1::UnloadResponse* resp) override;
-  ServerUnaryReactor* UnloadTarget(Ctx* ctx, const ::dflash::eval::v1::UnloadRequest* req,
-                                   ::dflash::eval::v1::UnloadResponse* resp) override;
-  ServerUnaryReactor* UnloadDataset(Ctx* ctx, const ::dflash::eval::v1::UnloadRequest* req,
-                                    ::dflash::eval::v1::UnloadResponse* resp) override;
-  ServerUnaryReactor* ListResources(Ctx* ctx, const ::dflash::eval::v1::ListResourcesRequest* req,
-                                    ::dflash::eval::v1::ListResourcesResponse* resp) override;
-  ServerUnaryReactor* RunEval(Ctx* ctx, const ::dflash::eval::v1::RunEvalRequest* req,
-                              ::dflash::eval::v1::EvalResult* resp) override;
-
-  // Jobs (core/job_service.h).
-  ServerUnaryReactor* SubmitEval(Ctx* ctx, const ::dflash::eval::v1::SubmitEvalRequest* req,
-                                 ::dflash::eval::v1::EvalJob* resp) override;
-  ServerUnaryReactor* GetEval(Ctx* ctx, const ::dflash::eval::v1::GetEvalRequest* req,
-                              ::dflash::eval::v1::EvalJob* resp) override;
-  ServerUnaryReactor* ListEvals(Ctx* ctx, const ::dflash::eval::v1::ListEvalsRequest* req,
-                                ::dflash::eval::v1::ListEvalsResponse* resp) override;
-  grpc::ServerWriteReactor<::dflash::eval::v1::EvalJob>* WatchEval(
-      Ctx* ctx, const ::dflash::eval::v1::WatchEvalRequest* req) override;
-  ServerUnaryReactor* CancelEval(Ctx* ctx, const ::dflash::eval::v1::CancelEvalRequest* req,
-                                 ::dflash::eval::v1::EvalJob* resp) override;
-  ServerUnaryReactor* ResubmitEval(Ctx* ctx, const ::dflash::eval::v1::ResubmitEvalRequest* req,
-                                   ::dflash::eval::v1::EvalJob* resp) override;
-  ServerUnaryReactor* CompareEvals(Ctx* ctx, const ::dflash::eval::v1::CompareEvalsRequest* req,
-                                   ::dflash::eval::v1::CompareEvalsResponse* resp) override;
-
  private:
-  // Runs `work` (returning absl::Status) on the pool and finishes the call.
-  template <typename Work>
-  ServerUnaryReactor* Offload(Ctx* ctx, const char* method, Work work);
-  ServerUnaryReactor* Unload(Ctx* ctx, const char* method, core::ResourceKind kind,
-                             const ::dflash::eval::v1::UnloadRequest* req,
-                             ::dflash::eval::v1::UnloadResponse* resp);
+  using Ctx = grpc::CallbackServerContext;
+  // Where a unary method's work runs: on gRPC's callback thread (quick
+  // reads), on the worker pool, or on the pool and only with a job service.
+  enum class Where { kInline, kPool, kJobs };
+  template <typename Req, typename Resp>
+  using Handler = absl::Status (EvalService::*)(Ctx*, const Req&, Resp*);
 
-  // Offload for job RPCs: UNIMPLEMENTED without a job service.
-  template <typename Work>
-  ServerUnaryReactor* OffloadJob(Ctx* ctx, const char* method, Work work);
+  // Registers `handler` as the raw callback of the method named `method`.
+  template <typename Req, typename Resp>
+  void AddUnary(const char* method, Where where, Handler<Req, Resp> handler);
+  void AddWatchEval();
+
+  // One per method: check what the request means, call the core or the job
+  // service, fill `resp`.
+  absl::Status HandleGetServerInfo(Ctx*, const pb::GetServerInfoRequest&, pb::ServerInfo*);
+  absl::Status HandleValidateCheckpoint(Ctx*, const pb::ValidateCheckpointRequest&,
+                                        pb::ValidateCheckpointResponse*);
+  absl::Status HandleLoadDrafter(Ctx*, const pb::LoadDrafterRequest&, pb::LoadResponse*);
+  absl::Status HandleLoadTarget(Ctx*, const pb::LoadTargetRequest&, pb::LoadResponse*);
+  absl::Status HandleLoadDataset(Ctx*, const pb::LoadDatasetRequest&, pb::LoadResponse*);
+  absl::Status HandleUnloadDrafter(Ctx*, const pb::UnloadRequest&, pb::UnloadResponse*);
+  absl::Status HandleUnloadTarget(Ctx*, const pb::UnloadRequest&, pb::UnloadResponse*);
+  absl::Status HandleUnloadDataset(Ctx*, const pb::UnloadRequest&, pb::UnloadResponse*);
+  absl::Status Unload(core::ResourceKind kind, const pb::UnloadRequest& req,
+                      pb::UnloadResponse* resp);
+  absl::Status HandleListResources(Ctx*, const pb::ListResourcesRequest&,
+                                   pb::ListResourcesResponse*);
+  absl::Status HandleRunEval(Ctx*, const pb::RunEvalRequest&, pb::EvalResult*);
+  absl::Status HandleSubmitEval(Ctx*, const pb::SubmitEvalRequest&, pb::EvalJob*);
+  absl::Status HandleGetEval(Ctx*, const pb::GetEvalRequest&, pb::EvalJob*);
+  absl::Status HandleListEvals(Ctx*, const pb::ListEvalsRequest&, pb::ListEvalsResponse*);
+  absl::Status HandleCancelEval(Ctx*, const pb::CancelEvalRequest&, pb::EvalJob*);
+  absl::Status HandleResubmitEval(Ctx*, const pb::ResubmitEvalRequest&, pb::EvalJob*);
+  absl::Status HandleCompareEvals(Ctx*, const pb::CompareEvalsRequest&, pb::CompareEvalsResponse*);
 
   // Ok, or why the caller may not call `method` (token_auth.h).
   absl::Status Authorize(const Ctx* ctx, const char* method) const;
-  // Finishes a unary call refused before any work.
-  ServerUnaryReactor* Refuse(Ctx* ctx, const char* method, const absl::Status& status);
 
   core::EvalCore& core_;
   core::JobService* jobs_;

@@ -2,10 +2,23 @@
 
 #include <google/protobuf/util/time_util.h>
 
+#include <map>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "common/status_macros.h"
 
 namespace dflash::service {
 namespace {
+
+// Most labels one job may carry or one listing may filter on.
+constexpr int kMaxLabels = 64;
+// LoadDataset's layer_ids: feature keys (one or two in practice) and layers
+// over all keys (a target has at most a few hundred).
+constexpr int kMaxFeatureKeys = 16;
+constexpr int kMaxLayerIds = 1024;
 
 google::protobuf::Timestamp FromUnixMicros(int64_t micros) {
   return google::protobuf::util::TimeUtil::MicrosecondsToTimestamp(micros);
@@ -32,14 +45,72 @@ pb::TensorEntry::Status EntryStatusToProto(weights::EntryStatus s) {
   return pb::TensorEntry::STATUS_UNSPECIFIED;
 }
 
+absl::Status NonNegative(absl::string_view field, int64_t value) {
+  if (value < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(field, " must be >= 0; got ", value));
+  }
+  return absl::OkStatus();
+}
+
+// Label keys as the client allows them: 1 to 63 letters, digits, '_', '-',
+// '.', '/'; values as names. At most kMaxLabels.
+absl::Status CheckLabels(const google::protobuf::Map<std::string, std::string>& labels) {
+  if (labels.size() > kMaxLabels) {
+    return absl::InvalidArgumentError(absl::StrCat("labels has ", labels.size(),
+                                                   " entries; at most ", kMaxLabels,
+                                                   " are allowed"));
+  }
+  // Sorted, so the first bad label reported does not depend on hashing.
+  const std::map<std::string, std::string> sorted(labels.begin(), labels.end());
+  for (const auto& [key, value] : sorted) {
+    bool ok = !key.empty() && key.size() <= 63;
+    for (char c : key) {
+      ok = ok && (absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' ||
+                  c == '.' || c == '/');
+    }
+    if (!ok) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("labels key '", absl::CHexEscape(key),
+                       "' is not 1 to 63 letters, digits, '_', '-', '.', '/'"));
+    }
+    RETURN_IF_ERROR(CheckName(absl::StrCat("labels['", key, "']"), value));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
-std::string DTypeFromProto(pb::DType dtype) {
+absl::Status CheckName(absl::string_view field, absl::string_view value) {
+  if (value.size() > kMaxNameBytes) {
+    return absl::InvalidArgumentError(absl::StrCat(field, " is ", value.size(),
+                                                   " bytes long; at most ", kMaxNameBytes,
+                                                   " are allowed"));
+  }
+  for (size_t i = 0; i < value.size(); ++i) {
+    const auto c = static_cast<unsigned char>(value[i]);
+    if (c < 0x20 || c == 0x7F) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          field, " contains control character ", absl::StrFormat("0x%02x", c), " at byte ", i));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckId(absl::string_view field, absl::string_view value) {
+  if (value.empty()) return absl::InvalidArgumentError(absl::StrCat(field, " is empty"));
+  return CheckName(field, value);
+}
+
+absl::StatusOr<std::string> DTypeFromProto(pb::DType dtype) {
   switch (dtype) {
-    case pb::DTYPE_FP32: return "fp32";
-    case pb::DTYPE_FP16: return "fp16";
-    case pb::DTYPE_BF16: return "bf16";
-    default: return "";
+    case pb::DTYPE_UNSPECIFIED: return std::string();
+    case pb::DTYPE_FP32: return std::string("fp32");
+    case pb::DTYPE_FP16: return std::string("fp16");
+    case pb::DTYPE_BF16: return std::string("bf16");
+    default:
+      return absl::InvalidArgumentError(
+          absl::StrCat("dtype ", static_cast<int>(dtype),
+                       " is not a DType: 0 (the default), 1 (fp32), 2 (fp16) or 3 (bf16)"));
   }
 }
 
@@ -187,8 +258,71 @@ void ToProto(const eval::EvalResult& in, pb::EvalResult* out) {
   for (const auto& w : in.warnings) out->add_warnings(w);
 }
 
+absl::StatusOr<core::ValidateParams> FromProto(const pb::ValidateCheckpointRequest& in) {
+  return core::ValidateParams{in.path(), in.config_path(), in.allow_unexpected(),
+                              in.compute_stats()};
+}
+
+absl::StatusOr<core::LoadDrafterParams> FromProto(const pb::LoadDrafterRequest& in) {
+  core::LoadDrafterParams p;
+  RETURN_IF_ERROR(CheckName("name", in.name()));
+  p.name = in.name();
+  p.path = in.path();
+  p.config_path = in.config_path();
+  ASSIGN_OR_RETURN(p.dtype, DTypeFromProto(in.dtype()));
+  RETURN_IF_ERROR(CheckName("device", in.device()));
+  p.device = in.device();
+  p.allow_unexpected = in.allow_unexpected();
+  return p;
+}
+
+absl::StatusOr<core::LoadTargetParams> FromProto(const pb::LoadTargetRequest& in) {
+  core::LoadTargetParams p;
+  RETURN_IF_ERROR(CheckName("name", in.name()));
+  p.name = in.name();
+  p.path = in.path();
+  ASSIGN_OR_RETURN(p.dtype, DTypeFromProto(in.dtype()));
+  RETURN_IF_ERROR(CheckName("device", in.device()));
+  p.device = in.device();
+  p.load_final_norm = in.load_final_norm();
+  return p;
+}
+
+absl::StatusOr<core::LoadDatasetParams> FromProto(const pb::LoadDatasetRequest& in) {
+  core::LoadDatasetParams p;
+  RETURN_IF_ERROR(CheckName("name", in.name()));
+  p.name = in.name();
+  p.path = in.path();
+  ASSIGN_OR_RETURN(p.dtype, DTypeFromProto(in.dtype()));
+  RETURN_IF_ERROR(CheckName("device", in.device()));
+  p.device = in.device();
+  RETURN_IF_ERROR(NonNegative("max_samples", in.max_samples()));
+  p.max_samples = in.max_samples();
+  p.skip_bad_samples = in.skip_bad_samples();
+  if (in.layer_ids_size() > kMaxFeatureKeys) {
+    return absl::InvalidArgumentError(absl::StrCat("layer_ids has ", in.layer_ids_size(),
+                                                   " feature keys; at most ", kMaxFeatureKeys,
+                                                   " are allowed"));
+  }
+  int64_t total = 0;
+  for (const auto& [key, ids] : in.layer_ids()) {
+    RETURN_IF_ERROR(CheckName("layer_ids key", key));
+    total += ids.ids_size();
+    p.layer_ids[key] = std::vector<int>(ids.ids().begin(), ids.ids().end());
+  }
+  if (total > kMaxLayerIds) {
+    return absl::InvalidArgumentError(absl::StrCat("layer_ids lists ", total,
+                                                   " layers; at most ", kMaxLayerIds,
+                                                   " are allowed"));
+  }
+  return p;
+}
+
 absl::StatusOr<core::EvalParams> FromProto(const pb::EvalRequest& in) {
   core::EvalParams p;
+  RETURN_IF_ERROR(CheckName("drafter", in.drafter()));
+  RETURN_IF_ERROR(CheckName("dataset", in.dataset()));
+  RETURN_IF_ERROR(CheckName("target", in.target()));
   p.drafter = in.drafter();
   p.checkpoint_path = in.checkpoint_path();
   p.dataset = in.dataset();
@@ -211,18 +345,11 @@ absl::StatusOr<core::EvalParams> FromProto(const pb::EvalRequest& in) {
       return absl::InvalidArgumentError(absl::StrCat(
           "anchors ", static_cast<int>(in.anchors()), " is not even, random or all"));
   }
-  auto non_negative = [](const char* field, int64_t v) -> absl::Status {
-    if (v < 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(field, " must be >= 0; got ", v));
-    }
-    return absl::OkStatus();
-  };
   for (auto [field, v] : {std::pair<const char*, int64_t>{"max_samples", in.max_samples()},
                           {"max_blocks", in.max_blocks()},
                           {"block_size", in.block_size()},
                           {"max_new_tokens", in.max_new_tokens()}}) {
-    if (absl::Status s = non_negative(field, v); !s.ok()) return s;
+    RETURN_IF_ERROR(NonNegative(field, v));
   }
   o.max_samples = in.max_samples();
   o.max_blocks = in.max_blocks();
@@ -247,6 +374,9 @@ pb::JobState JobStateToProto(store::JobState state) {
 absl::StatusOr<store::JobRequest> JobRequestFromProto(const pb::EvalRequest& in) {
   auto params = FromProto(in);
   if (!params.ok()) return params.status();
+  RETURN_IF_ERROR(CheckName("run", in.run()));
+  RETURN_IF_ERROR(NonNegative("step", in.step()));
+  RETURN_IF_ERROR(CheckLabels(in.labels()));
   store::JobRequest r;
   r.drafter = params->drafter;
   r.checkpoint_path = params->checkpoint_path;
@@ -328,10 +458,20 @@ absl::StatusOr<store::ListQuery> FromProto(const pb::ListEvalsRequest& in) {
       return absl::InvalidArgumentError(
           absl::StrCat("state ", static_cast<int>(in.state()), " is not a job state"));
   }
-  if (in.page_size() < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("page_size must be >= 0; got ", in.page_size()));
+  RETURN_IF_ERROR(NonNegative("page_size", in.page_size()));
+  if (in.page_size() > kMaxPageSize) {
+    return absl::InvalidArgumentError(absl::StrCat("page_size must be <= ", kMaxPageSize,
+                                                   "; got ", in.page_size()));
   }
+  RETURN_IF_ERROR(CheckName("page_token", in.page_token()));
+  RETURN_IF_ERROR(CheckName("run", in.run()));
+  RETURN_IF_ERROR(NonNegative("min_step", in.min_step()));
+  RETURN_IF_ERROR(NonNegative("max_step", in.max_step()));
+  if (in.min_step() > 0 && in.max_step() > 0 && in.min_step() > in.max_step()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "min_step ", in.min_step(), " is greater than max_step ", in.max_step()));
+  }
+  RETURN_IF_ERROR(CheckLabels(in.labels()));
   q.drafter = in.drafter();
   q.dataset = in.dataset();
   q.run = in.run();
@@ -342,6 +482,25 @@ absl::StatusOr<store::ListQuery> FromProto(const pb::ListEvalsRequest& in) {
   q.page_size = in.page_size();
   q.page_token = in.page_token();
   return q;
+}
+
+absl::StatusOr<std::vector<std::string>> JobIdsFromProto(const pb::CompareEvalsRequest& in) {
+  if (in.ids_size() > kMaxCompareJobs) {
+    return absl::InvalidArgumentError(absl::StrCat("compare takes at most ", kMaxCompareJobs,
+                                                   " job ids; got ", in.ids_size()));
+  }
+  std::vector<std::string> ids;
+  std::map<std::string, int> seen;
+  for (int i = 0; i < in.ids_size(); ++i) {
+    const std::string& id = in.ids(i);
+    RETURN_IF_ERROR(CheckId(absl::StrCat("ids[", i, "]"), id));
+    if (auto [it, fresh] = seen.emplace(id, i); !fresh) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("ids[", i, "] repeats ids[", it->second, "] ('", id, "')"));
+    }
+    ids.push_back(id);
+  }
+  return ids;
 }
 
 void ToProto(const core::Comparison& in, pb::CompareEvalsResponse* out) {

@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include "service/proto_convert.h"
+#include "service/request_parser.h"
 #include "service/status_convert.h"
 
 namespace dflash::service {
@@ -53,8 +54,9 @@ void WatchReactor::OnChange(const store::JobRecord& record) {
 
 void WatchReactor::WriteNextLocked() {
   if (writing_ || finished_ || wrote_final_ || !pending_) return;
-  message_.Clear();
-  ToProto(*pending_, &message_);
+  ::dflash::eval::v1::EvalJob job;
+  ToProto(*pending_, &job);
+  message_ = ToByteBuffer(job);
   wrote_final_ = store::IsTerminal(pending_->state);
   pending_.reset();
   writing_ = true;

@@ -18,7 +18,9 @@
 
 namespace dflash::service {
 
-class WatchReactor final : public grpc::ServerWriteReactor<::dflash::eval::v1::EvalJob> {
+// Writes serialized EvalJob messages: WatchEval is registered as a raw
+// callback (eval_service.h).
+class WatchReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
  public:
   // `jobs` null: finishes UNIMPLEMENTED. `refused` not ok: finishes with it
   // at once (authentication, stream limit). `open_streams`, when given, is
@@ -45,7 +47,7 @@ class WatchReactor final : public grpc::ServerWriteReactor<::dflash::eval::v1::E
 
   std::mutex mu_;
   std::optional<store::JobRecord> pending_;  // newest change not yet written
-  ::dflash::eval::v1::EvalJob message_;      // the write in flight
+  grpc::ByteBuffer message_;                 // the write in flight (an EvalJob)
   bool started_ = false;
   bool writing_ = false;
   bool wrote_final_ = false;

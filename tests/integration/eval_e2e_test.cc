@@ -275,7 +275,7 @@ TEST_F(EvalE2eTest, ShorterBlocksAndLimitsMatchTheReference) {
 TEST_F(EvalE2eTest, BlockSizeAboveTheDraftersIsRefused) {
   CommandResult r = Cli({"eval", "--drafter", "m", "--dataset", "d", "--block-size", "64"});
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_THAT(r.err, HasSubstr("INVALID_ARGUMENT: block size 64 must be in [2, 8] (the drafter's)"));
+  EXPECT_THAT(r.err, HasSubstr("INVALID_ARGUMENT: block_size 64 must be in [2, 8] (the drafter's block size)"));
 }
 
 TEST_F(EvalE2eTest, RewritingALoadedCheckpointInPlaceCannotCrashTheServer) {

@@ -1,8 +1,9 @@
 // Safe on a shared network, through the real dflash-evald and dflash-eval:
 // bearer tokens (full and read-only), health left open, the loopback-only
 // bind rule, TLS and mutual TLS with a CA made here by the openssl CLI, path
-// escapes (.., absolute, symlinks, NUL bytes), a bad-input matrix over the
-// RPCs, and the limits (memory budget, blocks per evaluation, request size).
+// escapes (.., absolute, symlinks, NUL bytes) and the limits (memory budget,
+// blocks per evaluation). The bad-input matrix over every RPC, the request
+// size limit and the WatchEval stream limit are in bad_input_matrix_test.cc.
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -205,100 +206,6 @@ TEST_F(SecurityE2eTest, PathEscapesAreRefused) {
   grpc::Status st = stub->LoadTarget(&ctx, req, &resp);
   EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_THAT(st.error_message(), HasSubstr("path contains a NUL byte"));
-}
-
-// --- bad input -------------------------------------------------------------
-
-TEST_F(SecurityE2eTest, BadInputMatrixGetsSpecificStatusesAndServerKeepsServing) {
-  auto stub = Stub();
-  struct Case {
-    const char* what;
-    std::function<grpc::Status(grpc::ClientContext*)> call;
-    grpc::StatusCode code;
-    std::string message;
-  };
-  const std::string huge(100'000, 'x');  // over --max-request-bytes 65536
-  std::vector<Case> cases = {
-      {"LoadTarget empty path",
-       [&](grpc::ClientContext* c) {
-         pb::LoadTargetRequest r;
-         pb::LoadResponse o;
-         return stub->LoadTarget(c, r, &o);
-       },
-       grpc::StatusCode::INVALID_ARGUMENT, "path is empty"},
-      {"LoadDataset negative max_samples",
-       [&](grpc::ClientContext* c) {
-         pb::LoadDatasetRequest r;
-         r.set_path(data_ + "/dataset");
-         r.set_max_samples(-1);
-         pb::LoadResponse o;
-         return stub->LoadDataset(c, r, &o);
-       },
-       grpc::StatusCode::INVALID_ARGUMENT, "max_samples must be >= 0; got -1"},
-      {"LoadDrafter missing path",
-       [&](grpc::ClientContext* c) {
-         pb::LoadDrafterRequest r;
-         r.set_path(data_ + "/no-such-drafter");
-         pb::LoadResponse o;
-         return stub->LoadDrafter(c, r, &o);
-       },
-       grpc::StatusCode::NOT_FOUND, "no-such-drafter"},
-      {"GetEval empty id",
-       [&](grpc::ClientContext* c) {
-         pb::GetEvalRequest r;
-         pb::EvalJob o;
-         return stub->GetEval(c, r, &o);
-       },
-       grpc::StatusCode::INVALID_ARGUMENT, "id is empty"},
-      {"CancelEval empty id",
-       [&](grpc::ClientContext* c) {
-         pb::CancelEvalRequest r;
-         pb::EvalJob o;
-         return stub->CancelEval(c, r, &o);
-       },
-       grpc::StatusCode::INVALID_ARGUMENT, "id is empty"},
-      {"GetEval unknown id",
-       [&](grpc::ClientContext* c) {
-         pb::GetEvalRequest r;
-         r.set_id("no-such-job");
-         pb::EvalJob o;
-         return stub->GetEval(c, r, &o);
-       },
-       grpc::StatusCode::NOT_FOUND, "no-such-job"},
-      {"GetEval huge id",
-       [&](grpc::ClientContext* c) {
-         pb::GetEvalRequest r;
-         r.set_id(huge);
-         pb::EvalJob o;
-         return stub->GetEval(c, r, &o);
-       },
-       grpc::StatusCode::RESOURCE_EXHAUSTED, "larger than max"},
-      {"RunEval without drafter",
-       [&](grpc::ClientContext* c) {
-         pb::RunEvalRequest r;
-         r.mutable_request()->set_dataset("d");
-         pb::EvalResult o;
-         return stub->RunEval(c, r, &o);
-       },
-       grpc::StatusCode::INVALID_ARGUMENT, "give a resident drafter name or a checkpoint path"},
-      {"UnloadTarget unknown name",
-       [&](grpc::ClientContext* c) {
-         pb::UnloadRequest r;
-         r.set_name("no-such-target");
-         pb::UnloadResponse o;
-         return stub->UnloadTarget(c, r, &o);
-       },
-       grpc::StatusCode::NOT_FOUND, "no-such-target"},
-  };
-  for (const Case& c : cases) {
-    grpc::ClientContext ctx;
-    Authorize(&ctx);
-    grpc::Status st = c.call(&ctx);
-    EXPECT_EQ(st.error_code(), c.code) << c.what << ": " << st.error_message();
-    EXPECT_THAT(st.error_message(), HasSubstr(c.message)) << c.what;
-  }
-  CommandResult info = Admin({"info"});
-  EXPECT_EQ(info.exit_code, 0) << info.err;
 }
 
 // --- limits ----------------------------------------------------------------

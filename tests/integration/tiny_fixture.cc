@@ -31,12 +31,14 @@ TempDir* TinyServerTest::dir_ = nullptr;
 std::string TinyServerTest::data_;
 ServerProcess* TinyServerTest::server_ = nullptr;
 
-void TinyServerTest::SetUpTestSuite() {
+void TinyServerTest::SetUpTinyServer(const std::vector<std::string>& flags) {
   dir_ = new TempDir();
   data_ = dir_->Join("data");
   MakeTinyFixture(data_);
   ASSERT_FALSE(::testing::Test::HasFailure());
-  auto server = ServerProcess::Start(dir_->Join("state"), {"--data-root", data_});
+  std::vector<std::string> args = {"--data-root", data_};
+  args.insert(args.end(), flags.begin(), flags.end());
+  auto server = ServerProcess::Start(dir_->Join("state"), args);
   ASSERT_TRUE(server.ok()) << server.status();
   server_ = std::move(server).value().release();
   ASSERT_EQ(Cli({"load-target", data_ + "/target", "--name", "t"}).exit_code, 0);

@@ -28,10 +28,15 @@ nlohmann::json RunCliJson(const std::string& address, std::vector<std::string> a
 
 // A test suite with one real dflash-evald over the tiny fixture, target "t",
 // dataset "d" and drafter "m" resident. Tests may add files under data_.
+// A suite that needs server flags defines its own SetUpTestSuite calling
+// SetUpTinyServer with them.
 class TinyServerTest : public ::testing::Test {
  protected:
-  static void SetUpTestSuite();
+  static void SetUpTestSuite() { SetUpTinyServer({}); }
   static void TearDownTestSuite();
+  // The fixture into data_, the server (state in dir_/state) with `flags`
+  // added to --data-root, then t, d and m loaded.
+  static void SetUpTinyServer(const std::vector<std::string>& flags);
 
   static CommandResult Cli(std::vector<std::string> args) {
     return RunCli(server_->address(), std::move(args));

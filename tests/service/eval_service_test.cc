@@ -4,6 +4,7 @@
 
 #include <memory>
 
+#include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 
 #include "fakes/fake_eval_core.h"
@@ -26,8 +27,9 @@ class EvalServiceTest : public ::testing::Test {
     builder.RegisterService(service_.get());
     server_ = builder.BuildAndStart();
     ASSERT_NE(port, 0);
-    stub_ = pb::DrafterEval::NewStub(grpc::CreateChannel(
-        "127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials()));
+    channel_ = grpc::CreateChannel("127.0.0.1:" + std::to_string(port),
+                                   grpc::InsecureChannelCredentials());
+    stub_ = pb::DrafterEval::NewStub(channel_);
   }
   void TearDown() override {
     server_->Shutdown();
@@ -38,6 +40,7 @@ class EvalServiceTest : public ::testing::Test {
   testing::FakeEvalCore core_;
   std::unique_ptr<EvalService> service_;
   std::unique_ptr<grpc::Server> server_;
+  std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<pb::DrafterEval::Stub> stub_;
 };
 
@@ -180,6 +183,55 @@ TEST_F(EvalServiceTest, ListResourcesFiltersByKindAndRejectsUnknownKinds) {
   grpc::Status st = stub_->ListResources(&ctx2, req, &resp);
   EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_THAT(st.error_message(), HasSubstr("resource kind 42 is not one of"));
+}
+
+TEST_F(EvalServiceTest, UnparsableRequestsAreInvalidArgumentNotUnimplemented) {
+  // gRPC's typed handler would answer UNIMPLEMENTED with an empty message.
+  grpc::GenericStub generic(channel_);
+  grpc::ClientContext ctx;
+  grpc::CompletionQueue cq;
+  const std::string invalid_utf8 = std::string("\x12\x02") + "\xC3\x28";  // path (2)
+  grpc::Slice slice(invalid_utf8);
+  grpc::ByteBuffer request(&slice, 1), response;
+  grpc::Status st;
+  auto call = generic.PrepareUnaryCall(&ctx, "/dflash.eval.v1.DrafterEval/LoadDrafter", request,
+                                       &cq);
+  call->StartCall();
+  call->Finish(&response, &st, nullptr);
+  void* tag = nullptr;
+  bool ok = false;
+  ASSERT_TRUE(cq.Next(&tag, &ok));
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(st.error_message(),
+            "request is not a valid dflash.eval.v1.LoadDrafterRequest: field 'path' (2) is not "
+            "valid UTF-8 (byte 0x28 at offset 1 of the value)");
+  EXPECT_EQ(core_.last_drafter.path, "");  // the core never saw it
+}
+
+TEST_F(EvalServiceTest, OutOfRangeDTypeIsRefusedBeforeTheCore) {
+  grpc::ClientContext ctx;
+  pb::LoadDrafterRequest req;
+  req.set_path("/m/x");
+  req.set_dtype(static_cast<pb::DType>(5));
+  pb::LoadResponse resp;
+  grpc::Status st = stub_->LoadDrafter(&ctx, req, &resp);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(st.error_message(),
+            "dtype 5 is not a DType: 0 (the default), 1 (fp32), 2 (fp16) or 3 (bf16)");
+  EXPECT_EQ(core_.last_drafter.path, "");
+}
+
+TEST_F(EvalServiceTest, LongMessagesAreCutSoTheClientStillGetsThem) {
+  // Over the client's 8 KiB metadata limit the client would see only
+  // RESOURCE_EXHAUSTED "received initial metadata size exceeds limit".
+  core_.next_error = absl::NotFoundError(std::string(10000, 'e'));
+  grpc::ClientContext ctx;
+  pb::LoadDrafterRequest req;
+  req.set_path("/m/x");
+  pb::LoadResponse resp;
+  grpc::Status st = stub_->LoadDrafter(&ctx, req, &resp);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(st.error_message(), std::string(4096, 'e') + "... (5904 more bytes)");
 }
 
 TEST_F(EvalServiceTest, JobRpcsAreNotYetImplemented) {
