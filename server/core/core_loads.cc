@@ -77,12 +77,14 @@ absl::StatusOr<const typename Map::mapped_type*> Reusable(const Map& map,
 }  // namespace
 
 // Opens, parses and validates; `target_hidden` 0 = the drafter's own H.
+// Statistics read no tensor larger than `max_tensor_bytes` (0: no limit).
 static absl::StatusOr<CheckedCheckpoint> CheckCheckpoint(const DataRoots& roots,
                                                          const std::string& path,
                                                          const std::string& config_path,
                                                          bool allow_unexpected,
                                                          bool compute_stats,
-                                                         int64_t target_hidden) {
+                                                         int64_t target_hidden,
+                                                         int64_t max_tensor_bytes = 0) {
   ASSIGN_OR_RETURN(std::string resolved, roots.Resolve(path));
   RETURN_IF_ERROR(roots.CheckLinks(resolved));  // shards and config.json found inside
   std::string resolved_config;
@@ -96,6 +98,7 @@ static absl::StatusOr<CheckedCheckpoint> CheckCheckpoint(const DataRoots& roots,
   weights::ValidateOptions options;
   options.allow_unexpected = allow_unexpected;
   options.compute_stats = compute_stats;
+  options.max_tensor_bytes = max_tensor_bytes;
   options.ignore = model::DrafterIgnoreRules();
   ASSIGN_OR_RETURN(c.report,
                    weights::ValidateWeightMap(*c.opened.source,
@@ -123,7 +126,7 @@ absl::StatusOr<weights::WeightReport> EvalCoreImpl::ValidateCheckpoint(
   ASSIGN_OR_RETURN(CheckedCheckpoint c,
                    CheckCheckpoint(roots_, params.path, params.config_path,
                                    params.allow_unexpected, params.compute_stats,
-                                   SoleTargetHidden(*resident_)));
+                                   SoleTargetHidden(*resident_), options_.max_resident_bytes));
   return c.report;
 }
 

@@ -306,6 +306,14 @@ absl::StatusOr<WeightReport> ValidateWeightMap(const TensorSource& source,
     Fingerprinter fp;
     const std::vector<TensorEntry*> found = FoundSorted(report);
     for (TensorEntry* e : found) {
+      const TensorInfo* info = source.Find(e->stored_name);
+      if (options.max_tensor_bytes > 0 && info != nullptr &&
+          info->nbytes > options.max_tensor_bytes) {
+        return absl::ResourceExhaustedError(absl::StrCat(
+            "tensor '", e->stored_name, "' in '", source.path(), "' is ", info->nbytes,
+            " bytes; reading it for statistics would exceed the resident budget of ",
+            options.max_tensor_bytes, " bytes (--max-resident-bytes)"));
+      }
       ASSIGN_OR_RETURN(at::Tensor t, ReadAndDigest(source, *e, /*stats=*/true, fp));
     }
     report.fingerprint = fp.Hex();

@@ -22,6 +22,9 @@ struct ValidateOptions {
   bool allow_unexpected = false;  // strict by default
   bool compute_stats = false;     // reads every tensor
   std::vector<IgnoreRule> ignore; // tensors present on purpose but unused
+  // compute_stats reads one tensor at a time; one larger than this (the
+  // server's resident budget) is refused before it is read. 0: no limit.
+  int64_t max_tensor_bytes = 0;
 };
 
 // Always returns a report (ok or not) unless the source cannot be read at all.

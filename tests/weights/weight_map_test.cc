@@ -329,6 +329,22 @@ TEST_F(WeightMapTest, NanAndInfMakeReportNotOk) {
   EXPECT_THAT(r.facts, Contains("warning: tensor 'fc.weight' is all zeros (untrained or zeroed?)"));
 }
 
+TEST_F(WeightMapTest, StatsRefuseATensorOverTheBudgetBeforeReadingIt) {
+  std::vector<TensorSpec> schema = {{"a", {4}}, {"b", {8}}};
+  FakeTensorSource src({{"a", at::ones({4})}, {"b", at::ones({8})}});
+  ValidateOptions opts;
+  opts.compute_stats = true;
+  opts.max_tensor_bytes = 16;  // a fits (16 bytes), b does not (32)
+  EXPECT_THAT(ValidateWeightMap(src, schema, opts),
+              StatusIs(absl::StatusCode::kResourceExhausted,
+                       "tensor 'b' in '" + src.path() +
+                           "' is 32 bytes; reading it for statistics would exceed the resident "
+                           "budget of 16 bytes (--max-resident-bytes)"));
+  EXPECT_THAT(src.reads(), ElementsAre("a"));
+  opts.max_tensor_bytes = 32;
+  EXPECT_OK(ValidateWeightMap(src, schema, opts).status());
+}
+
 TEST_F(WeightMapTest, StatsValuesExact) {
   std::vector<TensorSpec> schema = {{"w", {2, 2}}};
   FakeTensorSource src({{"w", at::tensor({1.0f, -2.0f, 3.0f, 6.0f}).reshape({2, 2})}});
