@@ -263,39 +263,36 @@ absl::StatusOr<core::ValidateParams> FromProto(const pb::ValidateCheckpointReque
                               in.compute_stats()};
 }
 
+// The fields every load request has: name, path, dtype and device.
+template <typename Request, typename Params>
+absl::Status LoadCommon(const Request& in, Params* p) {
+  RETURN_IF_ERROR(CheckName("name", in.name()));
+  p->name = in.name();
+  p->path = in.path();
+  ASSIGN_OR_RETURN(p->dtype, DTypeFromProto(in.dtype()));
+  RETURN_IF_ERROR(CheckName("device", in.device()));
+  p->device = in.device();
+  return absl::OkStatus();
+}
+
 absl::StatusOr<core::LoadDrafterParams> FromProto(const pb::LoadDrafterRequest& in) {
   core::LoadDrafterParams p;
-  RETURN_IF_ERROR(CheckName("name", in.name()));
-  p.name = in.name();
-  p.path = in.path();
+  RETURN_IF_ERROR(LoadCommon(in, &p));
   p.config_path = in.config_path();
-  ASSIGN_OR_RETURN(p.dtype, DTypeFromProto(in.dtype()));
-  RETURN_IF_ERROR(CheckName("device", in.device()));
-  p.device = in.device();
   p.allow_unexpected = in.allow_unexpected();
   return p;
 }
 
 absl::StatusOr<core::LoadTargetParams> FromProto(const pb::LoadTargetRequest& in) {
   core::LoadTargetParams p;
-  RETURN_IF_ERROR(CheckName("name", in.name()));
-  p.name = in.name();
-  p.path = in.path();
-  ASSIGN_OR_RETURN(p.dtype, DTypeFromProto(in.dtype()));
-  RETURN_IF_ERROR(CheckName("device", in.device()));
-  p.device = in.device();
+  RETURN_IF_ERROR(LoadCommon(in, &p));
   p.load_final_norm = in.load_final_norm();
   return p;
 }
 
 absl::StatusOr<core::LoadDatasetParams> FromProto(const pb::LoadDatasetRequest& in) {
   core::LoadDatasetParams p;
-  RETURN_IF_ERROR(CheckName("name", in.name()));
-  p.name = in.name();
-  p.path = in.path();
-  ASSIGN_OR_RETURN(p.dtype, DTypeFromProto(in.dtype()));
-  RETURN_IF_ERROR(CheckName("device", in.device()));
-  p.device = in.device();
+  RETURN_IF_ERROR(LoadCommon(in, &p));
   RETURN_IF_ERROR(NonNegative("max_samples", in.max_samples()));
   p.max_samples = in.max_samples();
   p.skip_bad_samples = in.skip_bad_samples();

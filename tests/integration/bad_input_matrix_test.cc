@@ -26,6 +26,7 @@
 #include "gtest/gtest.h"
 #include "integration/tiny_fixture.h"
 #include "test_util/process.h"
+#include "test_util/wire_bytes.h"
 
 namespace dflash {
 namespace {
@@ -34,7 +35,11 @@ namespace fs = std::filesystem;
 namespace pb = ::dflash::eval::v1;
 using ::dflash::testing::BinaryFromEnv;
 using ::dflash::testing::CommandResult;
+using ::dflash::testing::LenField;
 using ::dflash::testing::RunCommand;
+using ::dflash::testing::Tag;
+using ::dflash::testing::Varint;
+using ::dflash::testing::VarintField;
 using Code = grpc::StatusCode;
 using namespace std::chrono_literals;
 
@@ -44,23 +49,6 @@ constexpr char kTooManyStreams[] =
     "too many WatchEval streams open (2); the server allows 2 (--max-concurrent-streams); poll "
     "with GetEval instead";
 
-// --- wire bytes, for what a typed stub cannot send --------------------------
-
-std::string Varint(uint64_t v) {
-  std::string out;
-  do {
-    uint8_t b = v & 0x7F;
-    v >>= 7;
-    if (v != 0) b |= 0x80;
-    out.push_back(static_cast<char>(b));
-  } while (v != 0);
-  return out;
-}
-std::string Tag(int field, int wire) { return Varint((static_cast<uint64_t>(field) << 3) | wire); }
-std::string VarintField(int field, uint64_t v) { return Tag(field, 0) + Varint(v); }
-std::string LenField(int field, const std::string& body) {
-  return Tag(field, 2) + Varint(body.size()) + body;
-}
 
 // A request message built by `fill`, serialized.
 template <typename M>

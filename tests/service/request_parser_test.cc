@@ -9,28 +9,18 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "test_util/status_matchers.h"
+#include "test_util/wire_bytes.h"
 
 namespace dflash::service {
 namespace {
 
 namespace pb = ::dflash::eval::v1;
 using ::dflash::testing::IsOk;
+using ::dflash::testing::LenField;
 using ::dflash::testing::StatusIs;
+using ::dflash::testing::Tag;
+using ::dflash::testing::Varint;
 
-std::string Varint(uint64_t v) {
-  std::string out;
-  do {
-    uint8_t b = v & 0x7F;
-    v >>= 7;
-    if (v != 0) b |= 0x80;
-    out.push_back(static_cast<char>(b));
-  } while (v != 0);
-  return out;
-}
-std::string Tag(int field, int wire) { return Varint((static_cast<uint64_t>(field) << 3) | wire); }
-std::string Len(int field, const std::string& body) {
-  return Tag(field, 2) + Varint(body.size()) + body;
-}
 
 template <typename Message>
 absl::Status Parse(const std::string& wire) {
@@ -60,14 +50,14 @@ TEST(RequestParserTest, UnpackedRepeatedScalarsAndUnknownFieldsAreAccepted) {
   // LayerIds.ids unpacked, then a field 99 this server does not know.
   const std::string ids = Tag(1, 0) + Varint(5) + Tag(1, 0) + Varint(7);
   pb::LayerIds got;
-  ASSERT_THAT(ParseRequest(ids + Tag(99, 0) + Varint(1) + Len(98, "x"), &got), IsOk());
+  ASSERT_THAT(ParseRequest(ids + Tag(99, 0) + Varint(1) + LenField(98, "x"), &got), IsOk());
   EXPECT_THAT(got.ids(), ::testing::ElementsAre(5, 7));
 }
 
 TEST(RequestParserTest, WrongWireTypeNamesTheField) {
   ExpectBad(Parse<pb::GetEvalRequest>(Tag(1, 0) + Varint(7)), "GetEvalRequest",
             "field 'id' (1) has wire type 0 (varint); expected 2 (length-delimited)");
-  ExpectBad(Parse<pb::RunEvalRequest>(Len(1, Len(6, "12"))), "RunEvalRequest",
+  ExpectBad(Parse<pb::RunEvalRequest>(LenField(1, LenField(6, "12"))), "RunEvalRequest",
             "field 'request.max_samples' (6) has wire type 2 (length-delimited); expected 0 "
             "(varint)");
   ExpectBad(Parse<pb::ListEvalsRequest>(Tag(5, 5) + "abcd"), "ListEvalsRequest",
@@ -83,7 +73,7 @@ TEST(RequestParserTest, MalformedTags) {
   ExpectBad(Parse<pb::GetEvalRequest>(Tag(1, 3)), "GetEvalRequest",
             "field 'id' (1) at byte 0 has wire type 3 (start group), which proto3 messages do "
             "not use");
-  ExpectBad(Parse<pb::GetEvalRequest>(Len(1, "a") + Tag(20, 7)), "GetEvalRequest",
+  ExpectBad(Parse<pb::GetEvalRequest>(LenField(1, "a") + Tag(20, 7)), "GetEvalRequest",
             "field 20 at byte 3 has wire type 7, which is not a wire type");
 }
 
@@ -97,9 +87,9 @@ TEST(RequestParserTest, TruncatedValues) {
   ExpectBad(Parse<pb::GetEvalRequest>(Tag(50, 1) + "abc"), "GetEvalRequest",
             "field 50 at byte 0 needs 8 bytes but only 3 remain");
   // A nested message cut short inside its declared length.
-  ExpectBad(Parse<pb::RunEvalRequest>(Len(1, Tag(3, 2) + Varint(9) + "d")), "RunEvalRequest",
+  ExpectBad(Parse<pb::RunEvalRequest>(LenField(1, Tag(3, 2) + Varint(9) + "d")), "RunEvalRequest",
             "field 'request.dataset' (3) at byte 2 declares 9 bytes but only 1 remain");
-  ExpectBad(Parse<pb::LayerIds>(Len(1, "\x01\x80")), "LayerIds",
+  ExpectBad(Parse<pb::LayerIds>(LenField(1, "\x01\x80")), "LayerIds",
             "field 'ids' (1) at byte 0 packs a varint that is truncated");
 }
 
@@ -112,7 +102,7 @@ TEST(RequestParserTest, IntegersOutsideTheirTypeAreRefusedNotTruncated) {
             "LoadDatasetRequest",
             "field 'dtype' (4) holds 1099511627776, which does not fit in an enum "
             "(-2147483648 to 2147483647)");
-  ExpectBad(Parse<pb::LayerIds>(Len(1, Varint(1) + Varint(uint64_t{1} << 33))), "LayerIds",
+  ExpectBad(Parse<pb::LayerIds>(LenField(1, Varint(1) + Varint(uint64_t{1} << 33))), "LayerIds",
             "field 'ids' (1) holds 8589934592, which does not fit in an int32 (-2147483648 to "
             "2147483647)");
   ExpectBad(Parse<pb::LoadDatasetRequest>(Tag(6, 0) + Varint(2)), "LoadDatasetRequest",
@@ -124,20 +114,20 @@ TEST(RequestParserTest, IntegersOutsideTheirTypeAreRefusedNotTruncated) {
 }
 
 TEST(RequestParserTest, StringsMustBeUtf8) {
-  ExpectBad(Parse<pb::GetEvalRequest>(Len(1, "ev-\xFF")), "GetEvalRequest",
+  ExpectBad(Parse<pb::GetEvalRequest>(LenField(1, "ev-\xFF")), "GetEvalRequest",
             "field 'id' (1) is not valid UTF-8 (byte 0xff at offset 3 of the value)");
-  ExpectBad(Parse<pb::GetEvalRequest>(Len(1, "\xC0\xAF")), "GetEvalRequest",
+  ExpectBad(Parse<pb::GetEvalRequest>(LenField(1, "\xC0\xAF")), "GetEvalRequest",
             "field 'id' (1) is not valid UTF-8 (byte 0xc0 at offset 0 of the value)");
-  ExpectBad(Parse<pb::GetEvalRequest>(Len(1, "a\xED\xA0\x80")), "GetEvalRequest",
+  ExpectBad(Parse<pb::GetEvalRequest>(LenField(1, "a\xED\xA0\x80")), "GetEvalRequest",
             "field 'id' (1) is not valid UTF-8 (byte 0xa0 at offset 2 of the value)");
-  ExpectBad(Parse<pb::GetEvalRequest>(Len(1, "\xE2\x82")), "GetEvalRequest",
+  ExpectBad(Parse<pb::GetEvalRequest>(LenField(1, "\xE2\x82")), "GetEvalRequest",
             "field 'id' (1) is not valid UTF-8 (byte 0xe2 at offset 0 of the value)");
-  ExpectBad(Parse<pb::RunEvalRequest>(Len(1, Len(14, Len(1, "k\xFE") + Len(2, "v")))),
+  ExpectBad(Parse<pb::RunEvalRequest>(LenField(1, LenField(14, LenField(1, "k\xFE") + LenField(2, "v")))),
             "RunEvalRequest",
             "field 'request.labels.key' (1) is not valid UTF-8 (byte 0xfe at offset 1 of the "
             "value)");
   pb::GetEvalRequest ok;
-  ASSERT_THAT(ParseRequest(Len(1, "\xE2\x82\xAC \xF0\x9F\x98\x80"), &ok), IsOk());  // € 😀
+  ASSERT_THAT(ParseRequest(LenField(1, "\xE2\x82\xAC \xF0\x9F\x98\x80"), &ok), IsOk());  // € 😀
 }
 
 }  // namespace
