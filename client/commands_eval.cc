@@ -3,7 +3,6 @@
 // synchronous RunEval call.
 #include <unistd.h>
 
-#include <cctype>
 #include <string>
 #include <vector>
 
@@ -12,6 +11,7 @@
 #include "client/format.h"
 #include "client/format_jobs.h"
 #include "client/progress.h"
+#include "dflash/eval/v1/label_key.h"
 
 namespace dflash::client {
 namespace {
@@ -24,16 +24,6 @@ struct EvalState {
   std::vector<std::string> labels;
   bool detach = false, sync = false;
 };
-
-bool ValidLabelKey(const std::string& key) {
-  if (key.empty() || key.size() > 63) return false;
-  for (char c : key) {
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-' && c != '.' && c != '/') {
-      return false;
-    }
-  }
-  return true;
-}
 
 // Conditional arguments are checked here, after parsing, with the missing
 // piece named (the original harness got this wrong).
@@ -61,7 +51,7 @@ void CheckAndFill(EvalState& st) {
   for (const std::string& label : st.labels) {
     const auto eq = label.find('=');
     const std::string key = label.substr(0, eq);
-    if (eq == std::string::npos || !ValidLabelKey(key)) {
+    if (eq == std::string::npos || !pb::IsValidLabelKey(key)) {
       throw UsageError{absl::StrCat(
           "eval: --label '", label,
           "' is not KEY=VALUE with KEY of letters, digits, '_', '-', '.', '/' (at most 63)")};

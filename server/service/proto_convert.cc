@@ -4,11 +4,11 @@
 
 #include <map>
 
-#include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/status_macros.h"
+#include "dflash/eval/v1/label_key.h"
 
 namespace dflash::service {
 namespace {
@@ -52,8 +52,8 @@ absl::Status NonNegative(absl::string_view field, int64_t value) {
   return absl::OkStatus();
 }
 
-// Label keys as the client allows them: 1 to 63 letters, digits, '_', '-',
-// '.', '/'; values as names. At most kMaxLabels.
+// Label keys by the API's rule (label_key.h); values as names. At most
+// kMaxLabels.
 absl::Status CheckLabels(const google::protobuf::Map<std::string, std::string>& labels) {
   if (labels.size() > kMaxLabels) {
     return absl::InvalidArgumentError(absl::StrCat("labels has ", labels.size(),
@@ -63,12 +63,7 @@ absl::Status CheckLabels(const google::protobuf::Map<std::string, std::string>& 
   // Sorted, so the first bad label reported does not depend on hashing.
   const std::map<std::string, std::string> sorted(labels.begin(), labels.end());
   for (const auto& [key, value] : sorted) {
-    bool ok = !key.empty() && key.size() <= 63;
-    for (char c : key) {
-      ok = ok && (absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' ||
-                  c == '.' || c == '/');
-    }
-    if (!ok) {
+    if (!pb::IsValidLabelKey(key)) {
       return absl::InvalidArgumentError(
           absl::StrCat("labels key '", absl::CHexEscape(key),
                        "' is not 1 to 63 letters, digits, '_', '-', '.', '/'"));

@@ -265,6 +265,11 @@ TEST_F(JobsCliTest, UsageErrorsNameTheProblem) {
   CommandResult label = Cli({"eval", "--drafter", "m", "--dataset", "d", "--label", "nokey"});
   EXPECT_EQ(label.exit_code, 64);
   EXPECT_THAT(label.err, HasSubstr("eval: --label 'nokey' is not KEY=VALUE"));
+  // The key rule the server enforces too (dflash/eval/v1/label_key.h).
+  CommandResult bad_key = Cli({"eval", "--drafter", "m", "--dataset", "d", "--label", "a b=1"});
+  EXPECT_EQ(bad_key.exit_code, 64);
+  EXPECT_THAT(bad_key.err, HasSubstr("eval: --label 'a b=1' is not KEY=VALUE with KEY of letters, "
+                                     "digits, '_', '-', '.', '/' (at most 63)"));
   CommandResult twice = Cli({"eval", "--drafter", "m", "--dataset", "d", "--label", "a=1",
                              "--label", "a=2"});
   EXPECT_EQ(twice.exit_code, 64);
