@@ -25,10 +25,6 @@ WatchReactor::WatchReactor(core::JobService* jobs, grpc::CallbackServerContext* 
     FinishLocked(ToGrpcStatus(absl::UnimplementedError("this server was started without a job service")));
     return;
   }
-  if (id.empty()) {
-    FinishLocked(ToGrpcStatus(absl::InvalidArgumentError("id is empty")));
-    return;
-  }
   // OnChange may run (on a runner thread) before Watch returns; until
   // started_ it only keeps the newest change.
   lock.unlock();

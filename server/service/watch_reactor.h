@@ -23,7 +23,7 @@ namespace dflash::service {
 class WatchReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
  public:
   // `jobs` null: finishes UNIMPLEMENTED. `refused` not ok: finishes with it
-  // at once (authentication, stream limit). `open_streams`, when given, is
+  // at once (authentication, a bad or empty id, stream limit). `open_streams`, when given, is
   // decremented when the stream is done (the caller counted it in).
   WatchReactor(core::JobService* jobs, grpc::CallbackServerContext* ctx, const std::string& id,
                const absl::Status& refused = absl::OkStatus(),
