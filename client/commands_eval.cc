@@ -160,6 +160,10 @@ void AddEvalCommand(CliContext& ctx) {
   cmd->add_option("--seed", st->seed, "seed for --anchors random");
   cmd->add_option("--block-size", st->block_size, "0 = the drafter's")->check(CLI::NonNegativeNumber);
   cmd->add_option("--max-new-tokens", st->max_new_tokens, "replay: 0 = no limit")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--semantics", *st->req.mutable_semantics(),
+                  "zlab-current (default: z-lab's model.py at 10129599) or zlab-2025 (the older "
+                  "rules)")
+      ->check(CLI::IsMember({"zlab-current", "zlab-2025"}));
   cmd->add_option("--run", *st->req.mutable_run(), "training run this checkpoint belongs to");
   cmd->add_option("--step", st->step, "training step of this checkpoint")->check(CLI::NonNegativeNumber);
   cmd->add_option("--label", st->labels, "KEY=VALUE job label (repeatable)");

@@ -180,6 +180,18 @@ void AddCompare(CliContext& ctx) {
           s.points.push_back({static_cast<double>(p.position()), p.accuracy()});
         }
         chart.series.push_back(std::move(s));
+        if (j.result().selector_top_k() == 0) continue;
+        // DFlash 2: the same drafter without its selector, and the top-k coverage.
+        ChartSeries unary{absl::StrCat(DrafterLabel(j.request()), " without selector"), {}};
+        ChartSeries cover{absl::StrCat(DrafterLabel(j.request()), " coverage@",
+                                       j.result().selector_top_k()),
+                          {}};
+        for (const pb::PositionMetrics& p : j.result().positions()) {
+          unary.points.push_back({static_cast<double>(p.position()), p.unary_accuracy()});
+          cover.points.push_back({static_cast<double>(p.position()), p.coverage()});
+        }
+        chart.series.push_back(std::move(unary));
+        chart.series.push_back(std::move(cover));
       }
       return WriteSvg(*cx, st->svg, RenderLineChart(chart));
     };

@@ -185,20 +185,51 @@ std::string FormatLoadResponse(const pb::LoadResponse& resp) {
 std::string FormatEvalResult(const pb::EvalResult& r) {
   std::string out;
   const char* mode = r.mode() == pb::EVAL_MODE_REPLAY ? "replay" : "anchor";
+  const bool dflash2 = r.selector_top_k() > 0;
   absl::StrAppend(&out, absl::StrFormat(
       "%s mode, block size %d: %d sample(s), %d block(s), %d token(s) scored on %s/%s\n", mode,
       r.block_size(), r.samples(), r.blocks(), r.tokens_scored(), r.device(), r.dtype()));
+  if (!r.semantics().empty()) {
+    absl::StrAppend(&out, absl::StrFormat("%s drafter, semantics %s (%s)\n",
+                                          r.family().empty() ? "DFlash 1" : r.family(),
+                                          r.semantics(), r.semantics_reference()));
+  }
+  const bool capped = r.semantics() == "zlab-current" && r.mode() == pb::EVAL_MODE_REPLAY;
   absl::StrAppend(&out, absl::StrFormat(
       "accept length (pooled over blocks) %.3f   tau (z-lab: mean over samples) %.3f\n"
-      "  both count n leading matches + 1 bonus token from the target\n",
-      r.accept_length_pooled(), r.tau()));
-  absl::StrAppend(&out, absl::StrFormat("  %4s %9s %8s %10s %11s  %s\n", "pos", "counted",
-                                        "accuracy", "acceptance", "conditional",
-                                        "accuracy"));
-  for (const pb::PositionMetrics& p : r.positions()) {
-    absl::StrAppend(&out, absl::StrFormat("  %4d %9d %8.4f %10.4f %11.4f  %s\n", p.position(),
-                                          p.counted(), p.accuracy(), p.acceptance(),
-                                          p.conditional(), Bar(p.accuracy(), 30)));
+      "  both count n leading matches + 1 bonus token from the target%s\n",
+      r.accept_length_pooled(), r.tau(),
+      capped ? " (capped at the tokens left, as z-lab's loop records)" : ""));
+  if (dflash2) {
+    const pb::FirstMissSplit& f = r.first_miss();
+    const double blocks = std::max<double>(1, static_cast<double>(r.blocks()));
+    absl::StrAppend(&out, absl::StrFormat(
+        "selector (top-%d): accept length %.3f with it, %.3f without (unary argmax), "
+        "%.3f top-k oracle\n"
+        "  first miss: %.1f%% coverage misses, %.1f%% ranking errors, %.1f%% blocks all "
+        "accepted; %d near-tie slot(s) (< 1e-4)\n",
+        r.selector_top_k(), r.accept_length_pooled(), r.unary_accept_length_pooled(),
+        r.oracle_accept_length_pooled(), 100.0 * f.coverage_miss() / blocks,
+        100.0 * f.ranking_error() / blocks, 100.0 * f.all_accepted() / blocks,
+        r.selector_near_ties()));
+    absl::StrAppend(&out, absl::StrFormat("  %4s %9s %8s %10s %11s %8s %9s %9s  %s\n", "pos",
+                                          "counted", "accuracy", "acceptance", "conditional",
+                                          "unary", "coverage", "tf-select", "accuracy"));
+    for (const pb::PositionMetrics& p : r.positions()) {
+      absl::StrAppend(&out, absl::StrFormat(
+          "  %4d %9d %8.4f %10.4f %11.4f %8.4f %9.4f %9.4f  %s\n", p.position(), p.counted(),
+          p.accuracy(), p.acceptance(), p.conditional(), p.unary_accuracy(), p.coverage(),
+          p.tf_accuracy(), Bar(p.accuracy(), 30)));
+    }
+  } else {
+    absl::StrAppend(&out, absl::StrFormat("  %4s %9s %8s %10s %11s  %s\n", "pos", "counted",
+                                          "accuracy", "acceptance", "conditional",
+                                          "accuracy"));
+    for (const pb::PositionMetrics& p : r.positions()) {
+      absl::StrAppend(&out, absl::StrFormat("  %4d %9d %8.4f %10.4f %11.4f  %s\n", p.position(),
+                                            p.counted(), p.accuracy(), p.acceptance(),
+                                            p.conditional(), Bar(p.accuracy(), 30)));
+    }
   }
   int64_t total = 0;
   for (int64_t h : r.accepted_histogram()) total += h;

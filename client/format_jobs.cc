@@ -206,6 +206,10 @@ std::string FormatComparison(const pb::CompareEvalsResponse& cmp) {
         return absl::StrCat(j.result().mode() == pb::EVAL_MODE_REPLAY ? "replay" : "anchor",
                             ", B=", j.result().block_size());
       }));
+  row("semantics", cells([](const pb::EvalJob& j) {
+        return absl::StrCat(j.result().family().empty() ? "DFlash 1" : j.result().family(), ", ",
+                            j.result().semantics().empty() ? "zlab-2025" : j.result().semantics());
+      }));
   row("blocks", cells([](const pb::EvalJob& j) { return absl::StrCat(j.result().blocks()); }));
   const double first_al = jobs[0].result().accept_length_pooled();
   const double first_tau = jobs[0].result().tau();
@@ -215,6 +219,19 @@ std::string FormatComparison(const pb::CompareEvalsResponse& cmp) {
       }));
   i = 0;
   row("tau", cells([&](const pb::EvalJob& j) { return WithDiff(j.result().tau(), first_tau, 3, i++ == 0); }));
+  bool any_selector = false;
+  for (const pb::EvalJob& j : jobs) any_selector |= j.result().selector_top_k() > 0;
+  if (any_selector) {  // DFlash 2: did the selector help, and how far from the oracle?
+    const auto selector_cell = [](const pb::EvalJob& j, double v) {
+      return j.result().selector_top_k() > 0 ? absl::StrFormat("%.3f", v) : std::string("-");
+    };
+    row("  without selector", cells([&](const pb::EvalJob& j) {
+          return selector_cell(j, j.result().unary_accept_length_pooled());
+        }));
+    row("  top-k oracle", cells([&](const pb::EvalJob& j) {
+          return selector_cell(j, j.result().oracle_accept_length_pooled());
+        }));
+  }
   int max_pos = 0;
   for (const pb::EvalJob& j : jobs) {
     for (const pb::PositionMetrics& p : j.result().positions()) max_pos = std::max(max_pos, p.position());

@@ -39,6 +39,7 @@ void AddConfigFacts(const model::DrafterConfig& cfg, int64_t target_hidden,
                     weights::WeightReport& report) {
   const int64_t k = cfg.num_target_features();
   report.facts.push_back(model::DescribeConfig(cfg));
+  for (std::string& line : model::DescribeDraftKeys(cfg)) report.facts.push_back(std::move(line));
   for (const weights::TensorEntry& t : report.tensors) {
     if (t.name != "fc.weight" || t.shape.size() != 2) continue;
     const int64_t width = t.shape[1];
@@ -107,6 +108,7 @@ static absl::StatusOr<CheckedCheckpoint> CheckCheckpoint(const DataRoots& roots,
   c.report.path = resolved;
   c.report.config_path = c.opened.config_path;
   AddConfigFacts(c.config, target_hidden, c.report);
+  model::ExplainFamilyMismatch(c.config, c.report);
   return c;
 }
 

@@ -6,17 +6,20 @@
 
 #include "common/status_macros.h"
 #include "common/torch_guard.h"
+#include "model/candidate_selector.h"
 
 namespace dflash::eval {
 
 BlockScorer::BlockScorer(const model::DrafterModel& drafter,
                          const weights::TargetTensors& target, const data::EvalDataset& dataset,
-                         int64_t block_size, int64_t max_chunk_elements)
+                         int64_t block_size, int64_t max_chunk_elements,
+                         model::Semantics semantics)
     : drafter_(drafter),
       target_(target),
       dataset_(dataset),
       block_size_(block_size),
-      max_chunk_elements_(std::max<int64_t>(max_chunk_elements, 1)) {}
+      max_chunk_elements_(std::max<int64_t>(max_chunk_elements, 1)),
+      semantics_(semantics) {}
 
 absl::StatusOr<model::ContextCache> BlockScorer::EncodeSamples(
     const std::vector<size_t>& samples) const {
@@ -48,19 +51,25 @@ int64_t BlockScorer::SequencesPerGroup() const {
 
 absl::StatusOr<std::vector<BlockScore>> BlockScorer::Score(
     const std::vector<BlockRequest>& blocks, const model::ContextCache& context,
-    bool cross_entropy) const {
+    CrossEntropy cross_entropy) const {
   const int64_t nb = static_cast<int64_t>(blocks.size());
   const int64_t B = block_size_;
-  const int64_t mask = drafter_.config().mask_token_id;
-  // Block inputs [t[a], m, ..., m] and labels t[a + j] (-1 where absent).
+  const model::DrafterConfig& cfg = drafter_.config();
+  const int64_t mask = cfg.mask_token_id;
+  const bool current = semantics_ == model::Semantics::kZlabCurrent;
+  // Block inputs [t[a], m, ..., m], labels t[a + j] (-1 where absent) and,
+  // under zlab-current, each block's length min(B, end - a).
   at::Tensor inputs = at::full({nb, B}, mask, at::kLong);
   at::Tensor labels = at::full({nb, B - 1}, -1, at::kLong);
   at::Tensor anchors = at::empty({nb}, at::kLong);
   at::Tensor seq = at::empty({nb}, at::kLong);
+  at::Tensor lengths = at::empty({nb}, at::kLong);
   auto in = inputs.accessor<int64_t, 2>();
   auto lab = labels.accessor<int64_t, 2>();
   auto anc = anchors.accessor<int64_t, 1>();
   auto sq = seq.accessor<int64_t, 1>();
+  auto len = lengths.accessor<int64_t, 1>();
+  bool shortened = false;
   for (int64_t b = 0; b < nb; ++b) {
     const BlockRequest& r = blocks[b];
     const std::vector<int64_t>& t = *r.tokens;
@@ -68,54 +77,110 @@ absl::StatusOr<std::vector<BlockScore>> BlockScorer::Score(
     for (int64_t j = 1; j < B && r.anchor + j < r.end; ++j) lab[b][j - 1] = t[r.anchor + j];
     anc[b] = r.anchor;
     sq[b] = r.seq;
+    len[b] = current ? std::clamp<int64_t>(r.end - r.anchor, 1, B) : B;
+    shortened |= len[b] < B;
   }
 
   const c10::Device device = drafter_.device();
   ASSIGN_OR_RETURN(at::Tensor x0, TorchGuard("embedding block inputs", [&] {
-                     return target_.embed.index_select(0, inputs.view({-1}).to(device))
-                         .view({nb, B, -1})
-                         .to(drafter_.dtype());
+                     at::Tensor e = target_.embed.index_select(0, inputs.view({-1}).to(device))
+                                        .view({nb, B, -1});
+                     // z-lab scales in the embedding's dtype, then the drafter casts.
+                     if (cfg.input_embedding_scale != 1.0) e = e * cfg.input_embedding_scale;
+                     return e.to(drafter_.dtype());
                    }));
-  ASSIGN_OR_RETURN(at::Tensor hidden,
-                   drafter_.ForwardBlocks(x0, anchors.to(device), seq.to(device), context));
+  model::BlockOptions options;
+  options.semantics = semantics_;
+  if (shortened) options.lengths = lengths.to(device);
+  ASSIGN_OR_RETURN(at::Tensor hidden, drafter_.ForwardBlocks(x0, anchors.to(device),
+                                                             seq.to(device), context, options));
+  const model::SelectorWeights* selector = drafter_.selector();
 
   return TorchGuard("scoring drafts", [&]() -> std::vector<BlockScore> {
     // logits [rows, V] for the B-1 drafted slots, through the target's head,
     // a slice of rows at a time: each slice's logits stay small enough to be
     // reused from the allocator (no page faults on a fresh buffer per chunk)
-    // and are reduced (argmax, log-sum-exp, label logit) while still warm.
+    // and are reduced (argmax, top-k, log-sum-exp, label logit) while warm.
     at::Tensor h = hidden.narrow(1, 1, B - 1).to(target_.lm_head.scalar_type())
                        .reshape({nb * (B - 1), -1});
     const at::Tensor head_t = target_.lm_head.t();
     const at::Tensor flat_labels = labels.view({-1}).clamp_min(0).to(device);
     const int64_t rows = nb * (B - 1);
+    const int64_t k = selector != nullptr ? selector->top_k : 0;
     const int64_t slice = std::max<int64_t>(
         1, std::min<int64_t>(rows, (int64_t{8} << 20) / std::max<int64_t>(1, target_.vocab_size)));
-    at::Tensor drafts = at::empty({rows}, at::kLong);
-    at::Tensor ce = at::zeros({rows}, at::kFloat);
+    const at::TensorOptions lopt = at::TensorOptions().dtype(at::kLong).device(device);
+    at::Tensor drafts = at::empty({rows}, lopt);
+    at::Tensor ce = at::zeros({rows}, lopt.dtype(at::kFloat));
+    at::Tensor top_val, top_ids;  // DFlash 2: [rows, k]
+    if (k > 0) {
+      top_val = at::empty({rows, k}, lopt.dtype(at::kFloat));
+      top_ids = at::empty({rows, k}, lopt);
+    }
     for (int64_t r0 = 0; r0 < rows; r0 += slice) {
       const int64_t n = std::min(slice, rows - r0);
-      at::Tensor logits = at::mm(h.narrow(0, r0, n), head_t);
+      at::Tensor logits = at::mm(h.narrow(0, r0, n), head_t).to(at::kFloat);
+      if (cfg.output_multiplier != 1.0) logits = logits * cfg.output_multiplier;
+      if (cfg.final_logit_softcapping > 0) {
+        const double c = cfg.final_logit_softcapping;
+        logits = at::tanh(logits / c) * c;
+      }
       drafts.narrow(0, r0, n).copy_(logits.argmax(-1));
-      if (cross_entropy) {
-        at::Tensor lf = logits.to(at::kFloat);
+      if (k > 0) {
+        auto [v, i] = logits.topk(k, -1);
+        top_val.narrow(0, r0, n).copy_(v);
+        top_ids.narrow(0, r0, n).copy_(i);
+      }
+      if (cross_entropy == CrossEntropy::kCompute) {
         at::Tensor gathered =
-            lf.gather(-1, flat_labels.narrow(0, r0, n).unsqueeze(-1)).squeeze(-1);
-        ce.narrow(0, r0, n).copy_(at::logsumexp(lf, -1) - gathered);
+            logits.gather(-1, flat_labels.narrow(0, r0, n).unsqueeze(-1)).squeeze(-1);
+        ce.narrow(0, r0, n).copy_(at::logsumexp(logits, -1) - gathered);
       }
     }
-    const int64_t* d = drafts.data_ptr<int64_t>();
-    const float* c = ce.data_ptr<float>();
+    // DFlash 1 drafts the unary argmax; DFlash 2's selector walks the slots.
+    at::Tensor path = drafts.view({nb, B - 1});
+    at::Tensor unary = path;
+    at::Tensor covered, tf_ok, near;
+    if (k > 0) {
+      const at::Tensor lab_dev = labels.to(device);
+      model::SelectorWalk walk = model::WalkSelector(*selector, h.view({nb, B - 1, -1}),
+                                       top_val.view({nb, B - 1, k}), top_ids.view({nb, B - 1, k}),
+                                       inputs.select(1, 0).to(device), lab_dev);
+      path = walk.path;
+      tf_ok = walk.teacher_forced.eq(lab_dev);
+      near = walk.near_tie;
+      covered = top_ids.view({nb, B - 1, k}).eq(lab_dev.unsqueeze(-1)).any(-1);
+      tf_ok = tf_ok & covered;
+    }
+    const at::Tensor correct = path.eq(labels.to(device)).to(at::kCPU, at::kByte).contiguous();
+    const at::Tensor unary_ok = unary.eq(labels.to(device)).to(at::kCPU, at::kByte).contiguous();
+    const at::Tensor ce_host = ce.to(at::kCPU).contiguous();
+    at::Tensor cov_host, tf_host, near_host;
+    if (k > 0) {
+      cov_host = covered.to(at::kCPU, at::kByte).contiguous();
+      tf_host = tf_ok.to(at::kCPU, at::kByte).contiguous();
+      near_host = near.to(at::kCPU, at::kByte).contiguous();
+    }
+    const float* c = ce_host.data_ptr<float>();
     const int64_t* lab_p = labels.data_ptr<int64_t>();
     std::vector<BlockScore> out(nb);
     for (int64_t b = 0; b < nb; ++b) {
       const int64_t* lb = lab_p + b * (B - 1);
-      const int64_t* db = d + b * (B - 1);
       int64_t m = 0;
       while (m < B - 1 && lb[m] >= 0) ++m;
-      out[b].correct.resize(m);
-      for (int64_t j = 0; j < m; ++j) out[b].correct[j] = db[j] == lb[j] ? 1 : 0;
-      if (cross_entropy) out[b].cross_entropy.assign(c + b * (B - 1), c + b * (B - 1) + m);
+      const int64_t off = b * (B - 1);
+      auto take = [&](const at::Tensor& t) {
+        const uint8_t* p = t.data_ptr<uint8_t>() + off;
+        return std::vector<uint8_t>(p, p + m);
+      };
+      out[b].correct = take(correct);
+      if (cross_entropy == CrossEntropy::kCompute) out[b].cross_entropy.assign(c + off, c + off + m);
+      if (k > 0) {
+        out[b].unary_correct = take(unary_ok);
+        out[b].covered = take(cov_host);
+        out[b].tf_correct = take(tf_host);
+        for (uint8_t x : take(near_host)) out[b].near_ties += x;
+      }
     }
     return out;
   });

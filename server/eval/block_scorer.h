@@ -1,8 +1,10 @@
 // File: block_scorer.h
 // Scores draft blocks: builds each block's input from the target's
-// embed_tokens, runs the drafter on many blocks at once, projects through
-// the target's lm_head and compares the argmax drafts with the labels (the
-// sequence's own next tokens). Shared by anchor and replay mode.
+// embed_tokens (times input_embedding_scale), runs the drafter on many blocks
+// at once, projects through the target's lm_head (times output_multiplier,
+// then the softcap) and compares the drafts with the labels (the sequence's
+// own next tokens): argmax for DFlash 1, the candidate selector's greedy
+// walk for DFlash 2 (dflash2-semantics §3). Shared by anchor and replay mode.
 #pragma once
 
 #include <cstdint>
@@ -25,12 +27,21 @@ struct BlockRequest {
 struct BlockScore {
   std::vector<uint8_t> correct;      // j = 1.. while a + j < end (at most B-1)
   std::vector<float> cross_entropy;  // same length, when asked for
+  // DFlash 2, same length: unary argmax correct, label among the top-k
+  // candidates, teacher-forced selector correct; path near-ties (< 1e-4).
+  std::vector<uint8_t> unary_correct, covered, tf_correct;
+  int64_t near_ties = 0;
 };
+
+enum class CrossEntropy { kSkip, kCompute };
 
 class BlockScorer {
  public:
+  // Under zlab-current a block at anchor a has min(B, end - a) slots;
+  // under zlab-2025 always B.
   BlockScorer(const model::DrafterModel& drafter, const weights::TargetTensors& target,
-              const data::EvalDataset& dataset, int64_t block_size, int64_t max_chunk_elements);
+              const data::EvalDataset& dataset, int64_t block_size, int64_t max_chunk_elements,
+              model::Semantics semantics);
 
   int64_t block_size() const { return block_size_; }
 
@@ -45,7 +56,7 @@ class BlockScorer {
 
   absl::StatusOr<std::vector<BlockScore>> Score(const std::vector<BlockRequest>& blocks,
                                                 const model::ContextCache& context,
-                                                bool cross_entropy) const;
+                                                CrossEntropy cross_entropy) const;
 
  private:
   const model::DrafterModel& drafter_;
@@ -53,6 +64,7 @@ class BlockScorer {
   const data::EvalDataset& dataset_;
   int64_t block_size_;
   int64_t max_chunk_elements_;
+  model::Semantics semantics_;
 };
 
 }  // namespace dflash::eval

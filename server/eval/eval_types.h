@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "model/semantics.h"
+
 namespace dflash::eval {
 
 enum class Mode { kAnchor, kReplay };
@@ -21,6 +23,8 @@ struct EvalOptions {
   uint64_t seed = 0;
   int64_t block_size = 0;      // 0 = the drafter's; must be <= the drafter's
   int64_t max_new_tokens = 0;  // replay only; 0 = no limit
+  // Block masks, block lengths and the replay loop (model/semantics.h).
+  model::Semantics semantics = model::kDefaultSemantics;
   // Memory budget for one batched forward, in attention-score elements
   // (blocks x heads x B x keys); chunks are sized to stay under it.
   int64_t max_chunk_elements = 64ll << 20;
@@ -38,6 +42,21 @@ struct PositionMetrics {
   double conditional = 0;           // accepted / conditional_counted
   double mean_cross_entropy = 0;    // anchor mode; 0 when not computed
   int64_t cross_entropy_counted = 0;
+  // DFlash 2 only (dflash2-semantics §5); zero for DFlash 1.
+  int64_t unary_correct = 0;        // argmax(logits[j]) == label
+  double unary_accuracy = 0;        // unary_correct / counted
+  int64_t covered = 0;              // label among the selector's top-k candidates
+  double coverage = 0;              // covered / counted
+  int64_t tf_correct = 0;           // teacher-forced selector picks the covered label
+  double tf_accuracy = 0;           // tf_correct / covered
+};
+
+// Where each block's first miss happened (DFlash 2); the three add up to the
+// number of blocks.
+struct FirstMissSplit {
+  int64_t all_accepted = 0;   // no miss among the block's positions
+  int64_t coverage_miss = 0;  // the label was not among the candidates
+  int64_t ranking_error = 0;  // covered, but the selector chose another
 };
 
 struct SampleSummary {
@@ -51,15 +70,28 @@ struct SampleSummary {
 
 struct EvalResult {
   Mode mode = Mode::kAnchor;
+  std::string family;               // "DFlash 1" / "DFlash 2"
+  std::string semantics;            // "zlab-current" / "zlab-2025"
+  std::string semantics_reference;  // the reference the rules come from
   int64_t block_size = 0;
   int64_t samples = 0;             // samples with at least one block
   int64_t blocks = 0;
   int64_t tokens_scored = 0;       // positions compared
-  double accept_length_pooled = 0; // mean over blocks of (n + 1), +1 = bonus token
-  double tau = 0;                  // mean over samples of per-sample mean (n + 1)
+  // A block's accept value is n + 1 (+1 = the target's bonus token); under
+  // zlab-current in replay it is min(n + 1, L' - s - 1), as z-lab's loop records.
+  double accept_length_pooled = 0; // mean over blocks of the accept value
+  double tau = 0;                  // mean over samples of the per-sample mean
   std::vector<PositionMetrics> positions;
   std::vector<int64_t> accepted_histogram;  // [n], n = 0..B-1
   std::vector<SampleSummary> per_sample;
+  // DFlash 2 only: the same accept length for the unary argmax drafts and for
+  // the top-k oracle (leading covered positions), the first-miss split, and
+  // path slots whose best two selector scores differ by less than 1e-4.
+  int64_t selector_top_k = 0;
+  double unary_accept_length_pooled = 0;
+  double oracle_accept_length_pooled = 0;
+  FirstMissSplit first_miss;
+  int64_t selector_near_ties = 0;
   double setup_seconds = 0;
   double compute_seconds = 0;
   double tokens_per_second = 0;

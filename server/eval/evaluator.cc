@@ -47,6 +47,21 @@ size_t NumSamples(const data::EvalDataset& dataset, const EvalOptions& options) 
              : dataset.size();
 }
 
+// The metrics' view of a scored block.
+BlockOutcome Outcome(int64_t sample, int64_t anchor, BlockScore&& score, int64_t accept_cap) {
+  BlockOutcome o;
+  o.sample = sample;
+  o.anchor = anchor;
+  o.correct = std::move(score.correct);
+  o.cross_entropy = std::move(score.cross_entropy);
+  o.accept_cap = accept_cap;
+  o.unary_correct = std::move(score.unary_correct);
+  o.covered = std::move(score.covered);
+  o.tf_correct = std::move(score.tf_correct);
+  o.near_ties = score.near_ties;
+  return o;
+}
+
 absl::StatusOr<EvalResult> RunAnchor(const BlockScorer& scorer, const data::EvalDataset& dataset,
                                      const EvalOptions& options, const ProgressFn& progress) {
   const int64_t B = scorer.block_size();
@@ -106,7 +121,8 @@ absl::StatusOr<EvalResult> RunAnchor(const BlockScorer& scorer, const data::Eval
       for (size_t begin = 0; begin < blocks.size(); begin += per_chunk) {
         const size_t end = std::min(blocks.size(), begin + static_cast<size_t>(per_chunk));
         std::vector<BlockRequest> chunk(blocks.begin() + begin, blocks.begin() + end);
-        ASSIGN_OR_RETURN(std::vector<BlockScore> part, scorer.Score(chunk, ctx, true),
+        ASSIGN_OR_RETURN(std::vector<BlockScore> part,
+                         scorer.Score(chunk, ctx, CrossEntropy::kCompute),
                          "sample ", first.index, " (", first.file, ")",
                          members.size() > 1 ? " and the samples after it" : "");
         for (BlockScore& sc : part) scores.push_back(std::move(sc));
@@ -123,8 +139,7 @@ absl::StatusOr<EvalResult> RunAnchor(const BlockScorer& scorer, const data::Eval
       acc.BeginSample(sample.index, static_cast<int64_t>(tokens[s].size()),
                       FirstResponse(masks[s]));
       for (int64_t a : anchors[s]) {
-        acc.Add(BlockOutcome{sample.index, a, std::move(scores[next].correct),
-                             std::move(scores[next].cross_entropy)});
+        acc.Add(Outcome(sample.index, a, std::move(scores[next]), /*accept_cap=*/-1));
         ++next;
       }
       ++prog.samples_done;
@@ -144,9 +159,16 @@ struct Walk {
   bool active = true;
 };
 
+// zlab-current: z-lab's loop runs while s + 1 < L' (a block at L' - 1 would
+// draft nothing); zlab-2025: while s < L'.
+bool Continues(const Walk& w, bool current) {
+  return current ? w.pos + 1 < w.end : w.pos < w.end;
+}
+
 absl::StatusOr<EvalResult> RunReplay(const BlockScorer& scorer, const data::EvalDataset& dataset,
                                      const EvalOptions& options, const ProgressFn& progress) {
   const int64_t B = scorer.block_size();
+  const bool current = options.semantics == model::Semantics::kZlabCurrent;
   const size_t n = NumSamples(dataset, options);
   MetricsAccumulator acc(B);
   EvalProgress prog;
@@ -166,10 +188,11 @@ absl::StatusOr<EvalResult> RunReplay(const BlockScorer& scorer, const data::Eval
     }
     w.end = options.max_new_tokens > 0 ? std::min(L, P + options.max_new_tokens) : L;
     w.pos = P;
-    w.active = w.pos < w.end;
-    // The walk takes at most end - P blocks (each advances at least one).
-    prog.blocks_total += options.max_blocks > 0 ? std::min(options.max_blocks, w.end - P)
-                                                : w.end - P;
+    w.active = Continues(w, current);
+    // The walk takes at most end - P blocks (end - P - 1 under zlab-current;
+    // each advances at least one).
+    const int64_t most = std::max<int64_t>(0, w.end - P - (current ? 1 : 0));
+    prog.blocks_total += options.max_blocks > 0 ? std::min(options.max_blocks, most) : most;
     walks.push_back(std::move(w));
   }
   // Sequences walk in groups that share one batched forward per step; the
@@ -191,15 +214,17 @@ absl::StatusOr<EvalResult> RunReplay(const BlockScorer& scorer, const data::Eval
         owner.push_back(w);
       }
       if (blocks.empty()) break;
-      ASSIGN_OR_RETURN(std::vector<BlockScore> scores, scorer.Score(blocks, ctx, false));
+      ASSIGN_OR_RETURN(std::vector<BlockScore> scores,
+                       scorer.Score(blocks, ctx, CrossEntropy::kSkip));
       for (size_t b = 0; b < scores.size(); ++b) {
         Walk& w = walks[owner[b]];
         const int64_t accepted = MetricsAccumulator::LeadingMatches(scores[b].correct);
-        acc.Add(BlockOutcome{dataset.sample(w.sample).index, w.pos, std::move(scores[b].correct),
-                             {}});
-        w.pos += accepted + 1;
+        // zlab-current records produced = min(n + 1, L' - s - 1) and moves by it.
+        const int64_t cap = current ? w.end - w.pos - 1 : -1;
+        acc.Add(Outcome(dataset.sample(w.sample).index, w.pos, std::move(scores[b]), cap));
+        w.pos += MetricsAccumulator::AcceptValue(accepted, cap);
         ++w.blocks;
-        if (w.pos >= w.end || (options.max_blocks > 0 && w.blocks >= options.max_blocks)) {
+        if (!Continues(w, current) || (options.max_blocks > 0 && w.blocks >= options.max_blocks)) {
           w.active = false;
           ++prog.samples_done;
         }
@@ -246,6 +271,16 @@ absl::Status CheckCompatible(const model::DrafterModel& drafter,
     return absl::InvalidArgumentError(absl::StrCat("block_size ", B, " must be in [2, ",
                                                    cfg.block_size, "] (the drafter's block size)"));
   }
+  if (cfg.is_dflash2() && options.semantics == model::Semantics::kZlab2025) {
+    return absl::FailedPreconditionError(
+        "semantics 'zlab-2025' predates DFlash 2; evaluate a DFlash 2 drafter under "
+        "'zlab-current'");
+  }
+  if (cfg.is_dflash2() && cfg.vocab_size != target.vocab_size) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "drafter's candidate selector codebooks cover ", cfg.vocab_size,
+        " tokens (vocab_size); the target's vocabulary has ", target.vocab_size));
+  }
   if (drafter.device() != target.embed.device()) {
     return absl::FailedPreconditionError(absl::StrCat(
         "drafter is on ", drafter.device().str(), " but the target is on ",
@@ -261,15 +296,30 @@ absl::StatusOr<EvalResult> Evaluate(const model::DrafterModel& drafter,
   RETURN_IF_ERROR(CheckCompatible(drafter, target, dataset, options));
   const Clock::time_point start = Clock::now();
   BlockScorer scorer(drafter, target, dataset, BlockSize(drafter, options),
-                     options.max_chunk_elements);
-  absl::StatusOr<EvalResult> result = options.mode == Mode::kAnchor
-                                          ? RunAnchor(scorer, dataset, options, progress)
-                                          : RunReplay(scorer, dataset, options, progress);
+                     options.max_chunk_elements, options.semantics);
+  // The guard also catches what the host-side helpers (MaskOnHost,
+  // TokensOnHost) may throw: no c10::Error leaves a job thread.
+  absl::StatusOr<absl::StatusOr<EvalResult>> guarded = TorchGuard("evaluating", [&] {
+    return options.mode == Mode::kAnchor ? RunAnchor(scorer, dataset, options, progress)
+                                         : RunReplay(scorer, dataset, options, progress);
+  });
+  if (!guarded.ok()) return guarded.status();
+  absl::StatusOr<EvalResult>& result = *guarded;
   if (!result.ok()) return result.status();
   result->compute_seconds = std::chrono::duration<double>(Clock::now() - start).count();
   result->tokens_per_second =
       result->compute_seconds > 0 ? result->tokens_scored / result->compute_seconds : 0;
   result->device = drafter.device().str();
+  const model::DrafterConfig& cfg = drafter.config();
+  result->family = model::FamilyName(cfg.family);
+  result->semantics = model::SemanticsName(options.semantics);
+  result->semantics_reference = model::SemanticsReference(options.semantics);
+  result->selector_top_k = cfg.selector_top_k;
+  if (options.semantics == model::Semantics::kZlab2025 && cfg.is_causal.has_value()) {
+    result->warnings.push_back(absl::StrCat(
+        "config sets is_causal ", *cfg.is_causal ? "true" : "false",
+        "; zlab-2025 ignores it (every layer bidirectional in the block)"));
+  }
   return result;
 }
 

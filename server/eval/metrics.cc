@@ -27,6 +27,10 @@ int64_t MetricsAccumulator::LeadingMatches(const std::vector<uint8_t>& correct) 
   return n;
 }
 
+int64_t MetricsAccumulator::AcceptValue(int64_t n, int64_t accept_cap) {
+  return accept_cap >= 0 ? std::min(n + 1, accept_cap) : n + 1;
+}
+
 SampleSummary& MetricsAccumulator::Slot(int64_t sample) {
   auto it = sample_slot_.find(sample);
   if (it != sample_slot_.end()) return samples_[it->second];
@@ -62,13 +66,44 @@ void MetricsAccumulator::Add(const BlockOutcome& block) {
   }
   // A block with no positions (anchor at the last token) still counts: n = 0,
   // and the target's bonus token makes its accept length 1.
+  const int64_t value = AcceptValue(n, block.accept_cap);
   ++histogram_[n];
   ++blocks_;
   tokens_ += exists;
-  accept_sum_ += n + 1;
+  accept_sum_ += value;
   SampleSummary& s = Slot(block.sample);
   ++s.blocks;
-  s.accepted_total += n + 1;
+  s.accepted_total += value;
+  const auto too_short = [&](const std::vector<uint8_t>& v) {
+    return static_cast<int64_t>(v.size()) < exists;
+  };
+  if (block.covered.empty() || too_short(block.covered) || too_short(block.unary_correct) ||
+      too_short(block.tf_correct)) {
+    return;  // DFlash 1 (or a caller bug: never read past the vectors)
+  }
+
+  // DFlash 2: unary and oracle chains, per-position coverage and the
+  // teacher-forced selector, and where the path first missed.
+  dflash2_ = true;
+  const auto leading = [&](const std::vector<uint8_t>& v) {
+    return std::min(LeadingMatches(v), exists);
+  };
+  unary_accept_sum_ += AcceptValue(leading(block.unary_correct), block.accept_cap);
+  oracle_accept_sum_ += AcceptValue(leading(block.covered), block.accept_cap);
+  for (int64_t j = 1; j <= exists; ++j) {
+    PositionMetrics& p = positions_[j - 1];
+    p.unary_correct += block.unary_correct[j - 1] != 0;
+    p.covered += block.covered[j - 1] != 0;
+    p.tf_correct += block.tf_correct[j - 1] != 0;
+  }
+  if (n == exists) {
+    ++first_miss_.all_accepted;
+  } else if (block.covered[n] == 0) {
+    ++first_miss_.coverage_miss;
+  } else {
+    ++first_miss_.ranking_error;
+  }
+  near_ties_ += block.near_ties;
 }
 
 EvalResult MetricsAccumulator::Finish(Mode mode) const {
@@ -86,6 +121,15 @@ EvalResult MetricsAccumulator::Finish(Mode mode) const {
     p.acceptance = Ratio(static_cast<double>(p.accepted), p.counted);
     p.conditional = Ratio(static_cast<double>(p.accepted), p.conditional_counted);
     p.mean_cross_entropy = Ratio(ce_sum_[j], p.cross_entropy_counted);
+    p.unary_accuracy = Ratio(static_cast<double>(p.unary_correct), p.counted);
+    p.coverage = Ratio(static_cast<double>(p.covered), p.counted);
+    p.tf_accuracy = Ratio(static_cast<double>(p.tf_correct), p.covered);
+  }
+  if (dflash2_) {
+    r.unary_accept_length_pooled = Ratio(static_cast<double>(unary_accept_sum_), blocks_);
+    r.oracle_accept_length_pooled = Ratio(static_cast<double>(oracle_accept_sum_), blocks_);
+    r.first_miss = first_miss_;
+    r.selector_near_ties = near_ties_;
   }
   double tau_sum = 0;
   r.per_sample = samples_;

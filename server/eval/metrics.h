@@ -19,6 +19,14 @@ struct BlockOutcome {
   int64_t anchor = 0;
   std::vector<uint8_t> correct;
   std::vector<float> cross_entropy;
+  // >= 0: the accept value is min(n + 1, accept_cap) (zlab-current replay:
+  // L' - s - 1); -1: n + 1.
+  int64_t accept_cap = -1;
+  // DFlash 2 (empty for DFlash 1), same length as `correct`: the unary
+  // argmax matched, the label was among the candidates, the teacher-forced
+  // selector chose it; and the block's near-tie count.
+  std::vector<uint8_t> unary_correct, covered, tf_correct;
+  int64_t near_ties = 0;
 };
 
 class MetricsAccumulator {
@@ -34,6 +42,8 @@ class MetricsAccumulator {
 
   // n = leading matches of a block.
   static int64_t LeadingMatches(const std::vector<uint8_t>& correct);
+  // The accept value of a block with n leading matches (see BlockOutcome).
+  static int64_t AcceptValue(int64_t n, int64_t accept_cap);
 
   // per_sample lists every registered sample in BeginSample order, including
   // those without blocks; EvalResult::samples and tau count only samples with
@@ -50,6 +60,10 @@ class MetricsAccumulator {
   std::vector<SampleSummary> samples_;  // in BeginSample order
   std::unordered_map<int64_t, size_t> sample_slot_;  // sample -> samples_ index
   int64_t blocks_ = 0, tokens_ = 0, accept_sum_ = 0;
+  // DFlash 2.
+  bool dflash2_ = false;
+  int64_t unary_accept_sum_ = 0, oracle_accept_sum_ = 0, near_ties_ = 0;
+  FirstMissSplit first_miss_;
 };
 
 }  // namespace dflash::eval

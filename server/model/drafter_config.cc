@@ -1,6 +1,5 @@
 #include "model/drafter_config.h"
 
-#include <cfenv>
 #include <cmath>
 #include <fstream>
 #include <sstream>
@@ -12,110 +11,22 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/status_macros.h"
+#include "model/config_fields.h"
+#include "model/draft_keys.h"
 
 namespace dflash::model {
 namespace {
 
 using Json = nlohmann::json;
+using config_fields::Missing;
+using config_fields::ReadBool;
+using config_fields::ReadDouble;
+using config_fields::ReadInt;
+using config_fields::ReadString;
+using config_fields::RequireInt;
+using config_fields::RequirePositive;
 
 const char* JsonTypeName(const Json& j) { return j.type_name(); }
-
-// Typed field readers. `where` is the dotted path used in messages
-// ("rope_parameters.factor"). Absent or null fields leave *out untouched and
-// return false.
-absl::StatusOr<bool> ReadInt(const Json& obj, const std::string& key,
-                             const std::string& where, int64_t* out) {
-  auto it = obj.find(key);
-  if (it == obj.end() || it->is_null()) return false;
-  if (!it->is_number_integer()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("config field '", where, "' must be an integer; got ",
-                     JsonTypeName(*it), " ", it->dump()));
-  }
-  *out = it->get<int64_t>();
-  return true;
-}
-
-absl::StatusOr<bool> ReadDouble(const Json& obj, const std::string& key,
-                                const std::string& where, double* out) {
-  auto it = obj.find(key);
-  if (it == obj.end() || it->is_null()) return false;
-  if (!it->is_number()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("config field '", where, "' must be a number; got ",
-                     JsonTypeName(*it), " ", it->dump()));
-  }
-  *out = it->get<double>();
-  return true;
-}
-
-absl::StatusOr<bool> ReadBool(const Json& obj, const std::string& key,
-                              const std::string& where, bool* out) {
-  auto it = obj.find(key);
-  if (it == obj.end() || it->is_null()) return false;
-  if (!it->is_boolean()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("config field '", where, "' must be a boolean; got ",
-                     JsonTypeName(*it), " ", it->dump()));
-  }
-  *out = it->get<bool>();
-  return true;
-}
-
-absl::StatusOr<bool> ReadString(const Json& obj, const std::string& key,
-                                const std::string& where, std::string* out) {
-  auto it = obj.find(key);
-  if (it == obj.end() || it->is_null()) return false;
-  if (!it->is_string()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("config field '", where, "' must be a string; got ",
-                     JsonTypeName(*it), " ", it->dump()));
-  }
-  *out = it->get<std::string>();
-  return true;
-}
-
-absl::Status Missing(const std::string& where) {
-  return absl::InvalidArgumentError(
-      absl::StrCat("config field '", where, "' is missing"));
-}
-
-absl::Status RequireInt(const Json& obj, const std::string& key,
-                        const std::string& where, int64_t* out) {
-  ASSIGN_OR_RETURN(bool found, ReadInt(obj, key, where, out));
-  if (!found) return Missing(where);
-  return absl::OkStatus();
-}
-
-absl::Status RequirePositive(const std::string& where, int64_t v) {
-  if (v <= 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("config field '", where, "' must be positive; got ", v));
-  }
-  return absl::OkStatus();
-}
-
-// z-lab's build_target_layer_ids (Python round: half to even).
-std::vector<int> ZLabTargetLayerIds(int64_t num_target_layers,
-                                    int64_t num_draft_layers) {
-  if (num_draft_layers == 1) {
-    return {static_cast<int>(num_target_layers / 2)};
-  }
-  const int64_t start = 1;
-  const int64_t end = num_target_layers - 3;
-  const int64_t span = end - start;
-  std::vector<int> ids;
-  const int saved = std::fegetround();
-  std::fesetround(FE_TONEAREST);
-  for (int64_t i = 0; i < num_draft_layers; ++i) {
-    const double v = static_cast<double>(start) +
-                     static_cast<double>(i * span) /
-                         static_cast<double>(num_draft_layers - 1);
-    ids.push_back(static_cast<int>(std::nearbyint(v)));
-  }
-  std::fesetround(saved);
-  return ids;
-}
 
 // Reads the rope block: 5.x `rope_parameters` or 4.x `rope_theta` +
 // `rope_scaling`. Resolves HF's yarn conventions into `RopeConfig` so that
@@ -314,21 +225,25 @@ absl::Status ParseLayerTypes(const Json& root, DrafterConfig& cfg) {
             "' (known: full_attention, sliding_attention)"));
       }
     }
-  } else {
-    // Qwen2 convention: layers >= max_window_layers slide when enabled.
-    bool use_sliding = false;
-    ASSIGN_OR_RETURN(bool has_use,
-                     ReadBool(root, "use_sliding_window", "use_sliding_window",
-                              &use_sliding));
-    if (has_use && use_sliding) {
-      int64_t max_window_layers = 0;
-      RETURN_IF_ERROR(ReadInt(root, "max_window_layers", "max_window_layers",
-                              &max_window_layers).status());
-      for (int64_t i = max_window_layers; i < n; ++i) cfg.sliding[i] = true;
-    }
+  }
+  // Qwen3Config: use_sliding_window false sets sliding_window to none, so
+  // no layer has a window; without layer_types, layers >= max_window_layers
+  // slide when it is true (Qwen2 convention).
+  bool use_sliding = true;
+  ASSIGN_OR_RETURN(bool has_use,
+                   ReadBool(root, "use_sliding_window", "use_sliding_window", &use_sliding));
+  cfg.use_sliding_window = !has_use || use_sliding;
+  if ((lt == root.end() || lt->is_null()) && has_use && use_sliding) {
+    int64_t max_window_layers = 0;
+    RETURN_IF_ERROR(ReadInt(root, "max_window_layers", "max_window_layers",
+                            &max_window_layers).status());
+    for (int64_t i = max_window_layers; i < n; ++i) cfg.sliding[i] = true;
   }
   RETURN_IF_ERROR(ReadInt(root, "sliding_window", "sliding_window",
                           &cfg.sliding_window).status());
+  bool is_causal = false;
+  ASSIGN_OR_RETURN(bool has_causal, ReadBool(root, "is_causal", "is_causal", &is_causal));
+  if (has_causal) cfg.is_causal = is_causal;
   bool any_sliding = false;
   for (bool s : cfg.sliding) any_sliding |= s;
   if (any_sliding && cfg.sliding_window <= 0) {
@@ -337,85 +252,6 @@ absl::Status ParseLayerTypes(const Json& root, DrafterConfig& cfg) {
         "sliding_attention; got ", cfg.sliding_window));
   }
   if (!any_sliding) cfg.sliding_window = 0;
-  return absl::OkStatus();
-}
-
-absl::Status ParseDFlash(const Json& root, DrafterConfig& cfg) {
-  const Json empty = Json::object();
-  const Json* dc = &empty;
-  auto it = root.find("dflash_config");
-  if (it != root.end() && !it->is_null()) {
-    if (!it->is_object()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("config field 'dflash_config' must be an object; got ",
-                       JsonTypeName(*it)));
-    }
-    dc = &*it;
-  }
-  // block_size: top level wins over dflash_config.
-  ASSIGN_OR_RETURN(bool has_b,
-                   ReadInt(root, "block_size", "block_size", &cfg.block_size));
-  if (!has_b) {
-    ASSIGN_OR_RETURN(has_b, ReadInt(*dc, "block_size", "dflash_config.block_size",
-                                    &cfg.block_size));
-  }
-  if (!has_b) {
-    cfg.block_size = 16;
-    cfg.warnings.push_back(
-        "block_size absent (neither top level nor dflash_config); using 16");
-  }
-  RETURN_IF_ERROR(RequirePositive("block_size", cfg.block_size));
-
-  ASSIGN_OR_RETURN(bool has_mask,
-                   ReadInt(*dc, "mask_token_id", "dflash_config.mask_token_id",
-                           &cfg.mask_token_id));
-  if (!has_mask) return Missing("dflash_config.mask_token_id");
-  if (cfg.mask_token_id < 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "config field 'dflash_config.mask_token_id' must be >= 0; got ",
-        cfg.mask_token_id));
-  }
-
-  ASSIGN_OR_RETURN(bool has_nt,
-                   ReadInt(root, "num_target_layers", "num_target_layers",
-                           &cfg.num_target_layers));
-  auto ids = dc->find("target_layer_ids");
-  if (ids != dc->end() && !ids->is_null()) {
-    if (!ids->is_array()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "config field 'dflash_config.target_layer_ids' must be an array of "
-          "integers; got ", JsonTypeName(*ids)));
-    }
-    if (ids->empty()) {
-      return absl::InvalidArgumentError(
-          "config field 'dflash_config.target_layer_ids' is empty");
-    }
-    for (size_t i = 0; i < ids->size(); ++i) {
-      const Json& e = (*ids)[i];
-      if (!e.is_number_integer() || e.get<int64_t>() < 0) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "config field 'dflash_config.target_layer_ids[", i,
-            "]' must be a non-negative integer; got ", e.dump()));
-      }
-      cfg.target_layer_ids.push_back(static_cast<int>(e.get<int64_t>()));
-    }
-    return absl::OkStatus();
-  }
-  if (!has_nt) {
-    return absl::InvalidArgumentError(
-        "config field 'dflash_config.target_layer_ids' is missing, and "
-        "'num_target_layers' is missing too (cannot apply z-lab's fallback)");
-  }
-  RETURN_IF_ERROR(RequirePositive("num_target_layers", cfg.num_target_layers));
-  cfg.target_layer_ids =
-      ZLabTargetLayerIds(cfg.num_target_layers, cfg.num_hidden_layers);
-  cfg.target_layer_ids_guessed = true;
-  cfg.warnings.push_back(absl::StrCat(
-      "dflash_config.target_layer_ids is missing; GUESSED [",
-      absl::StrJoin(cfg.target_layer_ids, ", "),
-      "] with z-lab's build_target_layer_ids(num_target_layers=",
-      cfg.num_target_layers, ", num_hidden_layers=", cfg.num_hidden_layers,
-      "); check these against the layers the drafter was trained on"));
   return absl::OkStatus();
 }
 
@@ -488,7 +324,11 @@ absl::StatusOr<DrafterConfig> ParseDrafterConfig(const std::string& json_text) {
   }
   RETURN_IF_ERROR(ParseRope(root, cfg));
   RETURN_IF_ERROR(ParseLayerTypes(root, cfg));
-  RETURN_IF_ERROR(ParseDFlash(root, cfg));
+  RETURN_IF_ERROR(ReadInt(root, "num_target_layers", "num_target_layers",
+                          &cfg.num_target_layers).status());
+  RETURN_IF_ERROR(internal::ParseFamily(root, cfg));
+  RETURN_IF_ERROR(internal::ParseDraftKeys(root, cfg));
+  RETURN_IF_ERROR(internal::CheckTopLevelKeys(root, cfg));
   return cfg;
 }
 
@@ -505,6 +345,40 @@ absl::StatusOr<DrafterConfig> ParseDrafterConfigFile(const std::string& path) {
   return cfg;
 }
 
+const char* FamilyName(DrafterFamily f) {
+  return f == DrafterFamily::kDFlash2 ? "DFlash 2" : "DFlash 1";
+}
+
+std::vector<std::string> DescribeDraftKeys(const DrafterConfig& c) {
+  std::vector<std::string> out;
+  out.push_back(absl::StrCat("family ", FamilyName(c.family), " (",
+                             c.is_dflash2() ? "DFlash2DraftModel" : "DFlashDraftModel", ")"));
+  for (const DraftKey& k : c.draft_keys) {
+    out.push_back(absl::StrCat("draft key ", k.key, " = ", k.value, " (", k.source, ")"));
+  }
+  // Attention per layer under the default semantics (zlab-current).
+  std::vector<std::string> layers;
+  for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
+    const bool sliding = c.sliding[i];
+    const bool causal = c.is_causal.has_value() ? *c.is_causal : sliding;
+    const bool window = sliding && c.sliding_window > 0;
+    layers.push_back(absl::StrCat(i, " ", sliding ? "sliding" : "full",
+                                  window ? absl::StrCat(" W=", c.sliding_window) : "",
+                                  causal ? " causal" : " bidirectional"));
+  }
+  out.push_back(absl::StrCat(
+      "attention inside the block (zlab-current): ", absl::StrJoin(layers, "; "),
+      c.is_causal.has_value() ? absl::StrCat(" (is_causal ", *c.is_causal ? "true" : "false",
+                                             ")")
+                              : " (is_causal absent: sliding layers causal)",
+      c.use_sliding_window ? "" : "; use_sliding_window false: no window"));
+  if (!c.skipped_keys.empty()) {
+    out.push_back(absl::StrCat("keys known not to change the computation, not used: ",
+                               absl::StrJoin(c.skipped_keys, ", ")));
+  }
+  return out;
+}
+
 std::string DescribeConfig(const DrafterConfig& c) {
   int64_t n_sliding = 0;
   for (bool s : c.sliding) n_sliding += s ? 1 : 0;
@@ -515,12 +389,22 @@ std::string DescribeConfig(const DrafterConfig& c) {
                          n_full, " full")
           : absl::StrCat(n_full, " full");
   std::string out = absl::StrCat(
-      c.num_hidden_layers, " layers (", layers, "), H=", c.hidden_size, ", ",
+      FamilyName(c.family), ", ", c.num_hidden_layers, " layers (", layers, "), H=", c.hidden_size, ", ",
       c.num_attention_heads, "/", c.num_key_value_heads, " heads x ",
       c.head_dim, ", I=", c.intermediate_size, ", B=", c.block_size,
       ", target layers [", absl::StrJoin(c.target_layer_ids, ", "), "]",
-      c.target_layer_ids_guessed ? " (GUESSED)" : "", ", mask ",
-      c.mask_token_id);
+      ", mask ", c.mask_token_id);
+  if (c.is_dflash2()) {
+    absl::StrAppend(&out, ", conv K=", c.conv_kernel_size, " gs=", c.conv_group_size,
+                    ", selector r=", c.selector_rank, " k=", c.selector_top_k);
+  }
+  if (c.input_embedding_scale != 1.0) {
+    absl::StrAppend(&out, ", input scale ", c.input_embedding_scale);
+  }
+  if (c.output_multiplier != 1.0) absl::StrAppend(&out, ", output x", c.output_multiplier);
+  if (c.final_logit_softcapping > 0) {
+    absl::StrAppend(&out, ", softcap ", c.final_logit_softcapping);
+  }
   if (c.rope.type != "default") {
     absl::StrAppend(&out, ", rope ", c.rope.type, " x", c.rope.factor);
   }

@@ -1,12 +1,17 @@
 // File: drafter_config.h
 // A DFlash drafter's config.json as a typed struct. Accepts the transformers
 // 4.x spellings (rope_theta + rope_scaling, torch_dtype) and the 5.x ones
-// (rope_parameters, dtype); see shared/reference/dflash-semantics.md §1.
+// (rope_parameters, dtype); see shared/reference/dflash-semantics.md §1 and,
+// for DFlash 2 and the draft keys z-lab added, dflash2-semantics.md §1.
+// No key is ignored silently: every key is implemented, refused by name, on
+// a list of keys known not to change the computation, or reported as a
+// warning (unknown top-level keys).
 //
 //   ASSIGN_OR_RETURN(DrafterConfig cfg, ParseDrafterConfigFile(path));
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,7 +33,21 @@ struct RopeConfig {
   double attention_factor = 0.0;  // 0 = derived (0.1 * ln(factor) + 1)
 };
 
+enum class DrafterFamily { kDFlash1, kDFlash2 };
+
+// "DFlash 1" / "DFlash 2".
+const char* FamilyName(DrafterFamily f);
+
+// One draft key as read: the value and where it came from ("dflash_config",
+// "top level" or "default"), for the validate report.
+struct DraftKey {
+  std::string key;
+  std::string value;
+  std::string source;
+};
+
 struct DrafterConfig {
+  DrafterFamily family = DrafterFamily::kDFlash1;  // from `architectures`
   int64_t hidden_size = 0;           // H
   int64_t num_attention_heads = 0;   // nh
   int64_t num_key_value_heads = 0;   // nkv
@@ -40,17 +59,37 @@ struct DrafterConfig {
   RopeConfig rope;
   std::vector<bool> sliding;         // per layer: true = sliding_attention
   int64_t sliding_window = 0;        // W (0 = none)
+  // Top-level is_causal: absent = sliding layers causal, full layers
+  // bidirectional (zlab-current); true/false = every layer.
+  std::optional<bool> is_causal;
+  // use_sliding_window false: no layer has a window (the layer types still
+  // decide causality under zlab-current).
+  bool use_sliding_window = true;
   int64_t block_size = 16;           // B
   std::vector<int> target_layer_ids; // K ids, in order
-  bool target_layer_ids_guessed = false;  // filled by z-lab's formula; warn
   int64_t mask_token_id = -1;
+  // Draft keys of DFlash 1 and 2 (dflash_config first, then top level).
+  double input_embedding_scale = 1.0;  // multiplies the block's embeddings
+  double output_multiplier = 1.0;      // multiplies the lm_head logits
+  double final_logit_softcapping = 0;  // c > 0: logits = c * tanh(logits / c)
+  // DFlash 2 only (0 for DFlash 1).
+  int64_t conv_kernel_size = 0;        // K taps
+  int64_t conv_group_size = 0;         // gs channels per dynamic coefficient
+  int64_t selector_rank = 0;           // r
+  int64_t selector_top_k = 0;          // k candidates per slot
+  std::vector<DraftKey> draft_keys;    // every draft key, in reading order
+  std::vector<std::string> skipped_keys;  // present, known not to matter
   int64_t num_target_layers = 0;
   int64_t vocab_size = 0;            // informational; the target decides
   std::string dtype;                 // stored dtype as written ("bfloat16")
-  std::vector<std::string> warnings; // e.g. the guessed target_layer_ids
+  std::vector<std::string> warnings; // e.g. unknown top-level keys
 
   int64_t num_target_features() const {
     return static_cast<int64_t>(target_layer_ids.size());
+  }
+  bool is_dflash2() const { return family == DrafterFamily::kDFlash2; }
+  int64_t conv_groups() const {
+    return conv_group_size > 0 ? hidden_size / conv_group_size : 0;
   }
 };
 
@@ -60,6 +99,10 @@ absl::StatusOr<DrafterConfig> ParseDrafterConfig(const std::string& json_text);
 
 // Reads and parses a file; NotFound when absent, errors prefixed with the path.
 absl::StatusOr<DrafterConfig> ParseDrafterConfigFile(const std::string& path);
+
+// Report lines: the family and every draft key with its value and source
+// ("draft key block_size = 16 (dflash_config)").
+std::vector<std::string> DescribeDraftKeys(const DrafterConfig& config);
 
 // One line: "5 layers (4 sliding W=2048, 1 full), H=5120, 32/8 heads x 128,
 // I=17408, B=16, target layers [1, 16, 31, 46, 61], mask 248077".

@@ -1,6 +1,7 @@
 // DrafterModel::ForwardBlocks: many draft blocks in one pass
-// (dflash-semantics §4). Every block attends, non-causally, to the context
-// keys of its sequence before its anchor plus its own B slots.
+// (dflash-semantics §4, dflash2-semantics §3). Every block attends to the
+// context keys of its sequence before its anchor plus its own slots, under
+// its layer's AttentionRule (causal or not inside the block, a window).
 //
 // Context keys/values are shared: blocks reading the same sequence are folded
 // into the row dimension of one matmul against that sequence's K/V, so the
@@ -8,15 +9,17 @@
 // sequence (replay mode), the K/V rows are gathered once and one batched
 // matmul serves all blocks.
 //
-// Sliding layers mask key k for a query at position p when p - k >= W,
-// applied uniformly to context and block keys (block keys are within B-1 of
-// every query, so for W >= B only context keys are affected). This matches
-// flash / sdpa backends; the reference eager path applies no window, which
-// agrees for contexts shorter than W.
+// Windows mask key k for a query at position p when p - k >= W (and, for a
+// two-sided window, k - p >= W), applied per query to context and block keys
+// alike. A block shorter than B (lengths) hides its missing slots from its
+// real queries; the missing slots' own rows are computed and discarded (they
+// still see themselves, so nothing is NaN), and DFlash 2's taps only reach
+// back, so they never feed a real row.
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <map>
+#include <tuple>
 #include <vector>
 
 #include <ATen/ATen.h>
@@ -29,23 +32,12 @@
 #include "common/torch_guard.h"
 #include "model/drafter_model.h"
 #include "model/rope.h"
+#include "model/tensor_ops.h"
 
 namespace dflash::model {
 namespace {
 
 constexpr double kNegInf = -std::numeric_limits<double>::infinity();
-
-// Same as in drafter_model.cc: HF Qwen3RMSNorm.
-at::Tensor Norm(const at::Tensor& x, const at::Tensor& w, double eps) {
-  at::Tensor h = x.to(at::kFloat);
-  at::Tensor var = h.pow(2).mean(-1, /*keepdim=*/true);
-  h = h * at::rsqrt(var + eps);
-  return w * h.to(x.scalar_type());
-}
-
-at::Tensor Lin(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b) {
-  return b.defined() ? at::linear(x, w, b) : at::linear(x, w);
-}
 
 // [G, nbpg, ...rest] <-> [G, nkv, nbpg * rows, last]: blocks of one group
 // folded into the row dimension of each kv head.
@@ -71,6 +63,33 @@ struct Group {
   at::Tensor full_mask;   // [ng, 1, 1, B, lc] bool, true = masked
   at::Tensor slide_mask;  // same, with the window
 };
+
+// In-block key mask of one rule: [nbm, 1, 1, B, B] (true = masked; nbm = nb
+// with lengths, else 1), or undefined when nothing is masked.
+at::Tensor BlockMask(const AttentionRule& rule, const at::Tensor& lengths, int64_t B,
+                     const at::TensorOptions& lopt) {
+  const at::Tensor i = at::arange(B, lopt).unsqueeze(1);  // query slot
+  const at::Tensor j = at::arange(B, lopt).unsqueeze(0);  // key slot
+  at::Tensor m = at::zeros({B, B}, lopt.dtype(at::kBool));
+  if (rule.causal) m = m | (j > i);
+  if (rule.window > 0) {
+    m = m | ((i - j) >= rule.window);
+    if (rule.two_sided) m = m | ((j - i) >= rule.window);
+  }
+  if (lengths.defined()) {
+    const at::Tensor len = lengths.view({-1, 1, 1});
+    m = m.unsqueeze(0) | ((j.unsqueeze(0) >= len) & (i.unsqueeze(0) < len));
+    return m.view({-1, 1, 1, B, B});
+  }
+  if (!m.any().item<bool>()) return at::Tensor();
+  return m.view({1, 1, 1, B, B});
+}
+
+// Rows of a per-block mask for one group (a shared mask passes through).
+at::Tensor ForGroup(const at::Tensor& mask, const at::Tensor& idx) {
+  if (!mask.defined() || mask.size(0) == 1 || !idx.defined()) return mask;
+  return mask.index_select(0, idx);
+}
 
 // Scores, masks, fp32 softmax and weighted sum for one group.
 // q: [ng, nkv, g*B, d]; kb, vb: [ng, nkv, B, d]. Returns [ng, nkv, g*B, d].
@@ -108,9 +127,22 @@ at::Tensor Attend(const at::Tensor& q, const at::Tensor& kb, const at::Tensor& v
 
 }  // namespace
 
+std::vector<AttentionRule> AttentionRules(const DrafterConfig& c, Semantics semantics) {
+  std::vector<AttentionRule> rules(c.num_hidden_layers);
+  for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
+    const bool sliding = c.sliding[i];
+    AttentionRule& r = rules[i];
+    r.window = sliding ? c.sliding_window : 0;  // 0 when use_sliding_window is false
+    if (semantics == Semantics::kZlab2025) continue;  // bidirectional, one-sided window
+    r.causal = c.is_causal.has_value() ? *c.is_causal : sliding;
+    r.two_sided = !r.causal;
+  }
+  return rules;
+}
+
 absl::StatusOr<at::Tensor> DrafterModel::ForwardBlocks(
     const at::Tensor& x0, const at::Tensor& anchors, const at::Tensor& seq,
-    const ContextCache& context) const {
+    const ContextCache& context, const BlockOptions& options) const {
   const DrafterConfig& c = config_;
   const c10::ScalarType dtype = fc_.scalar_type();
   // Blocks may be shorter than the drafter's block_size (a B=16 drafter
@@ -133,7 +165,8 @@ absl::StatusOr<at::Tensor> DrafterModel::ForwardBlocks(
   }
   const int64_t nb = x0.size(0);
   for (const auto& [t, name] : {std::pair<const at::Tensor*, const char*>{&anchors, "anchors"},
-                                {&seq, "seq"}}) {
+                                {&seq, "seq"}, {&options.lengths, "lengths"}}) {
+    if (t == &options.lengths && !t->defined()) continue;
     if (!t->defined() || t->dim() != 1 || t->size(0) != nb ||
         !at::isIntegralType(t->scalar_type(), /*includeBool=*/false)) {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -151,6 +184,18 @@ absl::StatusOr<at::Tensor> DrafterModel::ForwardBlocks(
                      return std::make_pair(anchors.to(at::kCPU, at::kLong).contiguous(),
                                            seq.to(at::kCPU, at::kLong).contiguous());
                    }));
+  if (options.lengths.defined()) {
+    ASSIGN_OR_RETURN(at::Tensor len, TorchGuard("reading block lengths", [&] {
+                       return options.lengths.to(at::kCPU, at::kLong).contiguous();
+                     }));
+    const int64_t* l_ptr = len.data_ptr<int64_t>();
+    for (int64_t b = 0; b < nb; ++b) {
+      if (l_ptr[b] < 1 || l_ptr[b] > B) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "block ", b, " has length ", l_ptr[b], "; expected 1..", B));
+      }
+    }
+  }
   const int64_t* a_ptr = host.first.data_ptr<int64_t>();
   const int64_t* s_ptr = host.second.data_ptr<int64_t>();
   std::map<int64_t, std::vector<int64_t>> by_seq;
@@ -180,9 +225,12 @@ absl::StatusOr<at::Tensor> DrafterModel::ForwardBlocks(
     auto [cos, sin] = RopeCosSin(pos, inv_freq_, attention_scaling_, dtype);
     cos = cos.unsqueeze(2);  // [nb, B, 1, d]
     sin = sin.unsqueeze(2);
-    bool any_sliding = false;
-    for (bool s : c.sliding) any_sliding |= s;
+    const std::vector<AttentionRule> rules = AttentionRules(c, options.semantics);
+    bool any_window = false;
+    for (const AttentionRule& r : rules) any_window |= r.window > 0;
     const int64_t W = c.sliding_window;
+    const at::Tensor lengths =
+        options.lengths.defined() ? options.lengths.to(x0.device(), at::kLong) : at::Tensor();
 
     // Groups and their context masks, shared by all layers.
     auto make_masks = [&](Group& grp, const at::Tensor& a) {  // a: [ng]
@@ -191,7 +239,7 @@ absl::StatusOr<at::Tensor> DrafterModel::ForwardBlocks(
       at::Tensor full = (key.view({1, 1, -1}) >= a.view({-1, 1, 1}))
                             .expand({grp.ng, B, grp.lc});
       grp.full_mask = full.reshape({grp.ng, 1, 1, B, grp.lc});
-      if (any_sliding) {
+      if (any_window) {
         at::Tensor win = (p.unsqueeze(2) - key.view({1, 1, -1})) >= W;
         grp.slide_mask = (full | win).view({grp.ng, 1, 1, B, grp.lc});
       }
@@ -215,23 +263,37 @@ absl::StatusOr<at::Tensor> DrafterModel::ForwardBlocks(
         groups.push_back(std::move(grp));
       }
     }
-    at::Tensor blk_mask;  // [B, B] j - j' >= W, only if W < B
-    if (any_sliding && W < B) {
-      blk_mask = ((j.unsqueeze(1) - j.unsqueeze(0)) >= W).view({1, 1, 1, B, B});
+    // In-block masks, one per distinct rule.
+    std::vector<at::Tensor> blk_masks(rules.size());
+    for (size_t li = 0; li < rules.size(); ++li) {
+      size_t same = 0;
+      while (same < li && (rules[same].causal != rules[li].causal ||
+                           rules[same].window != rules[li].window ||
+                           rules[same].two_sided != rules[li].two_sided)) {
+        ++same;
+      }
+      blk_masks[li] = same < li ? blk_masks[same] : BlockMask(rules[li], lengths, B, lopt);
     }
+    const bool dflash2 = c.is_dflash2();
 
     at::Tensor x = x0;
     for (int64_t li = 0; li < c.num_hidden_layers; ++li) {
       const Layer& l = layers_[li];
-      const bool sliding = c.sliding[li];
-      at::Tensor y = Norm(x, l.input_norm, c.rms_norm_eps);
-      at::Tensor q = Norm(Lin(y, l.wq, l.bq).view({nb, B, nh, d}), l.q_norm,
-                          c.rms_norm_eps);
+      const bool windowed = rules[li].window > 0;
+      const at::Tensor& blk_mask = blk_masks[li];
+      at::Tensor y = RmsNorm(x, l[kInputNorm], c.rms_norm_eps);
+      at::Tensor d_attn;  // DFlash 2: the attention conv's side-1 coefficients
+      if (dflash2) {
+        std::tie(y, d_attn) =
+            DynamicConv{l[kAttnConvBase], l[kAttnConvProj], c.conv_group_size}.Prepare(y);
+      }
+      at::Tensor q = RmsNorm(Linear(y, l[kWq], l[kBq]).view({nb, B, nh, d}), l[kQNorm],
+                             c.rms_norm_eps);
       q = ApplyRope(q, cos, sin);
-      at::Tensor kb = Norm(Lin(y, l.wk, l.bk).view({nb, B, nkv, d}), l.k_norm,
-                           c.rms_norm_eps);
+      at::Tensor kb = RmsNorm(Linear(y, l[kWk], l[kBk]).view({nb, B, nkv, d}), l[kKNorm],
+                              c.rms_norm_eps);
       kb = ApplyRope(kb, cos, sin).permute({0, 2, 1, 3});        // [nb, nkv, B, d]
-      at::Tensor vb = Lin(y, l.wv, l.bv).view({nb, B, nkv, d}).permute({0, 2, 1, 3});
+      at::Tensor vb = Linear(y, l[kWv], l[kBv]).view({nb, B, nkv, d}).permute({0, 2, 1, 3});
       // Query head h = kv_head * g + i, as HF's repeat_kv.
       q = q.view({nb, B, nkv, g, d}).permute({0, 2, 3, 1, 4})
               .reshape({nb, nkv, g * B, d});
@@ -245,8 +307,8 @@ absl::StatusOr<at::Tensor> DrafterModel::ForwardBlocks(
           kc = ck.narrow(1, 0, grp.lc).index_select(0, grp.seq_idx).permute({0, 2, 1, 3});
           vc = cv.narrow(1, 0, grp.lc).index_select(0, grp.seq_idx).permute({0, 2, 1, 3});
         }
-        attn = Attend(q, kb, vb, kc, vc, sliding ? grp.slide_mask : grp.full_mask,
-                      sliding ? blk_mask : at::Tensor(), g, scale);
+        attn = Attend(q, kb, vb, kc, vc, windowed ? grp.slide_mask : grp.full_mask, blk_mask,
+                      g, scale);
       } else {
         attn = at::empty_like(q);
         for (const Group& grp : groups) {
@@ -257,19 +319,32 @@ absl::StatusOr<at::Tensor> DrafterModel::ForwardBlocks(
           }
           at::Tensor out = Attend(q.index_select(0, grp.idx), kb.index_select(0, grp.idx),
                                   vb.index_select(0, grp.idx), kc, vc,
-                                  sliding ? grp.slide_mask : grp.full_mask,
-                                  sliding ? blk_mask : at::Tensor(), g, scale);
+                                  windowed ? grp.slide_mask : grp.full_mask,
+                                  ForGroup(blk_mask, grp.idx), g, scale);
           attn.index_copy_(0, grp.idx, out);
         }
       }
       attn = attn.view({nb, nkv, g, B, d}).permute({0, 3, 1, 2, 4})
                  .reshape({nb, B, nh * d});
-      x = x + Lin(attn, l.wo, l.bo);
-      at::Tensor h = Norm(x, l.post_norm, c.rms_norm_eps);
-      x = x + at::linear(at::silu(at::linear(h, l.gate)) * at::linear(h, l.up),
-                         l.down);
+      at::Tensor a = Linear(attn, l[kWo], l[kBo]);
+      if (dflash2) {
+        a = DynamicConv{l[kAttnConvBase], l[kAttnConvProj], c.conv_group_size}.Finish(a, d_attn);
+      }
+      x = x + a;
+      at::Tensor h = RmsNorm(x, l[kPostNorm], c.rms_norm_eps);
+      at::Tensor d_mlp;
+      if (dflash2) {
+        std::tie(h, d_mlp) =
+            DynamicConv{l[kMlpConvBase], l[kMlpConvProj], c.conv_group_size}.Prepare(h);
+      }
+      at::Tensor f = at::linear(at::silu(at::linear(h, l[kGate])) * at::linear(h, l[kUp]),
+                                l[kDown]);
+      if (dflash2) {
+        f = DynamicConv{l[kMlpConvBase], l[kMlpConvProj], c.conv_group_size}.Finish(f, d_mlp);
+      }
+      x = x + f;
     }
-    return Norm(x, norm_, c.rms_norm_eps);
+    return RmsNorm(x, norm_, c.rms_norm_eps);
   });
 }
 

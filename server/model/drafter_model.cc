@@ -16,6 +16,7 @@
 #include "common/torch_guard.h"
 #include "model/drafter_schema.h"
 #include "model/rope.h"
+#include "model/tensor_ops.h"
 
 namespace dflash::model {
 namespace {
@@ -25,18 +26,6 @@ std::string ShapeStr(at::IntArrayRef shape) {
 }
 
 std::string DTypeStr(c10::ScalarType t) { return c10::toString(t); }
-
-// HF Qwen3RMSNorm: fp32 statistics, cast back, then weight * x.
-at::Tensor RmsNorm(const at::Tensor& x, const at::Tensor& w, double eps) {
-  at::Tensor h = x.to(at::kFloat);
-  at::Tensor var = h.pow(2).mean(-1, /*keepdim=*/true);
-  h = h * at::rsqrt(var + eps);
-  return w * h.to(x.scalar_type());
-}
-
-at::Tensor Linear(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b) {
-  return b.defined() ? at::linear(x, w, b) : at::linear(x, w);
-}
 
 }  // namespace
 
@@ -116,28 +105,21 @@ absl::StatusOr<DrafterModel> DrafterModel::Create(
     auto it = weights.find(name);
     return it == weights.end() ? at::Tensor() : it->second;
   };
-  m.fc_ = take("fc.weight");
-  m.hidden_norm_ = take("hidden_norm.weight");
-  m.norm_ = take("norm.weight");
+  m.fc_ = take(kFcWeight);
+  m.hidden_norm_ = take(kHiddenNorm);
+  m.norm_ = take(kFinalNorm);
   for (int64_t i = 0; i < m.config_.num_hidden_layers; ++i) {
-    const std::string p = absl::StrCat("layers.", i, ".");
     Layer l;
-    l.input_norm = take(p + "input_layernorm.weight");
-    l.post_norm = take(p + "post_attention_layernorm.weight");
-    l.wq = take(p + "self_attn.q_proj.weight");
-    l.wk = take(p + "self_attn.k_proj.weight");
-    l.wv = take(p + "self_attn.v_proj.weight");
-    l.wo = take(p + "self_attn.o_proj.weight");
-    l.bq = take(p + "self_attn.q_proj.bias");
-    l.bk = take(p + "self_attn.k_proj.bias");
-    l.bv = take(p + "self_attn.v_proj.bias");
-    l.bo = take(p + "self_attn.o_proj.bias");
-    l.q_norm = take(p + "self_attn.q_norm.weight");
-    l.k_norm = take(p + "self_attn.k_norm.weight");
-    l.gate = take(p + "mlp.gate_proj.weight");
-    l.up = take(p + "mlp.up_proj.weight");
-    l.down = take(p + "mlp.down_proj.weight");
+    for (int t = 0; t < kNumLayerTensors; ++t) {
+      l[t] = take(LayerTensorName(i, static_cast<LayerTensor>(t)));
+    }
     m.layers_.push_back(std::move(l));
+  }
+  if (m.config_.is_dflash2()) {
+    m.selector_.projection = take(kSelectorProjection);
+    m.selector_.predecessor = take(kPredecessorCodebook);
+    m.selector_.successor = take(kSuccessorCodebook);
+    m.selector_.top_k = m.config_.selector_top_k;
   }
   m.attention_scaling_ = rope.attention_scaling;
   ASSIGN_OR_RETURN(m.inv_freq_, TorchGuard("moving rope tables", [&] {
@@ -155,12 +137,11 @@ int64_t DrafterModel::bytes() const {
   add(hidden_norm_);
   add(norm_);
   for (const Layer& l : layers_) {
-    for (const at::Tensor* t :
-         {&l.input_norm, &l.post_norm, &l.wq, &l.wk, &l.wv, &l.wo, &l.bq, &l.bk,
-          &l.bv, &l.bo, &l.q_norm, &l.k_norm, &l.gate, &l.up, &l.down}) {
-      add(*t);
-    }
+    for (const at::Tensor& t : l) add(t);
   }
+  add(selector_.projection);
+  add(selector_.predecessor);
+  add(selector_.successor);
   return total;
 }
 
@@ -208,9 +189,9 @@ absl::StatusOr<ContextCache> DrafterModel::EncodeContext(
     sin = sin.unsqueeze(1);
     const int64_t nkv = c.num_key_value_heads, d = c.head_dim;
     for (const Layer& l : layers_) {
-      at::Tensor k = Linear(ctx, l.wk, l.bk).view({S, L, nkv, d});
-      k = ApplyRope(RmsNorm(k, l.k_norm, c.rms_norm_eps), cos, sin);
-      at::Tensor v = Linear(ctx, l.wv, l.bv).view({S, L, nkv, d});
+      at::Tensor k = Linear(ctx, l[kWk], l[kBk]).view({S, L, nkv, d});
+      k = ApplyRope(RmsNorm(k, l[kKNorm], c.rms_norm_eps), cos, sin);
+      at::Tensor v = Linear(ctx, l[kWv], l[kBv]).view({S, L, nkv, d});
       cache.k.push_back(k.contiguous());
       cache.v.push_back(v.contiguous());
     }

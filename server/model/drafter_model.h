@@ -1,5 +1,6 @@
 // File: drafter_model.h
-// The DFlash drafter forward pass (shared/reference/dflash-semantics.md §4),
+// The DFlash drafter forward pass (shared/reference/dflash-semantics.md §4;
+// DFlash 2 and the updated DFlash 1 rules: dflash2-semantics.md §3),
 // batched: many blocks, of one or several sequences, in one call.
 //
 //   ASSIGN_OR_RETURN(DrafterModel m, DrafterModel::Create(cfg, std::move(w)));
@@ -8,6 +9,7 @@
 //   // h: [nb, B, H] after the final norm; logits = h[:, 1:] @ lm_head^T
 #pragma once
 
+#include <array>
 #include <map>
 #include <string>
 #include <vector>
@@ -16,6 +18,8 @@
 
 #include "absl/status/statusor.h"
 #include "model/drafter_config.h"
+#include "model/drafter_schema.h"
+#include "model/semantics.h"
 
 namespace dflash::model {
 
@@ -27,6 +31,36 @@ struct ContextCache {
   std::vector<at::Tensor> v;   // per layer: [S, max_len, nkv, d]
   std::vector<int64_t> lengths;  // per sequence
   int64_t max_len = 0;
+};
+
+// How one layer's block queries see keys (dflash2-semantics §3): causal
+// inside the block or not, and a window W (0 = none) that hides keys with
+// query - key >= W and, when two_sided, key - query >= W.
+struct AttentionRule {
+  bool causal = false;
+  int64_t window = 0;
+  bool two_sided = false;
+};
+
+// Per layer, under the given semantics: zlab-current follows is_causal (absent:
+// sliding layers causal) and use_sliding_window; zlab-2025 is bidirectional
+// everywhere with one-sided windows on sliding layers.
+std::vector<AttentionRule> AttentionRules(const DrafterConfig& config, Semantics semantics);
+
+// Options of one ForwardBlocks call.
+struct BlockOptions {
+  // [nb] int64: block b has lengths[b] <= B slots; slots past it do not
+  // exist (no block query sees them). Undefined: every block has B slots.
+  at::Tensor lengths;
+  Semantics semantics = kDefaultSemantics;
+};
+
+// DFlash 2's candidate selector (dflash2-semantics §3), in the model dtype.
+struct SelectorWeights {
+  at::Tensor projection;   // [r, H]
+  at::Tensor predecessor;  // [V, r]
+  at::Tensor successor;    // [V, r]
+  int64_t top_k = 0;
 };
 
 class DrafterModel {
@@ -55,7 +89,13 @@ class DrafterModel {
   absl::StatusOr<at::Tensor> ForwardBlocks(const at::Tensor& x0,
                                            const at::Tensor& anchors,
                                            const at::Tensor& seq,
-                                           const ContextCache& context) const;
+                                           const ContextCache& context,
+                                           const BlockOptions& options = {}) const;
+
+  // The selector of a DFlash 2 drafter; nullptr for DFlash 1.
+  const SelectorWeights* selector() const {
+    return selector_.projection.defined() ? &selector_ : nullptr;
+  }
 
   // Bytes held by the weights.
   int64_t bytes() const;
@@ -66,17 +106,15 @@ class DrafterModel {
   int64_t fc_in_features() const { return fc_.size(1); }
 
  private:
-  struct Layer {
-    at::Tensor input_norm, post_norm;
-    at::Tensor wq, wk, wv, wo, bq, bk, bv, bo;  // biases undefined unless attention_bias
-    at::Tensor q_norm, k_norm;
-    at::Tensor gate, up, down;
-  };
+  // Indexed by LayerTensor; biases undefined unless attention_bias, convs
+  // undefined unless DFlash 2.
+  using Layer = std::array<at::Tensor, kNumLayerTensors>;
   DrafterModel() = default;
 
   DrafterConfig config_;
   at::Tensor fc_, hidden_norm_, norm_;
   std::vector<Layer> layers_;
+  SelectorWeights selector_;
   at::Tensor inv_freq_;  // fp32 [d/2], rope type applied
   double attention_scaling_ = 1.0;  // yarn mscale on cos/sin
 };

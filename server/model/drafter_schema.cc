@@ -1,41 +1,103 @@
 #include "model/drafter_schema.h"
 
+#include <algorithm>
 #include <string>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 
 namespace dflash::model {
+namespace {
+
+struct LayerTensorRow {
+  const char* suffix;
+  bool bias;     // only with attention_bias
+  bool dflash2;  // only in DFlash 2
+};
+
+// Indexed by LayerTensor.
+constexpr LayerTensorRow kLayerTable[kNumLayerTensors] = {
+    {"input_layernorm.weight", false, false},
+    {"post_attention_layernorm.weight", false, false},
+    {"self_attn.q_proj.weight", false, false},
+    {"self_attn.k_proj.weight", false, false},
+    {"self_attn.v_proj.weight", false, false},
+    {"self_attn.o_proj.weight", false, false},
+    {"self_attn.q_proj.bias", true, false},
+    {"self_attn.k_proj.bias", true, false},
+    {"self_attn.v_proj.bias", true, false},
+    {"self_attn.o_proj.bias", true, false},
+    {"self_attn.q_norm.weight", false, false},
+    {"self_attn.k_norm.weight", false, false},
+    {"mlp.gate_proj.weight", false, false},
+    {"mlp.up_proj.weight", false, false},
+    {"mlp.down_proj.weight", false, false},
+    {"attention_conv.base_kernel", false, true},
+    {"attention_conv.kernel_projection.weight", false, true},
+    {"mlp_conv.base_kernel", false, true},
+    {"mlp_conv.kernel_projection.weight", false, true},
+};
+
+std::vector<int64_t> LayerShape(const DrafterConfig& c, LayerTensor t) {
+  const int64_t H = c.hidden_size, d = c.head_dim, I = c.intermediate_size;
+  const int64_t q_out = c.num_attention_heads * d, kv_out = c.num_key_value_heads * d;
+  const int64_t K = c.conv_kernel_size, G = c.conv_groups();
+  switch (t) {
+    case kInputNorm: case kPostNorm: case kBo: return {H};
+    case kWq: return {q_out, H};
+    case kWk: case kWv: return {kv_out, H};
+    case kWo: return {H, q_out};
+    case kBq: return {q_out};
+    case kBk: case kBv: return {kv_out};
+    case kQNorm: case kKNorm: return {d};
+    case kGate: case kUp: return {I, H};
+    case kDown: return {H, I};
+    case kAttnConvBase: case kMlpConvBase: return {2, K, H};             // [side, tap, channel]
+    case kAttnConvProj: case kMlpConvProj: return {2 * K * G, H};        // rows (side, tap, group)
+    case kNumLayerTensors: break;
+  }
+  return {};
+}
+
+bool IsDFlash2Name(const std::string& name) {
+  return absl::StrContains(name, "attention_conv.") || absl::StrContains(name, "mlp_conv.") ||
+         absl::StartsWith(name, "candidate_selector.");
+}
+
+bool IsLineAbout(const std::string& line, const char* what) {
+  return absl::StartsWith(line, what) ||
+         (absl::StartsWith(line, "... and ") && absl::StrContains(line, what));
+}
+
+}  // namespace
+
+std::string LayerTensorName(int64_t layer, LayerTensor t) {
+  return absl::StrCat("layers.", layer, ".", kLayerTable[t].suffix);
+}
 
 std::vector<weights::TensorSpec> DrafterSchema(const DrafterConfig& c,
                                                int64_t target_hidden_size) {
   const int64_t H = c.hidden_size;
-  const int64_t d = c.head_dim;
-  const int64_t q_out = c.num_attention_heads * d;
-  const int64_t kv_out = c.num_key_value_heads * d;
-  const int64_t I = c.intermediate_size;
   std::vector<weights::TensorSpec> s;
-  s.push_back({"fc.weight", {H, c.num_target_features() * target_hidden_size}});
-  s.push_back({"hidden_norm.weight", {H}});
-  s.push_back({"norm.weight", {H}});
+  s.push_back({kFcWeight, {H, c.num_target_features() * target_hidden_size}});
+  s.push_back({kHiddenNorm, {H}});
+  s.push_back({kFinalNorm, {H}});
   for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
-    const std::string p = absl::StrCat("layers.", i, ".");
-    s.push_back({p + "input_layernorm.weight", {H}});
-    s.push_back({p + "post_attention_layernorm.weight", {H}});
-    s.push_back({p + "self_attn.q_proj.weight", {q_out, H}});
-    s.push_back({p + "self_attn.k_proj.weight", {kv_out, H}});
-    s.push_back({p + "self_attn.v_proj.weight", {kv_out, H}});
-    s.push_back({p + "self_attn.o_proj.weight", {H, q_out}});
-    if (c.attention_bias) {
-      s.push_back({p + "self_attn.q_proj.bias", {q_out}});
-      s.push_back({p + "self_attn.k_proj.bias", {kv_out}});
-      s.push_back({p + "self_attn.v_proj.bias", {kv_out}});
-      s.push_back({p + "self_attn.o_proj.bias", {H}});
+    for (int t = 0; t < kNumLayerTensors; ++t) {
+      const LayerTensorRow& row = kLayerTable[t];
+      if ((row.bias && !c.attention_bias) || (row.dflash2 && !c.is_dflash2())) continue;
+      s.push_back({LayerTensorName(i, static_cast<LayerTensor>(t)),
+                   LayerShape(c, static_cast<LayerTensor>(t))});
     }
-    s.push_back({p + "self_attn.q_norm.weight", {d}});
-    s.push_back({p + "self_attn.k_norm.weight", {d}});
-    s.push_back({p + "mlp.gate_proj.weight", {I, H}});
-    s.push_back({p + "mlp.up_proj.weight", {I, H}});
-    s.push_back({p + "mlp.down_proj.weight", {H, I}});
+  }
+  if (c.is_dflash2()) {
+    const int64_t r = c.selector_rank, V = c.vocab_size;
+    s.push_back({kSelectorProjection, {r, H}});
+    for (const char* book : {kPredecessorCodebook, kSuccessorCodebook}) {
+      weights::TensorSpec spec{book, {V, r}};
+      spec.aliases = {absl::StrCat(book, ".weight")};
+      s.push_back(std::move(spec));
+    }
   }
   return s;
 }
@@ -51,6 +113,49 @@ std::vector<weights::IgnoreRule> DrafterIgnoreRules() {
       {"rotary_emb.inv_freq",
        "RoPE frequencies are recomputed from config.json"},
   };
+}
+
+void ExplainFamilyMismatch(const DrafterConfig& c, weights::WeightReport& report) {
+  int missing2 = 0, unexpected2 = 0, schema2 = 0;
+  for (const weights::TensorEntry& e : report.tensors) {
+    if (!IsDFlash2Name(e.name)) continue;
+    if (e.status == weights::EntryStatus::kUnexpected) ++unexpected2;
+    if (e.status != weights::EntryStatus::kUnexpected &&
+        e.status != weights::EntryStatus::kIgnored) {
+      ++schema2;
+      if (e.status == weights::EntryStatus::kMissing) ++missing2;
+    }
+  }
+  std::string line;
+  const char* drop = nullptr;
+  if (c.is_dflash2() && schema2 > 0 && missing2 == schema2 && report.missing == missing2) {
+    line = absl::StrCat(
+        "config.json describes a DFlash 2 drafter (DFlash2DraftModel) but the checkpoint "
+        "holds DFlash 1 weights: none of its ", schema2,
+        " DFlash 2 tensors (layers.*.attention_conv.*, layers.*.mlp_conv.*, "
+        "candidate_selector.*) is present");
+    drop = "missing ";
+  } else if (!c.is_dflash2() && unexpected2 > 0 && report.unexpected == unexpected2) {
+    line = absl::StrCat(
+        "the checkpoint holds ", unexpected2,
+        " DFlash 2 tensors (attention_conv, mlp_conv, candidate_selector) but config.json "
+        "describes a DFlash 1 drafter; a DFlash 2 checkpoint needs architectures "
+        "[\"DFlash2DraftModel\"] and its draft keys in config.json");
+    drop = "unexpected ";
+  }
+  if (line.empty()) return;
+  auto& p = report.problems;
+  p.erase(std::remove_if(p.begin(), p.end(),
+                         [&](const std::string& l) { return IsLineAbout(l, drop); }),
+          p.end());
+  auto& f = report.facts;
+  f.erase(std::remove_if(f.begin(), f.end(),
+                         [](const std::string& l) {
+                           return absl::StartsWith(l, "allowed: unexpected");
+                         }),
+          f.end());
+  p.insert(p.begin(), line);
+  report.ok = false;
 }
 
 }  // namespace dflash::model

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/status_macros.h"
+#include "model/semantics.h"
 #include "dflash/eval/v1/label_key.h"
 
 namespace dflash::service {
@@ -233,6 +234,12 @@ void ToProto(const eval::EvalResult& in, pb::EvalResult* out) {
     pp->set_conditional_counted(p.conditional_counted);
     pp->set_conditional(p.conditional);
     pp->set_mean_cross_entropy(p.mean_cross_entropy);
+    pp->set_unary_correct(p.unary_correct);
+    pp->set_unary_accuracy(p.unary_accuracy);
+    pp->set_covered(p.covered);
+    pp->set_coverage(p.coverage);
+    pp->set_tf_correct(p.tf_correct);
+    pp->set_tf_accuracy(p.tf_accuracy);
   }
   for (int64_t h : in.accepted_histogram) out->add_accepted_histogram(h);
   for (const eval::SampleSummary& s : in.per_sample) {
@@ -251,6 +258,19 @@ void ToProto(const eval::EvalResult& in, pb::EvalResult* out) {
   out->set_drafter_fingerprint(in.drafter_fingerprint);
   out->set_dataset_fingerprint(in.dataset_fingerprint);
   for (const auto& w : in.warnings) out->add_warnings(w);
+  out->set_family(in.family);
+  out->set_semantics(in.semantics);
+  out->set_semantics_reference(in.semantics_reference);
+  out->set_selector_top_k(static_cast<int32_t>(in.selector_top_k));
+  out->set_unary_accept_length_pooled(in.unary_accept_length_pooled);
+  out->set_oracle_accept_length_pooled(in.oracle_accept_length_pooled);
+  if (in.selector_top_k > 0) {
+    pb::FirstMissSplit* f = out->mutable_first_miss();
+    f->set_all_accepted(in.first_miss.all_accepted);
+    f->set_coverage_miss(in.first_miss.coverage_miss);
+    f->set_ranking_error(in.first_miss.ranking_error);
+  }
+  out->set_selector_near_ties(in.selector_near_ties);
 }
 
 absl::StatusOr<core::ValidateParams> FromProto(const pb::ValidateCheckpointRequest& in) {
@@ -348,6 +368,13 @@ absl::StatusOr<core::EvalParams> FromProto(const pb::EvalRequest& in) {
   o.seed = in.seed();
   o.block_size = in.block_size();
   o.max_new_tokens = in.max_new_tokens();
+  auto semantics = model::ParseSemantics(in.semantics());
+  if (!semantics.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "semantics must be zlab-current or zlab-2025 (empty = zlab-current); got '",
+        in.semantics(), "'"));
+  }
+  o.semantics = *semantics;
   return p;
 }
 
@@ -399,6 +426,7 @@ void ToProto(const store::JobRequest& in, pb::EvalRequest* out) {
   out->set_seed(o.seed);
   out->set_block_size(static_cast<int32_t>(o.block_size));
   out->set_max_new_tokens(static_cast<int32_t>(o.max_new_tokens));
+  out->set_semantics(model::SemanticsName(o.semantics));
   out->set_run(in.run);
   out->set_step(in.step);
   for (const auto& [k, v] : in.labels) (*out->mutable_labels())[k] = v;

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
+#include "model/semantics.h"
 
 namespace dflash::store {
 namespace {
@@ -17,7 +18,8 @@ json OptionsToJson(const eval::EvalOptions& o) {
           {"seed", o.seed},
           {"block_size", o.block_size},
           {"max_new_tokens", o.max_new_tokens},
-          {"max_chunk_elements", o.max_chunk_elements}};
+          {"max_chunk_elements", o.max_chunk_elements},
+          {"semantics", model::SemanticsName(o.semantics)}};
 }
 
 eval::EvalOptions OptionsFromJson(const json& j) {
@@ -30,6 +32,9 @@ eval::EvalOptions OptionsFromJson(const json& j) {
   o.block_size = j.at("block_size").get<int64_t>();
   o.max_new_tokens = j.at("max_new_tokens").get<int64_t>();
   o.max_chunk_elements = j.at("max_chunk_elements").get<int64_t>();
+  // Records written before semantics existed ran the older rules.
+  o.semantics = model::ParseSemantics(j.value("semantics", "zlab-2025"))
+                    .value_or(model::Semantics::kZlab2025);
   return o;
 }
 
@@ -45,7 +50,13 @@ json ResultToJson(const eval::EvalResult& r) {
                          {"conditional_counted", p.conditional_counted},
                          {"conditional", p.conditional},
                          {"mean_cross_entropy", p.mean_cross_entropy},
-                         {"cross_entropy_counted", p.cross_entropy_counted}});
+                         {"cross_entropy_counted", p.cross_entropy_counted},
+                         {"unary_correct", p.unary_correct},
+                         {"unary_accuracy", p.unary_accuracy},
+                         {"covered", p.covered},
+                         {"coverage", p.coverage},
+                         {"tf_correct", p.tf_correct},
+                         {"tf_accuracy", p.tf_accuracy}});
   }
   json samples = json::array();
   for (const eval::SampleSummary& s : r.per_sample) {
@@ -69,7 +80,16 @@ json ResultToJson(const eval::EvalResult& r) {
           {"dtype", r.dtype},
           {"drafter_fingerprint", r.drafter_fingerprint},
           {"dataset_fingerprint", r.dataset_fingerprint},
-          {"warnings", r.warnings}};
+          {"warnings", r.warnings},
+          {"family", r.family},
+          {"semantics", r.semantics},
+          {"semantics_reference", r.semantics_reference},
+          {"selector_top_k", r.selector_top_k},
+          {"unary_accept_length_pooled", r.unary_accept_length_pooled},
+          {"oracle_accept_length_pooled", r.oracle_accept_length_pooled},
+          {"first_miss",
+           {r.first_miss.all_accepted, r.first_miss.coverage_miss, r.first_miss.ranking_error}},
+          {"selector_near_ties", r.selector_near_ties}};
 }
 
 eval::EvalResult ResultFromJson(const json& j) {
@@ -93,6 +113,12 @@ eval::EvalResult ResultFromJson(const json& j) {
     m.conditional = p.at("conditional").get<double>();
     m.mean_cross_entropy = p.at("mean_cross_entropy").get<double>();
     m.cross_entropy_counted = p.at("cross_entropy_counted").get<int64_t>();
+    m.unary_correct = p.value("unary_correct", int64_t{0});
+    m.unary_accuracy = p.value("unary_accuracy", 0.0);
+    m.covered = p.value("covered", int64_t{0});
+    m.coverage = p.value("coverage", 0.0);
+    m.tf_correct = p.value("tf_correct", int64_t{0});
+    m.tf_accuracy = p.value("tf_accuracy", 0.0);
     r.positions.push_back(m);
   }
   r.accepted_histogram = j.at("accepted_histogram").get<std::vector<int64_t>>();
@@ -114,6 +140,19 @@ eval::EvalResult ResultFromJson(const json& j) {
   r.drafter_fingerprint = j.at("drafter_fingerprint").get<std::string>();
   r.dataset_fingerprint = j.at("dataset_fingerprint").get<std::string>();
   r.warnings = j.at("warnings").get<std::vector<std::string>>();
+  // Results stored before DFlash 2 support were DFlash 1 under the older rules.
+  r.family = j.value("family", "DFlash 1");
+  r.semantics = j.value("semantics", "zlab-2025");
+  r.semantics_reference = j.value(
+      "semantics_reference", model::SemanticsReference(model::Semantics::kZlab2025));
+  r.selector_top_k = j.value("selector_top_k", int64_t{0});
+  r.unary_accept_length_pooled = j.value("unary_accept_length_pooled", 0.0);
+  r.oracle_accept_length_pooled = j.value("oracle_accept_length_pooled", 0.0);
+  if (j.contains("first_miss")) {
+    const json& f = j.at("first_miss");
+    r.first_miss = {f.at(0).get<int64_t>(), f.at(1).get<int64_t>(), f.at(2).get<int64_t>()};
+  }
+  r.selector_near_ties = j.value("selector_near_ties", int64_t{0});
   return r;
 }
 

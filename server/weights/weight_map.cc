@@ -176,6 +176,9 @@ absl::StatusOr<WeightReport> ValidateWeightMap(const TensorSource& source,
     e.name = s.name;
     e.expected_shape = s.shape;
     auto it = by_name.find(s.name);
+    for (size_t a = 0; it == by_name.end() && a < s.aliases.size(); ++a) {
+      it = by_name.find(s.aliases[a]);
+    }
     if (it == by_name.end()) {
       e.status = s.required ? EntryStatus::kMissing : EntryStatus::kOptionalAbsent;
       if (s.required) {

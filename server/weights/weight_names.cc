@@ -74,7 +74,11 @@ Normalisation ChooseNormalisation(const std::vector<TensorInfo>& stored,
       std::set<std::string> names;
       for (const TensorInfo& t : stored) names.insert(Normalise(t.name, n));
       int matches = 0;
-      for (const TensorSpec& s : schema) matches += names.count(s.name);
+      for (const TensorSpec& s : schema) {
+        bool hit = names.count(s.name) > 0;
+        for (const std::string& a : s.aliases) hit = hit || names.count(a) > 0;
+        matches += hit ? 1 : 0;
+      }
       const size_t cost = prefix.size() + (drop ? 1 : 0);
       if (matches > best_matches || (matches == best_matches && cost < best_cost)) {
         best = n;

@@ -14,6 +14,9 @@ struct TensorSpec {
   std::string name;             // schema name: "layers.0.self_attn.q_proj.weight"
   std::vector<int64_t> shape;   // expected shape
   bool required = true;         // optional tensors (biases) may be absent
+  // Other names the same tensor goes by (a codebook saved with ".weight");
+  // the first one present is used, and the entry keeps the schema name.
+  std::vector<std::string> aliases;
 };
 
 // A tensor present in the file that the model does not use, on purpose.

@@ -203,5 +203,72 @@ TEST_F(MetricsAccumulatorTest, ReplayWalkAddsUpToLMinusP) {
   EXPECT_THAT(r.accepted_histogram, ElementsAre(2 + 1 + 10, 1 + 1, 1 + 2, 2 + 1));
 }
 
+// zlab-current's replay records min(n + 1, L' - s - 1): a last block that
+// accepts everything gets no bonus token past the data.
+TEST_F(MetricsAccumulatorTest, AcceptCapOfTheCurrentLoop) {
+  EXPECT_EQ(MetricsAccumulator::AcceptValue(3, -1), 4);
+  EXPECT_EQ(MetricsAccumulator::AcceptValue(3, 3), 3);
+  EXPECT_EQ(MetricsAccumulator::AcceptValue(1, 3), 2);
+  // L' = 10, P = 4: blocks at s = 4 (n = 2, cap 5 -> 3), s = 7 (2 slots left,
+  // both accepted: n = 2, cap 2 -> 2); the sample adds up to L' - P - 1 = 5.
+  MetricsAccumulator acc(4);
+  acc.BeginSample(0, 10, 4);
+  BlockOutcome a = Block(0, {1, 1, 0});
+  a.accept_cap = 5;
+  BlockOutcome b = Block(0, {1, 1});
+  b.accept_cap = 2;
+  acc.Add(a);
+  acc.Add(b);
+  const EvalResult r = acc.Finish(Mode::kReplay);
+  EXPECT_EQ(r.per_sample[0].accepted_total, 5);
+  EXPECT_DOUBLE_EQ(r.accept_length_pooled, 2.5);
+  EXPECT_THAT(r.accepted_histogram, ElementsAre(0, 0, 2, 0));
+}
+
+// DFlash 2, B = 4. Three blocks (path correct / unary correct / covered /
+// teacher-forced correct per position):
+//   b1: path [1,0,1] unary [1,1,0] covered [1,1,0] tf [1,1,0]
+//       n = 1, first miss at j = 2 covered -> ranking error; unary n = 2; oracle n = 2
+//   b2: path [0,1]   unary [0,0]   covered [0,1]   tf [0,1]
+//       n = 0, first miss at j = 1 not covered -> coverage miss; unary 0; oracle 0
+//   b3: path [1,1,1] unary [1,0,0] covered [1,1,1] tf [1,1,1]
+//       all accepted; unary 1; oracle 3
+TEST_F(MetricsAccumulatorTest, DFlash2SelectorMetricsByHand) {
+  MetricsAccumulator acc(4);
+  acc.BeginSample(0, 50, 5);
+  auto block = [](std::vector<uint8_t> path, std::vector<uint8_t> unary,
+                  std::vector<uint8_t> covered, std::vector<uint8_t> tf, int64_t ties) {
+    BlockOutcome b = Block(0, std::move(path));
+    b.unary_correct = std::move(unary);
+    b.covered = std::move(covered);
+    b.tf_correct = std::move(tf);
+    b.near_ties = ties;
+    return b;
+  };
+  acc.Add(block({1, 0, 1}, {1, 1, 0}, {1, 1, 0}, {1, 1, 0}, 1));
+  acc.Add(block({0, 1}, {0, 0}, {0, 1}, {0, 1}, 0));
+  acc.Add(block({1, 1, 1}, {1, 0, 0}, {1, 1, 1}, {1, 1, 1}, 2));
+  const EvalResult r = acc.Finish(Mode::kAnchor);
+  EXPECT_DOUBLE_EQ(r.accept_length_pooled, (2 + 1 + 4) / 3.0);
+  EXPECT_DOUBLE_EQ(r.unary_accept_length_pooled, (3 + 1 + 2) / 3.0);
+  EXPECT_DOUBLE_EQ(r.oracle_accept_length_pooled, (3 + 1 + 4) / 3.0);
+  EXPECT_EQ(r.first_miss.all_accepted, 1);
+  EXPECT_EQ(r.first_miss.coverage_miss, 1);
+  EXPECT_EQ(r.first_miss.ranking_error, 1);
+  EXPECT_EQ(r.selector_near_ties, 3);
+  // j = 1: counted 3, unary 2, covered 2, tf 2 of 2 covered.
+  EXPECT_EQ(r.positions[0].unary_correct, 2);
+  EXPECT_DOUBLE_EQ(r.positions[0].coverage, 2.0 / 3);
+  EXPECT_DOUBLE_EQ(r.positions[0].tf_accuracy, 1.0);
+  // j = 2: counted 3, unary 1, covered 3, tf 3 -> tf accuracy 1.
+  EXPECT_EQ(r.positions[1].unary_correct, 1);
+  EXPECT_EQ(r.positions[1].covered, 3);
+  EXPECT_EQ(r.positions[1].tf_correct, 3);
+  // j = 3: counted 2 (b2 is truncated), covered 1, tf 1.
+  EXPECT_EQ(r.positions[2].counted, 2);
+  EXPECT_DOUBLE_EQ(r.positions[2].coverage, 0.5);
+  EXPECT_DOUBLE_EQ(r.positions[2].tf_accuracy, 1.0);
+}
+
 }  // namespace
 }  // namespace dflash::eval

@@ -26,6 +26,7 @@ namespace {
 namespace fs = std::filesystem;
 using ::dflash::testing::BinaryFromEnv;
 using ::dflash::testing::CommandResult;
+using ::dflash::testing::ExpectSameMetrics;
 using ::dflash::testing::RunCommand;
 using ::dflash::testing::ServerProcess;
 using ::testing::HasSubstr;
@@ -38,40 +39,19 @@ class EvalE2eTest : public testing::TinyServerTest {
     return json::parse(in);
   }
 
-  // The service's result (proto JSON) equals the reference's, count for count.
-  static void ExpectSameMetrics(const json& got, const json& want) {
-    ASSERT_TRUE(got.contains("positions")) << got.dump();
-    EXPECT_EQ(std::stoll(got["blocks"].get<std::string>()), want["blocks"].get<int64_t>());
-    EXPECT_NEAR(got["acceptLengthPooled"].get<double>(), want["accept_length_pooled"].get<double>(),
-                1e-9);
-    EXPECT_NEAR(got["tau"].get<double>(), want["tau"].get<double>(), 1e-9);
-    ASSERT_EQ(got["positions"].size(), want["positions"].size());
-    for (size_t j = 0; j < want["positions"].size(); ++j) {
-      const json& g = got["positions"][j];
-      const json& w = want["positions"][j];
-      EXPECT_EQ(std::stoll(g["counted"].get<std::string>()), w["counted"].get<int64_t>()) << j;
-      EXPECT_EQ(std::stoll(g["correct"].get<std::string>()), w["correct"].get<int64_t>()) << j;
-      EXPECT_EQ(std::stoll(g["accepted"].get<std::string>()), w["accepted"].get<int64_t>()) << j;
-    }
-    ASSERT_EQ(got["acceptedHistogram"].size(), want["accepted_histogram"].size());
-    for (size_t n = 0; n < want["accepted_histogram"].size(); ++n) {
-      EXPECT_EQ(std::stoll(got["acceptedHistogram"][n].get<std::string>()),
-                want["accepted_histogram"][n].get<int64_t>());
-    }
-  }
-
 };
 
 
 TEST_F(EvalE2eTest, AnchorModeMatchesTheReference) {
   json got = CliJson({"eval", "--drafter", "m", "--dataset", "d", "--mode", "anchor",
-                      "--anchors", "all"});
+                      "--anchors", "all", "--semantics", "zlab-2025"});
   ExpectSameMetrics(got, Expected("anchor_all.json"));
   EXPECT_GT(got["acceptLengthPooled"].get<double>(), 1.0);  // the fixture is drafter-made
 }
 
 TEST_F(EvalE2eTest, ReplayModeMatchesTheReference) {
-  json got = CliJson({"eval", "--drafter", "m", "--dataset", "d", "--mode", "replay"});
+  json got = CliJson({"eval", "--drafter", "m", "--dataset", "d", "--mode", "replay",
+                      "--semantics", "zlab-2025"});
   ExpectSameMetrics(got, Expected("replay.json"));
 }
 
@@ -85,7 +65,8 @@ TEST_F(EvalE2eTest, HumanOutputShowsAcceptLengthAndPositions) {
 
 TEST_F(EvalE2eTest, SplitFeatureLayoutGivesTheSameNumbers) {
   ASSERT_EQ(Cli({"load-dataset", data_ + "/dataset-split", "--name", "split"}).exit_code, 0);
-  json a = CliJson({"eval", "--drafter", "m", "--dataset", "split", "--anchors", "all"});
+  json a = CliJson({"eval", "--drafter", "m", "--dataset", "split", "--anchors", "all",
+                    "--semantics", "zlab-2025"});
   ExpectSameMetrics(a, Expected("anchor_all.json"));
 }
 
@@ -104,7 +85,7 @@ TEST_F(EvalE2eTest, TrainingCheckpointValidatesAndLoadsThroughTheSameCall) {
   EXPECT_THAT(v.out, HasSubstr("skipped (not tensors)"));
   // The same weights as the safetensors drafter: same numbers.
   json got = CliJson({"eval", "--checkpoint", data_ + "/drafter-pt", "--dataset", "d",
-                      "--anchors", "all"});
+                      "--anchors", "all", "--semantics", "zlab-2025"});
   ExpectSameMetrics(got, Expected("anchor_all.json"));
 }
 
@@ -291,7 +272,8 @@ TEST_F(EvalE2eTest, RewritingALoadedCheckpointInPlaceCannotCrashTheServer) {
     std::ofstream out(dir + "/model.safetensors", std::ios::binary | std::ios::trunc);
     out << "not weights any more";
   }
-  json got = CliJson({"eval", "--drafter", "rw", "--dataset", "d", "--anchors", "all"});
+  json got = CliJson({"eval", "--drafter", "rw", "--dataset", "d", "--anchors", "all",
+                      "--semantics", "zlab-2025"});
   ExpectSameMetrics(got, Expected("anchor_all.json"));
   EXPECT_EQ(Cli({"unload", "drafter", "rw"}).exit_code, 0);
 }

@@ -1,5 +1,7 @@
 #include "integration/tiny_fixture.h"
 
+#include <string>
+
 #include "gtest/gtest.h"
 
 namespace dflash::testing {
@@ -51,6 +53,50 @@ void TinyServerTest::TearDownTestSuite() {
   server_ = nullptr;
   delete dir_;
   dir_ = nullptr;
+}
+
+namespace {
+int64_t Int(const nlohmann::json& j) {  // proto JSON writes int64 as a string
+  return j.is_string() ? std::stoll(j.get<std::string>()) : j.get<int64_t>();
+}
+int64_t IntOr0(const nlohmann::json& obj, const char* key) {
+  return obj.contains(key) ? Int(obj[key]) : 0;
+}
+}  // namespace
+
+void ExpectSameMetrics(const nlohmann::json& got, const nlohmann::json& want) {
+  ASSERT_TRUE(got.contains("positions")) << got.dump();
+  EXPECT_EQ(Int(got["blocks"]), want["blocks"].get<int64_t>());
+  EXPECT_NEAR(got["acceptLengthPooled"].get<double>(), want["accept_length_pooled"].get<double>(),
+              1e-9);
+  EXPECT_NEAR(got["tau"].get<double>(), want["tau"].get<double>(), 1e-9);
+  ASSERT_EQ(got["positions"].size(), want["positions"].size());
+  const bool dflash2 = want.value("family", "dflash") == "dflash2";
+  for (size_t j = 0; j < want["positions"].size(); ++j) {
+    const nlohmann::json& g = got["positions"][j];
+    const nlohmann::json& w = want["positions"][j];
+    EXPECT_EQ(Int(g["counted"]), w["counted"].get<int64_t>()) << j;
+    EXPECT_EQ(Int(g["correct"]), w["correct"].get<int64_t>()) << j;
+    EXPECT_EQ(Int(g["accepted"]), w["accepted"].get<int64_t>()) << j;
+    if (!dflash2) continue;
+    EXPECT_EQ(IntOr0(g, "unaryCorrect"), w["unary_correct"].get<int64_t>()) << j;
+    EXPECT_EQ(IntOr0(g, "covered"), w["covered"].get<int64_t>()) << j;
+    EXPECT_EQ(IntOr0(g, "tfCorrect"), w["tf_correct"].get<int64_t>()) << j;
+  }
+  ASSERT_EQ(got["acceptedHistogram"].size(), want["accepted_histogram"].size());
+  for (size_t n = 0; n < want["accepted_histogram"].size(); ++n) {
+    EXPECT_EQ(Int(got["acceptedHistogram"][n]), want["accepted_histogram"][n].get<int64_t>());
+  }
+  if (!dflash2) return;
+  EXPECT_NEAR(got.value("unaryAcceptLengthPooled", 0.0),
+              want["unary_accept_length_pooled"].get<double>(), 1e-9);
+  EXPECT_NEAR(got.value("oracleAcceptLengthPooled", 0.0),
+              want["oracle_accept_length_pooled"].get<double>(), 1e-9);
+  const nlohmann::json& fm = got.value("firstMiss", nlohmann::json::object());
+  EXPECT_EQ(IntOr0(fm, "allAccepted"), want["first_miss"]["all_accepted"].get<int64_t>());
+  EXPECT_EQ(IntOr0(fm, "coverageMiss"), want["first_miss"]["coverage_miss"].get<int64_t>());
+  EXPECT_EQ(IntOr0(fm, "rankingError"), want["first_miss"]["ranking_error"].get<int64_t>());
+  EXPECT_EQ(IntOr0(got, "selectorNearTies"), want["selector_near_ties"].get<int64_t>());
 }
 
 }  // namespace dflash::testing

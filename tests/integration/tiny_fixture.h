@@ -26,6 +26,12 @@ CommandResult RunCli(const std::string& address, std::vector<std::string> args);
 // command fails.
 nlohmann::json RunCliJson(const std::string& address, std::vector<std::string> args);
 
+// The service's result (proto JSON, lowerCamelCase) equals the Python
+// reference's (tools/dflash_ref, snake_case) count for count: blocks, accept
+// length, tau, per-position counts, the histogram and, when the reference
+// reports a DFlash 2 drafter, the selector's metrics.
+void ExpectSameMetrics(const nlohmann::json& got, const nlohmann::json& want);
+
 // A test suite with one real dflash-evald over the tiny fixture, target "t",
 // dataset "d" and drafter "m" resident. Tests may add files under data_.
 // A suite that needs server flags defines its own SetUpTestSuite calling

@@ -76,7 +76,6 @@ TEST(DrafterConfigTest, Qwen36DFlash) {
   EXPECT_EQ(c.sliding_window, 2048);
   EXPECT_EQ(c.block_size, 16);
   EXPECT_THAT(c.target_layer_ids, ElementsAre(1, 16, 31, 46, 61));
-  EXPECT_FALSE(c.target_layer_ids_guessed);
   EXPECT_EQ(c.mask_token_id, 248077);
   EXPECT_EQ(c.num_target_layers, 64);
   EXPECT_EQ(c.vocab_size, 248320);
@@ -85,7 +84,7 @@ TEST(DrafterConfigTest, Qwen36DFlash) {
   EXPECT_DOUBLE_EQ(c.rope.theta, 1e7);
   EXPECT_TRUE(c.warnings.empty());
   EXPECT_EQ(DescribeConfig(c),
-            "5 layers (4 sliding W=2048, 1 full), H=5120, 32/8 heads x 128, "
+            "DFlash 1, 5 layers (4 sliding W=2048, 1 full), H=5120, 32/8 heads x 128, "
             "I=17408, B=16, target layers [1, 16, 31, 46, 61], mask 248077");
 }
 
@@ -102,25 +101,28 @@ TEST(DrafterConfigTest, V4SpellingAndDefaults) {
   EXPECT_DOUBLE_EQ(c.rms_norm_eps, 1e-6);
   EXPECT_FALSE(c.attention_bias);
   EXPECT_EQ(DescribeConfig(c),
-            "2 layers (2 full), H=64, 4/4 heads x 16, I=128, B=8, target layers "
+            "DFlash 1, 2 layers (2 full), H=64, 4/4 heads x 16, I=128, B=8, target layers "
             "[1, 17, 33], mask 151669");
 }
 
-TEST(DrafterConfigTest, TopLevelBlockSizeWins) {
+// z-lab's _draft_value: dflash_config first, then the top level.
+TEST(DrafterConfigTest, DFlashConfigBlockSizeWinsOverTopLevel) {
   Json j = V4Config();
   j["block_size"] = 16;
   ASSERT_OK_AND_ASSIGN(DrafterConfig c, Parse(j));
+  EXPECT_EQ(c.block_size, 8);
+  j["dflash_config"].erase("block_size");
+  ASSERT_OK_AND_ASSIGN(c, Parse(j));
   EXPECT_EQ(c.block_size, 16);
-  EXPECT_TRUE(c.warnings.empty());
+  EXPECT_THAT(DescribeDraftKeys(c), ::testing::Contains("draft key block_size = 16 (top level)"));
 }
 
-TEST(DrafterConfigTest, MissingBlockSizeDefaultsWithWarning) {
+TEST(DrafterConfigTest, MissingBlockSizeDefaultsTo16AndSaysSo) {
   Json j = V4Config();
   j["dflash_config"].erase("block_size");
   ASSERT_OK_AND_ASSIGN(DrafterConfig c, Parse(j));
   EXPECT_EQ(c.block_size, 16);
-  ASSERT_EQ(c.warnings.size(), 1u);
-  EXPECT_THAT(c.warnings[0], HasSubstr("block_size absent"));
+  EXPECT_THAT(DescribeDraftKeys(c), ::testing::Contains("draft key block_size = 16 (default)"));
 }
 
 TEST(DrafterConfigTest, V4RopeScalingLinearWithTypeKey) {
@@ -241,7 +243,8 @@ TEST(DrafterConfigTest, MissingRequiredFields) {
   Json j = Qwen36Config();
   j["dflash_config"].erase("mask_token_id");
   EXPECT_THAT(Parse(j), StatusWith(kInvalid,
-      "config field 'dflash_config.mask_token_id' is missing"));
+      "config field 'mask_token_id' is missing (looked in dflash_config and at the top "
+      "level)"));
 }
 
 TEST(DrafterConfigTest, WrongTypes) {
@@ -331,46 +334,20 @@ TEST(DrafterConfigTest, LayerTypes) {
   EXPECT_EQ(c.sliding_window, 0);
 }
 
-TEST(DrafterConfigTest, GuessedTargetLayerIdsWarn) {
+// z-lab's current model.py requires target_layer_ids: the old formula's
+// guess is named in the error, never used.
+TEST(DrafterConfigTest, MissingTargetLayerIdsIsRefusedWithTheOldGuess) {
   Json j = Qwen36Config();
   j["dflash_config"].erase("target_layer_ids");
-  ASSERT_OK_AND_ASSIGN(DrafterConfig c, Parse(j));
-  EXPECT_THAT(c.target_layer_ids, ElementsAre(1, 16, 31, 46, 61));
-  EXPECT_TRUE(c.target_layer_ids_guessed);
-  ASSERT_EQ(c.warnings.size(), 1u);
-  EXPECT_THAT(c.warnings[0],
-              HasSubstr("dflash_config.target_layer_ids is missing; GUESSED "
-                        "[1, 16, 31, 46, 61] with z-lab's build_target_layer_ids"
-                        "(num_target_layers=64, num_hidden_layers=5)"));
-  EXPECT_THAT(DescribeConfig(c),
-              HasSubstr("target layers [1, 16, 31, 46, 61] (GUESSED)"));
-}
-
-TEST(DrafterConfigTest, ZLabFormulaRoundsHalfToEven) {
-  auto guess = [](int64_t target_layers, int64_t draft_layers) {
-    Json j = Qwen36Config();
-    j["dflash_config"].erase("target_layer_ids");
-    j["num_target_layers"] = target_layers;
-    j["num_hidden_layers"] = draft_layers;
-    j["layer_types"] = Json::array();
-    for (int64_t i = 0; i < draft_layers; ++i) j["layer_types"].push_back("full_attention");
-    auto c = Parse(j);
-    EXPECT_THAT(c, IsOk());
-    return c.ok() ? c->target_layer_ids : std::vector<int>{};
-  };
-  EXPECT_THAT(guess(9, 3), ElementsAre(1, 4, 6));    // 3.5 -> 4
-  EXPECT_THAT(guess(11, 3), ElementsAre(1, 4, 8));   // 4.5 -> 4
-  EXPECT_THAT(guess(36, 1), ElementsAre(18));        // L // 2
-  EXPECT_THAT(guess(36, 5), ElementsAre(1, 9, 17, 25, 33));
-}
-
-TEST(DrafterConfigTest, NoTargetLayerIdsAndNoTargetDepth) {
-  Json j = Qwen36Config();
-  j["dflash_config"].erase("target_layer_ids");
+  EXPECT_THAT(Parse(j), StatusWith(kInvalid,
+      "config field 'target_layer_ids' is missing (looked in dflash_config and at the top "
+      "level); z-lab's current model.py requires it (the formula fallback is gone); the old "
+      "formula would have guessed [1, 16, 31, 46, 61]: add the list the drafter was trained "
+      "on to dflash_config"));
   j.erase("num_target_layers");
   EXPECT_THAT(Parse(j), StatusWith(kInvalid,
-      "config field 'dflash_config.target_layer_ids' is missing, and "
-      "'num_target_layers' is missing too (cannot apply z-lab's fallback)"));
+      "config field 'target_layer_ids' is missing (looked in dflash_config and at the top "
+      "level); z-lab's current model.py requires it (the formula fallback is gone)"));
 }
 
 TEST(DrafterConfigTest, ParseFile) {
@@ -393,6 +370,128 @@ TEST(DrafterConfigTest, ParseFile) {
               StatusWith(kInvalid, "drafter config '" + path +
                                      "': config field 'hidden_size' must be an "
                                      "integer; got boolean true"));
+}
+
+}  // namespace
+}  // namespace dflash::model
+
+namespace dflash::model {
+namespace {
+
+// The released DFlash 2 config of dflash2-semantics.md §1 (shape only).
+Json DFlash2Config() {
+  return Json::parse(R"({
+    "architectures": ["DFlash2DraftModel"],
+    "hidden_size": 6656, "num_attention_heads": 32, "num_key_value_heads": 8,
+    "head_dim": 128, "intermediate_size": 19968, "num_hidden_layers": 5,
+    "layer_types": ["sliding_attention", "sliding_attention", "sliding_attention",
+                    "sliding_attention", "sliding_attention"],
+    "sliding_window": 2048, "use_sliding_window": true, "is_causal": false,
+    "vocab_size": 202048, "rope_theta": 1000000.0, "rms_norm_eps": 1e-06,
+    "hidden_act": "silu", "transformers_version": "4.57.0",
+    "output_multiplier": 0.1961, "final_logit_softcapping": 20.0,
+    "dflash_config": {"block_size": 16, "target_layer_ids": [1, 13, 25, 37, 49],
+                      "mask_token_id": 200000, "conv_kernel_size": 2,
+                      "conv_group_size": 16, "selector_rank": 256, "selector_top_k": 16}
+  })");
+}
+
+TEST(DFlash2ConfigTest, ReleasedShapeParsesWithEveryDraftKeyAndItsSource) {
+  ASSERT_OK_AND_ASSIGN(DrafterConfig c, Parse(DFlash2Config()));
+  EXPECT_TRUE(c.is_dflash2());
+  EXPECT_EQ(c.conv_kernel_size, 2);
+  EXPECT_EQ(c.conv_groups(), 416);
+  EXPECT_EQ(c.selector_rank, 256);
+  EXPECT_EQ(c.selector_top_k, 16);
+  EXPECT_DOUBLE_EQ(c.output_multiplier, 0.1961);
+  EXPECT_DOUBLE_EQ(c.final_logit_softcapping, 20.0);
+  EXPECT_DOUBLE_EQ(c.input_embedding_scale, 1.0);
+  ASSERT_TRUE(c.is_causal.has_value());
+  EXPECT_FALSE(*c.is_causal);
+  EXPECT_TRUE(c.warnings.empty()) << c.warnings[0];
+  const std::vector<std::string> lines = DescribeDraftKeys(c);
+  EXPECT_EQ(lines[0], "family DFlash 2 (DFlash2DraftModel)");
+  EXPECT_THAT(lines, ::testing::IsSupersetOf({
+      "draft key block_size = 16 (dflash_config)",
+      "draft key target_layer_ids = [1,13,25,37,49] (dflash_config)",
+      "draft key input_embedding_scale = 1.0 (default)",
+      "draft key output_multiplier = 0.1961 (top level)",
+      "draft key final_logit_softcapping = 20.0 (top level)",
+      "draft key selector_top_k = 16 (dflash_config)",
+      "keys known not to change the computation, not used: transformers_version"}));
+  EXPECT_THAT(lines, ::testing::Contains(HasSubstr(
+      "attention inside the block (zlab-current): 0 sliding W=2048 bidirectional;")));
+  EXPECT_THAT(DescribeConfig(c), HasSubstr("DFlash 2, 5 layers"));
+}
+
+TEST(DFlash2ConfigTest, EachBadKeyIsNamed) {
+  auto with = [](const std::string& key, Json v) {
+    Json j = DFlash2Config();
+    j["dflash_config"][key] = v;
+    return Parse(j);
+  };
+  EXPECT_THAT(with("conv_group_size", 10), StatusWith(kInvalid,
+      "config field 'dflash_config.conv_group_size' (10) does not divide hidden_size (6656)"));
+  EXPECT_THAT(with("selector_top_k", 300000), StatusWith(kInvalid,
+      "config field 'dflash_config.selector_top_k' (300000) is above the vocabulary size "
+      "(202048)"));
+  EXPECT_THAT(with("selector_rank", 0), StatusWith(kInvalid,
+      "config field 'dflash_config.selector_rank' must be positive; got 0"));
+  EXPECT_THAT(with("final_logit_softcapping", 0.0), StatusWith(kInvalid,
+      "config field 'dflash_config.final_logit_softcapping' must be positive when set; got 0 "
+      "(null or absent disables the softcap)"));
+  EXPECT_THAT(with("conv_kernel", 2), StatusWith(kInvalid, HasSubstr(
+      "config field 'dflash_config.conv_kernel' is not a draft key this service knows")));
+  Json j = DFlash2Config();
+  j["dflash_config"].erase("conv_kernel_size");
+  EXPECT_THAT(Parse(j), StatusWith(kInvalid,
+      "config field 'conv_kernel_size' is missing (looked in dflash_config and at the top "
+      "level); required for a DFlash 2 drafter"));
+  j = DFlash2Config();
+  j.erase("vocab_size");
+  EXPECT_THAT(Parse(j), StatusWith(kInvalid, HasSubstr("config field 'vocab_size' is missing")));
+  // DFlash 2 keys under a DFlash 1 architecture.
+  j = DFlash2Config();
+  j["architectures"] = {"DFlashDraftModel"};
+  EXPECT_THAT(Parse(j), StatusWith(kInvalid, HasSubstr(
+      "config field 'dflash_config.conv_kernel_size' is a DFlash 2 key, but architectures "
+      "does not name DFlash2DraftModel")));
+}
+
+TEST(DFlash2ConfigTest, TopLevelKeysAreImplementedSkippedRefusedOrWarned) {
+  Json j = Qwen36Config();
+  j["hidden_act"] = "gelu";
+  EXPECT_THAT(Parse(j), StatusWith(kInvalid,
+      "config field 'hidden_act' is 'gelu'; only silu (Qwen3's MLP) is implemented"));
+  j = Qwen36Config();
+  j["quantization_config"] = {{"quant_method", "fp8"}};
+  EXPECT_THAT(Parse(j), StatusWith(kInvalid,
+      "config field 'quantization_config' is present: quantized checkpoints are not supported"));
+  j = Qwen36Config();
+  j["attention_sink"] = true;
+  ASSERT_OK_AND_ASSIGN(DrafterConfig c, Parse(j));
+  ASSERT_EQ(c.warnings.size(), 1u);
+  EXPECT_EQ(c.warnings[0],
+            "config key 'attention_sink' is not known to this service and was not used; check "
+            "that it does not change the drafter's computation");
+}
+
+TEST(DFlash2ConfigTest, ScalesAndCausalityOfAnUpdatedDFlash1) {
+  Json j = Qwen36Config();
+  j["input_embedding_scale"] = 2.0;
+  j["dflash_config"]["output_multiplier"] = 0.5;
+  j["use_sliding_window"] = false;
+  ASSERT_OK_AND_ASSIGN(DrafterConfig c, Parse(j));
+  EXPECT_DOUBLE_EQ(c.input_embedding_scale, 2.0);
+  EXPECT_DOUBLE_EQ(c.output_multiplier, 0.5);
+  EXPECT_EQ(c.sliding_window, 0);  // use_sliding_window false: no window anywhere
+  EXPECT_FALSE(c.is_causal.has_value());
+  EXPECT_THAT(DescribeDraftKeys(c), ::testing::Contains(HasSubstr(
+      "0 sliding causal; 1 sliding causal; 2 sliding causal; 3 sliding causal; 4 full "
+      "bidirectional (is_causal absent: sliding layers causal); use_sliding_window false")));
+  j["input_embedding_scale"] = -1.0;
+  EXPECT_THAT(Parse(j), StatusWith(kInvalid,
+      "config field 'input_embedding_scale' must be positive; got -1"));
 }
 
 }  // namespace

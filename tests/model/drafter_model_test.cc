@@ -22,6 +22,15 @@
 namespace dflash::model {
 namespace {
 
+// The plain references here implement the older rules (every layer
+// bidirectional in the block, one-sided windows): compare under zlab-2025.
+// zlab-current is checked against tools/dflash_ref in the e2e tests.
+BlockOptions Legacy() {
+  BlockOptions o;
+  o.semantics = Semantics::kZlab2025;
+  return o;
+}
+
 using ::dflash::testing::IsOk;
 using ::dflash::testing::StatusIs;
 using ::testing::HasSubstr;
@@ -128,7 +137,7 @@ at::Tensor RunBlocks(const DrafterModel& m, const Fixture& f, const ContextCache
     seqs.push_back(b.seq);
   }
   auto out = m.ForwardBlocks(at::stack(xs).to(dtype), at::tensor(anchors, at::kLong),
-                             at::tensor(seqs, at::kLong), ctx);
+                             at::tensor(seqs, at::kLong), ctx, Legacy());
   EXPECT_THAT(out, IsOk());
   return out.ok() ? out->to(at::kFloat) : at::Tensor();
 }
@@ -251,7 +260,7 @@ TEST(DrafterModelTest, BatchedEqualsOneBlockAtATime) {
     Block local{seq_in_c, b.anchor};
     at::Tensor x0 = BlockInput(f, b.seq, b.anchor).unsqueeze(0);
     auto one = m.ForwardBlocks(x0, at::tensor({b.anchor}, at::kLong),
-                               at::tensor({local.seq}, at::kLong), c);
+                               at::tensor({local.seq}, at::kLong), c, Legacy());
     ASSERT_THAT(one, IsOk());
     at::Tensor want = Logits((*one)[0], f.lm_head);
     at::Tensor have = Logits(got, f.lm_head);

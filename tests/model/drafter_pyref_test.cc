@@ -23,6 +23,15 @@
 namespace dflash::model {
 namespace {
 
+// The plain references here implement the older rules (every layer
+// bidirectional in the block, one-sided windows): compare under zlab-2025.
+// zlab-current is checked against tools/dflash_ref in the e2e tests.
+BlockOptions Legacy() {
+  BlockOptions o;
+  o.semantics = Semantics::kZlab2025;
+  return o;
+}
+
 using Json = nlohmann::json;
 
 void WriteF32(const std::string& path, const at::Tensor& t) {
@@ -149,7 +158,7 @@ TEST(PythonReferenceTest, ForwardMatchesTorchReference) {
     ASSERT_TRUE(in.good());
     ASSERT_OK_AND_ASSIGN(DrafterModel m, DrafterModel::Create(c, k.weights));
     ASSERT_OK_AND_ASSIGN(ContextCache ctx, m.EncodeContext(k.feats));
-    ASSERT_OK_AND_ASSIGN(at::Tensor got, m.ForwardBlocks(k.x0, k.anchors, k.seqs, ctx));
+    ASSERT_OK_AND_ASSIGN(at::Tensor got, m.ForwardBlocks(k.x0, k.anchors, k.seqs, ctx, Legacy()));
     at::Tensor lm_head = at::randn({64, 32}) * 0.3;
     at::Tensor lg = at::matmul(got.narrow(1, 1, c.block_size - 1), lm_head.t());
     at::Tensor lw = at::matmul(want.narrow(1, 1, c.block_size - 1), lm_head.t());

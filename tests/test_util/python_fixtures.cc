@@ -2,9 +2,11 @@
 
 #include <stdlib.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <vector>
 
 #include "gtest/gtest.h"
 #include "test_util/process.h"
@@ -21,8 +23,17 @@ std::string SharedPythonFixture(const std::string& script_relative,
     ADD_FAILURE() << "cannot read fixture script " << script;
     return "";
   }
-  uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a over the script and its arguments
-  for (unsigned char c : text + extra_args) h = (h ^ c) * 0x100000001b3ull;
+  // FNV-1a over the script, the Python modules beside it (the generator
+  // imports the reference) and the arguments: any change makes a new fixture.
+  std::string keyed = text + extra_args;
+  std::vector<fs::path> modules;
+  for (const auto& e : fs::directory_iterator(fs::path(script).parent_path())) {
+    if (e.path().extension() == ".py" && e.path() != fs::path(script)) modules.push_back(e.path());
+  }
+  std::sort(modules.begin(), modules.end());
+  for (const fs::path& m : modules) keyed += ReadFileOrEmpty(m.string());
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (unsigned char c : keyed) h = (h ^ c) * 0x100000001b3ull;
   const char* tmp = std::getenv("TMPDIR");
   const fs::path base = tmp && *tmp ? tmp : "/tmp";
   const fs::path root = base / ("dflash-fixtures-" + fs::path(script).stem().string() + "-" +

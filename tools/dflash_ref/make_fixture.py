@@ -78,6 +78,91 @@ def drafter_config(s, dtype):
     }
 
 
+# drafter-v1new: a DFlash 1 drafter in the current z-lab spelling (draft keys
+# at top level, no dflash_config), with input_embedding_scale, output_multiplier,
+# final_logit_softcapping, no is_causal (sliding layers causal in the block) and
+# a window shorter than the block, so every rule of zlab-current shows.
+V1NEW = dict(input_embedding_scale=2.0, output_multiplier=0.5, final_logit_softcapping=3.0,
+             window_below_block=3, seed_offset=1001)
+# drafter2: DFlash 2 (per size: conv group size, selector rank and top-k).
+DFLASH2 = dict(conv_kernel_size=2, input_embedding_scale=1.5, output_multiplier=0.7,
+               final_logit_softcapping=2.0, seed_offset=2002,
+               tiny=dict(gs=8, rank=8, top_k=4), small=dict(gs=16, rank=16, top_k=8))
+
+
+def v1new_config(s, dtype):
+    cfg = drafter_config(s, dtype)
+    del cfg["dflash_config"]
+    cfg.update({
+        "block_size": s["B"],
+        "target_layer_ids": LAYERS,
+        "mask_token_id": s["V"] - 1,
+        "sliding_window": s["B"] - V1NEW["window_below_block"],
+        "input_embedding_scale": V1NEW["input_embedding_scale"],
+        "output_multiplier": V1NEW["output_multiplier"],
+        "final_logit_softcapping": V1NEW["final_logit_softcapping"],
+    })
+    return cfg
+
+
+def dflash2_config(s, size, dtype):
+    """transformers 5.x spelling (rope_parameters, dtype), draft keys in
+    dflash_config, every layer sliding, is_causal false."""
+    k = DFLASH2[size]
+    cfg = drafter_config(s, dtype)
+    for key in ("torch_dtype", "rope_theta", "rope_scaling", "block_size"):
+        del cfg[key]
+    cfg.update({
+        "architectures": ["DFlash2DraftModel"],
+        "layer_types": ["sliding_attention"] * s["n"],
+        "is_causal": False,
+        "rope_parameters": {"rope_theta": 10000.0, "rope_type": "default"},
+        "dtype": dtype,
+        "dflash_config": {
+            "block_size": s["B"],
+            "target_layer_ids": LAYERS,
+            "mask_token_id": s["V"] - 1,
+            "conv_kernel_size": DFLASH2["conv_kernel_size"],
+            "conv_group_size": k["gs"],
+            "selector_rank": k["rank"],
+            "selector_top_k": k["top_k"],
+            "input_embedding_scale": DFLASH2["input_embedding_scale"],
+            "output_multiplier": DFLASH2["output_multiplier"],
+            "final_logit_softcapping": DFLASH2["final_logit_softcapping"],
+        },
+    })
+    return cfg
+
+
+def make_dflash2_weights(s, size, g):
+    """DFlash 1 weights + convs near identity (base tap 0 ~ 1 + noise, other
+    taps ~ noise, small kernel projections) + a selector whose low-rank term
+    is about as large as the spread of the unary logits among the top-k."""
+    k = DFLASH2[size]
+    H, V, K, r = s["H"], s["V"], DFLASH2["conv_kernel_size"], k["rank"]
+    G = H // k["gs"]
+    w = make_drafter_weights(s, g)
+    for i in range(s["n"]):
+        for m in ("attention_conv", "mlp_conv"):
+            p = "layers.%d.%s." % (i, m)
+            base = 0.15 * torch.randn(2, K, H, generator=g)
+            base[:, 0] += 1.0
+            w[p + "base_kernel"] = base
+            w[p + "kernel_projection.weight"] = 0.15 * torch.randn(2 * K * G, H, generator=g) / H ** 0.5
+    w["candidate_selector.hidden_projection.weight"] = torch.randn(r, H, generator=g) / H ** 0.5
+    sigma = (0.3 / r ** 0.5) ** 0.5  # selector term std ~ 0.3
+    w["candidate_selector.predecessor_codebook"] = sigma * torch.randn(V, r, generator=g)
+    w["candidate_selector.successor_codebook"] = sigma * torch.randn(V, r, generator=g)
+    return w
+
+
+def write_drafter(path, cfg, w):
+    os.makedirs(path, exist_ok=True)
+    with open(os.path.join(path, "config.json"), "w") as f:
+        json.dump(cfg, f, indent=1)
+    ref.write_safetensors(os.path.join(path, "model.safetensors"), w, {"format": "pt"})
+
+
 def make_drafter_weights(s, g):
     H, nh, nkv, d, I, K = s["H"], s["nh"], s["nkv"], s["d"], s["I"], len(LAYERS)
 
@@ -210,22 +295,63 @@ def first_logits_batched(dr, ids_a, a, B, kv):
     return out @ dr.lm_head.t()
 
 
+def draw_samples(s, g, stored_dtype):
+    """Per sample: [index, ids, P, features, coins]: length L, first response
+    position P, features N(0, 1), random ids (never the mask id V-1) and the
+    coins (True: the response token at that position takes draft_1)."""
+    V, KH = s["V"], len(LAYERS) * s["H"]
+    samples = []
+    for i in range(s["samples"]):
+        L = int(torch.randint(s["L"][0], s["L"][1] + 1, (1,), generator=g))
+        p0, p1 = s.get("prompt", (0.2, 0.1))
+        P = max(2, int(round(L * (p0 + p1 * float(torch.rand(1, generator=g))))))
+        feats = torch.randn(L, KH, generator=g).to(stored_dtype)
+        ids = torch.randint(0, V - 1, (L,), generator=g)  # never the mask id
+        coins = torch.rand(L, generator=g) < P_DRAFT      # True: take draft_1
+        samples.append([i, ids, P, feats, coins])
+    return samples
+
+
+def with_masks(samples):
+    out = []
+    for i, ids, P, feats, _ in samples:
+        mask = torch.zeros(ids.shape[0], dtype=torch.int64)
+        mask[P:] = 1
+        out.append((i, ids, mask, feats))
+    return out
+
+
+def generate_samples_plain(s, drafter, g, semantics="zlab-current"):
+    """Like generate_samples, one block at a time with reference.py's own
+    forward (cached context K/V): t[p] = draft_1 of the block at anchor p-1
+    (block length min(B, L - (p-1)) under zlab-current) with probability
+    0.85; for a DFlash 2 drafter draft_1 is the selector's first choice."""
+    B = drafter.cfg.block_size
+    mask_id = drafter.cfg.mask_token_id
+    samples = draw_samples(s, g, drafter.stored_dtype)
+    for x in samples:
+        _, ids, P, feats, coins = x
+        L = ids.shape[0]
+        kv = drafter.sequence_kv(feats.to(drafter.dtype))
+        for p in range(P + 1, L):
+            a = p - 1
+            Lb = B if semantics == "zlab-2025" else min(B, L - a)
+            h = drafter.hidden(None, ids[a], a, Lb, ctx_kv=[(k[:a], v[:a]) for k, v in kv],
+                               semantics=semantics)[1:2]
+            d1 = drafter.propose(h, drafter.logits(h), ids[a])["drafts"][0]
+            if bool(coins[p]) and d1 != mask_id:
+                ids[p] = d1
+    return with_masks(samples)
+
+
 def generate_samples(s, drafter, g, batch=16, responses="drafter"):
     """Token ids, loss masks and features; response tokens follow the drafter.
 
     All random draws come first (per sample), then the response tokens are
     filled position by position, sequences of similar length in lockstep.
     """
-    V, KH, B = s["V"], len(LAYERS) * s["H"], s["B"]
-    samples = []
-    for i in range(s["samples"]):
-        L = int(torch.randint(s["L"][0], s["L"][1] + 1, (1,), generator=g))
-        p0, p1 = s.get("prompt", (0.2, 0.1))
-        P = max(2, int(round(L * (p0 + p1 * float(torch.rand(1, generator=g))))))
-        feats = torch.randn(L, KH, generator=g).to(drafter.stored_dtype)
-        ids = torch.randint(0, V - 1, (L,), generator=g)  # never the mask id
-        coins = torch.rand(L, generator=g) < P_DRAFT      # True: take draft_1
-        samples.append([i, ids, P, feats, coins])
+    V, B = s["V"], s["B"]
+    samples = draw_samples(s, g, drafter.stored_dtype)
     order = sorted(range(len(samples)), key=lambda j: samples[j][1].shape[0])
     if responses == "random":  # seconds instead of minutes; accept length ~1
         order = []
@@ -254,12 +380,7 @@ def generate_samples(s, drafter, g, batch=16, responses="drafter"):
                     ids[row, p] = drafts[row]
         for row, x in enumerate(group):
             x[1] = ids[row, :x[1].shape[0]].clone()
-    out = []
-    for i, ids, P, feats, _ in samples:
-        mask = torch.zeros(ids.shape[0], dtype=torch.int64)
-        mask[P:] = 1
-        out.append((i, ids, mask, feats))
-    return out
+    return with_masks(samples)
 
 
 def write_dataset(path, samples, H, groups, split):
@@ -286,11 +407,36 @@ def logit_checks(drafter, samples):
     for s in samples[:2]:
         el = ref.eligible_anchors(s.loss_mask)
         for a in sorted({el[0], el[len(el) // 2], el[-1]}):
-            logits = drafter.block(s.features[:a], s.input_ids[a], a, B)[:7]
+            logits = drafter.block(s.features[:a], s.input_ids[a], a, B,
+                                   semantics="zlab-2025")[:7]
             out.append({"sample": s.index, "anchor": a, "block_size": B,
                         "drafts": logits.argmax(-1).tolist(),
                         "logits": [[float(v) for v in row] for row in logits.tolist()]})
     return out
+
+
+def write_result(path, r, lines, out):
+    """Writes one expected result and adds its summary line."""
+    with open(path, "w") as f:
+        json.dump(r, f, indent=1)
+        f.write("\n")
+    acc = [round(p["accuracy"], 3) for p in r["positions"][:4]]
+    lines.append("  %-29s blocks %5d  accept length (pooled, +1 bonus) %.3f"
+                 "  tau %.3f  accuracy[1..4] %s"
+                 % (os.path.relpath(path, out), r["blocks"], r["accept_length_pooled"],
+                    r["tau"], acc))
+    if r.get("family") == "dflash2":
+        un = [round(p["unary_accuracy"], 3) for p in r["positions"][:4]]
+        cov = [round(p["coverage"], 3) for p in r["positions"][:4]]
+        tf = [round(p["tf_accuracy"], 3) for p in r["positions"][:4]]
+        fm = r["first_miss"]
+        lines.append("  %-29s unary accept length %.3f, top-k oracle %.3f; first miss: "
+                     "all accepted %d, coverage %d, ranking %d; near ties %d"
+                     % ("", r["unary_accept_length_pooled"], r["oracle_accept_length_pooled"],
+                        fm["all_accepted"], fm["coverage_miss"], fm["ranking_error"],
+                        r["selector_near_ties"]))
+        lines.append("  %-29s unary accuracy[1..4] %s  coverage %s  tf accuracy %s"
+                     % ("", un, cov, tf))
 
 
 def main(argv=None):
@@ -306,10 +452,13 @@ def main(argv=None):
                     help="response tokens: the drafter's draft_1 (p=0.85) or all random")
     ap.add_argument("--mask-scale", type=float, default=MASK_SCALE,
                     help="mask embedding scale; larger makes deeper positions agree more")
+    ap.add_argument("--threads", type=int, default=1, help="torch threads (1 or 2; default 1)")
     args = ap.parse_args(argv)
     expected = args.expected or ("none" if args.size in BENCH_SIZES else "all")
     t0 = time.time()
-    torch.set_num_threads(max(1, min(2, torch.get_num_threads())))
+    # One thread: these tensors are tiny, and on a busy 2-core machine two
+    # OpenMP threads run 10-40x slower than one (same numbers either way).
+    torch.set_num_threads(max(1, min(args.threads, 2)))
     s = SIZES[args.size]
     g = torch.Generator().manual_seed(args.seed)
     sdtype = torch.bfloat16 if args.dtype == "bf16" else torch.float32
@@ -349,6 +498,35 @@ def main(argv=None):
         write_dataset(os.path.join(out, "dataset-split"), samples, H,
                       {"aux_hidden_state": LAYERS[:4], "hidden_state": LAYERS[4:]},
                       {"aux_hidden_state": (0, 4), "hidden_state": (4, 1)})
+    # The current z-lab spellings and rules (tiny and small only): a DFlash 1
+    # drafter in the new config style and a DFlash 2 drafter, each with its
+    # own weights (own seeds) and its own dataset; the draws above are untouched.
+    extra = []  # (drafter dir, dataset dir, expected subdir, [semantics])
+    if variants:
+        size = args.size if args.size in DFLASH2 else "small"
+        g1 = torch.Generator().manual_seed(args.seed + V1NEW["seed_offset"])
+        w1 = {k: v.to(sdtype) for k, v in make_drafter_weights(s, g1).items()}
+        v1dir = os.path.join(out, "drafter-v1new")
+        write_drafter(v1dir, v1new_config(s, dtype_name), w1)
+        v1 = ref.Drafter(v1dir, t["embed"], t["head"])
+        v1.stored_dtype = sdtype
+        write_dataset(os.path.join(out, "dataset-v1new"),
+                      generate_samples_plain(s, v1, g1), H,
+                      {"hidden_states": LAYERS}, {"hidden_states": (0, 5)})
+        g2 = torch.Generator().manual_seed(args.seed + DFLASH2["seed_offset"])
+        w2 = {k: v.to(sdtype) for k, v in make_dflash2_weights(s, size, g2).items()}
+        d2dir = os.path.join(out, "drafter2")
+        cfg2 = dflash2_config(s, size, dtype_name)
+        write_drafter(d2dir, cfg2, w2)
+        write_drafter(os.path.join(out, "drafter2-dotweight"), cfg2,
+                      {(k + ".weight" if k in ref.CODEBOOKS else k): v for k, v in w2.items()})
+        d2 = ref.Drafter(d2dir, t["embed"], t["head"])
+        d2.stored_dtype = sdtype
+        write_dataset(os.path.join(out, "dataset2"), generate_samples_plain(s, d2, g2), H,
+                      {"hidden_states": LAYERS}, {"hidden_states": (0, 5)})
+        extra = [(ddir, "dataset", "current", ["zlab-current"]),
+                 (v1dir, "dataset-v1new", "v1new", ["zlab-current", "zlab-2025"]),
+                 (d2dir, "dataset2", "dflash2", ["zlab-current"])]
     t_gen = time.time() - t0
 
     lines = []
@@ -364,15 +542,22 @@ def main(argv=None):
         runs = [("replay", "replay.json")]
         if expected == "all":
             runs.insert(0, ("anchor", "anchor_all.json"))
+        # The files of before: zlab-2025 results, written exactly as before
+        # (without the "semantics"/"family" keys every other result carries).
         for mode, fname in runs:
-            r = ref.evaluate(drafter, loaded, mode, "all")
-            with open(os.path.join(edir, fname), "w") as f:
-                json.dump(r, f, indent=1)
-                f.write("\n")
-            acc = [round(p["accuracy"], 3) for p in r["positions"][:4]]
-            lines.append("  expected/%-20s blocks %5d  accept length (pooled, +1 bonus) %.3f"
-                         "  tau %.3f  accuracy[1..4] %s"
-                         % (fname, r["blocks"], r["accept_length_pooled"], r["tau"], acc))
+            r = ref.evaluate(drafter, loaded, mode, "all", semantics="zlab-2025")
+            del r["semantics"], r["family"]
+            write_result(os.path.join(edir, fname), r, lines, out)
+        for dpath, dsname, sub, sems in extra:
+            dr = ref.Drafter(dpath, t["embed"], t["head"])
+            ds = loaded if dsname == "dataset" else \
+                ref.load_dataset(os.path.join(out, dsname), dr.cfg.target_layer_ids)
+            for sem in sems:
+                rel = os.path.join(sub, "2025") if sem == "zlab-2025" and sub == "v1new" else sub
+                os.makedirs(os.path.join(edir, rel), exist_ok=True)
+                for mode, fname in runs:
+                    r = ref.evaluate(dr, ds, mode, "all", semantics=sem)
+                    write_result(os.path.join(edir, rel, fname), r, lines, out)
     total = time.time() - t0
     Ls = [int(x[1].shape[0]) for x in samples]
     print("fixture '%s' (%s, %s, seed %d) in %s" % (args.size, dtype_name, expected,
@@ -385,6 +570,18 @@ def main(argv=None):
     print("  dataset: %d samples, L %d..%d, layers %s (%s)"
           % (len(samples), min(Ls), max(Ls), LAYERS,
              "dataset, dataset-4layers, dataset-split" if variants else "dataset"))
+    if variants:
+        k = DFLASH2[size]
+        print("  drafter-v1new: top-level draft keys, W=%d (< B), embedding scale %g, output "
+              "multiplier %g, softcap %g; dataset-v1new (zlab-current draft_1)"
+              % (s["B"] - V1NEW["window_below_block"], V1NEW["input_embedding_scale"],
+                 V1NEW["output_multiplier"], V1NEW["final_logit_softcapping"]))
+        print("  drafter2 (+ drafter2-dotweight): DFlash 2, conv K=%d gs=%d (G=%d), selector "
+              "rank %d top-%d, all sliding W=%d, is_causal false, embedding scale %g, output "
+              "multiplier %g, softcap %g; dataset2 (selector draft_1)"
+              % (DFLASH2["conv_kernel_size"], k["gs"], H // k["gs"], k["rank"], k["top_k"],
+                 s["W"], DFLASH2["input_embedding_scale"], DFLASH2["output_multiplier"],
+                 DFLASH2["final_logit_softcapping"]))
     for line in lines:
         print(line)
     print("  time: generation %.1fs, total %.1fs" % (t_gen, total))

@@ -2,14 +2,17 @@
 """Plain reference of the DFlash drafter forward and its evaluation.
 
 Written straight from shared/reference/dflash-semantics.md (§4 one draft
-block, §5 the two evaluation modes), one block at a time, no batching, so that
-the C++ service can be checked against it. Needs only torch (1.13 works).
+block, §5 the two evaluation modes) and dflash2-semantics.md (DFlash 2, the
+current z-lab rules), one block at a time, no batching, so that the C++
+service can be checked against it. Needs only torch (1.13 works).
 
   reference.py eval --drafter DIR --target DIR --dataset DIR \
       --mode anchor|replay [--anchors all|even] [--max-blocks N] \
-      [--max-samples N] [--block-size B] [--max-new-tokens N] [--json OUT]
+      [--max-samples N] [--block-size B] [--max-new-tokens N] \
+      [--semantics zlab-current|zlab-2025] [--json OUT]
   reference.py logits --drafter DIR --target DIR --dataset DIR \
-      --blocks SAMPLE:ANCHOR[,SAMPLE:ANCHOR...] [--rows R] [--json OUT]
+      --blocks SAMPLE:ANCHOR[,SAMPLE:ANCHOR...] [--rows R] \
+      [--semantics zlab-current|zlab-2025] [--json OUT]
 
 Compute is float32 by default (--compute-dtype float64 for a tighter
 baseline); stored bf16 weights are upcast.
@@ -92,9 +95,28 @@ def write_safetensors(path, tensors, metadata=None):
 # Drafter config and weights (§1)
 # ---------------------------------------------------------------------------
 
+SEMANTICS = ("zlab-current", "zlab-2025")
+DEFAULT_SEMANTICS = "zlab-current"
+# zlab-current: z-lab model.py at commit 10129599 (dflash2-semantics.md):
+#   per-layer causality and two-sided windows inside the block, shortened last
+#   blocks, the replay loop `while s + 1 < L'`, produced = min(n+1, L'-s-1).
+# zlab-2025: the older rules (dflash-semantics.md §4-§5): every layer
+#   bidirectional in the block, sliding layers hide context keys with
+#   query - key >= W, full-length blocks, the replay loop `while s < L'`.
+
+
+def check_semantics(semantics, family):
+    if semantics not in SEMANTICS:
+        raise ValueError("unknown semantics '%s' (one of %s)" % (semantics, ", ".join(SEMANTICS)))
+    if family == "dflash2" and semantics == "zlab-2025":
+        raise ValueError("semantics 'zlab-2025' predates DFlash 2; use zlab-current")
+
+
 class DrafterConfig:
     def __init__(self, cfg):
         self.raw = cfg
+        archs = cfg.get("architectures") or []
+        self.family = "dflash2" if "DFlash2DraftModel" in archs else "dflash"
         self.hidden_size = int(cfg["hidden_size"])
         self.num_heads = int(cfg["num_attention_heads"])
         self.num_kv_heads = int(cfg.get("num_key_value_heads") or self.num_heads)
@@ -104,11 +126,29 @@ class DrafterConfig:
         self.eps = float(cfg.get("rms_norm_eps", 1e-6))
         self.attention_bias = bool(cfg.get("attention_bias", False))
         dc = cfg.get("dflash_config") or {}
-        self.block_size = int(cfg.get("block_size") or dc.get("block_size") or 16)
-        if "target_layer_ids" not in dc:
-            raise ValueError("config has no dflash_config.target_layer_ids")
-        self.target_layer_ids = [int(x) for x in dc["target_layer_ids"]]
-        self.mask_token_id = int(dc["mask_token_id"])
+
+        def draft_value(name, default=None):
+            """z-lab's _draft_value: dflash_config[name], else top-level name, else default."""
+            if name in dc:
+                return dc[name]
+            return cfg.get(name, default)
+
+        def required(name):
+            v = draft_value(name)
+            if v is None:
+                raise ValueError("config has no %s (looked in dflash_config, then top level)"
+                                 % name)
+            return v
+
+        self.block_size = int(draft_value("block_size", 16))
+        self.target_layer_ids = [int(x) for x in required("target_layer_ids")]
+        self.mask_token_id = int(required("mask_token_id"))
+        v = draft_value("input_embedding_scale")
+        self.input_embedding_scale = 1.0 if v is None else float(v)
+        v = draft_value("output_multiplier")
+        self.output_multiplier = 1.0 if v is None else float(v)
+        v = draft_value("final_logit_softcapping")
+        self.softcap = float(v) if v is not None and float(v) > 0 else None
         types = cfg.get("layer_types") or ["full_attention"] * self.num_layers
         if len(types) != self.num_layers:
             raise ValueError("layer_types has %d entries; expected %d"
@@ -116,8 +156,36 @@ class DrafterConfig:
         for t in types:
             if t not in ("full_attention", "sliding_attention"):
                 raise ValueError("unknown layer type '%s'" % t)
+        self.layer_types = list(types)
         self.sliding = [t == "sliding_attention" for t in types]
+        # zlab-2025 reads the window like this (0 = none) on every sliding layer.
         self.sliding_window = int(cfg.get("sliding_window") or 0)
+        # zlab-current, per layer: causal = (sliding) unless top-level is_causal
+        # is given; window = sliding_window on sliding layers, none on full
+        # ones, none everywhere when top-level use_sliding_window is false.
+        is_causal = cfg.get("is_causal")
+        self.causal = [s if is_causal is None else bool(is_causal) for s in self.sliding]
+        use_window = cfg.get("use_sliding_window", True)
+        sw = cfg.get("sliding_window")
+        self.window = []
+        for s in self.sliding:
+            if s and use_window is not False and sw is not None:
+                if int(sw) <= 0:
+                    raise ValueError("sliding_window %s must be positive" % sw)
+                self.window.append(int(sw))
+            else:
+                self.window.append(None)
+        self.vocab_size = cfg.get("vocab_size")
+        if self.family == "dflash2":
+            self.conv_kernel_size = int(required("conv_kernel_size"))
+            self.conv_group_size = int(required("conv_group_size"))
+            self.selector_rank = int(required("selector_rank"))
+            self.selector_top_k = int(required("selector_top_k"))
+            if self.conv_group_size <= 0 or self.hidden_size % self.conv_group_size:
+                raise ValueError("conv_group_size %d must divide hidden_size %d"
+                                 % (self.conv_group_size, self.hidden_size))
+            if self.conv_kernel_size < 1 or self.selector_rank < 1 or self.selector_top_k < 1:
+                raise ValueError("conv_kernel_size, selector_rank and selector_top_k must be >= 1")
         # RoPE: 5.x rope_parameters or 4.x rope_theta + rope_scaling.
         rp = cfg.get("rope_parameters")
         if rp:
@@ -354,6 +422,9 @@ def rotate_half(x):
     return torch.cat((-x2, x1), dim=-1)
 
 
+CODEBOOKS = ("candidate_selector.predecessor_codebook", "candidate_selector.successor_codebook")
+
+
 class Drafter:
     def __init__(self, path, embed, lm_head, compute_dtype=torch.float32):
         with open(os.path.join(path if os.path.isdir(path) else os.path.dirname(path),
@@ -365,6 +436,40 @@ class Drafter:
         self.embed = embed.to(compute_dtype)
         self.lm_head = lm_head.to(compute_dtype)
         self.inv_freq, self.rope_scale = rope_inv_freq(self.cfg.rope, self.cfg.head_dim)
+        self.family = self.cfg.family
+        # Switches for ablations (selfcheck): False = drafts are argmax(logits).
+        self.use_selector = self.family == "dflash2"
+        if self.family == "dflash2":
+            self.check_dflash2_tensors()
+
+    def check_dflash2_tensors(self):
+        """Codebooks with or without '.weight'; every DFlash 2 tensor present, right shape."""
+        c = self.cfg
+        for name in CODEBOOKS:
+            dotted = name + ".weight"
+            if dotted in self.w:
+                if name in self.w and not torch.equal(self.w[name], self.w[dotted]):
+                    raise ValueError("both '%s' and '%s' present and different" % (name, dotted))
+                self.w[name] = self.w.pop(dotted)
+        H, K, G = c.hidden_size, c.conv_kernel_size, c.hidden_size // c.conv_group_size
+        V = self.lm_head.shape[0]
+        want = {"candidate_selector.hidden_projection.weight": [c.selector_rank, H],
+                CODEBOOKS[0]: [V, c.selector_rank], CODEBOOKS[1]: [V, c.selector_rank]}
+        for i in range(c.num_layers):
+            for m in ("attention_conv", "mlp_conv"):
+                p = "layers.%d.%s." % (i, m)
+                want[p + "base_kernel"] = [2, K, H]
+                want[p + "kernel_projection.weight"] = [2 * K * G, H]
+        missing = [n for n in want if n not in self.w]
+        if missing:
+            raise KeyError("DFlash 2 drafter lacks %s" % ", ".join(missing))
+        for n, shape in want.items():
+            if list(self.w[n].shape) != shape:
+                raise ValueError("%s has shape %s; expected %s" % (n, list(self.w[n].shape), shape))
+        if c.vocab_size is not None and int(c.vocab_size) != V:
+            raise ValueError("config vocab_size %s != target vocabulary %d" % (c.vocab_size, V))
+        if c.selector_top_k > V:
+            raise ValueError("selector_top_k %d > vocabulary %d" % (c.selector_top_k, V))
 
     def rope(self, x, pos):
         """x [T, heads, d], pos [T] int64."""
@@ -393,58 +498,196 @@ class Drafter:
         k = rms_norm(k, self.w[p + "k_norm.weight"], c.eps)
         return self.rope(k, pos), v
 
-    def block(self, feats, tokens_a, a, B, rows=None, ctx_kv=None):
-        """Logits [rows, V] for one block at anchor a (rows default B-1).
+    def visible(self, i, a, L, semantics):
+        """Layer i's attention mask [L, a+L] (True = visible) for a block of L
+        rows at anchor a; keys are the context 0..a-1 then the block a..a+L-1,
+        all at absolute positions."""
+        c = self.cfg
+        q = torch.arange(a, a + L, dtype=torch.int64)[:, None]    # query positions
+        k = torch.arange(0, a + L, dtype=torch.int64)[None, :]    # key positions
+        vis = torch.ones(L, a + L, dtype=torch.bool)
+        if semantics == "zlab-2025":
+            # Bidirectional in the block; sliding layers hide context keys at
+            # distance >= W (the block keys never).
+            if c.sliding[i] and c.sliding_window > 0:
+                vis &= ~((q - k >= c.sliding_window) & (k < a))
+            return vis
+        if c.causal[i]:
+            vis &= k <= q
+        W = c.window[i]
+        if W is not None:
+            vis &= q - k < W
+            if not c.causal[i]:
+                vis &= k - q < W
+        return vis
+
+    # DFlash 2: grouped dynamic causal conv (dflash2-semantics.md §3).
+    def grouped_conv(self, y, dyn, base):
+        """y [L, H]; dyn [L, K, G] dynamic coefficients; base [K, H].
+
+        out[t, ch] = sum_tap (base[tap, ch] + dyn[t, tap, ch // gs]) * y[t - tap, ch],
+        y[t - tap] = 0 before the block's first row. Per tap as z-lab: out +=
+        base * y_shift, then out = addcmul(out, dyn, y_shift)."""
+        L = y.shape[0]
+        gs = self.cfg.conv_group_size
+        out = torch.zeros_like(y)
+        for tap in range(base.shape[0]):
+            shifted = torch.zeros_like(y)
+            if tap < L:
+                shifted[tap:] = y[:L - tap]
+            out = out + base[tap][None, :] * shifted
+            d = dyn[:, tap, :].repeat_interleave(gs, dim=1)       # [L, H]: channel -> its group
+            out = torch.addcmul(out, d, shifted)
+        return out
+
+    def conv_prepare(self, i, module, h):
+        """(conv_0(h), D[:, 1]); D = (h @ kernel_projection^T) viewed [L, 2, K, G]."""
+        c = self.cfg
+        p = "layers.%d.%s." % (i, module)
+        G = c.hidden_size // c.conv_group_size
+        D = (h @ self.w[p + "kernel_projection.weight"].t()).view(
+            h.shape[0], 2, c.conv_kernel_size, G)
+        return self.grouped_conv(h, D[:, 0], self.w[p + "base_kernel"][0]), D[:, 1]
+
+    def conv_finish(self, i, module, y, D1):
+        return self.grouped_conv(y, D1, self.w["layers.%d.%s.base_kernel" % (i, module)][1])
+
+    def hidden(self, feats, tokens_a, a, L, ctx_kv=None, semantics=DEFAULT_SEMANTICS):
+        """Final-normed hidden states [L, H] of one block of L rows at anchor a.
 
         feats: c[0..a-1] [a, K*H_t]; tokens_a: t[a]. ctx_kv: optional
         precomputed per-layer context K/V (already sliced to a rows).
         """
         c = self.cfg
+        check_semantics(semantics, self.family)
         nh, nkv, d = c.num_heads, c.num_kv_heads, c.head_dim
-        ids = torch.full((B,), c.mask_token_id, dtype=torch.int64)
+        conv = self.family == "dflash2"
+        ids = torch.full((L,), c.mask_token_id, dtype=torch.int64)
         ids[0] = int(tokens_a)
-        x = self.embed[ids]                                       # [B, H]
-        pos_blk = torch.arange(a, a + B, dtype=torch.int64)
+        x = self.embed[ids] * c.input_embedding_scale             # [L, H]
+        pos_blk = torch.arange(a, a + L, dtype=torch.int64)
         pos_ctx = torch.arange(0, a, dtype=torch.int64)
         ctx = self.context(feats) if ctx_kv is None else None     # [a, H]
-        # Mask [B, a+B]: block queries see all block keys and context keys
-        # except, on sliding layers, context keys at distance >= W.
-        dist = pos_blk[:, None] - pos_ctx[None, :]                # [B, a]
         for i in range(c.num_layers):
             p = "layers.%d." % i
             y = rms_norm(x, self.w[p + "input_layernorm.weight"], c.eps)
-            q = self.linear(y, p + "self_attn.q_proj").view(B, nh, d)
+            if conv:
+                y, dyn_attn = self.conv_prepare(i, "attention_conv", y)
+            q = self.linear(y, p + "self_attn.q_proj").view(L, nh, d)
             q = rms_norm(q, self.w[p + "self_attn.q_norm.weight"], c.eps)
             q = self.rope(q, pos_blk)
-            kb = self.linear(y, p + "self_attn.k_proj").view(B, nkv, d)
+            kb = self.linear(y, p + "self_attn.k_proj").view(L, nkv, d)
             kb = rms_norm(kb, self.w[p + "self_attn.k_norm.weight"], c.eps)
             kb = self.rope(kb, pos_blk)
-            vb = self.linear(y, p + "self_attn.v_proj").view(B, nkv, d)
+            vb = self.linear(y, p + "self_attn.v_proj").view(L, nkv, d)
             if ctx_kv is None:
                 kc, vc = self.context_kv(i, ctx, pos_ctx)
             else:
                 kc, vc = ctx_kv[i]
-            k = torch.cat((kc, kb), dim=0)                        # [a+B, nkv, d]
+            k = torch.cat((kc, kb), dim=0)                        # [a+L, nkv, d]
             v = torch.cat((vc, vb), dim=0)
             rep = nh // nkv                                       # GQA
-            k = k.repeat_interleave(rep, dim=1)                   # [a+B, nh, d]
+            k = k.repeat_interleave(rep, dim=1)                   # [a+L, nh, d]
             v = v.repeat_interleave(rep, dim=1)
-            scores = torch.einsum("qhd,khd->hqk", q, k) * (d ** -0.5)  # [nh, B, a+B]
-            if c.sliding[i] and c.sliding_window > 0 and a > 0:
-                masked = torch.cat((dist >= c.sliding_window,
-                                    torch.zeros(B, B, dtype=torch.bool)), dim=1)
-                scores = scores.masked_fill(masked[None], float("-inf"))
+            scores = torch.einsum("qhd,khd->hqk", q, k) * (d ** -0.5)  # [nh, L, a+L]
+            vis = self.visible(i, a, L, semantics)
+            if not bool(vis.all()):
+                scores = scores.masked_fill(~vis[None], float("-inf"))
             probs = torch.softmax(scores.to(torch.promote_types(self.dtype, torch.float32)),
                                   dim=-1).to(self.dtype)
-            attn = torch.einsum("hqk,khd->qhd", probs, v).reshape(B, nh * d)
-            x = x + self.linear(attn, p + "self_attn.o_proj")
+            attn = torch.einsum("hqk,khd->qhd", probs, v).reshape(L, nh * d)
+            o = self.linear(attn, p + "self_attn.o_proj")
+            if conv:
+                o = self.conv_finish(i, "attention_conv", o, dyn_attn)
+            x = x + o
             h = rms_norm(x, self.w[p + "post_attention_layernorm.weight"], c.eps)
+            if conv:
+                h, dyn_mlp = self.conv_prepare(i, "mlp_conv", h)
             gate = self.linear(h, p + "mlp.gate_proj")
             up = self.linear(h, p + "mlp.up_proj")
-            x = x + self.linear(torch.nn.functional.silu(gate) * up, p + "mlp.down_proj")
-        out = rms_norm(x, self.w["norm.weight"], c.eps)
-        r = B - 1 if rows is None else rows
-        return out[1:1 + r] @ self.lm_head.t()                   # [r, V]
+            f = self.linear(torch.nn.functional.silu(gate) * up, p + "mlp.down_proj")
+            if conv:
+                f = self.conv_finish(i, "mlp_conv", f, dyn_mlp)
+            x = x + f
+        return rms_norm(x, self.w["norm.weight"], c.eps)
+
+    def logits(self, h):
+        """Unary logits of final-normed rows h [r, H]: lm_head, * output_multiplier,
+        then c * tanh(logits / c) when final_logit_softcapping c > 0."""
+        c = self.cfg
+        logits = (h @ self.lm_head.t()) * c.output_multiplier
+        if c.softcap is not None:
+            logits = torch.tanh(logits / c.softcap) * c.softcap
+        return logits
+
+    def block(self, feats, tokens_a, a, L, rows=None, ctx_kv=None, semantics=DEFAULT_SEMANTICS):
+        """Unary logits [rows, V] of the block of L rows at anchor a (rows default L-1)."""
+        out = self.hidden(feats, tokens_a, a, L, ctx_kv, semantics)
+        r = L - 1 if rows is None else rows
+        return self.logits(out[1:1 + r])                          # [r, V]
+
+    # DFlash 2 candidate selector (dflash2-semantics.md §3).
+    def candidates(self, logits_row):
+        """Top-k of one logits row: (ids [k], values [k]), larger first; equal
+        logits in token-id order (a stable sort)."""
+        vals, ids = torch.sort(logits_row, descending=True, stable=True)
+        k = self.cfg.selector_top_k
+        return ids[:k], vals[:k]
+
+    def selector_scores(self, eta, cand, unary, pred):
+        """S(pred, b) = U(b) + sum_r A[pred, r] * eta[r] * Bc[b, r] for b in cand: [k]."""
+        A = self.w[CODEBOOKS[0]]
+        Bc = self.w[CODEBOOKS[1]]
+        return unary + (A[int(pred)] * eta) @ Bc[cand].t()
+
+    @staticmethod
+    def choose(cand, scores):
+        """argmax over the candidates; exact ties go to the lower token id."""
+        best = None
+        for b, s in zip(cand.tolist(), scores.tolist()):
+            if best is None or s > best[1] or (s == best[1] and b < best[0]):
+                best = (b, s)
+        return best[0]
+
+    def propose(self, h, logits, token_a, labels=None):
+        """The drafts of one block's slots j = 1..R, from final-normed rows h
+        [R, H] (slots 1..R) and their unary logits [R, V].
+
+        dflash: argmax(logits[j]). dflash2 (use_selector): the greedy walk
+        p_1 = t_a, draft_j = argmax_{b in cand_j} S_j(p_j, b), p_{j+1} = draft_j.
+        Returns {"drafts", "unary"} and for dflash2 also "candidates" (lists),
+        "near_ties" (slots with top-1 - top-2 score < 1e-4, k >= 2) and, when
+        labels [R] are given, "tf_correct" (gold predecessor: t[a+j-1]).
+        """
+        R = logits.shape[0]
+        unary = [int(x) for x in logits.argmax(dim=-1).tolist()] if R else []
+        out = {"drafts": list(unary), "unary": unary}
+        if self.family != "dflash2":
+            return out
+        eta_all = h @ self.w["candidate_selector.hidden_projection.weight"].t()  # [R, r]
+        cands, drafts, tf, near = [], [], [], 0
+        pred = int(token_a)
+        for j in range(R):
+            cand, U = self.candidates(logits[j])
+            cands.append([int(x) for x in cand.tolist()])
+            scores = self.selector_scores(eta_all[j], cand, U, pred)
+            if len(cands[-1]) >= 2:
+                top = torch.sort(scores, descending=True).values
+                if float(top[0] - top[1]) < 1e-4:
+                    near += 1
+            draft = self.choose(cand, scores)
+            drafts.append(draft)
+            if labels is not None:
+                gold_pred = int(token_a) if j == 0 else int(labels[j - 1])
+                tf_scores = self.selector_scores(eta_all[j], cand, U, gold_pred)
+                tf.append(self.choose(cand, tf_scores) == int(labels[j]))
+            pred = draft
+        if self.use_selector:
+            out["drafts"] = drafts
+        out.update({"candidates": cands, "near_ties": near})
+        if labels is not None:
+            out["tf_correct"] = tf
+        return out
 
     def sequence_kv(self, feats):
         """Per-layer context K/V for a whole sequence (slice [:a] for anchor a)."""
@@ -454,7 +697,7 @@ class Drafter:
 
 
 # ---------------------------------------------------------------------------
-# Evaluation (§5)
+# Evaluation (dflash-semantics.md §5, dflash2-semantics.md §4-§5)
 # ---------------------------------------------------------------------------
 
 def eligible_anchors(mask):
@@ -485,8 +728,13 @@ def leading_matches(correct):
 
 
 class Metrics:
-    def __init__(self, B):
+    """Accumulates scored blocks. Every accept-length-like number is an
+    "accept value": n + 1, or min(n + 1, cap) when the caller passes a cap
+    (zlab-current replay: cap = L' - s - 1)."""
+
+    def __init__(self, B, family="dflash"):
         self.B = B
+        self.family = family
         self.counted = [0] * (B - 1)
         self.correct = [0] * (B - 1)
         self.accepted = [0] * (B - 1)
@@ -496,13 +744,27 @@ class Metrics:
         self.tokens = 0
         self.accept_sum = 0
         self.per_sample = []
+        # DFlash 2
+        self.unary_correct = [0] * (B - 1)
+        self.covered = [0] * (B - 1)
+        self.tf_correct = [0] * (B - 1)
+        self.unary_accept_sum = 0
+        self.oracle_accept_sum = 0
+        self.first_miss = {"all_accepted": 0, "coverage_miss": 0, "ranking_error": 0}
+        self.near_ties = 0
 
     def begin_sample(self, index, L, P):
         self.per_sample.append({"sample_index": index, "blocks": 0, "accepted_total": 0,
                                 "length": L, "first_response_position": P})
 
-    def add(self, correct):
-        """correct[j-1] for the positions j = 1.. that exist."""
+    @staticmethod
+    def accept_value(n, cap):
+        return n + 1 if cap is None else min(n + 1, cap)
+
+    def add(self, blk, cap=None):
+        """blk: score_block's dict (correct[j-1] for the positions j = 1.. that
+        exist, and for dflash2 unary/covered/tf lists). Returns n."""
+        correct = blk["correct"]
         n = leading_matches(correct)
         for j in range(1, len(correct) + 1):
             self.counted[j - 1] += 1
@@ -514,10 +776,26 @@ class Metrics:
         self.hist[n] += 1
         self.blocks += 1
         self.tokens += len(correct)
-        self.accept_sum += n + 1
+        value = self.accept_value(n, cap)
+        self.accept_sum += value
         s = self.per_sample[-1]
         s["blocks"] += 1
-        s["accepted_total"] += n + 1
+        s["accepted_total"] += value
+        if self.family == "dflash2":
+            unary, covered, tf = blk["unary_correct"], blk["covered"], blk["tf_correct"]
+            for j in range(1, len(correct) + 1):
+                self.unary_correct[j - 1] += int(unary[j - 1])
+                self.covered[j - 1] += int(covered[j - 1])
+                self.tf_correct[j - 1] += int(covered[j - 1] and tf[j - 1])
+            self.unary_accept_sum += self.accept_value(leading_matches(unary), cap)
+            self.oracle_accept_sum += self.accept_value(leading_matches(covered), cap)
+            if n == len(correct):
+                self.first_miss["all_accepted"] += 1
+            elif not covered[n]:
+                self.first_miss["coverage_miss"] += 1
+            else:
+                self.first_miss["ranking_error"] += 1
+            self.near_ties += blk["near_ties"]
         return n
 
     def result(self):
@@ -526,7 +804,7 @@ class Metrics:
 
         positions = []
         for j in range(1, self.B):
-            positions.append({
+            e = {
                 "position": j,
                 "counted": self.counted[j - 1],
                 "correct": self.correct[j - 1],
@@ -535,7 +813,18 @@ class Metrics:
                 "acceptance": ratio(self.accepted[j - 1], self.counted[j - 1]),
                 "conditional_counted": self.cond_counted[j - 1],
                 "conditional": ratio(self.accepted[j - 1], self.cond_counted[j - 1]),
-            })
+            }
+            if self.family == "dflash2":
+                e.update({
+                    "unary_correct": self.unary_correct[j - 1],
+                    "unary_accuracy": ratio(self.unary_correct[j - 1], self.counted[j - 1]),
+                    "covered": self.covered[j - 1],
+                    "coverage": ratio(self.covered[j - 1], self.counted[j - 1]),
+                    "tf_covered": self.covered[j - 1],
+                    "tf_correct": self.tf_correct[j - 1],
+                    "tf_accuracy": ratio(self.tf_correct[j - 1], self.covered[j - 1]),
+                })
+            positions.append(e)
         per_sample = []
         for s in self.per_sample:
             if s["blocks"] == 0:
@@ -544,7 +833,7 @@ class Metrics:
             s["mean_accept_length"] = s["accepted_total"] / s["blocks"]
             per_sample.append(s)
         tau = ratio(sum(s["mean_accept_length"] for s in per_sample), len(per_sample))
-        return {
+        r = {
             "accept_length_pooled": ratio(self.accept_sum, self.blocks),
             "tau": tau,
             "blocks": self.blocks,
@@ -554,25 +843,63 @@ class Metrics:
             "positions": positions,
             "per_sample": per_sample,
         }
+        if self.family == "dflash2":
+            r.update({
+                "unary_accept_length_pooled": ratio(self.unary_accept_sum, self.blocks),
+                "oracle_accept_length_pooled": ratio(self.oracle_accept_sum, self.blocks),
+                "first_miss": dict(self.first_miss),
+                "selector_near_ties": self.near_ties,
+            })
+        return r
 
 
-def block_correct(drafter, sample, a, B, limit):
+def score_block(drafter, sample, a, B, end, semantics=DEFAULT_SEMANTICS):
+    """Drafts one block at anchor a and compares positions a+j < end.
+
+    zlab-2025: a full block of B rows, positions at or past `end` unscored.
+    zlab-current: a block of Lb = min(B, end - a) rows (the positions that exist).
+    Returns {"correct": [...], "drafts": [...]} (+ dflash2 lists), j = 1.. .
+    """
+    if a + 1 >= end:
+        return {"correct": [], "drafts": [], "unary_correct": [], "covered": [],
+                "tf_correct": [], "near_ties": 0}
+    labels = sample.input_ids[a + 1:end]
+    if semantics == "zlab-2025":
+        rows = min(B - 1, end - 1 - a)
+        h = drafter.hidden(sample.features[:a], sample.input_ids[a], a, B, semantics=semantics)
+        logits = drafter.logits(h[1:B])[:rows]
+        h = h[1:1 + rows]
+    else:
+        Lb = min(B, end - a)
+        rows = Lb - 1
+        h = drafter.hidden(sample.features[:a], sample.input_ids[a], a, Lb, semantics=semantics)
+        h = h[1:Lb]
+        logits = drafter.logits(h)
+    labels = [int(x) for x in labels[:rows].tolist()]
+    prop = drafter.propose(h, logits, sample.input_ids[a], labels)
+    out = {"drafts": prop["drafts"],
+           "correct": [d == t for d, t in zip(prop["drafts"], labels)],
+           "unary_correct": [d == t for d, t in zip(prop["unary"], labels)]}
+    if drafter.family == "dflash2":
+        out["covered"] = [t in cand for t, cand in zip(labels, prop["candidates"])]
+        out["tf_correct"] = prop["tf_correct"]
+        out["near_ties"] = prop["near_ties"]
+    return out
+
+
+def block_correct(drafter, sample, a, B, limit, semantics="zlab-2025"):
     """correct[j-1] = (draft_j == t[a+j]) for j = 1.. with a+j < limit."""
-    if a + 1 >= limit:
-        return []
-    rows = min(B - 1, limit - 1 - a)
-    logits = drafter.block(sample.features[:a], sample.input_ids[a], a, B)[:rows]
-    drafts = logits.argmax(dim=-1)
-    labels = sample.input_ids[a + 1:a + 1 + rows]
-    return [bool(x) for x in (drafts == labels).tolist()]
+    return score_block(drafter, sample, a, B, limit, semantics)["correct"]
 
 
 def evaluate(drafter, samples, mode, anchors="all", max_blocks=0, block_size=0,
-             max_new_tokens=0):
+             max_new_tokens=0, semantics=DEFAULT_SEMANTICS):
+    family = drafter.family
+    check_semantics(semantics, family)
     B = block_size or drafter.cfg.block_size
     if B > drafter.cfg.block_size or B < 2:
         raise ValueError("block size %d; drafter's is %d" % (B, drafter.cfg.block_size))
-    m = Metrics(B)
+    m = Metrics(B, family)
     for s in samples:
         L = s.input_ids.shape[0]
         resp = (s.loss_mask == 1).nonzero()
@@ -580,20 +907,31 @@ def evaluate(drafter, samples, mode, anchors="all", max_blocks=0, block_size=0,
         m.begin_sample(s.index, L, P)
         if mode == "anchor":
             for a in select_anchors(s.loss_mask, anchors, max_blocks):
-                m.add(block_correct(drafter, s, a, B, L))
+                m.add(score_block(drafter, s, a, B, L, semantics))
         elif mode == "replay":
             Lp = min(L, P + max_new_tokens) if max_new_tokens > 0 else L
             pos, blocks = P, 0
-            while pos < Lp and (max_blocks <= 0 or blocks < max_blocks):
-                n = m.add(block_correct(drafter, s, pos, B, Lp))
-                blocks += 1
-                pos += n + 1
+            if semantics == "zlab-2025":
+                # Older loop: record n + 1 while pos < L'.
+                while pos < Lp and (max_blocks <= 0 or blocks < max_blocks):
+                    n = m.add(score_block(drafter, s, pos, B, Lp, semantics))
+                    blocks += 1
+                    pos += n + 1
+            else:
+                # z-lab's current dflash_generate: shortened last block,
+                # produced = min(n + 1, L' - s - 1), while s + 1 < L'.
+                while pos + 1 < Lp and (max_blocks <= 0 or blocks < max_blocks):
+                    cap = Lp - pos - 1
+                    n = m.add(score_block(drafter, s, pos, B, Lp, semantics), cap)
+                    blocks += 1
+                    pos += min(n + 1, cap)
         else:
             raise ValueError("unknown mode '%s'" % mode)
     r = m.result()
     r.update({"mode": mode, "block_size": B})
     if mode == "anchor":
         r["anchors"] = anchors
+    r.update({"semantics": semantics, "family": family})
     return r
 
 
@@ -628,6 +966,30 @@ def emit(obj, path):
     print(text)
 
 
+def logits_entry(drafter, s, a, B, rows, semantics):
+    """One block of the `logits` command. zlab-2025: a block of B rows;
+    zlab-current: Lb = min(B, L - a) rows (L = the sample's length)."""
+    L = B if semantics == "zlab-2025" else min(B, s.input_ids.shape[0] - a)
+    if L < 2:
+        raise ValueError("sample %d anchor %d: no slot to draft (block length %d)"
+                         % (s.index, a, L))
+    h = drafter.hidden(s.features[:a], s.input_ids[a], a, L, semantics=semantics)[1:L]
+    logits = drafter.logits(h)
+    e = {"sample": s.index, "anchor": a, "block_size": B, "block_length": L,
+         "semantics": semantics, "drafts": logits.argmax(-1).tolist()}
+    if drafter.family == "dflash2":
+        prop = drafter.propose(h, logits, s.input_ids[a])
+        e["selector_drafts"] = prop["drafts"]
+        e["candidates"] = prop["candidates"]
+    if rows:
+        logits = logits[:rows]
+        for key in ("drafts", "selector_drafts", "candidates"):
+            if key in e:
+                e[key] = e[key][:rows]
+    e["logits"] = [[float(v) for v in row] for row in logits.tolist()]
+    return e
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -642,6 +1004,10 @@ def main(argv=None):
         p.add_argument("--max-samples", type=int, default=0)
         p.add_argument("--block-size", type=int, default=0, help="0 = the drafter's")
         p.add_argument("--compute-dtype", choices=["float32", "float64"], default="float32")
+        p.add_argument("--semantics", choices=list(SEMANTICS), default=DEFAULT_SEMANTICS,
+                       help="zlab-current (default) or zlab-2025 (older rules; DFlash 1 only)")
+        p.add_argument("--threads", type=int, default=1,
+                       help="torch threads (default 1: fastest for these sizes on a busy box)")
         p.add_argument("--json", help="also write the JSON here")
     pe = sub.choices["eval"]
     pe.add_argument("--mode", choices=["anchor", "replay"], default="anchor")
@@ -650,31 +1016,28 @@ def main(argv=None):
     pe.add_argument("--max-new-tokens", type=int, default=0, help="replay; 0 = no limit")
     pl = sub.choices["logits"]
     pl.add_argument("--blocks", required=True, help="SAMPLE:ANCHOR[,...] (sample = file index)")
-    pl.add_argument("--rows", type=int, default=0, help="logit rows per block; 0 = B-1")
+    pl.add_argument("--rows", type=int, default=0, help="logit rows per block; 0 = all")
     args = ap.parse_args(argv)
+    if args.threads > 0:
+        torch.set_num_threads(args.threads)
 
     try:
         drafter, samples = load_all(args)
+        check_semantics(args.semantics, drafter.family)
+        if args.cmd == "eval":
+            r = evaluate(drafter, samples, args.mode, args.anchors, args.max_blocks,
+                         args.block_size, args.max_new_tokens, args.semantics)
+            emit(r, args.json)
+            return 0
+        B = args.block_size or drafter.cfg.block_size
+        by_index = {s.index: s for s in samples}
+        out = []
+        for item in args.blocks.split(","):
+            si, a = (int(x) for x in item.split(":"))
+            out.append(logits_entry(drafter, by_index[si], a, B, args.rows, args.semantics))
     except (ValueError, KeyError, FileNotFoundError) as e:
         print("error: %s" % e, file=sys.stderr)
         return 2
-    if args.cmd == "eval":
-        r = evaluate(drafter, samples, args.mode, args.anchors, args.max_blocks,
-                     args.block_size, args.max_new_tokens)
-        emit(r, args.json)
-        return 0
-    B = args.block_size or drafter.cfg.block_size
-    by_index = {s.index: s for s in samples}
-    out = []
-    for item in args.blocks.split(","):
-        si, a = (int(x) for x in item.split(":"))
-        s = by_index[si]
-        logits = drafter.block(s.features[:a], s.input_ids[a], a, B)
-        if args.rows:
-            logits = logits[:args.rows]
-        out.append({"sample": si, "anchor": a, "block_size": B,
-                    "drafts": logits.argmax(-1).tolist(),
-                    "logits": [[float(v) for v in row] for row in logits.tolist()]})
     emit(out, args.json)
     return 0
 
