@@ -246,7 +246,9 @@ absl::Status ParseLayerTypes(const Json& root, DrafterConfig& cfg) {
   if (has_causal) cfg.is_causal = is_causal;
   bool any_sliding = false;
   for (bool s : cfg.sliding) any_sliding |= s;
-  if (any_sliding && cfg.sliding_window <= 0) {
+  if (!cfg.use_sliding_window) {
+    cfg.sliding_window = 0;
+  } else if (any_sliding && cfg.sliding_window <= 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         "config field 'sliding_window' must be positive when layers use "
         "sliding_attention; got ", cfg.sliding_window));

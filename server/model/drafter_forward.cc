@@ -72,7 +72,7 @@ at::Tensor BlockMask(const AttentionRule& rule, const at::Tensor& lengths, int64
   const at::Tensor j = at::arange(B, lopt).unsqueeze(0);  // key slot
   at::Tensor m = at::zeros({B, B}, lopt.dtype(at::kBool));
   if (rule.causal) m = m | (j > i);
-  if (rule.window > 0) {
+  if (rule.window > 0 && rule.window_in_block) {
     m = m | ((i - j) >= rule.window);
     if (rule.two_sided) m = m | ((j - i) >= rule.window);
   }
@@ -133,7 +133,10 @@ std::vector<AttentionRule> AttentionRules(const DrafterConfig& c, Semantics sema
     const bool sliding = c.sliding[i];
     AttentionRule& r = rules[i];
     r.window = sliding ? c.sliding_window : 0;  // 0 when use_sliding_window is false
-    if (semantics == Semantics::kZlab2025) continue;  // bidirectional, one-sided window
+    if (semantics == Semantics::kZlab2025) {  // bidirectional, context-only window
+      r.window_in_block = false;
+      continue;
+    }
     r.causal = c.is_causal.has_value() ? *c.is_causal : sliding;
     r.two_sided = !r.causal;
   }
@@ -269,6 +272,7 @@ absl::StatusOr<at::Tensor> DrafterModel::ForwardBlocks(
       size_t same = 0;
       while (same < li && (rules[same].causal != rules[li].causal ||
                            rules[same].window != rules[li].window ||
+                           rules[same].window_in_block != rules[li].window_in_block ||
                            rules[same].two_sided != rules[li].two_sided)) {
         ++same;
       }

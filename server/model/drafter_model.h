@@ -40,11 +40,13 @@ struct AttentionRule {
   bool causal = false;
   int64_t window = 0;
   bool two_sided = false;
+  bool window_in_block = true;  // zlab-2025: the window hides context keys only
 };
 
 // Per layer, under the given semantics: zlab-current follows is_causal (absent:
 // sliding layers causal) and use_sliding_window; zlab-2025 is bidirectional
-// everywhere with one-sided windows on sliding layers.
+// everywhere, its windows one-sided and on context keys only (§4 of
+// dflash-semantics.md).
 std::vector<AttentionRule> AttentionRules(const DrafterConfig& config, Semantics semantics);
 
 // Options of one ForwardBlocks call.

@@ -126,8 +126,9 @@ TEST(DFlash2OpsTest, SelectorScoresWalkAndTieRuleMatchTheFloat64Reference) {
     }
   }
   // Exact ties go to the lower token id.
-  at::Tensor scores = at::tensor({{1.0f, 3.0f, 3.0f, 2.0f}});
-  EXPECT_EQ(ChooseCandidate(scores, at::tensor({{5, 9, 4, 1}}, at::kLong)).item<int64_t>(), 4);
+  at::Tensor scores = at::tensor(std::vector<float>{1.0f, 3.0f, 3.0f, 2.0f}).view({1, 4});
+  at::Tensor ids = at::tensor(std::vector<int64_t>{5, 9, 4, 1}).view({1, 4});
+  EXPECT_EQ(ChooseCandidate(scores, ids).item<int64_t>(), 4);
 }
 
 }  // namespace

@@ -488,7 +488,8 @@ TEST(DFlash2ConfigTest, ScalesAndCausalityOfAnUpdatedDFlash1) {
   EXPECT_FALSE(c.is_causal.has_value());
   EXPECT_THAT(DescribeDraftKeys(c), ::testing::Contains(HasSubstr(
       "0 sliding causal; 1 sliding causal; 2 sliding causal; 3 sliding causal; 4 full "
-      "bidirectional (is_causal absent: sliding layers causal); use_sliding_window false")));
+      "bidirectional (is_causal absent: sliding layers causal); use_sliding_window false: no "
+      "window")));
   j["input_embedding_scale"] = -1.0;
   EXPECT_THAT(Parse(j), StatusWith(kInvalid,
       "config field 'input_embedding_scale' must be positive; got -1"));

@@ -1,15 +1,25 @@
 #!/usr/bin/python3
 """Generates a small, self-consistent DFlash evaluation fixture.
 
-  make_fixture.py OUT --size tiny|small|medium [--seed S] [--dtype fp32|bf16]
-                  [--expected all|replay|none]
+  make_fixture.py OUT --size tiny|small|medium|bench [--seed S] [--dtype fp32|bf16]
+                  [--expected all|replay|none] [--threads 1|2]
 
 Writes OUT/target, OUT/target-qwen36, OUT/target-tied, OUT/drafter,
 OUT/drafter-pt, OUT/dataset, OUT/dataset-4layers, OUT/dataset-split and
-OUT/expected/{anchor_all,replay}.json (reference.py results on OUT/drafter +
-OUT/target + OUT/dataset) and OUT/expected/{logits,logits_tied}.json (a few
-blocks' logits with OUT/target and OUT/target-tied). The response tokens are the reference drafter's
-own draft_1 (probability 0.85) or random, so the metrics are non-trivial.
+OUT/expected/{anchor_all,replay}.json (reference.py zlab-2025 results on
+OUT/drafter + OUT/target + OUT/dataset, written exactly as before, without the
+"semantics"/"family" keys) and OUT/expected/{logits,logits_tied}.json (a few
+blocks' logits with OUT/target and OUT/target-tied, zlab-2025). The response
+tokens are the reference drafter's own draft_1 (probability 0.85) or random,
+so the metrics are non-trivial.
+
+tiny and small also write the current z-lab spellings and rules:
+OUT/drafter-v1new + OUT/dataset-v1new (DFlash 1, draft keys at top level,
+embedding scale, output multiplier, softcap, a window shorter than the block),
+OUT/drafter2 + OUT/drafter2-dotweight + OUT/dataset2 (DFlash 2), and
+OUT/expected/current/, OUT/expected/v1new/, OUT/expected/v1new/2025/,
+OUT/expected/dflash2/ ({anchor_all,replay}.json each). medium and bench
+write only target, drafter, drafter-pt and dataset, as before.
 """
 
 import argparse

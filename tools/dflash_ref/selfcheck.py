@@ -292,6 +292,14 @@ def current_checks(out, embed, head, drafter, samples):
     n = n_differ(vb, anchor_drafts(v1, s1))
     v1.cfg.softcap, v1.cfg.output_multiplier = 3.0, 0.5
     check(n == 0, "(k) v1new: softcap/multiplier do not move DFlash 1 argmax drafts")
+    v1.cfg.window[0] = None
+    n = n_differ(vb, anchor_drafts(v1, s1))
+    v1.cfg.window[0] = v1.cfg.block_size - 3
+    check(n > 0, "(k) v1new: the window W = B - 3 (in the block too) moves %d drafts" % n)
+    v1.cfg.causal[0] = False
+    n = n_differ(vb, anchor_drafts(v1, s1))
+    v1.cfg.causal[0] = True
+    check(n > 0, "(k) v1new: the causal sliding layer moves %d drafts" % n)
     n = n_differ(vb, anchor_drafts(v1, s1, "zlab-2025"))
     check(n > 0, "(k) v1new: zlab-2025 changes %d drafts" % n)
 
