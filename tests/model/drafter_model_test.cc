@@ -204,8 +204,10 @@ INSTANTIATE_TEST_SUITE_P(
                       std::make_tuple("default", true),
                       std::make_tuple("yarn", true)));
 
-// A window narrower than the block masks block keys too (p - k >= W), and
-// the reference applies the same rule.
+// Under zlab-2025 a window narrower than the block hides context keys only
+// (dflash-semantics §4: a query sees context key c only if p - c < W), and
+// the reference applies the same rule. zlab-current's in-block windows are
+// checked against tools/dflash_ref (drafter-v1new, W < B) end to end.
 TEST(DrafterModelTest, NarrowWindowMatchesReference) {
   Fixture f = MakeFixture(TinyConfig("default", false, /*window=*/3), {15});
   ASSERT_OK_AND_ASSIGN(DrafterModel m, DrafterModel::Create(f.cfg, f.weights));

@@ -206,7 +206,10 @@ std::vector<double> ReferenceBlock(const DrafterConfig& cfg,
         double mx = -1e300;
         std::vector<bool> visible(keys.size(), true);
         for (size_t t = 0; t < keys.size(); ++t) {
-          if (sliding && qpos - key_pos[t] >= cfg.sliding_window) visible[t] = false;
+          // dflash-semantics §4 (zlab-2025): the window hides context keys only.
+          if (sliding && key_pos[t] < a && qpos - key_pos[t] >= cfg.sliding_window) {
+            visible[t] = false;
+          }
           double dot = 0;
           for (int64_t e = 0; e < d; ++e) dot += q[h * d + e] * keys[t][kvh * d + e];
           s[t] = dot / std::sqrt(static_cast<double>(d));
