@@ -763,7 +763,10 @@ class Metrics:
 
     def add(self, blk, cap=None):
         """blk: score_block's dict (correct[j-1] for the positions j = 1.. that
-        exist, and for dflash2 unary/covered/tf lists). Returns n."""
+        exist, and for dflash2 unary/covered/tf lists), or a plain list of
+        correct flags (bench/baseline). Returns n."""
+        if not isinstance(blk, dict):
+            blk = {"correct": list(blk)}
         correct = blk["correct"]
         n = leading_matches(correct)
         for j in range(1, len(correct) + 1):
