@@ -13,7 +13,9 @@ dataset files and the drafter, then evaluates ONE block per forward call:
   replay: the sequential greedy walk with a draft KV cache, as
           dflash_generate does: the newly accepted positions' context K/V
           are appended to the cache, then one block is drafted.
-The forward and the metrics are tools/dflash_ref/reference.py's (imported).
+The forward and the metrics are tools/dflash_ref/reference.py's (imported),
+under the rules that harness follows, zlab-2025 (its loop records n + 1
+while pos < L'); bench.py asks the service for the same semantics.
 Prints one JSON object: the §5 metrics plus timings and the BLAS used.
 """
 
@@ -29,6 +31,8 @@ import torch  # noqa: E402
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "tools", "dflash_ref"))
 import reference as ref  # noqa: E402
+
+SEMANTICS = "zlab-2025"  # the older harness's rules (dflash2-semantics.md §4)
 
 
 def blas_library():
@@ -70,7 +74,8 @@ def replay(drafter, samples, B, max_blocks=0, max_new_tokens=0):
             if pos + 1 < Lp:
                 rows = min(B - 1, Lp - 1 - pos)
                 logits = drafter.block(None, s.input_ids[pos], pos, B, rows=rows,
-                                       ctx_kv=[(k[:pos], v[:pos]) for k, v in cache])
+                                       ctx_kv=[(k[:pos], v[:pos]) for k, v in cache],
+                                       semantics=SEMANTICS)
                 labels = s.input_ids[pos + 1:pos + 1 + rows]
                 correct = [bool(x) for x in (logits.argmax(-1) == labels).tolist()]
             n = m.add(correct)
@@ -112,7 +117,8 @@ def main(argv=None):
     t0 = time.time()
     B = drafter.cfg.block_size
     if args.mode == "anchor":
-        r = ref.evaluate(drafter, samples, "anchor", args.anchors, args.max_blocks)
+        r = ref.evaluate(drafter, samples, "anchor", args.anchors, args.max_blocks,
+                         semantics=SEMANTICS)
     else:
         r = replay(drafter, samples, B, args.max_blocks)
     t["eval_s"] = time.time() - t0
