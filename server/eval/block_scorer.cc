@@ -138,11 +138,11 @@ absl::StatusOr<std::vector<BlockScore>> BlockScorer::Score(
       }
     }
     // DFlash 1 drafts the unary argmax; DFlash 2's selector walks the slots.
+    const at::Tensor lab_dev = labels.to(device);
     at::Tensor path = drafts.view({nb, B - 1});
     at::Tensor unary = path;
     at::Tensor covered, tf_ok, near;
     if (k > 0) {
-      const at::Tensor lab_dev = labels.to(device);
       model::SelectorWalk walk = model::WalkSelector(*selector, h.view({nb, B - 1, -1}),
                                        top_val.view({nb, B - 1, k}), top_ids.view({nb, B - 1, k}),
                                        inputs.select(1, 0).to(device), lab_dev);
@@ -152,8 +152,8 @@ absl::StatusOr<std::vector<BlockScore>> BlockScorer::Score(
       covered = top_ids.view({nb, B - 1, k}).eq(lab_dev.unsqueeze(-1)).any(-1);
       tf_ok = tf_ok & covered;
     }
-    const at::Tensor correct = path.eq(labels.to(device)).to(at::kCPU, at::kByte).contiguous();
-    const at::Tensor unary_ok = unary.eq(labels.to(device)).to(at::kCPU, at::kByte).contiguous();
+    const at::Tensor correct = path.eq(lab_dev).to(at::kCPU, at::kByte).contiguous();
+    const at::Tensor unary_ok = unary.eq(lab_dev).to(at::kCPU, at::kByte).contiguous();
     const at::Tensor ce_host = ce.to(at::kCPU).contiguous();
     at::Tensor cov_host, tf_host, near_host;
     if (k > 0) {

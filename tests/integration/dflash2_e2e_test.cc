@@ -110,26 +110,29 @@ TEST_F(DFlash2E2eTest, ValidatePrintsTheFamilyAndEveryDraftKey) {
   EXPECT_THAT(v1.out, HasSubstr("draft key output_multiplier = "));
 }
 
+// A checkpoint folder named `dir` with one drafter's config.json and
+// another's model.safetensors.
+std::string Mixed(const std::string& data, const std::string& dir, const std::string& config_from,
+                  const std::string& weights_from) {
+  const std::string out = data + "/" + dir;
+  fs::create_directories(out);
+  fs::copy_file(data + "/" + config_from + "/config.json", out + "/config.json",
+                fs::copy_options::overwrite_existing);
+  fs::copy_file(data + "/" + weights_from + "/model.safetensors", out + "/model.safetensors",
+                fs::copy_options::overwrite_existing);
+  return out;
+}
+
 TEST_F(DFlash2E2eTest, AFamilyMismatchIsOneLine) {
   // A DFlash 2 config over DFlash 1 weights.
-  const std::string a = data_ + "/v2-config-v1-weights";
-  fs::create_directories(a);
-  fs::copy_file(data_ + "/drafter2/config.json", a + "/config.json",
-                fs::copy_options::overwrite_existing);
-  fs::copy_file(data_ + "/drafter/model.safetensors", a + "/model.safetensors",
-                fs::copy_options::overwrite_existing);
+  const std::string a = Mixed(data_, "v2-config-v1-weights", "drafter2", "drafter");
   CommandResult r = Cli({"validate", a});
   EXPECT_EQ(r.exit_code, 3) << r.out;
   EXPECT_THAT(r.out, HasSubstr("config.json describes a DFlash 2 drafter (DFlash2DraftModel) but "
                                "the checkpoint holds DFlash 1 weights"));
   EXPECT_THAT(r.out, ::testing::Not(HasSubstr("missing tensor 'layers.0.attention_conv")));
   // DFlash 2 weights under a DFlash 1 config, even with unexpected tensors allowed.
-  const std::string b = data_ + "/v1-config-v2-weights";
-  fs::create_directories(b);
-  fs::copy_file(data_ + "/drafter/config.json", b + "/config.json",
-                fs::copy_options::overwrite_existing);
-  fs::copy_file(data_ + "/drafter2/model.safetensors", b + "/model.safetensors",
-                fs::copy_options::overwrite_existing);
+  const std::string b = Mixed(data_, "v1-config-v2-weights", "drafter", "drafter2");
   CommandResult u = Cli({"validate", b, "--allow-unexpected"});
   EXPECT_EQ(u.exit_code, 3) << u.out;
   EXPECT_THAT(u.out, HasSubstr("DFlash 2 tensors (attention_conv, mlp_conv, candidate_selector) "
