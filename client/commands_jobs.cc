@@ -77,6 +77,7 @@ void AddStatusAndResults(CliContext& ctx) {
       std::string where = JobStateLabel(job->state());
       if (job->progress().blocks_total() > 0) {
         absl::StrAppend(&where, ", ", job->progress().blocks_done(), "/",
+                        job->progress().blocks_total_is_upper_bound() ? "<=" : "",
                         job->progress().blocks_total(), " blocks");
       }
       return ReportStatus(absl::FailedPreconditionError(absl::StrCat(

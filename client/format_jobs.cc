@@ -79,8 +79,10 @@ std::string DrafterLabel(const pb::EvalRequest& req) {
 std::string FormatProgressLine(const pb::EvalProgress& p, int bar_width) {
   const double fraction =
       p.blocks_total() > 0 ? static_cast<double>(p.blocks_done()) / p.blocks_total() : 0.0;
-  std::string s = absl::StrFormat("[%s] %d/%d blocks %3d%%  elapsed %s", Bar(fraction, bar_width),
-                                  p.blocks_done(), p.blocks_total(),
+  // "<=" while the total is an upper bound (a replay walk still running).
+  std::string s = absl::StrFormat("[%s] %d/%s%d blocks %3d%%  elapsed %s", Bar(fraction, bar_width),
+                                  p.blocks_done(), p.blocks_total_is_upper_bound() ? "<=" : "",
+                                  p.blocks_total(),
                                   static_cast<int>(std::floor(fraction * 100)),
                                   HumanSeconds(p.elapsed_seconds()));
   if (p.blocks_total() > 0 && p.blocks_done() < p.blocks_total() && p.eta_seconds() > 0) {

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Installs what is missing, then configures and builds the whole tree
-# (Release, Ninja, ccache) into ${BUILD_DIR:-build}.
+# Installs what is missing, then configures and builds (Release, Ninja,
+# ccache) into ${BUILD_DIR:-build}: the whole tree, or only the targets named
+# in $BUILD_TARGETS (the demo builds just the server and the client).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -10,4 +11,5 @@ BUILD_DIR="${BUILD_DIR:-build}"
 export CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=1
 cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-Release}" "$@" >/dev/null
 # Two compile jobs fit in 24 GiB with libtorch headers; more only thrash.
-cmake --build "$BUILD_DIR" -j "${JOBS:-$(nproc)}"
+# shellcheck disable=SC2086  # BUILD_TARGETS is a list of target names
+cmake --build "$BUILD_DIR" -j "${JOBS:-$(nproc)}" ${BUILD_TARGETS:+--target $BUILD_TARGETS}

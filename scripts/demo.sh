@@ -5,8 +5,22 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-bash scripts/build.sh
 BUILD_DIR="${BUILD_DIR:-build}"
+T0=$SECONDS
+bash scripts/install-deps.sh
+if [ -x "$BUILD_DIR/server/dflash-evald" ]; then
+  echo "== building dflash-evald and dflash-eval (up to date or incremental: seconds)"
+else
+  echo "== building dflash-evald and dflash-eval only (first build: ~8-10 min on 2 cores;"
+  echo "   scripts/test.sh builds the rest; ccache makes later builds fast)"
+fi
+t=$SECONDS
+BUILD_TARGETS="dflash-evald dflash-eval" bash scripts/build.sh >"${TMPDIR:-/tmp}/dflash-demo-build.log" 2>&1 || {
+  echo "build failed; the last lines of ${TMPDIR:-/tmp}/dflash-demo-build.log:" >&2
+  tail -n 30 "${TMPDIR:-/tmp}/dflash-demo-build.log" >&2
+  exit 1
+}
+echo "   built in $((SECONDS - t)) s; then: a small model (~10 s), the server, two evaluations (~10 s)"
 EVALD="$BUILD_DIR/server/dflash-evald"
 EVAL="$BUILD_DIR/client/dflash-eval"
 
@@ -38,4 +52,4 @@ run ls
 run eval --drafter demo-drafter --dataset demo-data --mode anchor --anchors all
 run eval --drafter demo-drafter --dataset demo-data --mode replay
 echo
-echo "demo finished; files are in $WORK"
+echo "demo finished in $((SECONDS - T0)) s; files are in $WORK"

@@ -16,7 +16,7 @@ PACKAGES=(
   # operations: config files, Prometheus metrics
   libyaml-cpp-dev prometheus-cpp-dev
   # tests and fuzzing
-  libgtest-dev libgmock-dev clang libclang-rt-14-dev
+  libgtest-dev libgmock-dev clang libclang-rt-14-dev clang-format clang-tidy
   # fixtures, the Python baseline and the training-loop example
   python3 python3-torch python3-grpcio python3-protobuf
 )
@@ -32,9 +32,28 @@ for p in "${PACKAGES[@]}"; do
 done
 
 if [ "${#missing[@]}" -gt 0 ]; then
-  echo "install-deps: installing ${#missing[@]} package(s): ${missing[*]}"
-  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -qq
-  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  # apt's progress goes to a log; the terminal gets one line per step, and
+  # the log's path and last lines if a step fails.
+  LOG="${DFLASH_INSTALL_LOG:-/tmp/dflash-install-deps.log}"
+  : >"$LOG"
+  step() {
+    local what="$1"; shift
+    local t0=$SECONDS
+    printf 'install-deps: %s ... ' "$what"
+    if "$@" >>"$LOG" 2>&1; then
+      echo "done ($((SECONDS - t0)) s)"
+    else
+      echo "FAILED"
+      echo "install-deps: '$what' failed; the last lines of $LOG:" >&2
+      tail -n 20 "$LOG" >&2
+      exit 1
+    fi
+  }
+  echo "install-deps: ${#missing[@]} package(s) missing (apt's log: $LOG)"
+  step "updating package lists" $SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+  step "installing ${missing[*]}" \
+    $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+    "${missing[@]}"
 else
   echo "install-deps: all ${#PACKAGES[@]} packages present"
 fi

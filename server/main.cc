@@ -13,7 +13,6 @@
 #include <thread>
 #include <vector>
 
-#include <ATen/Parallel.h>
 #include <CLI/CLI.hpp>
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/grpcpp.h>
@@ -145,7 +144,7 @@ int main(int argc, char** argv) {
   const int threads = flags.threads > 0
                           ? flags.threads
                           : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  at::set_num_threads(threads);
+  core::SetIntraOpThreads(threads);
 
   dflash::core::CoreOptions options;
   options.device = device->device;

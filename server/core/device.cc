@@ -6,6 +6,7 @@
 #include <regex>
 #include <set>
 
+#include <ATen/Parallel.h>
 #include <ATen/Version.h>
 #include <ATen/detail/CUDAHooksInterface.h>
 #include <torch/version.h>  // TORCH_VERSION_{MAJOR,MINOR,PATCH}
@@ -127,5 +128,7 @@ std::string LibtorchVersion() {
   return absl::StrCat(TORCH_VERSION_MAJOR, ".", TORCH_VERSION_MINOR, ".",
                       TORCH_VERSION_PATCH);
 }
+
+void SetIntraOpThreads(int threads) { at::set_num_threads(threads); }
 
 }  // namespace dflash::core

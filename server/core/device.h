@@ -29,6 +29,10 @@ std::vector<DeviceInfo> ListDevices(int intra_op_threads);
 // this process ("openblas-pthread (/usr/lib/.../libblas.so.3)").
 std::string DescribeBlas();
 
+// libtorch's intra-op thread count for this process (it starts at 1 on some
+// machines). The server calls it once at startup, before any evaluation.
+void SetIntraOpThreads(int threads);
+
 // "1.13.1" etc.
 std::string LibtorchVersion();
 

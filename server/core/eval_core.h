@@ -13,7 +13,8 @@
 
 #include "absl/status/statusor.h"
 #include "core/server_info.h"
-#include "eval/eval_types.h"
+#include "types/eval_params.h"
+#include "types/eval_types.h"
 #include "weights/weight_report.h"
 
 namespace dflash::core {
@@ -61,12 +62,6 @@ struct LoadResult {
   std::vector<std::string> facts;
 };
 
-struct EvalParams {
-  std::string drafter;          // resident drafter, or
-  std::string checkpoint_path;  // a checkpoint to load for this evaluation
-  std::string dataset, target;
-  eval::EvalOptions options;
-};
 
 class EvalCore {
  public:

@@ -13,7 +13,7 @@
 #include "absl/status/statusor.h"
 #include "core/eval_core.h"
 #include "jobs/job_queue.h"
-#include "store/result_store.h"
+#include "types/job_types.h"
 
 namespace dflash::core {
 
@@ -24,14 +24,14 @@ struct PositionComparison {
 
 // Two or more SUCCEEDED jobs side by side; deltas are against jobs[0].
 struct Comparison {
-  std::vector<store::JobRecord> jobs;
+  std::vector<jobs::JobRecord> jobs;
   std::vector<std::string> warnings;
   std::vector<double> accept_length, accept_length_delta, tau;
   std::vector<PositionComparison> positions;
 };
 
 struct WatchStart {
-  store::JobRecord current;
+  jobs::JobRecord current;
   int64_t handle = 0;  // 0: the job had already finished; nothing follows
 };
 
@@ -40,14 +40,14 @@ class JobService {
   virtual ~JobService() = default;
 
   // Checks the request against what is resident and queues it (QUEUED).
-  virtual absl::StatusOr<store::JobRecord> Submit(store::JobRequest request) = 0;
+  virtual absl::StatusOr<jobs::JobRecord> Submit(jobs::JobRequest request) = 0;
   // A new job with a finished job's request; resubmitted_from names the old.
-  virtual absl::StatusOr<store::JobRecord> Resubmit(const std::string& id) = 0;
-  virtual absl::StatusOr<store::JobRecord> Get(const std::string& id) = 0;
-  virtual absl::StatusOr<store::JobPage> List(const store::ListQuery& query) = 0;
+  virtual absl::StatusOr<jobs::JobRecord> Resubmit(const std::string& id) = 0;
+  virtual absl::StatusOr<jobs::JobRecord> Get(const std::string& id) = 0;
+  virtual absl::StatusOr<jobs::JobPage> List(const jobs::ListQuery& query) = 0;
   // Returns the record once the job has stopped (or, for a long chunk, still
   // RUNNING with the stop requested).
-  virtual absl::StatusOr<store::JobRecord> Cancel(const std::string& id) = 0;
+  virtual absl::StatusOr<jobs::JobRecord> Cancel(const std::string& id) = 0;
   virtual absl::StatusOr<Comparison> Compare(const std::vector<std::string>& ids) = 0;
 
   // The job now and, unless finished, every later change via `fn` (under a

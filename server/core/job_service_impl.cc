@@ -9,8 +9,8 @@
 namespace dflash::core {
 namespace {
 
-using store::JobRecord;
-using store::JobState;
+using jobs::JobRecord;
+using jobs::JobState;
 
 // Finds the resident object a request names (empty: the only one), as
 // RunEval will: the same codes and words, but before the job is queued.
@@ -77,13 +77,12 @@ JobServiceImpl::~JobServiceImpl() { Shutdown(std::chrono::milliseconds(0)); }
 
 absl::StatusOr<eval::EvalResult> JobServiceImpl::RunJob(const JobRecord& job,
                                                         const eval::ProgressFn& progress) {
-  const store::JobRequest& r = job.request;
-  EvalParams params{r.drafter, r.checkpoint_path, r.dataset, r.target, r.options};
-  absl::StatusOr<eval::EvalResult> result = core_.RunEval(params, progress);
-  if (r.unload_after && !r.drafter.empty()) {
+  const EvalParams& r = job.request.params;
+  absl::StatusOr<eval::EvalResult> result = core_.RunEval(r, progress);
+  if (job.request.unload_after && !r.drafter.empty()) {
     std::lock_guard<std::mutex> lock(resource_mu_);
     std::vector<std::string> others = queue_->UnfinishedJobsWhere(
-        [&r](const store::JobRequest& o) { return o.drafter == r.drafter; }, job.id);
+        [&r](const jobs::JobRequest& o) { return o.params.drafter == r.drafter; }, job.id);
     std::string note;
     if (!others.empty()) {
       note = absl::StrCat("unload_after: drafter '", r.drafter, "' kept resident; jobs ",
@@ -97,7 +96,7 @@ absl::StatusOr<eval::EvalResult> JobServiceImpl::RunJob(const JobRecord& job,
 }
 
 absl::StatusOr<JobRecord> JobServiceImpl::SubmitRecord(JobRecord record) {
-  const store::JobRequest& r = record.request;
+  const EvalParams& r = record.request.params;
   if (r.drafter.empty() == r.checkpoint_path.empty()) {
     return absl::InvalidArgumentError(
         r.drafter.empty() ? "give a resident drafter name or a checkpoint path"
@@ -116,7 +115,7 @@ absl::StatusOr<JobRecord> JobServiceImpl::SubmitRecord(JobRecord record) {
   return queue_->Submit(std::move(record));
 }
 
-absl::StatusOr<JobRecord> JobServiceImpl::Submit(store::JobRequest request) {
+absl::StatusOr<JobRecord> JobServiceImpl::Submit(jobs::JobRequest request) {
   JobRecord record;
   record.request = std::move(request);
   return SubmitRecord(std::move(record));
@@ -124,9 +123,9 @@ absl::StatusOr<JobRecord> JobServiceImpl::Submit(store::JobRequest request) {
 
 absl::StatusOr<JobRecord> JobServiceImpl::Resubmit(const std::string& id) {
   ASSIGN_OR_RETURN(JobRecord old, queue_->Get(id));
-  if (!store::IsTerminal(old.state)) {
+  if (!jobs::IsTerminal(old.state)) {
     return absl::FailedPreconditionError(absl::StrCat(
-        "job ", id, " is ", store::JobStateName(old.state),
+        "job ", id, " is ", jobs::JobStateName(old.state),
         "; only finished jobs can be resubmitted (cancel it first)"));
   }
   JobRecord record;
@@ -137,7 +136,7 @@ absl::StatusOr<JobRecord> JobServiceImpl::Resubmit(const std::string& id) {
 
 absl::StatusOr<JobRecord> JobServiceImpl::Get(const std::string& id) { return queue_->Get(id); }
 
-absl::StatusOr<store::JobPage> JobServiceImpl::List(const store::ListQuery& query) {
+absl::StatusOr<jobs::JobPage> JobServiceImpl::List(const jobs::ListQuery& query) {
   return queue_->List(query);
 }
 
@@ -155,7 +154,7 @@ absl::StatusOr<Comparison> JobServiceImpl::Compare(const std::vector<std::string
     ASSIGN_OR_RETURN(JobRecord job, queue_->Get(id));
     if (job.state != JobState::kSucceeded || !job.result) {
       return absl::FailedPreconditionError(
-          absl::StrCat("job ", id, " is ", store::JobStateName(job.state),
+          absl::StrCat("job ", id, " is ", jobs::JobStateName(job.state),
                        "; only SUCCEEDED jobs can be compared"));
     }
     c.jobs.push_back(std::move(job));
@@ -166,7 +165,7 @@ absl::StatusOr<Comparison> JobServiceImpl::Compare(const std::vector<std::string
     if (!d.empty()) c.warnings.push_back(absl::StrCat(what, ": ", d));
   };
   warn("scored on different datasets", [](const JobRecord& j) {
-    return absl::StrCat("'", j.request.dataset, "' (", j.dataset_fingerprint, ")");
+    return absl::StrCat("'", j.request.params.dataset, "' (", j.dataset_fingerprint, ")");
   });
   warn("different modes", [](const JobRecord& j) {
     return std::string(j.result->mode == eval::Mode::kAnchor ? "anchor" : "replay");
@@ -174,14 +173,14 @@ absl::StatusOr<Comparison> JobServiceImpl::Compare(const std::vector<std::string
   warn("different block sizes",
        [](const JobRecord& j) { return absl::StrCat("B=", j.result->block_size); });
   warn("different anchors", [](const JobRecord& j) {
-    const eval::EvalOptions& o = j.request.options;
+    const eval::EvalOptions& o = j.request.params.options;
     if (o.mode != eval::Mode::kAnchor) return std::string("(replay)");
     return absl::StrCat(AnchorName(o.anchors), ", max_blocks ", o.max_blocks,
                         o.anchors == eval::AnchorStrategy::kRandom ? absl::StrCat(", seed ", o.seed)
                                                                    : "");
   });
   warn("different sample limits",
-       [](const JobRecord& j) { return absl::StrCat("max_samples ", j.request.options.max_samples); });
+       [](const JobRecord& j) { return absl::StrCat("max_samples ", j.request.params.options.max_samples); });
 
   const eval::EvalResult& base = *jobs.front().result;
   size_t common = base.positions.size();
@@ -216,7 +215,8 @@ void JobServiceImpl::Unwatch(int64_t handle) { queue_->Unsubscribe(handle); }
 absl::StatusOr<ResourceInfo> JobServiceImpl::Unload(ResourceKind kind, const std::string& name) {
   std::lock_guard<std::mutex> lock(resource_mu_);
   std::vector<std::string> users =
-      queue_->UnfinishedJobsWhere([kind, &name](const store::JobRequest& r) {
+      queue_->UnfinishedJobsWhere([kind, &name](const jobs::JobRequest& request) {
+        const EvalParams& r = request.params;
         switch (kind) {
           case ResourceKind::kDrafter: return r.drafter == name;
           case ResourceKind::kDataset: return r.dataset == name;

@@ -20,11 +20,11 @@ class JobServiceImpl final : public JobService {
                                                                 jobs::JobQueueOptions options);
   ~JobServiceImpl() override;
 
-  absl::StatusOr<store::JobRecord> Submit(store::JobRequest request) override;
-  absl::StatusOr<store::JobRecord> Resubmit(const std::string& id) override;
-  absl::StatusOr<store::JobRecord> Get(const std::string& id) override;
-  absl::StatusOr<store::JobPage> List(const store::ListQuery& query) override;
-  absl::StatusOr<store::JobRecord> Cancel(const std::string& id) override;
+  absl::StatusOr<jobs::JobRecord> Submit(jobs::JobRequest request) override;
+  absl::StatusOr<jobs::JobRecord> Resubmit(const std::string& id) override;
+  absl::StatusOr<jobs::JobRecord> Get(const std::string& id) override;
+  absl::StatusOr<jobs::JobPage> List(const jobs::ListQuery& query) override;
+  absl::StatusOr<jobs::JobRecord> Cancel(const std::string& id) override;
   absl::StatusOr<Comparison> Compare(const std::vector<std::string>& ids) override;
   absl::StatusOr<WatchStart> Watch(const std::string& id, jobs::WatchFn fn) override;
   void Unwatch(int64_t handle) override;
@@ -35,9 +35,9 @@ class JobServiceImpl final : public JobService {
 
  private:
   explicit JobServiceImpl(EvalCore& core) : core_(core) {}
-  absl::StatusOr<eval::EvalResult> RunJob(const store::JobRecord& job,
+  absl::StatusOr<eval::EvalResult> RunJob(const jobs::JobRecord& job,
                                           const eval::ProgressFn& progress);
-  absl::StatusOr<store::JobRecord> SubmitRecord(store::JobRecord record);
+  absl::StatusOr<jobs::JobRecord> SubmitRecord(jobs::JobRecord record);
 
   EvalCore& core_;
   // Held across "which jobs use it?" and the unload, and across a submit's

@@ -16,7 +16,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "eval/eval_types.h"
+#include "types/eval_types.h"
 
 namespace dflash::eval {
 

@@ -165,6 +165,13 @@ bool Continues(const Walk& w, bool current) {
   return current ? w.pos + 1 < w.end : w.pos < w.end;
 }
 
+// Each block advances a walk by at least one token, and zlab-current stops
+// one token before the end: an upper bound on the blocks this walk has left.
+int64_t MostBlocksLeft(const Walk& w, bool current, int64_t max_blocks) {
+  const int64_t most = std::max<int64_t>(0, w.end - w.pos - (current ? 1 : 0));
+  return max_blocks > 0 ? std::min(max_blocks - w.blocks, most) : most;
+}
+
 absl::StatusOr<EvalResult> RunReplay(const BlockScorer& scorer, const data::EvalDataset& dataset,
                                      const EvalOptions& options, const ProgressFn& progress) {
   const int64_t B = scorer.block_size();
@@ -189,12 +196,18 @@ absl::StatusOr<EvalResult> RunReplay(const BlockScorer& scorer, const data::Eval
     w.end = options.max_new_tokens > 0 ? std::min(L, P + options.max_new_tokens) : L;
     w.pos = P;
     w.active = Continues(w, current);
-    // The walk takes at most end - P blocks (end - P - 1 under zlab-current;
-    // each advances at least one).
-    const int64_t most = std::max<int64_t>(0, w.end - P - (current ? 1 : 0));
-    prog.blocks_total += options.max_blocks > 0 ? std::min(options.max_blocks, most) : most;
     walks.push_back(std::move(w));
   }
+  // The total is a bound until every walk ends (a walk stops early when its
+  // blocks are accepted far), then exact: it tightens after every step.
+  const auto update_total = [&] {
+    prog.blocks_total = prog.blocks_done;
+    for (const Walk& w : walks) {
+      if (w.active) prog.blocks_total += MostBlocksLeft(w, current, options.max_blocks);
+    }
+    prog.blocks_total_is_bound = prog.blocks_total > prog.blocks_done;
+  };
+  update_total();
   // Sequences walk in groups that share one batched forward per step; the
   // group's context K/V is computed once and reused by every step.
   const size_t group = static_cast<size_t>(std::max<int64_t>(1, scorer.SequencesPerGroup()));
@@ -230,6 +243,7 @@ absl::StatusOr<EvalResult> RunReplay(const BlockScorer& scorer, const data::Eval
         }
       }
       prog.blocks_done += static_cast<int64_t>(blocks.size());
+      update_total();
       if (progress && !progress(prog)) return absl::CancelledError("evaluation cancelled");
     }
   }

@@ -8,7 +8,7 @@
 
 #include "absl/status/statusor.h"
 #include "data/eval_dataset.h"
-#include "eval/eval_types.h"
+#include "types/eval_types.h"
 #include "model/drafter_model.h"
 #include "weights/target_tensors.h"
 

@@ -7,7 +7,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "eval/eval_types.h"
+#include "types/eval_types.h"
 
 namespace dflash::eval {
 

@@ -11,8 +11,8 @@ namespace dflash::jobs {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-using store::JobRecord;
-using store::JobState;
+using jobs::JobRecord;
+using jobs::JobState;
 
 int64_t NowMicros() {
   return std::chrono::duration_cast<std::chrono::microseconds>(
@@ -87,8 +87,8 @@ absl::StatusOr<JobRecord> JobQueue::Get(const std::string& id) {
   return store_.Get(id);
 }
 
-absl::StatusOr<store::JobPage> JobQueue::List(const store::ListQuery& query) {
-  ASSIGN_OR_RETURN(store::JobPage page, store_.List(query));
+absl::StatusOr<jobs::JobPage> JobQueue::List(const jobs::ListQuery& query) {
+  ASSIGN_OR_RETURN(jobs::JobPage page, store_.List(query));
   // Unfinished jobs: show live progress rather than the stored snapshot.
   std::lock_guard<std::mutex> lock(mu_);
   for (JobRecord& r : page.jobs) {
@@ -106,7 +106,7 @@ absl::StatusOr<JobRecord> JobQueue::Cancel(const std::string& id,
     lock.unlock();
     ASSIGN_OR_RETURN(JobRecord done, store_.Get(id));
     return absl::FailedPreconditionError(absl::StrCat(
-        "job ", id, " already finished (", store::JobStateName(done.state), "); nothing to cancel"));
+        "job ", id, " already finished (", jobs::JobStateName(done.state), "); nothing to cancel"));
   }
   std::shared_ptr<Job> job = it->second;
   if (job->record.state == JobState::kQueued) {
@@ -162,18 +162,18 @@ void JobQueue::ReportStates() const {
 
 void JobQueue::Publish(const JobRecord& record) {
   ReportStates();
-  if (store::IsTerminal(record.state)) {
+  if (jobs::IsTerminal(record.state)) {
     const double ran = record.start_unix_micros > 0 && record.end_unix_micros > 0
                            ? (record.end_unix_micros - record.start_unix_micros) / 1e6
                            : 0.0;
-    Ops().OnJobFinished(store::JobStateName(record.state), ran);
+    Ops().OnJobFinished(jobs::JobStateName(record.state), ran);
   }
   std::lock_guard<std::mutex> wlock(watch_mu_);
   for (const auto& [_, w] : watchers_) {
     if (w.id == record.id) w.fn(record);
   }
   // Final states end every subscription to the job.
-  if (store::IsTerminal(record.state)) {
+  if (jobs::IsTerminal(record.state)) {
     for (auto it = watchers_.begin(); it != watchers_.end();) {
       it = it->second.id == record.id ? watchers_.erase(it) : std::next(it);
     }
@@ -181,7 +181,7 @@ void JobQueue::Publish(const JobRecord& record) {
 }
 
 std::vector<std::string> JobQueue::UnfinishedJobsWhere(
-    const std::function<bool(const store::JobRequest&)>& uses,
+    const std::function<bool(const jobs::JobRequest&)>& uses,
     const std::string& except_id) const {
   std::vector<std::string> ids;
   std::lock_guard<std::mutex> lock(mu_);
@@ -222,12 +222,13 @@ void JobQueue::RunLoop() {
 
 bool JobQueue::OnProgress(Job& job, const eval::EvalProgress& p) {
   std::lock_guard<std::mutex> lock(mu_);
-  store::JobProgress& out = job.record.progress;
+  jobs::JobProgress& out = job.record.progress;
   const Clock::time_point now = Clock::now();
   out.blocks_done = p.blocks_done;
   out.blocks_total = p.blocks_total;
   out.samples_done = p.samples_done;
   out.samples_total = p.samples_total;
+  out.blocks_total_is_bound = p.blocks_total_is_bound;
   out.elapsed_seconds = Seconds(now - job.started);
   out.eta_seconds = p.blocks_done > 0
                         ? out.elapsed_seconds * static_cast<double>(p.blocks_total - p.blocks_done) /

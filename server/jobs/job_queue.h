@@ -23,7 +23,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "eval/eval_types.h"
+#include "types/eval_types.h"
 #include "jobs/job_id.h"
 #include "store/result_store.h"
 
@@ -33,11 +33,11 @@ namespace dflash::jobs {
 // and returns false when the job must stop (cancelled, or the server is
 // stopping); the runner then returns CancelledError.
 using Runner = std::function<absl::StatusOr<eval::EvalResult>(
-    const store::JobRecord& job, const eval::ProgressFn& progress)>;
+    const jobs::JobRecord& job, const eval::ProgressFn& progress)>;
 
 // Called with a copy of the record on every change. Runs under the queue's
 // lock: it must be quick and must not call back into the queue.
-using WatchFn = std::function<void(const store::JobRecord&)>;
+using WatchFn = std::function<void(const jobs::JobRecord&)>;
 
 struct JobQueueOptions {
   int max_queued = 64;       // QUEUED jobs at most; more is RESOURCE_EXHAUSTED
@@ -61,20 +61,20 @@ class JobQueue {
   // `job` carries the request and, when known, fingerprints and
   // resubmitted_from; the queue sets id, state, times and server version.
   // ResourceExhausted when the queue is full, Unavailable once shutting down.
-  absl::StatusOr<store::JobRecord> Submit(store::JobRecord job);
+  absl::StatusOr<jobs::JobRecord> Submit(jobs::JobRecord job);
   // Live record for unfinished jobs, the store's for the others.
-  absl::StatusOr<store::JobRecord> Get(const std::string& id);
-  absl::StatusOr<store::JobPage> List(const store::ListQuery& query);
+  absl::StatusOr<jobs::JobRecord> Get(const std::string& id);
+  absl::StatusOr<jobs::JobPage> List(const jobs::ListQuery& query);
   // QUEUED: CANCELLED at once. RUNNING: asked to stop at its next chunk
   // boundary; waits up to `wait` for it to end and returns the record as it
   // then stands. FailedPrecondition for a finished job, NotFound if unknown.
-  absl::StatusOr<store::JobRecord> Cancel(const std::string& id, std::chrono::milliseconds wait);
+  absl::StatusOr<jobs::JobRecord> Cancel(const std::string& id, std::chrono::milliseconds wait);
 
   // The current record and, for an unfinished job, a subscription (handle
   // != 0): `fn` sees every later change, the final state last. A finished
   // job gets handle 0 and no calls.
   struct Watch {
-    store::JobRecord current;
+    jobs::JobRecord current;
     int64_t handle = 0;
   };
   absl::StatusOr<Watch> Subscribe(const std::string& id, WatchFn fn);
@@ -83,7 +83,7 @@ class JobQueue {
 
   // Ids of unfinished jobs (other than `except_id`) whose request `uses` says yes.
   std::vector<std::string> UnfinishedJobsWhere(
-      const std::function<bool(const store::JobRequest&)>& uses,
+      const std::function<bool(const jobs::JobRequest&)>& uses,
       const std::string& except_id = "") const;
   int queued() const;
   int running() const;
@@ -95,7 +95,7 @@ class JobQueue {
 
  private:
   struct Job {
-    store::JobRecord record;
+    jobs::JobRecord record;
     bool cancel_requested = false;
     std::chrono::steady_clock::time_point started, last_publish;
   };
@@ -108,7 +108,7 @@ class JobQueue {
   // Tells the operators' observer (metrics) the queued/running counts;
   // requires mu_.
   void ReportStates() const;
-  void Publish(const store::JobRecord& record);  // under mu_
+  void Publish(const jobs::JobRecord& record);  // under mu_
 
   store::ResultStore& store_;
   Runner runner_;

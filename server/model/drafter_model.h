@@ -19,7 +19,7 @@
 #include "absl/status/statusor.h"
 #include "model/drafter_config.h"
 #include "model/drafter_schema.h"
-#include "model/semantics.h"
+#include "types/semantics.h"
 
 namespace dflash::model {
 

@@ -8,7 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/status_macros.h"
-#include "model/semantics.h"
+#include "types/semantics.h"
 #include "dflash/eval/v1/label_key.h"
 
 namespace dflash::service {
@@ -378,30 +378,26 @@ absl::StatusOr<core::EvalParams> FromProto(const pb::EvalRequest& in) {
   return p;
 }
 
-pb::JobState JobStateToProto(store::JobState state) {
+pb::JobState JobStateToProto(jobs::JobState state) {
   switch (state) {
-    case store::JobState::kQueued: return pb::JOB_STATE_QUEUED;
-    case store::JobState::kRunning: return pb::JOB_STATE_RUNNING;
-    case store::JobState::kSucceeded: return pb::JOB_STATE_SUCCEEDED;
-    case store::JobState::kFailed: return pb::JOB_STATE_FAILED;
-    case store::JobState::kCancelled: return pb::JOB_STATE_CANCELLED;
-    case store::JobState::kInterrupted: return pb::JOB_STATE_INTERRUPTED;
+    case jobs::JobState::kQueued: return pb::JOB_STATE_QUEUED;
+    case jobs::JobState::kRunning: return pb::JOB_STATE_RUNNING;
+    case jobs::JobState::kSucceeded: return pb::JOB_STATE_SUCCEEDED;
+    case jobs::JobState::kFailed: return pb::JOB_STATE_FAILED;
+    case jobs::JobState::kCancelled: return pb::JOB_STATE_CANCELLED;
+    case jobs::JobState::kInterrupted: return pb::JOB_STATE_INTERRUPTED;
   }
   return pb::JOB_STATE_UNSPECIFIED;
 }
 
-absl::StatusOr<store::JobRequest> JobRequestFromProto(const pb::EvalRequest& in) {
+absl::StatusOr<jobs::JobRequest> JobRequestFromProto(const pb::EvalRequest& in) {
   auto params = FromProto(in);
   if (!params.ok()) return params.status();
   RETURN_IF_ERROR(CheckName("run", in.run()));
   RETURN_IF_ERROR(NonNegative("step", in.step()));
   RETURN_IF_ERROR(CheckLabels(in.labels()));
-  store::JobRequest r;
-  r.drafter = params->drafter;
-  r.checkpoint_path = params->checkpoint_path;
-  r.dataset = params->dataset;
-  r.target = params->target;
-  r.options = params->options;
+  jobs::JobRequest r;
+  r.params = *std::move(params);
   r.run = in.run();
   r.step = in.step();
   r.labels = std::map<std::string, std::string>(in.labels().begin(), in.labels().end());
@@ -409,12 +405,12 @@ absl::StatusOr<store::JobRequest> JobRequestFromProto(const pb::EvalRequest& in)
   return r;
 }
 
-void ToProto(const store::JobRequest& in, pb::EvalRequest* out) {
-  out->set_drafter(in.drafter);
-  out->set_checkpoint_path(in.checkpoint_path);
-  out->set_dataset(in.dataset);
-  out->set_target(in.target);
-  const eval::EvalOptions& o = in.options;
+void ToProto(const jobs::JobRequest& in, pb::EvalRequest* out) {
+  out->set_drafter(in.params.drafter);
+  out->set_checkpoint_path(in.params.checkpoint_path);
+  out->set_dataset(in.params.dataset);
+  out->set_target(in.params.target);
+  const eval::EvalOptions& o = in.params.options;
   out->set_mode(o.mode == eval::Mode::kAnchor ? pb::EVAL_MODE_ANCHOR : pb::EVAL_MODE_REPLAY);
   out->set_max_samples(static_cast<int32_t>(o.max_samples));
   out->set_max_blocks(static_cast<int32_t>(o.max_blocks));
@@ -433,7 +429,7 @@ void ToProto(const store::JobRequest& in, pb::EvalRequest* out) {
   out->set_unload_after(in.unload_after);
 }
 
-void ToProto(const store::JobRecord& in, pb::EvalJob* out) {
+void ToProto(const jobs::JobRecord& in, pb::EvalJob* out) {
   out->set_id(in.id);
   out->set_state(JobStateToProto(in.state));
   ToProto(in.request, out->mutable_request());
@@ -444,6 +440,7 @@ void ToProto(const store::JobRecord& in, pb::EvalJob* out) {
   p->set_samples_total(in.progress.samples_total);
   p->set_elapsed_seconds(in.progress.elapsed_seconds);
   p->set_eta_seconds(in.progress.eta_seconds);
+  p->set_blocks_total_is_upper_bound(in.progress.blocks_total_is_bound);
   if (in.result) {
     ToProto(*in.result, out->mutable_result());
     // Fingerprints known at submit time, for results that lack them.
@@ -464,16 +461,16 @@ void ToProto(const store::JobRecord& in, pb::EvalJob* out) {
   out->set_resubmitted_from(in.resubmitted_from);
 }
 
-absl::StatusOr<store::ListQuery> FromProto(const pb::ListEvalsRequest& in) {
-  store::ListQuery q;
+absl::StatusOr<jobs::ListQuery> FromProto(const pb::ListEvalsRequest& in) {
+  jobs::ListQuery q;
   switch (in.state()) {
     case pb::JOB_STATE_UNSPECIFIED: break;
-    case pb::JOB_STATE_QUEUED: q.state = store::JobState::kQueued; break;
-    case pb::JOB_STATE_RUNNING: q.state = store::JobState::kRunning; break;
-    case pb::JOB_STATE_SUCCEEDED: q.state = store::JobState::kSucceeded; break;
-    case pb::JOB_STATE_FAILED: q.state = store::JobState::kFailed; break;
-    case pb::JOB_STATE_CANCELLED: q.state = store::JobState::kCancelled; break;
-    case pb::JOB_STATE_INTERRUPTED: q.state = store::JobState::kInterrupted; break;
+    case pb::JOB_STATE_QUEUED: q.state = jobs::JobState::kQueued; break;
+    case pb::JOB_STATE_RUNNING: q.state = jobs::JobState::kRunning; break;
+    case pb::JOB_STATE_SUCCEEDED: q.state = jobs::JobState::kSucceeded; break;
+    case pb::JOB_STATE_FAILED: q.state = jobs::JobState::kFailed; break;
+    case pb::JOB_STATE_CANCELLED: q.state = jobs::JobState::kCancelled; break;
+    case pb::JOB_STATE_INTERRUPTED: q.state = jobs::JobState::kInterrupted; break;
     default:
       return absl::InvalidArgumentError(
           absl::StrCat("state ", static_cast<int>(in.state()), " is not a job state"));
@@ -524,7 +521,7 @@ absl::StatusOr<std::vector<std::string>> JobIdsFromProto(const pb::CompareEvalsR
 }
 
 void ToProto(const core::Comparison& in, pb::CompareEvalsResponse* out) {
-  for (const store::JobRecord& j : in.jobs) ToProto(j, out->add_jobs());
+  for (const jobs::JobRecord& j : in.jobs) ToProto(j, out->add_jobs());
   for (const std::string& w : in.warnings) out->add_warnings(w);
   for (double v : in.accept_length) out->add_accept_length(v);
   for (double v : in.accept_length_delta) out->add_accept_length_delta(v);

@@ -8,7 +8,7 @@
 #include "absl/status/statusor.h"
 #include "core/eval_core.h"
 #include "core/job_service.h"
-#include "store/result_store.h"
+#include "types/job_types.h"
 #include "dflash/eval/v1/eval.pb.h"
 #include "dflash/eval/v1/resources.pb.h"
 #include "dflash/eval/v1/service.pb.h"
@@ -47,11 +47,11 @@ absl::StatusOr<core::LoadDatasetParams> FromProto(const pb::LoadDatasetRequest& 
 absl::StatusOr<core::EvalParams> FromProto(const pb::EvalRequest& in);
 
 // Jobs.
-pb::JobState JobStateToProto(store::JobState state);
-absl::StatusOr<store::JobRequest> JobRequestFromProto(const pb::EvalRequest& in);
-void ToProto(const store::JobRequest& in, pb::EvalRequest* out);
-void ToProto(const store::JobRecord& in, pb::EvalJob* out);
-absl::StatusOr<store::ListQuery> FromProto(const pb::ListEvalsRequest& in);
+pb::JobState JobStateToProto(jobs::JobState state);
+absl::StatusOr<jobs::JobRequest> JobRequestFromProto(const pb::EvalRequest& in);
+void ToProto(const jobs::JobRequest& in, pb::EvalRequest* out);
+void ToProto(const jobs::JobRecord& in, pb::EvalJob* out);
+absl::StatusOr<jobs::ListQuery> FromProto(const pb::ListEvalsRequest& in);
 // CompareEvals' ids: at most kMaxCompareJobs, each a well-formed id, none twice.
 absl::StatusOr<std::vector<std::string>> JobIdsFromProto(const pb::CompareEvalsRequest& in);
 void ToProto(const core::Comparison& in, pb::CompareEvalsResponse* out);

@@ -3,7 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
-#include "model/semantics.h"
+#include "types/semantics.h"
 
 namespace dflash::store {
 namespace {
@@ -158,24 +158,25 @@ eval::EvalResult ResultFromJson(const json& j) {
 
 }  // namespace
 
-std::string RecordToJson(const JobRecord& r) {
-  const JobRequest& q = r.request;
+std::string RecordToJson(const jobs::JobRecord& r) {
+  const jobs::JobRequest& q = r.request;
   json j = {
       {"id", r.id},
-      {"state", JobStateName(r.state)},
+      {"state", jobs::JobStateName(r.state)},
       {"request",
-       {{"drafter", q.drafter},
-        {"checkpoint_path", q.checkpoint_path},
-        {"dataset", q.dataset},
-        {"target", q.target},
-        {"options", OptionsToJson(q.options)},
+       {{"drafter", q.params.drafter},
+        {"checkpoint_path", q.params.checkpoint_path},
+        {"dataset", q.params.dataset},
+        {"target", q.params.target},
+        {"options", OptionsToJson(q.params.options)},
         {"run", q.run},
         {"step", q.step},
         {"labels", q.labels},
         {"unload_after", q.unload_after}}},
       {"progress",
        {r.progress.blocks_done, r.progress.blocks_total, r.progress.samples_done,
-        r.progress.samples_total, r.progress.elapsed_seconds, r.progress.eta_seconds}},
+        r.progress.samples_total, r.progress.elapsed_seconds, r.progress.eta_seconds,
+        r.progress.blocks_total_is_bound}},
       {"error_code", r.error_code},
       {"error_message", r.error_message},
       {"create_unix_micros", r.create_unix_micros},
@@ -192,23 +193,23 @@ std::string RecordToJson(const JobRecord& r) {
   return j.dump();
 }
 
-absl::StatusOr<JobRecord> RecordFromJson(const std::string& text) {
+absl::StatusOr<jobs::JobRecord> RecordFromJson(const std::string& text) {
   json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object()) {
     return absl::InvalidArgumentError("stored job record is not a JSON object");
   }
   try {
-    JobRecord r;
+    jobs::JobRecord r;
     r.id = j.at("id").get<std::string>();
-    auto state = ParseJobState(j.at("state").get<std::string>());
+    auto state = jobs::ParseJobState(j.at("state").get<std::string>());
     if (!state.ok()) return state.status();
     r.state = *state;
     const json& q = j.at("request");
-    r.request.drafter = q.at("drafter").get<std::string>();
-    r.request.checkpoint_path = q.at("checkpoint_path").get<std::string>();
-    r.request.dataset = q.at("dataset").get<std::string>();
-    r.request.target = q.at("target").get<std::string>();
-    r.request.options = OptionsFromJson(q.at("options"));
+    r.request.params.drafter = q.at("drafter").get<std::string>();
+    r.request.params.checkpoint_path = q.at("checkpoint_path").get<std::string>();
+    r.request.params.dataset = q.at("dataset").get<std::string>();
+    r.request.params.target = q.at("target").get<std::string>();
+    r.request.params.options = OptionsFromJson(q.at("options"));
     r.request.run = q.at("run").get<std::string>();
     r.request.step = q.at("step").get<int64_t>();
     r.request.labels = q.at("labels").get<std::map<std::string, std::string>>();
@@ -216,6 +217,8 @@ absl::StatusOr<JobRecord> RecordFromJson(const std::string& text) {
     const json& p = j.at("progress");
     r.progress = {p.at(0).get<int64_t>(), p.at(1).get<int64_t>(), p.at(2).get<int64_t>(),
                   p.at(3).get<int64_t>(), p.at(4).get<double>(),  p.at(5).get<double>()};
+    // Records written before the bound flag have six entries.
+    r.progress.blocks_total_is_bound = p.size() > 6 && p.at(6).get<bool>();
     r.error_code = j.at("error_code").get<int>();
     r.error_message = j.at("error_message").get<std::string>();
     r.create_unix_micros = j.at("create_unix_micros").get<int64_t>();

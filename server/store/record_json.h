@@ -1,17 +1,17 @@
 // File: record_json.h
-// JobRecord <-> JSON text, the form records take in a store's columns. Every
+// jobs::JobRecord <-> JSON text, the form records take in a store's columns. Every
 // field round-trips exactly (doubles are written with 17 significant digits).
 #pragma once
 
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "store/result_store.h"
+#include "types/job_types.h"
 
 namespace dflash::store {
 
-std::string RecordToJson(const JobRecord& record);
+std::string RecordToJson(const jobs::JobRecord& record);
 // InvalidArgument when the text is not a record this code wrote.
-absl::StatusOr<JobRecord> RecordFromJson(const std::string& text);
+absl::StatusOr<jobs::JobRecord> RecordFromJson(const std::string& text);
 
 }  // namespace dflash::store

@@ -198,14 +198,14 @@ absl::Status SqliteResultStore::InitSchema() {
   return Exec(db_, "COMMIT");
 }
 
-absl::Status SqliteResultStore::PutLocked(const JobRecord& r) {
+absl::Status SqliteResultStore::PutLocked(const jobs::JobRecord& r) {
   Stmt put(db_,
            "INSERT OR REPLACE INTO jobs (id, state, create_micros, run, step, drafter, "
            "checkpoint_path, dataset, drafter_fingerprint, dataset_fingerprint, record) "
            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
   RETURN_IF_ERROR(put.status("insert"));
-  put.Bind({r.id, std::string(JobStateName(r.state)), r.create_unix_micros, r.request.run,
-            r.request.step, r.request.drafter, r.request.checkpoint_path, r.request.dataset,
+  put.Bind({r.id, std::string(jobs::JobStateName(r.state)), r.create_unix_micros, r.request.run,
+            r.request.step, r.request.params.drafter, r.request.params.checkpoint_path, r.request.params.dataset,
             r.drafter_fingerprint, r.dataset_fingerprint, RecordToJson(r)});
   RETURN_IF_ERROR(Run(db_, put, "writing job"));
   Stmt clear(db_, "DELETE FROM job_labels WHERE job_id = ?");
@@ -221,11 +221,11 @@ absl::Status SqliteResultStore::PutLocked(const JobRecord& r) {
   return absl::OkStatus();
 }
 
-absl::Status SqliteResultStore::Put(const JobRecord& record) {
+absl::Status SqliteResultStore::Put(const jobs::JobRecord& record) {
   if (record.id.empty()) return absl::InvalidArgumentError("job record has no id");
   std::lock_guard<std::mutex> lock(mu_);
   // A final result is fsync'ed with its commit; progress updates need not be.
-  RETURN_IF_ERROR(Exec(db_, record.state == JobState::kSucceeded ? "PRAGMA synchronous=FULL"
+  RETURN_IF_ERROR(Exec(db_, record.state == jobs::JobState::kSucceeded ? "PRAGMA synchronous=FULL"
                                                                  : "PRAGMA synchronous=NORMAL"));
   RETURN_IF_ERROR(Exec(db_, "BEGIN IMMEDIATE"));
   absl::Status status = PutLocked(record);
@@ -236,7 +236,7 @@ absl::Status SqliteResultStore::Put(const JobRecord& record) {
   return Exec(db_, "COMMIT");
 }
 
-absl::StatusOr<JobRecord> SqliteResultStore::Get(const std::string& id) {
+absl::StatusOr<jobs::JobRecord> SqliteResultStore::Get(const std::string& id) {
   std::lock_guard<std::mutex> lock(mu_);
   Stmt get(db_, "SELECT record FROM jobs WHERE id = ?");
   RETURN_IF_ERROR(get.status("get"));
@@ -250,12 +250,12 @@ absl::StatusOr<JobRecord> SqliteResultStore::Get(const std::string& id) {
   return RecordFromJson(get.Text(0));
 }
 
-absl::StatusOr<JobPage> SqliteResultStore::List(const ListQuery& q) {
+absl::StatusOr<jobs::JobPage> SqliteResultStore::List(const jobs::ListQuery& q) {
   std::vector<std::string> where;
   std::vector<Value> args;
   if (q.state) {
     where.push_back("state = ?");
-    args.push_back(std::string(JobStateName(*q.state)));
+    args.push_back(std::string(jobs::JobStateName(*q.state)));
   }
   if (!q.drafter.empty()) {
     where.push_back("(drafter = ? OR checkpoint_path = ? OR drafter_fingerprint = ?)");
@@ -302,7 +302,7 @@ absl::StatusOr<JobPage> SqliteResultStore::List(const ListQuery& q) {
   Stmt list(db_, sql);
   RETURN_IF_ERROR(list.status("list"));
   list.Bind(args);
-  JobPage page;
+  jobs::JobPage page;
   int64_t last_key = 0;
   std::string last_id;
   int rc;
@@ -311,7 +311,7 @@ absl::StatusOr<JobPage> SqliteResultStore::List(const ListQuery& q) {
       page.next_page_token = MakeToken(q.order_by_step, last_key, last_id);
       break;
     }
-    ASSIGN_OR_RETURN(JobRecord record, RecordFromJson(list.Text(0)));
+    ASSIGN_OR_RETURN(jobs::JobRecord record, RecordFromJson(list.Text(0)));
     page.jobs.push_back(std::move(record));
     last_key = q.order_by_step ? list.Int(1) : list.Int(2);
     last_id = list.Text(3);
@@ -329,13 +329,13 @@ absl::StatusOr<std::vector<std::string>> SqliteResultStore::MarkInterruptedOnSta
   RETURN_IF_ERROR(Exec(db_, "BEGIN IMMEDIATE"));
   std::vector<std::string> ids;
   absl::Status status = [&]() -> absl::Status {
-    std::vector<JobRecord> records;
+    std::vector<jobs::JobRecord> records;
     {
       Stmt find(db_, "SELECT record FROM jobs WHERE state IN ('QUEUED', 'RUNNING') ORDER BY id");
       RETURN_IF_ERROR(find.status("interrupted"));
       int rc;
       while ((rc = find.Step()) == SQLITE_ROW) {
-        ASSIGN_OR_RETURN(JobRecord r, RecordFromJson(find.Text(0)));
+        ASSIGN_OR_RETURN(jobs::JobRecord r, RecordFromJson(find.Text(0)));
         records.push_back(std::move(r));
       }
       if (rc != SQLITE_DONE) {
@@ -343,10 +343,10 @@ absl::StatusOr<std::vector<std::string>> SqliteResultStore::MarkInterruptedOnSta
             absl::StrCat("results store: finding unfinished jobs: ", sqlite3_errmsg(db_)));
       }
     }
-    for (JobRecord& r : records) {
+    for (jobs::JobRecord& r : records) {
       r.error_message = absl::StrCat("the server stopped while this job was ",
-                                     JobStateName(r.state), "; resubmit it");
-      r.state = JobState::kInterrupted;
+                                     jobs::JobStateName(r.state), "; resubmit it");
+      r.state = jobs::JobState::kInterrupted;
       r.interrupted_by_restart = true;
       r.end_unix_micros = now_unix_micros;
       RETURN_IF_ERROR(PutLocked(r));

@@ -166,6 +166,20 @@ class MappedSource final : public TensorSource {
   std::string path() const override { return path_; }
   const std::vector<TensorInfo>& tensors() const override { return infos_; }
 
+  void ReleaseBytes(absl::string_view name) const override {
+    auto it = by_name_.find(std::string(name));
+    if (it == by_name_.end()) return;
+    const Slot& slot = slots_[it->second];
+    // Outward to whole pages: the mapping is private, read-only in use and
+    // file-backed, so dropping a neighbour's page only means reading it again.
+    const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+    const uintptr_t begin =
+        reinterpret_cast<uintptr_t>(slot.file->addr) + slot.data_start + slot.entry.begin;
+    const uintptr_t first = begin & ~(page - 1);
+    const uintptr_t last = (begin + slot.entry.nbytes() + page - 1) & ~(page - 1);
+    if (last > first) ::madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
+  }
+
   absl::StatusOr<at::Tensor> Read(absl::string_view name) const override {
     auto it = by_name_.find(std::string(name));
     if (it != by_name_.end()) return ReadSlot(slots_[it->second]);

@@ -291,6 +291,8 @@ absl::StatusOr<TargetTensors> LoadTargetTensors(const std::string& model_dir,
                      }),
                      "target '", model_dir, "': tensor '", info->name, "'");
     loaded.push_back(converted);
+    t = at::Tensor();
+    source->ReleaseBytes(info->name);  // keep the peak near what stays resident
   }
   if (out.tied) fp.AddTensor("lm_head=embed_tokens", "", {}, nullptr, 0);
   out.embed = loaded[0];

@@ -45,6 +45,11 @@ class TensorSource {
   // Entries that are not tensors and were skipped ("optimizer", "step"), with
   // their key paths. Empty for formats that hold only tensors.
   virtual std::vector<std::string> skipped_entries() const { return {}; }
+  // The caller has copied tensor `name` and will not read it again: the
+  // source may give back the memory behind it (a mapped file's pages), so a
+  // load's peak stays near what it keeps. Tensors already returned stay
+  // valid (clean file-backed pages are read again on access). No-op by default.
+  virtual void ReleaseBytes(absl::string_view /*name*/) const {}
 
   // nullptr when absent.
   const TensorInfo* Find(absl::string_view name) const;

@@ -420,6 +420,8 @@ absl::StatusOr<std::map<std::string, at::Tensor>> LoadValidatedWeights(
                      TorchGuard("converting",
                                 [&] { return t.to(device, dtype, false, /*copy=*/true); }),
                      "tensor '", e->name, "'");
+    t = at::Tensor();  // the copy is all we keep: let the file's pages go
+    source.ReleaseBytes(e->stored_name);
   }
   const std::string now = fp.Hex();
   if (!report.fingerprint.empty() && report.fingerprint != now) {

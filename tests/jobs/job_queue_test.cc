@@ -18,11 +18,11 @@ namespace {
 using ::dflash::testing::StatusIs;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
-using store::JobRecord;
-using store::JobState;
+using jobs::JobRecord;
+using jobs::JobState;
 using namespace std::chrono_literals;
 
-// A runner without torch: request.options.max_blocks "chunks", each waiting
+// A runner without torch: request.params.options.max_blocks "chunks", each waiting
 // for a permit from the test (or none with free_run), reporting progress
 // after each; label fail=1 makes it fail.
 struct FakeRunner {
@@ -41,7 +41,7 @@ struct FakeRunner {
     if (job.request.labels.count("fail")) {
       return absl::InvalidArgumentError("block_size 99 is above the drafter's 16");
     }
-    const int64_t chunks = job.request.options.max_blocks;
+    const int64_t chunks = job.request.params.options.max_blocks;
     for (int64_t i = 1; i <= chunks; ++i) {
       {
         std::unique_lock<std::mutex> lock(mu);
@@ -55,7 +55,7 @@ struct FakeRunner {
     r.accept_length_pooled = 1.5;
     r.device = "cpu";
     r.dtype = "fp32";
-    r.drafter_fingerprint = "fp-" + job.request.drafter;
+    r.drafter_fingerprint = "fp-" + job.request.params.drafter;
     return r;
   }
   void Allow(int n) {
@@ -77,9 +77,9 @@ struct FakeRunner {
 JobRecord Request(const std::string& run, int64_t chunks, const std::string& drafter = "m") {
   JobRecord r;
   r.request.run = run;
-  r.request.drafter = drafter;
-  r.request.dataset = "d";
-  r.request.options.max_blocks = chunks;
+  r.request.params.drafter = drafter;
+  r.request.params.dataset = "d";
+  r.request.params.options.max_blocks = chunks;
   return r;
 }
 
@@ -108,7 +108,7 @@ class JobQueueTest : public ::testing::Test {
   JobRecord WaitDone(JobQueue& q, const std::string& id) {
     for (int i = 0; i < 1000; ++i) {
       auto r = q.Get(id);
-      if (r.ok() && store::IsTerminal(r->state)) return *r;
+      if (r.ok() && jobs::IsTerminal(r->state)) return *r;
       std::this_thread::sleep_for(10ms);
     }
     ADD_FAILURE() << "job " << id << " did not finish";
@@ -217,7 +217,7 @@ TEST_F(JobQueueTest, WatchersSeeEveryStateAndMonotoneProgressCommittedFirst) {
     seen.push_back(r);
     // What the store says at the moment the watcher hears of the state.
     auto s = store_->Get(r.id);
-    stored_states.push_back(s.ok() ? store::JobStateName(s->state) : "?");
+    stored_states.push_back(s.ok() ? jobs::JobStateName(s->state) : "?");
   }));
   EXPECT_NE(w.handle, 0);
   // A runner thread may already have picked the job up (its runner blocks
@@ -315,7 +315,7 @@ TEST_F(JobQueueTest, UnfinishedJobsWhereNamesTheJobsUsingAResource) {
   ASSERT_OK_AND_ASSIGN(JobRecord a, q->Submit(Request("a", 1, "m")));
   ASSERT_OK_AND_ASSIGN(JobRecord b, q->Submit(Request("b", 1, "other")));
   ASSERT_OK_AND_ASSIGN(JobRecord c, q->Submit(Request("c", 1, "m")));
-  auto uses_m = [](const store::JobRequest& r) { return r.drafter == "m"; };
+  auto uses_m = [](const jobs::JobRequest& r) { return r.params.drafter == "m"; };
   EXPECT_THAT(q->UnfinishedJobsWhere(uses_m), ElementsAre(a.id, c.id));
   EXPECT_THAT(q->UnfinishedJobsWhere(uses_m, a.id), ElementsAre(c.id));
   runner_.FreeRun();

@@ -23,14 +23,14 @@ JobRecord FullRecord(const std::string& id) {
   JobRecord r;
   r.id = id;
   r.state = JobState::kSucceeded;
-  r.request.drafter = "m";
-  r.request.dataset = "d";
-  r.request.target = "t";
-  r.request.options.mode = eval::Mode::kReplay;
-  r.request.options.anchors = eval::AnchorStrategy::kRandom;
-  r.request.options.max_blocks = 7;
-  r.request.options.seed = 0xFFFFFFFFFFFFFFFFull;  // the full uint64 range survives
-  r.request.options.block_size = 8;
+  r.request.params.drafter = "m";
+  r.request.params.dataset = "d";
+  r.request.params.target = "t";
+  r.request.params.options.mode = eval::Mode::kReplay;
+  r.request.params.options.anchors = eval::AnchorStrategy::kRandom;
+  r.request.params.options.max_blocks = 7;
+  r.request.params.options.seed = 0xFFFFFFFFFFFFFFFFull;  // the full uint64 range survives
+  r.request.params.options.block_size = 8;
   r.request.run = "run-a";
   r.request.step = 4000;
   r.request.labels = {{"lr", "3e-4"}, {"team", "x y"}};
@@ -90,8 +90,8 @@ JobRecord Simple(const std::string& id, int64_t created, const std::string& run,
   r.create_unix_micros = created;
   r.request.run = run;
   r.request.step = step;
-  r.request.drafter = "m";
-  r.request.dataset = "d";
+  r.request.params.drafter = "m";
+  r.request.params.dataset = "d";
   return r;
 }
 
@@ -121,7 +121,7 @@ TEST_F(SqliteResultStoreTest, FullRecordRoundTripsExactly) {
   ASSERT_TRUE(got.result.has_value());
   EXPECT_EQ(got.result->tau, want.result->tau);
   EXPECT_EQ(got.result->tokens_per_second, want.result->tokens_per_second);
-  EXPECT_EQ(got.request.options.seed, 0xFFFFFFFFFFFFFFFFull);
+  EXPECT_EQ(got.request.params.options.seed, 0xFFFFFFFFFFFFFFFFull);
   EXPECT_EQ(got.result->per_sample[1].mean_accept_length, 1.75);
   EXPECT_EQ(got.request.labels.at("team"), "x y");
 }
@@ -159,10 +159,10 @@ TEST_F(SqliteResultStoreTest, FiltersSelectTheRightJobs) {
   a.drafter_fingerprint = "fpA";
   JobRecord b = Simple("ev-b", 2, "r1", 200, JobState::kFailed);
   b.request.labels = {{"k", "v"}};
-  b.request.drafter = "";
-  b.request.checkpoint_path = "/ckpt/step-200";
+  b.request.params.drafter = "";
+  b.request.params.checkpoint_path = "/ckpt/step-200";
   JobRecord c = Simple("ev-c", 3, "r2", 300);
-  c.request.dataset = "other";
+  c.request.params.dataset = "other";
   c.dataset_fingerprint = "dsB";
   for (const JobRecord& r : {a, b, c}) ASSERT_OK(store->Put(r));
 

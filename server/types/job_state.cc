@@ -1,7 +1,7 @@
 #include "absl/strings/str_cat.h"
-#include "store/result_store.h"
+#include "types/job_types.h"
 
-namespace dflash::store {
+namespace dflash::jobs {
 
 const char* JobStateName(JobState state) {
   switch (state) {
@@ -29,4 +29,4 @@ bool IsTerminal(JobState state) {
   return state != JobState::kQueued && state != JobState::kRunning;
 }
 
-}  // namespace dflash::store
+}  // namespace dflash::jobs

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "model/semantics.h"
+#include "types/semantics.h"
 
 namespace dflash::eval {
 
@@ -104,6 +104,8 @@ struct EvalResult {
 struct EvalProgress {
   int64_t blocks_done = 0, blocks_total = 0;
   int64_t samples_done = 0, samples_total = 0;
+  // Replay: blocks_total is an upper bound until the last walk ends.
+  bool blocks_total_is_bound = false;
 };
 
 // Called between chunks; returning false cancels the evaluation (the

@@ -1,0 +1,133 @@
+#!/usr/bin/env python3
+"""Fails on an #include that goes against the layer order in README.md.
+
+The README's "Layer order" table (between <!-- layers:begin/end -->) names,
+for each server/ folder, the layers it uses and whether it may include torch
+or gRPC headers. A folder may include itself and anything it uses, directly or
+through another layer. Prints one line per offence (file:line, the include,
+why) and exits 1; exits 0 and says how many includes it checked otherwise.
+"""
+import pathlib
+import re
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+TORCH = re.compile(r'^(ATen|torch|c10)/')
+GRPC = re.compile(r'^(grpcpp|grpc)/|\.pb\.h$')
+INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]([^">]+)[">]')
+
+
+def read_layers(readme):
+    text = readme.read_text()
+    m = re.search(r'<!-- layers:begin -->(.*?)<!-- layers:end -->', text, re.S)
+    if not m:
+        sys.exit(f'{readme}: no <!-- layers:begin --> ... <!-- layers:end --> table')
+    layers = {}
+    for row in m.group(1).strip().splitlines()[2:]:
+        cells = [c.strip() for c in row.strip().strip('|').split('|')]
+        if len(cells) != 4 or cells[2] not in ('yes', 'no') or cells[3] not in ('yes', 'no'):
+            sys.exit(f'{readme}: malformed layer row: {row}')
+        layers[cells[0]] = (cells[1].split(), cells[2] == 'yes', cells[3] == 'yes')
+    for name, (uses, _, _) in layers.items():
+        for u in uses:
+            if u not in layers:
+                sys.exit(f'{readme}: layer {name} uses unknown layer {u}')
+    return layers
+
+
+def reachable(layers, name):
+    seen, todo = set(), list(layers[name][0])
+    while todo:
+        n = todo.pop()
+        if n not in seen:
+            seen.add(n)
+            todo.extend(layers[n][0])
+    if name in seen:
+        sys.exit(f'README.md: layer {name} uses itself through {sorted(seen)}')
+    return seen
+
+
+def check(root):
+    layers = read_layers(root / 'README.md')
+    server = root / 'server'
+    folders = {p.name for p in server.iterdir() if p.is_dir()}
+    problems, checked = [], 0
+    missing = sorted(folders - set(layers))
+    if missing:
+        problems.append(f'README.md: server/ folders missing from the layer table: {missing}')
+    files = [(f, f.parent.name) for f in server.rglob('*') if f.suffix in ('.h', '.cc')
+             and f.parent != server]
+    files += [(f, f.name) for f in server.glob('*.cc')]
+    for f, layer in sorted(files):
+        if layer not in layers:
+            continue
+        allowed = reachable(layers, layer) | {layer}
+        _, torch_ok, grpc_ok = layers[layer]
+        for lineno, line in enumerate(f.read_text().splitlines(), 1):
+            m = INCLUDE.match(line)
+            if not m:
+                continue
+            checked += 1
+            inc = m.group(1)
+            where = f'{f.relative_to(root)}:{lineno}: #include "{inc}"'
+            head = inc.split('/')[0]
+            if '/' in inc and head in folders and head not in allowed:
+                problems.append(f'{where}: {layer} may not use {head} '
+                                f'(it uses {", ".join(sorted(allowed - {layer})) or "nothing"})')
+            elif TORCH.search(inc) and not torch_ok:
+                problems.append(f'{where}: {layer} is torch-free')
+            elif GRPC.search(inc) and not grpc_ok:
+                problems.append(f'{where}: {layer} is gRPC-free')
+    return problems, checked
+
+
+def self_test():
+    """The check fails where it should: an upward include, torch in a
+    torch-free layer, gRPC in a gRPC-free one, a folder missing from the
+    table; and passes a clean tree."""
+    import tempfile
+    table = ('<!-- layers:begin -->\n| layer | uses | torch | grpc |\n|---|---|---|---|\n'
+             '| low | | no | no |\n| mid | low | yes | no |\n| top | mid | no | yes |\n'
+             '<!-- layers:end -->\n')
+    cases = {
+        'clean': ({'mid/a.cc': '#include "low/b.h"\n#include <ATen/ATen.h>',
+                   'top/c.cc': '#include "low/b.h"\n#include <grpcpp/grpcpp.h>'}, 0),
+        'upward': ({'low/b.cc': '#include "mid/a.h"'}, 1),
+        'torch': ({'top/c.cc': '#include <torch/types.h>'}, 1),
+        'grpc': ({'mid/a.cc': '#include "dflash/eval/v1/eval.pb.h"'}, 1),
+        'unlisted folder': ({'extra/d.cc': '#include "low/b.h"'}, 1),
+    }
+    for name, (files, want) in cases.items():
+        with tempfile.TemporaryDirectory() as d:
+            root = pathlib.Path(d)
+            (root / 'README.md').write_text(table)
+            for folder in ('low', 'mid', 'top'):
+                (root / 'server' / folder).mkdir(parents=True)
+            for rel, text in files.items():
+                f = root / 'server' / rel
+                f.parent.mkdir(parents=True, exist_ok=True)
+                f.write_text(text + '\n')
+            problems, _ = check(root)
+            if len(problems) != want:
+                print(f'self-test {name}: expected {want} problem(s), got {problems}')
+                return 1
+    print(f'check_includes: self-test passed ({len(cases)} cases)')
+    return 0
+
+
+def main():
+    if sys.argv[1:] == ['--self-test']:
+        return self_test()
+    root = pathlib.Path(sys.argv[1]).resolve() if len(sys.argv) > 1 else ROOT
+    problems, checked = check(root)
+    for p in problems:
+        print(p)
+    if problems:
+        print(f'check_includes: {len(problems)} include(s) against the layer order in README.md')
+        return 1
+    print(f'check_includes: {checked} includes follow the layer order')
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,77 @@
+// File: types/job_types.h
+// A job's vocabulary: its state, what was asked, its progress and its durable
+// record, and how records are listed. Torch-free and store-free: the store,
+// the queue, the core and the service all speak these types, and none of them
+// owns them.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "types/eval_params.h"
+#include "types/eval_types.h"
+
+namespace dflash::jobs {
+
+enum class JobState { kQueued, kRunning, kSucceeded, kFailed, kCancelled, kInterrupted };
+
+// "QUEUED", "RUNNING", "SUCCEEDED", "FAILED", "CANCELLED", "INTERRUPTED".
+const char* JobStateName(JobState state);
+absl::StatusOr<JobState> ParseJobState(absl::string_view name);
+// SUCCEEDED, FAILED, CANCELLED and INTERRUPTED never change again.
+bool IsTerminal(JobState state);
+
+// What was asked: dflash.eval.v1.EvalRequest as plain C++.
+struct JobRequest {
+  core::EvalParams params;
+  std::string run;
+  int64_t step = 0;
+  std::map<std::string, std::string> labels;
+  bool unload_after = false;
+};
+
+struct JobProgress {
+  int64_t blocks_done = 0, blocks_total = 0;
+  int64_t samples_done = 0, samples_total = 0;
+  double elapsed_seconds = 0, eta_seconds = 0;
+  bool blocks_total_is_bound = false;  // see eval::EvalProgress
+};
+
+struct JobRecord {
+  std::string id;
+  JobState state = JobState::kQueued;
+  JobRequest request;
+  JobProgress progress;
+  std::optional<eval::EvalResult> result;  // set when SUCCEEDED
+  int error_code = 0;                      // absl::StatusCode when FAILED
+  std::string error_message;
+  int64_t create_unix_micros = 0, start_unix_micros = 0, end_unix_micros = 0;
+  std::string server_version, device, dtype;
+  std::string drafter_fingerprint, dataset_fingerprint;
+  bool interrupted_by_restart = false;
+  std::string resubmitted_from;
+};
+
+struct ListQuery {
+  std::optional<JobState> state;
+  std::string drafter;  // matches the request's drafter, checkpoint path or drafter fingerprint
+  std::string dataset;  // matches the request's dataset or the dataset fingerprint
+  std::string run;
+  std::optional<int64_t> min_step, max_step;    // inclusive
+  std::map<std::string, std::string> labels;    // every one must match exactly
+  bool order_by_step = false;  // false: newest first; true: step ascending, then oldest first
+  int page_size = 50;          // clamped to [1, 1000]
+  std::string page_token;      // from a previous page with the same order
+};
+
+struct JobPage {
+  std::vector<JobRecord> jobs;
+  std::string next_page_token;  // empty on the last page
+};
+
+}  // namespace dflash::jobs
