@@ -189,6 +189,7 @@ absl::StatusOr<EvalResult> RunReplay(const BlockScorer& scorer, const data::Eval
     w.end = options.max_new_tokens > 0 ? std::min(L, P + options.max_new_tokens) : L;
     w.pos = P;
     w.active = Continues(w, current);
+    if (!w.active) ++prog.samples_done;  // no block to draft (P = L' - 1): done already
     // The walk takes at most end - P blocks (end - P - 1 under zlab-current;
     // each advances at least one).
     const int64_t most = std::max<int64_t>(0, w.end - P - (current ? 1 : 0));
