@@ -196,6 +196,7 @@ absl::StatusOr<EvalResult> RunReplay(const BlockScorer& scorer, const data::Eval
     w.end = options.max_new_tokens > 0 ? std::min(L, P + options.max_new_tokens) : L;
     w.pos = P;
     w.active = Continues(w, current);
+    if (!w.active) ++prog.samples_done;  // no block to draft (P = L' - 1): done already
     walks.push_back(std::move(w));
   }
   // The total is a bound until every walk ends (a walk stops early when its

@@ -1,0 +1,390 @@
+// EvalCoreImpl in process on the tiny world written to disk: loads and
+// residency (list, reuse, name clashes), unload (unknown, while an
+// evaluation holds the object), the memory budget's refusals, RunEval's
+// argument errors, the block limit, one-shot checkpoints and that a run
+// through the core equals Evaluate() on the same objects.
+#include "core/eval_core_impl.h"
+
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "eval/evaluator.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "model/drafter_model.h"
+#include "test_util/status_matchers.h"
+#include "test_util/temp_dir.h"
+#include "test_util/tiny_world.h"
+
+namespace dflash::core {
+namespace {
+
+namespace fs = std::filesystem;
+using ::dflash::testing::IsOk;
+using ::dflash::testing::StatusIs;
+using ::dflash::testing::TempDir;
+using ::dflash::testing::TinySpec;
+using ::dflash::testing::TinyWorld;
+using ::testing::Eq;
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+constexpr int64_t kTargetBytes = 2 * 16 * 16 * 4;  // embed + lm_head, fp32
+
+class EvalCoreImplTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    world_ = new TinyWorld(dflash::testing::MakeTinyWorld(TinySpec{}));
+    dir_ = new TempDir();
+    root_ = fs::canonical(dir_->path()).string();
+    world_->WriteTarget(root_ + "/models/target");
+    world_->WriteDrafter(root_ + "/models/drafter");
+    world_->WriteDrafter(root_ + "/models/drafter2");
+    world_->WriteDataset(root_ + "/datasets/data");
+  }
+  static void TearDownTestSuite() {
+    delete dir_;
+    delete world_;
+  }
+
+  std::unique_ptr<EvalCoreImpl> MakeCore(int64_t budget = 0, int64_t max_blocks = 0) {
+    CoreOptions o;
+    o.device = "cpu";
+    o.state_dir = state_.path();
+    o.data_roots = {root_};
+    o.max_resident_bytes = budget;
+    o.max_eval_blocks = max_blocks;
+    auto core = EvalCoreImpl::Create(o);
+    EXPECT_TRUE(core.ok()) << core.status();
+    return core.ok() ? *std::move(core) : nullptr;
+  }
+
+  static LoadTargetParams Target(const std::string& name = "t") {
+    LoadTargetParams p;
+    p.name = name;
+    p.path = root_ + "/models/target";
+    return p;
+  }
+  static LoadDrafterParams Drafter(const std::string& name = "m",
+                                   const std::string& dir = "drafter") {
+    LoadDrafterParams p;
+    p.name = name;
+    p.path = root_ + "/models/" + dir;
+    return p;
+  }
+  static LoadDatasetParams Dataset(const std::string& name = "d") {
+    LoadDatasetParams p;
+    p.name = name;
+    p.path = root_ + "/datasets/data";
+    return p;
+  }
+  static EvalParams Eval() {
+    EvalParams p;
+    p.drafter = "m";
+    p.dataset = "d";
+    p.options.mode = eval::Mode::kAnchor;
+    p.options.anchors = eval::AnchorStrategy::kAll;
+    return p;
+  }
+  void LoadAll(EvalCoreImpl& core) {
+    ASSERT_OK(core.LoadTarget(Target()));
+    ASSERT_OK(core.LoadDataset(Dataset()));
+    ASSERT_OK(core.LoadDrafter(Drafter()));
+  }
+
+  static int64_t DatasetFileBytes() {
+    int64_t total = 0;
+    for (const auto& e : fs::directory_iterator(root_ + "/datasets/data")) {
+      if (e.path().extension() == ".ckpt") total += static_cast<int64_t>(e.file_size());
+    }
+    return total;
+  }
+
+  TempDir state_;
+  static TinyWorld* world_;
+  static TempDir* dir_;
+  static std::string root_;
+};
+
+TinyWorld* EvalCoreImplTest::world_ = nullptr;
+TempDir* EvalCoreImplTest::dir_ = nullptr;
+std::string EvalCoreImplTest::root_;
+
+TEST_F(EvalCoreImplTest, LoadsAndLists) {
+  auto core = MakeCore();
+  ASSERT_OK_AND_ASSIGN(LoadResult t, core->LoadTarget(Target()));
+  EXPECT_EQ(t.resource.kind, ResourceKind::kTarget);
+  EXPECT_EQ(t.resource.name, "t");
+  EXPECT_EQ(t.resource.source_path, root_ + "/models/target");
+  EXPECT_EQ(t.resource.device, "cpu");
+  EXPECT_EQ(t.resource.dtype, "fp32");
+  EXPECT_EQ(t.resource.bytes, kTargetBytes);
+  EXPECT_EQ(t.resource.summary, "V=16, H=16, qwen3");
+  EXPECT_FALSE(t.reused);
+
+  ASSERT_OK_AND_ASSIGN(LoadResult d, core->LoadDataset(Dataset()));
+  EXPECT_EQ(d.resource.kind, ResourceKind::kDataset);
+  EXPECT_EQ(d.resource.summary, "4 samples, 51 tokens, layers [1, 2, 3], H=16");
+  EXPECT_EQ(d.resource.bytes, 51 * (8 + 1 + 3 * 16 * 4));  // ids, mask, features
+  EXPECT_THAT(d.resource.fingerprint, StartsWith("h64:"));
+
+  ASSERT_OK_AND_ASSIGN(LoadResult m, core->LoadDrafter(Drafter()));
+  EXPECT_EQ(m.resource.kind, ResourceKind::kDrafter);
+  ASSERT_TRUE(m.report.has_value());
+  EXPECT_TRUE(m.report->ok);
+  int64_t weight_bytes = 0;
+  for (const auto& [_, w] : world_->weights) weight_bytes += w.numel() * 4;
+  EXPECT_EQ(m.resource.bytes, weight_bytes);
+
+  EXPECT_EQ(core->ListResources(std::nullopt).size(), 3u);
+  ASSERT_EQ(core->ListResources(ResourceKind::kDrafter).size(), 1u);
+  EXPECT_EQ(core->ListResources(ResourceKind::kDrafter)[0].name, "m");
+  const ServerInfo info = core->GetServerInfo();
+  EXPECT_EQ(info.resident_targets, 1);
+  EXPECT_EQ(info.resident_drafters, 1);
+  EXPECT_EQ(info.resident_datasets, 1);
+  EXPECT_EQ(info.default_dtype, "fp32");
+}
+
+TEST_F(EvalCoreImplTest, SameSourceIsReusedAndAnotherIsRefused) {
+  auto core = MakeCore();
+  LoadAll(*core);
+  ASSERT_OK_AND_ASSIGN(LoadResult again, core->LoadDrafter(Drafter()));
+  EXPECT_TRUE(again.reused);
+  ASSERT_OK_AND_ASSIGN(LoadResult t, core->LoadTarget(Target()));
+  EXPECT_TRUE(t.reused);
+  ASSERT_OK_AND_ASSIGN(LoadResult d, core->LoadDataset(Dataset()));
+  EXPECT_TRUE(d.reused);
+  EXPECT_THAT(core->LoadDrafter(Drafter("m", "drafter2")),
+              StatusIs(absl::StatusCode::kAlreadyExists,
+                       Eq("a different drafter is already resident as 'm' (from " + root_ +
+                          "/models/drafter); unload it or choose another --name")));
+  // A different dtype of the same target is a different object.
+  LoadTargetParams bf16 = Target();
+  bf16.dtype = "bf16";
+  EXPECT_THAT(core->LoadTarget(bf16), StatusIs(absl::StatusCode::kAlreadyExists,
+                                               HasSubstr("a different target is already")));
+  // Without a name: the folder's.
+  LoadDrafterParams unnamed = Drafter("", "drafter2");
+  ASSERT_OK_AND_ASSIGN(LoadResult m2, core->LoadDrafter(unnamed));
+  EXPECT_EQ(m2.resource.name, "drafter2");
+}
+
+TEST_F(EvalCoreImplTest, UnloadErrors) {
+  auto core = MakeCore();
+  LoadAll(*core);
+  EXPECT_THAT(core->Unload(ResourceKind::kDrafter, ""),
+              StatusIs(absl::StatusCode::kInvalidArgument, Eq("unload: name is empty")));
+  EXPECT_THAT(core->Unload(ResourceKind::kDrafter, "x"),
+              StatusIs(absl::StatusCode::kNotFound,
+                       Eq("no resident drafter named 'x' (resident: m)")));
+  EXPECT_THAT(core->Unload(ResourceKind::kTarget, "m"),
+              StatusIs(absl::StatusCode::kNotFound,
+                       Eq("no resident target named 'm' (resident: t)")));
+  ASSERT_OK_AND_ASSIGN(ResourceInfo gone, core->Unload(ResourceKind::kDrafter, "m"));
+  EXPECT_EQ(gone.name, "m");
+  EXPECT_THAT(core->Unload(ResourceKind::kDrafter, "m"),
+              StatusIs(absl::StatusCode::kNotFound,
+                       Eq("no resident drafter named 'm' (resident: none)")));
+  EXPECT_TRUE(core->ListResources(ResourceKind::kDrafter).empty());
+}
+
+TEST_F(EvalCoreImplTest, UnloadWhileAnEvaluationHoldsTheObject) {
+  auto core = MakeCore();
+  LoadAll(*core);
+  std::vector<absl::Status> during;
+  bool first = true;
+  auto progress = [&](const eval::EvalProgress&) {
+    if (first) {
+      first = false;
+      during.push_back(core->Unload(ResourceKind::kDrafter, "m").status());
+      during.push_back(core->Unload(ResourceKind::kDataset, "d").status());
+      during.push_back(core->Unload(ResourceKind::kTarget, "t").status());
+    }
+    return true;
+  };
+  ASSERT_OK_AND_ASSIGN(eval::EvalResult r, core->RunEval(Eval(), progress));
+  EXPECT_EQ(r.blocks, 29);
+  ASSERT_EQ(during.size(), 3u);
+  EXPECT_THAT(during[0], StatusIs(absl::StatusCode::kFailedPrecondition,
+                                  Eq("drafter 'm' is in use by a running evaluation; unload it "
+                                     "when that finishes")));
+  EXPECT_THAT(during[1], StatusIs(absl::StatusCode::kFailedPrecondition,
+                                  Eq("dataset 'd' is in use by a running evaluation; unload it "
+                                     "when that finishes")));
+  EXPECT_THAT(during[2], StatusIs(absl::StatusCode::kFailedPrecondition,
+                                  Eq("target 't' is in use by a running evaluation; unload it "
+                                     "when that finishes")));
+  EXPECT_EQ(core->ListResources(std::nullopt).size(), 3u);  // nothing was removed
+  // Once it has finished, all three go.
+  EXPECT_OK(core->Unload(ResourceKind::kDrafter, "m"));
+  EXPECT_OK(core->Unload(ResourceKind::kDataset, "d"));
+  EXPECT_OK(core->Unload(ResourceKind::kTarget, "t"));
+  EXPECT_TRUE(core->ListResources(std::nullopt).empty());
+}
+
+TEST_F(EvalCoreImplTest, MemoryBudgetRefusesBeforeReading) {
+  const int64_t budget = kTargetBytes + 100;
+  auto core = MakeCore(budget);
+  ASSERT_OK(core->LoadTarget(Target()));
+  const int64_t need = DatasetFileBytes();
+  ASSERT_GT(need, 100);
+  EXPECT_THAT(core->LoadDataset(Dataset()),
+              StatusIs(absl::StatusCode::kResourceExhausted,
+                       Eq("loading dataset 'd' needs " + std::to_string(need) +
+                          " bytes (0.00 GiB) (estimated from the sizes of its files) but " +
+                          std::to_string(kTargetBytes) + " bytes (0.00 GiB) of the " +
+                          std::to_string(budget) +
+                          " bytes (0.00 GiB) budget (--max-resident-bytes) is resident; unload "
+                          "something first")));
+  int64_t weight_bytes = 0;
+  for (const auto& [_, w] : world_->weights) weight_bytes += w.numel() * 4;
+  EXPECT_THAT(core->LoadDrafter(Drafter()),
+              StatusIs(absl::StatusCode::kResourceExhausted,
+                       Eq("loading drafter 'm' needs " + std::to_string(weight_bytes) +
+                          " bytes (0.00 GiB) (estimated from the tensor headers) but " +
+                          std::to_string(kTargetBytes) + " bytes (0.00 GiB) of the " +
+                          std::to_string(budget) +
+                          " bytes (0.00 GiB) budget (--max-resident-bytes) is resident; unload "
+                          "something first")));
+  EXPECT_EQ(core->ListResources(std::nullopt).size(), 1u);
+  // A second target does not fit either (estimated from config.json).
+  EXPECT_THAT(core->LoadTarget(Target("t2")),
+              StatusIs(absl::StatusCode::kResourceExhausted,
+                       HasSubstr("loading target 't2' needs 2048 bytes (0.00 GiB) (estimated "
+                                 "from config.json)")));
+  // Unloading makes room.
+  ASSERT_OK(core->Unload(ResourceKind::kTarget, "t"));
+  EXPECT_OK(core->LoadTarget(Target("t2")));
+}
+
+TEST_F(EvalCoreImplTest, RunEvalArgumentErrors) {
+  auto core = MakeCore();
+  EvalParams none = Eval();
+  none.drafter.clear();
+  EXPECT_THAT(core->RunEval(none, nullptr),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       Eq("give a resident drafter name or a checkpoint path")));
+  EvalParams both = Eval();
+  both.checkpoint_path = root_ + "/models/drafter";
+  EXPECT_THAT(core->RunEval(both, nullptr),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       Eq("give a resident drafter name or a checkpoint path, not both")));
+  EvalParams no_data = Eval();
+  no_data.dataset.clear();
+  EXPECT_THAT(core->RunEval(no_data, nullptr),
+              StatusIs(absl::StatusCode::kInvalidArgument, Eq("dataset is required")));
+  EXPECT_THAT(core->RunEval(Eval(), nullptr),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       Eq("no target is loaded; load one first (dflash-eval load-target PATH)")));
+  LoadAll(*core);
+  ASSERT_OK(core->LoadTarget(Target("t2")));
+  EXPECT_THAT(core->RunEval(Eval(), nullptr),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       Eq("several targets are resident (t, t2); name one with --target")));
+  EvalParams unknown = Eval();
+  unknown.target = "t";
+  unknown.drafter = "x";
+  EXPECT_THAT(core->RunEval(unknown, nullptr),
+              StatusIs(absl::StatusCode::kNotFound,
+                       Eq("no resident drafter named 'x' (resident: m)")));
+  EvalParams outside = Eval();
+  outside.target = "t";
+  outside.drafter.clear();
+  outside.checkpoint_path = "/etc";
+  EXPECT_THAT(core->RunEval(outside, nullptr),
+              StatusIs(absl::StatusCode::kPermissionDenied,
+                       Eq("checkpoint_path '/etc' is outside the server's data roots")));
+}
+
+TEST_F(EvalCoreImplTest, BlockLimitRefusesBeforeScoring) {
+  auto core = MakeCore(0, /*max_blocks=*/10);
+  LoadAll(*core);
+  int calls = 0;
+  EXPECT_THAT(core->RunEval(Eval(),
+                            [&](const eval::EvalProgress&) {
+                              ++calls;
+                              return true;
+                            }),
+              StatusIs(absl::StatusCode::kResourceExhausted,
+                       Eq("this evaluation would score 29 blocks; the server allows at most 10 "
+                          "per evaluation (--max-eval-blocks); lower max_samples or "
+                          "max_blocks")));
+  EXPECT_EQ(calls, 0);  // the caller's progress never saw the refused run
+  EvalParams fewer = Eval();
+  fewer.options.max_samples = 1;  // 10 blocks
+  ASSERT_OK_AND_ASSIGN(eval::EvalResult r, core->RunEval(fewer, nullptr));
+  EXPECT_EQ(r.blocks, 10);
+}
+
+TEST_F(EvalCoreImplTest, RunEvalEqualsEvaluateOnTheSameObjects) {
+  auto core = MakeCore();
+  LoadAll(*core);
+  for (eval::Mode mode : {eval::Mode::kAnchor, eval::Mode::kReplay}) {
+    EvalParams p = Eval();
+    p.options.mode = mode;
+    ASSERT_OK_AND_ASSIGN(eval::EvalResult got, core->RunEval(p, nullptr));
+    ASSERT_OK_AND_ASSIGN(model::DrafterModel m,
+                         model::DrafterModel::Create(world_->cfg, world_->weights));
+    data::DatasetLoadOptions lo;
+    lo.path = root_ + "/datasets/data";
+    ASSERT_OK_AND_ASSIGN(data::EvalDataset ds, data::EvalDataset::Load(lo));
+    ASSERT_OK_AND_ASSIGN(eval::EvalResult want,
+                         eval::Evaluate(m, world_->Target(), ds, p.options));
+    EXPECT_EQ(got.blocks, want.blocks);
+    EXPECT_EQ(got.accepted_histogram, want.accepted_histogram);
+    EXPECT_DOUBLE_EQ(got.accept_length_pooled, want.accept_length_pooled);
+    for (size_t j = 0; j < want.positions.size(); ++j) {
+      EXPECT_EQ(got.positions[j].correct, want.positions[j].correct);
+    }
+    const std::vector<ResourceInfo> drafters = core->ListResources(ResourceKind::kDrafter);
+    EXPECT_EQ(got.drafter_fingerprint, drafters[0].fingerprint);
+    EXPECT_EQ(got.dataset_fingerprint, core->ListResources(ResourceKind::kDataset)[0].fingerprint);
+    EXPECT_EQ(got.device, "cpu");
+    EXPECT_EQ(got.dtype, "fp32");
+    EXPECT_GE(got.setup_seconds, 0);
+  }
+}
+
+TEST_F(EvalCoreImplTest, OneShotCheckpointLeavesNothingResident) {
+  auto core = MakeCore();
+  ASSERT_OK(core->LoadTarget(Target()));
+  ASSERT_OK(core->LoadDataset(Dataset()));
+  EvalParams p = Eval();
+  p.drafter.clear();
+  p.checkpoint_path = root_ + "/models/drafter";
+  ASSERT_OK_AND_ASSIGN(eval::EvalResult r, core->RunEval(p, nullptr));
+  EXPECT_EQ(r.blocks, 29);
+  EXPECT_THAT(r.drafter_fingerprint, ::testing::Not(::testing::IsEmpty()));
+  EXPECT_TRUE(core->ListResources(ResourceKind::kDrafter).empty());
+  // With the same checkpoint resident (same placement), that copy is used.
+  ASSERT_OK(core->LoadDrafter(Drafter()));
+  ASSERT_OK_AND_ASSIGN(eval::EvalResult again, core->RunEval(p, nullptr));
+  EXPECT_EQ(again.drafter_fingerprint, r.drafter_fingerprint);
+  EXPECT_EQ(core->ListResources(ResourceKind::kDrafter).size(), 1u);
+}
+
+TEST_F(EvalCoreImplTest, DrafterNotMatchingItsConfigIsNotLoaded) {
+  TempDir bad_root;
+  auto core = MakeCore();
+  // A copy of the drafter whose config asks for 3 layers: layer 2's tensors
+  // are missing.
+  const std::string dir = root_ + "/models/bad";
+  fs::create_directories(dir);
+  fs::copy_file(root_ + "/models/drafter/model.safetensors", dir + "/model.safetensors",
+                fs::copy_options::overwrite_existing);
+  TinySpec three;
+  three.layers = 3;
+  std::ofstream(dir + "/config.json") << dflash::testing::TinyConfigJson(three);
+  EXPECT_THAT(core->LoadDrafter(Drafter("bad", "bad")),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       StartsWith("checkpoint '" + dir + "' does not match its config (11 "
+                                  "missing, 0 shape mismatch(es), 0 unexpected); nothing was "
+                                  "loaded:\n  - ")));
+  EXPECT_TRUE(core->ListResources(ResourceKind::kDrafter).empty());
+}
+
+}  // namespace
+}  // namespace dflash::core
