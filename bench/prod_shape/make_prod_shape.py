@@ -44,6 +44,11 @@ SCALES = {
     "small": dict(H=512, I=1536, nh=8, nkv=2, d=64, n=5, W=2048, B=16, K=2, gs=16,
                   r=64, k=16, V=8192, layers=[1, 13, 25, 37, 49], target_layers=64,
                   output_multiplier=0.19611613513818404, softcap=20.0),
+    # In between (~0.6 GB drafter, 0.5 GB target): how the load's and the eval's
+    # memory scale, where the full scale does not fit a shared machine.
+    "medium": dict(H=2048, I=6144, nh=16, nkv=4, d=128, n=5, W=2048, B=16, K=2, gs=16,
+                   r=128, k=16, V=65536, layers=[1, 13, 25, 37, 49], target_layers=64,
+                   output_multiplier=0.19611613513818404, softcap=20.0),
 }
 CHUNK_ELEMS = 16 << 20  # fp32 elements generated at once (64 MiB)
 POOL_ELEMS = (16 << 20) + 7919  # >= CHUNK_ELEMS; not a multiple of any row length here
@@ -312,6 +317,9 @@ def main(argv=None):
     ap.add_argument("--tokens", type=int, default=64, help="tokens per sample")
     ap.add_argument("--dry-run", action="store_true", help="print the tensors and byte totals")
     ap.add_argument("--verbose", action="store_true", help="with --dry-run: every tensor")
+    ap.add_argument("--header-only", action="store_true",
+                    help="write OUT/drafter only: config.json and a sparse model.safetensors "
+                         "(the real header, zero data, ~no disk) for `dflash-eval validate`")
     args = ap.parse_args(argv)
     s = SCALES[args.scale]
     if args.dry_run:
@@ -319,6 +327,18 @@ def main(argv=None):
         return 0
     if not args.out:
         ap.error("OUT is required unless --dry-run")
+    if args.header_only:
+        ddir = os.path.join(args.out, "drafter")
+        os.makedirs(ddir, exist_ok=True)
+        with open(os.path.join(ddir, "config.json"), "w") as f:
+            json.dump(drafter_config(s), f, indent=1)
+        text, data_bytes = st_header(drafter_specs(s))
+        with open(os.path.join(ddir, "model.safetensors"), "wb") as f:
+            f.write(struct.pack("<Q", len(text)))
+            f.write(text)
+            f.truncate(8 + len(text) + data_bytes)
+        print("header-only drafter (%s of tensors, sparse) in %s" % (gb(data_bytes), ddir))
+        return 0
     import torch
     torch.set_num_threads(1)
     import make_fixture as mf

@@ -5,11 +5,16 @@
 # same vocabulary (5.38 GB) and evaluates one anchor block in the real
 # dflash-evald; prints a markdown section for BENCHMARKS.md.
 #
-#   bench/prod_shape/run.sh                 full scale: ~11 GB of files, ~17 GB RAM peak
+#   bench/prod_shape/run.sh                 full scale: ~11 GB of files (generated once,
+#                                           ~3-5 min), ~17 GiB RAM at the peak (11 GB
+#                                           resident + the drafter file mapped while loading)
 #   bench/prod_shape/run.sh --scale small   same code path, H 512, V 8192 (< 1 min)
+#   bench/prod_shape/run.sh --scale medium  H 2048, V 65536 (0.6 + 0.5 GB; a few minutes)
 #   options: --threads N (default: all cores), --cold (drop the drafter file's
 #            pages before the plain read and the load), --json FILE, --dry-run
-#            (print the tensor list and byte totals, write nothing)
+#            (print the tensor list and byte totals, write nothing), --validate-only
+#            (a header-only sparse drafter of the scale through `dflash-eval validate`;
+#            no data written, seconds)
 # Env: BUILD_DIR (default build), BENCH_SKIP_BUILD=1,
 #      DFLASH_PRODSHAPE_CACHE (default ~/.cache/dflash-prodshape; files are
 #      generated once per scale and seed and reused).
@@ -23,6 +28,7 @@ THREADS="$(nproc)"
 SEED=0
 EXTRA=()
 DRY=""
+VONLY=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --scale) SCALE="$2"; shift 2 ;;
@@ -31,12 +37,26 @@ while [ $# -gt 0 ]; do
     --cold) EXTRA+=(--cold); shift ;;
     --json) EXTRA+=(--json "$2"); shift 2 ;;
     --dry-run) DRY=1; shift ;;
+    --validate-only) VONLY=1; shift ;;
     *) echo "run.sh: unknown argument '$1'" >&2; exit 2 ;;
   esac
 done
-case "$SCALE" in full|small) ;; *) echo "run.sh: --scale full|small" >&2; exit 2 ;; esac
+case "$SCALE" in full|medium|small) ;; *) echo "run.sh: --scale full|medium|small" >&2; exit 2 ;; esac
 if [ -n "$DRY" ]; then
   exec "$PY" bench/prod_shape/make_prod_shape.py --dry-run --scale "$SCALE"
+fi
+
+if [ -n "$VONLY" ]; then
+  if [ "${BENCH_SKIP_BUILD:-0}" != 1 ]; then
+    [ -f "$BUILD_DIR/build.ninja" ] || cmake -G Ninja -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release >/dev/null
+    ninja -C "$BUILD_DIR" dflash-evald dflash-eval >&2
+  fi
+  TMP="$(mktemp -d /tmp/dflash-prodshape-hdr.XXXXXX)"
+  trap 'rm -rf "$TMP"' EXIT
+  "$PY" bench/prod_shape/make_prod_shape.py "$TMP" --scale "$SCALE" --header-only >&2
+  "$PY" bench/prod_shape/prod_shape.py --build "$BUILD_DIR" --fixture "$TMP" \
+    --threads "$THREADS" --validate-only
+  exit $?
 fi
 
 CACHE="${DFLASH_PRODSHAPE_CACHE:-$HOME/.cache/dflash-prodshape}"
