@@ -1,12 +1,20 @@
 #!/usr/bin/env bash
 # The test command: installs what is missing, builds, and runs the whole
-# suite (unit, integration against the real binaries, fuzz smoke).
+# suite (unit, integration against the real binaries, fuzz smoke). A test
+# that skipped fails it too (scripts/check-skips.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 bash scripts/build.sh
 BUILD_DIR="${BUILD_DIR:-build}"
-ctest --test-dir "$BUILD_DIR" --output-on-failure -j "${JOBS:-$(nproc)}" --timeout 600
+# Every gtest binary writes its report here; check-skips.sh then fails the
+# run if any test skipped (but for a missing CUDA device).
+RESULTS="$(cd "$BUILD_DIR" && pwd)/test-results"
+rm -rf "$RESULTS"
+mkdir -p "$RESULTS"
+GTEST_OUTPUT="xml:$RESULTS/" \
+  ctest --test-dir "$BUILD_DIR" --output-on-failure -j "${JOBS:-$(nproc)}" --timeout 600
+bash scripts/check-skips.sh "$RESULTS"
 if [ -x scripts/fuzz-smoke.sh ]; then
   bash scripts/fuzz-smoke.sh
 fi

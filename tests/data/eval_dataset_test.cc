@@ -35,8 +35,6 @@ std::string Env(const char* name, const std::string& fallback) {
   return v && *v ? v : fallback;
 }
 
-std::string SourceDir() { return dflash::testing::BinaryFromEnv("DFLASH_SOURCE_DIR"); }
-
 int RunPython(const std::string& args) {
   const std::string cmd = dflash::testing::BinaryFromEnv("DFLASH_FIXTURE_PY") + " " + args;
   return std::system(cmd.c_str());
@@ -59,14 +57,9 @@ double MaxDiff(const at::Tensor& a, const at::Tensor& b) {
   return (a.to(at::kDouble) - b.to(at::kDouble)).abs().max().item<double>();
 }
 
-// ctest runs every case in its own process; generating the fixtures (a
-// torch import) each time would dominate the suite. They are generated once
-// per version of the script into $TMPDIR/dflash-dataset-fixtures-<hash>
-// (written to a temporary folder and renamed into place, so parallel runs
-// never see half a set) and treated as read-only.
-std::string FixtureRoot() {
-  return testing::SharedPythonFixture("tests/fixtures/make_dataset_fixtures.py");
-}
+// Made by ctest's fixture step before this test (test_util/python_fixtures.h);
+// shared, so read-only.
+std::string FixtureRoot() { return testing::PythonFixtureDir("make_dataset_fixtures"); }
 
 class EvalDatasetTest : public ::testing::Test {
  protected:
@@ -76,8 +69,7 @@ class EvalDatasetTest : public ::testing::Test {
     root_ = nullptr;
   }
   void SetUp() override {
-    ASSERT_FALSE(root_->empty()) << "could not generate fixtures from "
-                                 << SourceDir() << "/tests/fixtures/make_dataset_fixtures.py";
+    ASSERT_FALSE(root_->empty()) << "the dataset fixtures are missing; see the failure above";
   }
 
   static std::string Join(const std::string& sub) { return (fs::path(*root_) / sub).string(); }

@@ -2,14 +2,18 @@
 // request field that matters missing, empty, negative, huge and wrong-typed
 // (raw bytes through grpc::GenericStub: wrong wire type, truncated bytes, an
 // enum out of range, invalid UTF-8), each with its exact status code and
-// full message. Afterwards the server still answers and a job stored before
-// is unchanged, in the server and in its SQLite file. Then the WatchEval
-// stream limit (--max-concurrent-streams 2): the third stream is refused, a
-// new one is accepted once one closes.
+// full message. The case table is one value-parameterised test: each case
+// reports on its own, against one server started for the suite. After the
+// suite the server still answers and a job stored before is unchanged, in
+// the server and in its SQLite file. Then the WatchEval stream limit
+// (--max-concurrent-streams 2, a server of its own): the third stream is
+// refused, a new one is accepted once one closes.
 #include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <functional>
 #include <limits>
+#include <ostream>
 #include <set>
 #include <string>
 #include <thread>
@@ -95,153 +99,25 @@ struct Case {
   std::string message;
 };
 
-class BadInputMatrixTest : public testing::TinyServerTest {
- protected:
-  static void SetUpTestSuite() {
-    SetUpTinyServer({"--max-concurrent-streams", absl::StrCat(kMaxStreams), "--max-request-bytes",
-                     absl::StrCat(kMaxRequestBytes)});
-  }
-
-  void SetUp() override {
-    channel_ = grpc::CreateChannel(server_->address(), grpc::InsecureChannelCredentials());
-    generic_ = std::make_unique<grpc::GenericStub>(channel_);
-    stub_ = pb::DrafterEval::NewStub(channel_);
-    data_canon_ = fs::canonical(data_).string();
-  }
-
-  // Sends `request` as the bytes of /dflash.eval.v1.DrafterEval/<rpc> (unary
-  // or server-streaming alike: one message out, every reply read).
-  Reply Call(const std::string& rpc, const std::string& request) {
-    grpc::ClientContext ctx;
-    ctx.set_deadline(std::chrono::system_clock::now() + 60s);
-    grpc::CompletionQueue cq;
-    auto wait = [&cq] {
-      void* tag = nullptr;
-      bool ok = false;
-      EXPECT_TRUE(cq.Next(&tag, &ok));
-      return ok;
-    };
-    auto call = generic_->PrepareCall(&ctx, "/dflash.eval.v1.DrafterEval/" + rpc, &cq);
-    call->StartCall(nullptr);
-    Reply reply;
-    if (wait()) {
-      grpc::Slice slice(request);
-      call->Write(grpc::ByteBuffer(&slice, 1), nullptr);
-      if (wait()) {
-        call->WritesDone(nullptr);
-        wait();
-      }
-      for (;;) {
-        grpc::ByteBuffer in;
-        call->Read(&in, nullptr);
-        if (!wait()) break;
-        std::vector<grpc::Slice> slices;
-        EXPECT_TRUE(in.Dump(&slices).ok());
-        std::string bytes;
-        for (const grpc::Slice& s : slices) {
-          bytes.append(reinterpret_cast<const char*>(s.begin()), s.size());
-        }
-        reply.messages.push_back(std::move(bytes));
-      }
-    }
-    call->Finish(&reply.status, nullptr);
-    wait();
-    return reply;
-  }
-
-  // Runs one case. A WatchEval refused for the stream limit is retried: the
-  // server counts a stream until its last callback, just after the client
-  // has seen it end.
-  void Run(const Case& c) {
-    SCOPED_TRACE(c.rpc + " " + c.what);
-    Reply r = Call(c.rpc, c.request);
-    for (auto deadline = std::chrono::steady_clock::now() + 10s;
-         c.rpc == "WatchEval" && r.status.error_message() == kTooManyStreams &&
-         std::chrono::steady_clock::now() < deadline;) {
-      std::this_thread::sleep_for(5ms);
-      r = Call(c.rpc, c.request);
-    }
-    EXPECT_EQ(r.status.error_code(), c.code) << r.status.error_message();
-    EXPECT_EQ(r.status.error_message(), c.message);
-  }
-
-  pb::EvalJob GetEval(const std::string& id) {
-    grpc::ClientContext ctx;
-    ctx.set_deadline(std::chrono::system_clock::now() + 60s);
-    pb::GetEvalRequest req;
-    req.set_id(id);
-    pb::EvalJob job;
-    grpc::Status s = stub_->GetEval(&ctx, req, &job);
-    EXPECT_TRUE(s.ok()) << s.error_message();
-    return job;
-  }
-
-  pb::EvalJob Submit(const pb::EvalRequest& request) {
-    grpc::ClientContext ctx;
-    ctx.set_deadline(std::chrono::system_clock::now() + 60s);
-    pb::SubmitEvalRequest req;
-    *req.mutable_request() = request;
-    pb::EvalJob job;
-    grpc::Status s = stub_->SubmitEval(&ctx, req, &job);
-    EXPECT_TRUE(s.ok()) << s.error_message();
-    return job;
-  }
-
-  // Polls GetEval until `done(job)` or 120 s.
-  pb::EvalJob WaitFor(const std::string& id, const std::function<bool(const pb::EvalJob&)>& done) {
-    const auto deadline = std::chrono::steady_clock::now() + 120s;
-    pb::EvalJob job = GetEval(id);
-    while (!done(job) && std::chrono::steady_clock::now() < deadline) {
-      std::this_thread::sleep_for(10ms);
-      job = GetEval(id);
-    }
-    EXPECT_TRUE(done(job)) << job.DebugString();
-    return job;
-  }
-
-  pb::ListEvalsResponse ListRun(const std::string& run) {
-    grpc::ClientContext ctx;
-    ctx.set_deadline(std::chrono::system_clock::now() + 60s);
-    pb::ListEvalsRequest req;
-    req.set_run(run);
-    pb::ListEvalsResponse resp;
-    grpc::Status s = stub_->ListEvals(&ctx, req, &resp);
-    EXPECT_TRUE(s.ok()) << s.error_message();
-    return resp;
-  }
-
-  std::shared_ptr<grpc::Channel> channel_;
-  std::unique_ptr<grpc::GenericStub> generic_;
-  std::unique_ptr<pb::DrafterEval::Stub> stub_;
-  std::string data_canon_;  // data_ with symbolic links resolved, as messages show it
+// What a case needs from the running server.
+struct MatrixContext {
+  std::string data;        // the data root as given to the server
+  std::string data_canon;  // the same with symbolic links resolved, as messages show it
+  std::string done_id;     // a SUCCEEDED job stored before any bad input
 };
 
-TEST_F(BadInputMatrixTest, EveryRpcGetsExactStatusesAndNothingIsCorrupted) {
-  // A finished job stored before any bad input.
-  pb::EvalRequest small;
-  small.set_drafter("m");
-  small.set_dataset("d");
-  small.set_max_samples(1);
-  small.set_max_blocks(2);
-  small.set_run("before-matrix");
-  small.set_step(7);
-  (*small.mutable_labels())["phase"] = "before";
-  const std::string done_id = Submit(small).id();
-  const pb::EvalJob before = WaitFor(done_id, [](const pb::EvalJob& j) {
-    return j.state() == pb::JOB_STATE_SUCCEEDED || j.state() == pb::JOB_STATE_FAILED;
-  });
-  ASSERT_EQ(before.state(), pb::JOB_STATE_SUCCEEDED) << before.DebugString();
-  const pb::ListEvalsResponse listed_before = ListRun("before-matrix");
-  ASSERT_EQ(listed_before.jobs_size(), 1);
-
-  const std::string& D = data_canon_;
+// The matrix: every case of every RPC, in order.
+std::vector<Case> MatrixCases(const MatrixContext& ctx) {
+  const std::string& data = ctx.data;
+  const std::string& D = ctx.data_canon;
+  const std::string& done_id = ctx.done_id;
   const std::string huge(10 << 20, 'x');     // 10 MiB: over --max-request-bytes (8 MiB)
   const std::string long_name(300, 'n');     // over the 256-byte limit on names and ids
   const std::string long_path = D + "/" + std::string(5000, 'p');
   std::string deep_path;  // 3999 bytes in folders of 99 (a name is at most 255)
   while (deep_path.size() < 3999) deep_path += std::string(99, 'q') + "/";
   deep_path.resize(3999);
-  std::string nul_path = data_ + "/drafter";
+  std::string nul_path = data + "/drafter";
   nul_path += std::string("\0/../../x", 9);
   constexpr int32_t kInt32Max = std::numeric_limits<int32_t>::max();
   constexpr int32_t kInt32Min = std::numeric_limits<int32_t>::min();
@@ -290,7 +166,7 @@ TEST_F(BadInputMatrixTest, EveryRpcGetsExactStatusesAndNothingIsCorrupted) {
       // --- ValidateCheckpoint
       {"ValidateCheckpoint", "path: missing", "", Code::INVALID_ARGUMENT, "path is empty"},
       {"ValidateCheckpoint", "path: absent file",
-       Msg<VReq>([&](VReq& r) { r.set_path(data_ + "/no-such-drafter"); }), Code::NOT_FOUND,
+       Msg<VReq>([&](VReq& r) { r.set_path(data + "/no-such-drafter"); }), Code::NOT_FOUND,
        "checkpoint '" + D + "/no-such-drafter' does not exist"},
       {"ValidateCheckpoint", "path: outside the roots",
        Msg<VReq>([](VReq& r) { r.set_path("/etc"); }), Code::PERMISSION_DENIED,
@@ -305,22 +181,22 @@ TEST_F(BadInputMatrixTest, EveryRpcGetsExactStatusesAndNothingIsCorrupted) {
        Code::RESOURCE_EXHAUSTED, TooBig(Msg<VReq>([&](VReq& r) { r.set_path(huge); }))},
       {"ValidateCheckpoint", "config_path: outside the roots",
        Msg<VReq>([&](VReq& r) {
-         r.set_path(data_ + "/drafter");
+         r.set_path(data + "/drafter");
          r.set_config_path("/etc/hostname");
        }),
        Code::PERMISSION_DENIED, "config_path '/etc/hostname' is outside the server's data roots"},
       {"ValidateCheckpoint", "config_path: absent file",
        Msg<VReq>([&](VReq& r) {
-         r.set_path(data_ + "/drafter");
-         r.set_config_path(data_ + "/no-config.json");
+         r.set_path(data + "/drafter");
+         r.set_config_path(data + "/no-config.json");
        }),
        Code::NOT_FOUND,
        "config '" + D + "/no-config.json' (given for checkpoint '" + D +
            "/drafter') does not exist"},
       {"ValidateCheckpoint", "config_path: 4000 bytes, absent (the message is cut)",
        Msg<VReq>([&](VReq& r) {
-         r.set_path(data_ + "/drafter");
-         r.set_config_path(data_ + "/" + deep_path);
+         r.set_path(data + "/drafter");
+         r.set_config_path(data + "/" + deep_path);
        }),
        Code::NOT_FOUND, Cut("config '" + D + "/" + deep_path + "' (given for checkpoint '" + D +
                             "/drafter') does not exist")},
@@ -328,11 +204,11 @@ TEST_F(BadInputMatrixTest, EveryRpcGetsExactStatusesAndNothingIsCorrupted) {
        Code::INVALID_ARGUMENT,
        Parse("ValidateCheckpointRequest",
              "field 'path' (1) has wire type 0 (varint); expected 2 (length-delimited)")},
-      {"ValidateCheckpoint", "path: invalid UTF-8", LenField(1, data_ + "/\xC3\x28"),
+      {"ValidateCheckpoint", "path: invalid UTF-8", LenField(1, data + "/\xC3\x28"),
        Code::INVALID_ARGUMENT,
        Parse("ValidateCheckpointRequest",
              absl::StrCat("field 'path' (1) is not valid UTF-8 (byte 0x28 at offset ",
-                          data_.size() + 2, " of the value)"))},
+                          data.size() + 2, " of the value)"))},
       {"ValidateCheckpoint", "allow_unexpected: 2", VarintField(3, 2), Code::INVALID_ARGUMENT,
        Parse("ValidateCheckpointRequest",
              "field 'allow_unexpected' (3) holds 2; a bool is 0 or 1")},
@@ -344,11 +220,11 @@ TEST_F(BadInputMatrixTest, EveryRpcGetsExactStatusesAndNothingIsCorrupted) {
       // --- LoadDrafter
       {"LoadDrafter", "path: missing", "", Code::INVALID_ARGUMENT, "path is empty"},
       {"LoadDrafter", "path: absent file",
-       Msg<DReq>([&](DReq& r) { r.set_path(data_ + "/no-such-drafter"); }), Code::NOT_FOUND,
+       Msg<DReq>([&](DReq& r) { r.set_path(data + "/no-such-drafter"); }), Code::NOT_FOUND,
        "checkpoint '" + D + "/no-such-drafter' does not exist"},
       {"LoadDrafter", "name: taken by another drafter",
        Msg<DReq>([&](DReq& r) {
-         r.set_path(data_ + "/no-such-drafter");
+         r.set_path(data + "/no-such-drafter");
          r.set_name("m");
        }),
        Code::ALREADY_EXISTS,
@@ -356,50 +232,50 @@ TEST_F(BadInputMatrixTest, EveryRpcGetsExactStatusesAndNothingIsCorrupted) {
            "/drafter); unload it or choose another --name"},
       {"LoadDrafter", "name: control character",
        Msg<DReq>([&](DReq& r) {
-         r.set_path(data_ + "/drafter");
+         r.set_path(data + "/drafter");
          r.set_name("m\nforged log line");
        }),
        Code::INVALID_ARGUMENT, "name contains control character 0x0a at byte 1"},
       {"LoadDrafter", "name: 300 bytes",
        Msg<DReq>([&](DReq& r) {
-         r.set_path(data_ + "/drafter");
+         r.set_path(data + "/drafter");
          r.set_name(long_name);
        }),
        Code::INVALID_ARGUMENT, "name is 300 bytes long; at most 256 are allowed"},
       {"LoadDrafter", "dtype: 99 (out of range)",
        Msg<DReq>([&](DReq& r) {
-         r.set_path(data_ + "/drafter");
+         r.set_path(data + "/drafter");
          r.set_dtype(static_cast<pb::DType>(99));
        }),
        Code::INVALID_ARGUMENT, "dtype 99" + kDTypes},
       {"LoadDrafter", "dtype: -1",
        Msg<DReq>([&](DReq& r) {
-         r.set_path(data_ + "/drafter");
+         r.set_path(data + "/drafter");
          r.set_dtype(static_cast<pb::DType>(-1));
        }),
        Code::INVALID_ARGUMENT, "dtype -1" + kDTypes},
       {"LoadDrafter", "device: unknown",
        Msg<DReq>([&](DReq& r) {
-         r.set_path(data_ + "/drafter");
+         r.set_path(data + "/drafter");
          r.set_device("tpu");
        }),
        Code::INVALID_ARGUMENT, "device 'tpu' is not one of cpu, cuda, cuda:N"},
       {"LoadDrafter", "device: negative index",
        Msg<DReq>([&](DReq& r) {
-         r.set_path(data_ + "/drafter");
+         r.set_path(data + "/drafter");
          r.set_device("cuda:-1");
        }),
        Code::INVALID_ARGUMENT, "device 'cuda:-1' is not one of cpu, cuda, cuda:N"},
       {"LoadDrafter", "device: auto (a server flag only)",
        Msg<DReq>([&](DReq& r) {
-         r.set_path(data_ + "/drafter");
+         r.set_path(data + "/drafter");
          r.set_device("auto");
        }),
        Code::INVALID_ARGUMENT, "device 'auto' is for the server flag; give cpu or cuda:N"},
       {"LoadDrafter", "dtype: wrong wire type", LenField(4, "x"), Code::INVALID_ARGUMENT,
        Parse("LoadDrafterRequest",
              "field 'dtype' (4) has wire type 2 (length-delimited); expected 0 (varint)")},
-      {"LoadDrafter", "dtype: 2^40", LenField(2, data_ + "/drafter") + VarintField(4, 1ull << 40),
+      {"LoadDrafter", "dtype: 2^40", LenField(2, data + "/drafter") + VarintField(4, 1ull << 40),
        Code::INVALID_ARGUMENT,
        Parse("LoadDrafterRequest", "field 'dtype' (4) holds 1099511627776" + enum_range)},
       {"LoadDrafter", "path: 10 MiB", Msg<DReq>([&](DReq& r) { r.set_path(huge); }),
@@ -410,24 +286,24 @@ TEST_F(BadInputMatrixTest, EveryRpcGetsExactStatusesAndNothingIsCorrupted) {
       {"LoadTarget", "path: outside the roots", Msg<TReq>([](TReq& r) { r.set_path("/"); }),
        Code::PERMISSION_DENIED, "path '/' is outside the server's data roots"},
       {"LoadTarget", "path: absent",
-       Msg<TReq>([&](TReq& r) { r.set_path(data_ + "/no-such-target"); }), Code::NOT_FOUND,
+       Msg<TReq>([&](TReq& r) { r.set_path(data + "/no-such-target"); }), Code::NOT_FOUND,
        "target '" + D + "/no-such-target': no config.json at '" + D +
            "/no-such-target/config.json'"},
       {"LoadTarget", "dtype: 42",
        Msg<TReq>([&](TReq& r) {
-         r.set_path(data_ + "/target");
+         r.set_path(data + "/target");
          r.set_dtype(static_cast<pb::DType>(42));
        }),
        Code::INVALID_ARGUMENT, "dtype 42" + kDTypes},
       {"LoadTarget", "device: unknown",
        Msg<TReq>([&](TReq& r) {
-         r.set_path(data_ + "/target");
+         r.set_path(data + "/target");
          r.set_device("gpu0");
        }),
        Code::INVALID_ARGUMENT, "device 'gpu0' is not one of cpu, cuda, cuda:N"},
       {"LoadTarget", "name: DEL character",
        Msg<TReq>([&](TReq& r) {
-         r.set_path(data_ + "/target");
+         r.set_path(data + "/target");
          r.set_name("t\x7F");
        }),
        Code::INVALID_ARGUMENT, "name contains control character 0x7f at byte 1"},
@@ -442,17 +318,17 @@ TEST_F(BadInputMatrixTest, EveryRpcGetsExactStatusesAndNothingIsCorrupted) {
       // --- LoadDataset (name "d2": "d" with the same path would be reused as is)
       {"LoadDataset", "path: missing", "", Code::INVALID_ARGUMENT, "path is empty"},
       {"LoadDataset", "path: absent",
-       Msg<SReq>([&](SReq& r) { r.set_path(data_ + "/no-such-dataset"); }), Code::NOT_FOUND,
+       Msg<SReq>([&](SReq& r) { r.set_path(data + "/no-such-dataset"); }), Code::NOT_FOUND,
        "dataset path '" + D + "/no-such-dataset' is not an existing directory"},
       {"LoadDataset", "max_samples: -1",
        Msg<SReq>([&](SReq& r) {
-         r.set_path(data_ + "/dataset");
+         r.set_path(data + "/dataset");
          r.set_max_samples(-1);
        }),
        Code::INVALID_ARGUMENT, "max_samples must be >= 0; got -1"},
       {"LoadDataset", "max_samples: INT32_MIN",
        Msg<SReq>([&](SReq& r) {
-         r.set_path(data_ + "/dataset");
+         r.set_path(data + "/dataset");
          r.set_max_samples(kInt32Min);
        }),
        Code::INVALID_ARGUMENT, "max_samples must be >= 0; got -2147483648"},
@@ -461,27 +337,27 @@ TEST_F(BadInputMatrixTest, EveryRpcGetsExactStatusesAndNothingIsCorrupted) {
              "field 'max_samples' (5) holds 4611686018427387904" + int32_range)},
       {"LoadDataset", "dtype: 7",
        Msg<SReq>([&](SReq& r) {
-         r.set_path(data_ + "/dataset");
+         r.set_path(data + "/dataset");
          r.set_dtype(static_cast<pb::DType>(7));
        }),
        Code::INVALID_ARGUMENT, "dtype 7" + kDTypes},
       {"LoadDataset", "layer_ids: empty list",
        Msg<SReq>([&](SReq& r) {
-         r.set_path(data_ + "/dataset");
+         r.set_path(data + "/dataset");
          r.set_name("d2");
          (*r.mutable_layer_ids())["hidden_states"];
        }),
        Code::INVALID_ARGUMENT, "request layer_ids: feature 'hidden_states' lists no layers"},
       {"LoadDataset", "layer_ids: empty key",
        Msg<SReq>([&](SReq& r) {
-         r.set_path(data_ + "/dataset");
+         r.set_path(data + "/dataset");
          r.set_name("d2");
          (*r.mutable_layer_ids())[""].add_ids(1);
        }),
        Code::INVALID_ARGUMENT, "request layer_ids: '' cannot be a feature key"},
       {"LoadDataset", "layer_ids: negative id",
        Msg<SReq>([&](SReq& r) {
-         r.set_path(data_ + "/dataset");
+         r.set_path(data + "/dataset");
          r.set_name("d2");
          (*r.mutable_layer_ids())["hidden_states"].add_ids(-1);
        }),
@@ -489,7 +365,7 @@ TEST_F(BadInputMatrixTest, EveryRpcGetsExactStatusesAndNothingIsCorrupted) {
        "request layer_ids: feature 'hidden_states' lists layer -1; layer ids must be >= 0"},
       {"LoadDataset", "layer_ids: 100k ids",
        Msg<SReq>([&](SReq& r) {
-         r.set_path(data_ + "/dataset");
+         r.set_path(data + "/dataset");
          r.set_name("d2");
          auto& ids = (*r.mutable_layer_ids())["hidden_states"];
          for (int i = 0; i < 100'000; ++i) ids.add_ids(i);
@@ -497,18 +373,18 @@ TEST_F(BadInputMatrixTest, EveryRpcGetsExactStatusesAndNothingIsCorrupted) {
        Code::INVALID_ARGUMENT, "layer_ids lists 100000 layers; at most 1024 are allowed"},
       {"LoadDataset", "layer_ids: 17 feature keys",
        Msg<SReq>([&](SReq& r) {
-         r.set_path(data_ + "/dataset");
+         r.set_path(data + "/dataset");
          r.set_name("d2");
          for (int i = 0; i < 17; ++i) (*r.mutable_layer_ids())[absl::StrCat("f", i)].add_ids(i);
        }),
        Code::INVALID_ARGUMENT, "layer_ids has 17 feature keys; at most 16 are allowed"},
       {"LoadDataset", "layer_ids: truncated packed ids",
-       LenField(2, data_ + "/dataset") +
+       LenField(2, data + "/dataset") +
            LenField(3, LenField(1, "hidden_states") + LenField(2, LenField(1, "\x01\x80"))),
        Code::INVALID_ARGUMENT,
        Parse("LoadDatasetRequest",
              absl::StrCat("field 'layer_ids.value.ids' (1) at byte ",
-                          LenField(2, data_ + "/dataset").size() + 2 +
+                          LenField(2, data + "/dataset").size() + 2 +
                               LenField(1, "hidden_states").size() + 2,
                           " packs a varint that is truncated"))},
       {"LoadDataset", "skip_bad_samples: wrong wire type", LenField(6, "1"),
@@ -558,7 +434,7 @@ TEST_F(BadInputMatrixTest, EveryRpcGetsExactStatusesAndNothingIsCorrupted) {
        EvalMsg<RReq>([](pb::EvalRequest& r) { r.clear_drafter(); }), Code::INVALID_ARGUMENT,
        "give a resident drafter name or a checkpoint path"},
       {"RunEval", "drafter and checkpoint_path: both given",
-       EvalMsg<RReq>([&](pb::EvalRequest& r) { r.set_checkpoint_path(data_ + "/drafter"); }),
+       EvalMsg<RReq>([&](pb::EvalRequest& r) { r.set_checkpoint_path(data + "/drafter"); }),
        Code::INVALID_ARGUMENT, "give a resident drafter name or a checkpoint path, not both"},
       {"RunEval", "dataset: empty", EvalMsg<RReq>([](pb::EvalRequest& r) { r.clear_dataset(); }),
        Code::INVALID_ARGUMENT, "dataset is required"},
@@ -609,7 +485,7 @@ TEST_F(BadInputMatrixTest, EveryRpcGetsExactStatusesAndNothingIsCorrupted) {
       {"RunEval", "checkpoint_path: absent",
        EvalMsg<RReq>([&](pb::EvalRequest& r) {
          r.clear_drafter();
-         r.set_checkpoint_path(data_ + "/no-such-drafter");
+         r.set_checkpoint_path(data + "/no-such-drafter");
        }),
        Code::NOT_FOUND, "checkpoint '" + D + "/no-such-drafter' does not exist"},
       {"RunEval", "request.max_blocks: 2^62 (raw)", LenField(1, VarintField(7, k2to62)),
@@ -804,11 +680,291 @@ TEST_F(BadInputMatrixTest, EveryRpcGetsExactStatusesAndNothingIsCorrupted) {
       {"CompareEvals", "ids: 10 MiB", compare({huge}), Code::RESOURCE_EXHAUSTED,
        TooBig(compare({huge}))},
   };
+  return cases;
+}
 
-  std::set<std::string> rpcs;
-  for (const Case& c : cases) {
-    Run(c);
+// A case as the test runner names it: its place in the table and its RPC
+// and defect (the request bytes and expected message need the live server).
+struct CaseName {
+  size_t index = 0;
+  std::string rpc, what;
+};
+void PrintTo(const CaseName& c, std::ostream* os) { *os << c.rpc << " " << c.what; }
+
+// The table's names, built once from a placeholder context.
+const std::vector<CaseName>& CaseNames() {
+  static const std::vector<CaseName>* names = [] {
+    auto* out = new std::vector<CaseName>();
+    const std::vector<Case> cases = MatrixCases({"/placeholder", "/placeholder", "ev-placeholder"});
+    for (size_t i = 0; i < cases.size(); ++i) out->push_back({i, cases[i].rpc, cases[i].what});
+    return out;
+  }();
+  return *names;
+}
+
+// "ValidateCheckpoint" + "path: absent file" -> "ValidateCheckpoint_path_absent_file";
+// "block_size: -1" -> "..._block_size_minus_1".
+std::string TestName(const CaseName& c) {
+  std::string name = c.rpc + "_";
+  for (size_t i = 0; i < c.what.size(); ++i) {
+    const unsigned char ch = c.what[i];
+    if (std::isalnum(ch)) {
+      name += static_cast<char>(ch);
+    } else if (ch == '-' && name.back() == '_' && i + 1 < c.what.size() &&
+               std::isdigit(static_cast<unsigned char>(c.what[i + 1]))) {
+      name += "minus_";  // a negative number, not a hyphen as in "UTF-8"
+    } else if (name.back() != '_') {
+      name += '_';
+    }
+  }
+  while (name.back() == '_') name.pop_back();
+  return name;
+}
+
+// One dflash-evald over the tiny fixture (with the stream and request size
+// limits above) for a suite, and the raw calls the tests make to it.
+class MatrixServerTest : public testing::TinyServerTest {
+ protected:
+  static void SetUpMatrixServer() {
+    SetUpTinyServer({"--max-concurrent-streams", absl::StrCat(kMaxStreams), "--max-request-bytes",
+                     absl::StrCat(kMaxRequestBytes)});
+    if (server_ == nullptr || ::testing::Test::HasFatalFailure()) return;
+    channel_ = new std::shared_ptr<grpc::Channel>(
+        grpc::CreateChannel(server_->address(), grpc::InsecureChannelCredentials()));
+    generic_ = new grpc::GenericStub(*channel_);
+    stub_ = pb::DrafterEval::NewStub(*channel_).release();
+  }
+  static void TearDownMatrixServer() {
+    delete stub_;
+    stub_ = nullptr;
+    delete generic_;
+    generic_ = nullptr;
+    delete channel_;
+    channel_ = nullptr;
+    TinyServerTest::TearDownTestSuite();
+  }
+
+  void SetUp() override {
+    ASSERT_NE(stub_, nullptr) << "the suite's server did not start; see the failure above";
+  }
+
+  static std::string DataCanon() { return fs::canonical(data_).string(); }
+
+  // Sends `request` as the bytes of /dflash.eval.v1.DrafterEval/<rpc> (unary
+  // or server-streaming alike: one message out, every reply read).
+  static Reply Call(const std::string& rpc, const std::string& request) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + 60s);
+    grpc::CompletionQueue cq;
+    auto wait = [&cq] {
+      void* tag = nullptr;
+      bool ok = false;
+      EXPECT_TRUE(cq.Next(&tag, &ok));
+      return ok;
+    };
+    auto call = generic_->PrepareCall(&ctx, "/dflash.eval.v1.DrafterEval/" + rpc, &cq);
+    call->StartCall(nullptr);
+    Reply reply;
+    if (wait()) {
+      grpc::Slice slice(request);
+      call->Write(grpc::ByteBuffer(&slice, 1), nullptr);
+      if (wait()) {
+        call->WritesDone(nullptr);
+        wait();
+      }
+      for (;;) {
+        grpc::ByteBuffer in;
+        call->Read(&in, nullptr);
+        if (!wait()) break;
+        std::vector<grpc::Slice> slices;
+        EXPECT_TRUE(in.Dump(&slices).ok());
+        std::string bytes;
+        for (const grpc::Slice& s : slices) {
+          bytes.append(reinterpret_cast<const char*>(s.begin()), s.size());
+        }
+        reply.messages.push_back(std::move(bytes));
+      }
+    }
+    call->Finish(&reply.status, nullptr);
+    wait();
+    return reply;
+  }
+
+  // Runs one case. A WatchEval refused for the stream limit is retried: the
+  // server counts a stream until its last callback, just after the client
+  // has seen it end.
+  static void Run(const Case& c) {
+    SCOPED_TRACE(c.rpc + " " + c.what);
+    Reply r = Call(c.rpc, c.request);
+    for (auto deadline = std::chrono::steady_clock::now() + 10s;
+         c.rpc == "WatchEval" && r.status.error_message() == kTooManyStreams &&
+         std::chrono::steady_clock::now() < deadline;) {
+      std::this_thread::sleep_for(5ms);
+      r = Call(c.rpc, c.request);
+    }
+    EXPECT_EQ(r.status.error_code(), c.code) << r.status.error_message();
+    EXPECT_EQ(r.status.error_message(), c.message);
+  }
+
+  static pb::EvalJob GetEval(const std::string& id) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + 60s);
+    pb::GetEvalRequest req;
+    req.set_id(id);
+    pb::EvalJob job;
+    grpc::Status s = stub_->GetEval(&ctx, req, &job);
+    EXPECT_TRUE(s.ok()) << s.error_message();
+    return job;
+  }
+
+  static pb::EvalJob Submit(const pb::EvalRequest& request) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + 60s);
+    pb::SubmitEvalRequest req;
+    *req.mutable_request() = request;
+    pb::EvalJob job;
+    grpc::Status s = stub_->SubmitEval(&ctx, req, &job);
+    EXPECT_TRUE(s.ok()) << s.error_message();
+    return job;
+  }
+
+  // Polls GetEval until `done(job)` or 120 s.
+  static pb::EvalJob WaitFor(const std::string& id, const std::function<bool(const pb::EvalJob&)>& done) {
+    const auto deadline = std::chrono::steady_clock::now() + 120s;
+    pb::EvalJob job = GetEval(id);
+    while (!done(job) && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(10ms);
+      job = GetEval(id);
+    }
+    EXPECT_TRUE(done(job)) << job.DebugString();
+    return job;
+  }
+
+  static pb::ListEvalsResponse ListRun(const std::string& run) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + 60s);
+    pb::ListEvalsRequest req;
+    req.set_run(run);
+    pb::ListEvalsResponse resp;
+    grpc::Status s = stub_->ListEvals(&ctx, req, &resp);
+    EXPECT_TRUE(s.ok()) << s.error_message();
+    return resp;
+  }
+
+  static std::shared_ptr<grpc::Channel>* channel_;
+  static grpc::GenericStub* generic_;
+  static pb::DrafterEval::Stub* stub_;
+};
+
+std::shared_ptr<grpc::Channel>* MatrixServerTest::channel_ = nullptr;
+grpc::GenericStub* MatrixServerTest::generic_ = nullptr;
+pb::DrafterEval::Stub* MatrixServerTest::stub_ = nullptr;
+
+// The matrix: one test per case, on one server. The suite first stores a
+// finished job (the cases about a finished job name it); afterwards
+// (TearDownTestSuite) that job is unchanged and still the only one.
+class BadInputMatrixTest : public MatrixServerTest,
+                           public ::testing::WithParamInterface<CaseName> {
+ protected:
+  static void SetUpTestSuite() {
+    SetUpMatrixServer();
+    if (stub_ == nullptr) return;
+    pb::EvalRequest small;
+    small.set_drafter("m");
+    small.set_dataset("d");
+    small.set_max_samples(1);
+    small.set_max_blocks(2);
+    small.set_run("before-matrix");
+    small.set_step(7);
+    (*small.mutable_labels())["phase"] = "before";
+    const std::string done_id = Submit(small).id();
+    ASSERT_FALSE(done_id.empty());
+    before_ = new pb::EvalJob(WaitFor(done_id, [](const pb::EvalJob& j) {
+      return j.state() == pb::JOB_STATE_SUCCEEDED || j.state() == pb::JOB_STATE_FAILED;
+    }));
+    ASSERT_EQ(before_->state(), pb::JOB_STATE_SUCCEEDED) << before_->DebugString();
+    listed_before_ = new pb::ListEvalsResponse(ListRun("before-matrix"));
+    ASSERT_EQ(listed_before_->jobs_size(), 1);
+    cases_ = new std::vector<Case>(MatrixCases({data_, DataCanon(), done_id}));
+  }
+
+  static void TearDownTestSuite() {
+    if (cases_ != nullptr) ExpectNothingCorrupted(before_->id());
+    delete cases_;
+    cases_ = nullptr;
+    delete listed_before_;
+    listed_before_ = nullptr;
+    delete before_;
+    before_ = nullptr;
+    TearDownMatrixServer();
+  }
+
+  void SetUp() override {
+    MatrixServerTest::SetUp();
+    ASSERT_NE(cases_, nullptr) << "the job stored before the matrix did not succeed";
+  }
+
+  // The server still answers; the job stored before is unchanged and is the
+  // only job (no bad request queued one); the store checks clean.
+  static void ExpectNothingCorrupted(const std::string& done_id) {
+    Reply info = Call("GetServerInfo", "");
+    EXPECT_TRUE(info.status.ok()) << info.status.error_message();
+    google::protobuf::util::MessageDifferencer diff;
+    std::string differences;
+    diff.ReportDifferencesToString(&differences);
+    EXPECT_TRUE(diff.Compare(*before_, GetEval(done_id))) << differences;
+    EXPECT_TRUE(diff.Compare(*listed_before_, ListRun("before-matrix"))) << differences;
+    Reply all = Call("ListEvals", "");
+    ASSERT_TRUE(all.status.ok()) << all.status.error_message();
+    ASSERT_EQ(all.messages.size(), 1u);
+    pb::ListEvalsResponse listed_all;
+    ASSERT_TRUE(listed_all.ParseFromString(all.messages[0]));
+    ASSERT_EQ(listed_all.jobs_size(), 1);
+    EXPECT_EQ(listed_all.jobs(0).id(), done_id);
+
+    // The results store opens from outside the server and checks clean.
+    const std::string db = dir_->Join("state") + "/results.sqlite3";
+    CommandResult check = RunCommand(
+        {BinaryFromEnv("DFLASH_FIXTURE_PY"), "-c",
+         "import sqlite3, sys\n"
+         "db = sqlite3.connect(sys.argv[1])\n"
+         "print(db.execute('PRAGMA integrity_check').fetchone()[0])\n"
+         "print(db.execute('SELECT id, state, step FROM jobs').fetchall())\n",
+         db},
+        {}, 60);
+    EXPECT_EQ(check.exit_code, 0) << check.err;
+    EXPECT_EQ(check.out, "ok\n[('" + done_id + "', 'SUCCEEDED', 7)]\n") << check.err;
+  }
+
+  static pb::EvalJob* before_;
+  static pb::ListEvalsResponse* listed_before_;
+  static std::vector<Case>* cases_;
+};
+
+pb::EvalJob* BadInputMatrixTest::before_ = nullptr;
+pb::ListEvalsResponse* BadInputMatrixTest::listed_before_ = nullptr;
+std::vector<Case>* BadInputMatrixTest::cases_ = nullptr;
+
+TEST_P(BadInputMatrixTest, ExactStatusAndMessage) {
+  const CaseName& name = GetParam();
+  ASSERT_LT(name.index, cases_->size());
+  const Case& c = (*cases_)[name.index];
+  ASSERT_EQ(c.rpc, name.rpc);
+  ASSERT_EQ(c.what, name.what);
+  Run(c);
+}
+
+INSTANTIATE_TEST_SUITE_P(Every, BadInputMatrixTest, ::testing::ValuesIn(CaseNames()),
+                         [](const ::testing::TestParamInfo<CaseName>& info) {
+                           return TestName(info.param);
+                         });
+
+// Every RPC of the service has cases, and the test names are distinct.
+TEST(BadInputMatrixTableTest, EveryRpcHasCasesWithDistinctNames) {
+  std::set<std::string> rpcs, names;
+  for (const CaseName& c : CaseNames()) {
     rpcs.insert(c.rpc);
+    EXPECT_TRUE(names.insert(TestName(c)).second) << "two cases are named " << TestName(c);
   }
   const google::protobuf::ServiceDescriptor* service =
       pb::GetEvalRequest::descriptor()->file()->FindServiceByName("DrafterEval");
@@ -817,43 +973,19 @@ TEST_F(BadInputMatrixTest, EveryRpcGetsExactStatusesAndNothingIsCorrupted) {
     EXPECT_EQ(rpcs.count(service->method(i)->name()), 1u)
         << service->method(i)->name() << " has no bad-input cases";
   }
-
-  // The server still answers; the job stored before is unchanged and is the
-  // only job (no bad request queued one).
-  Reply info = Call("GetServerInfo", "");
-  EXPECT_TRUE(info.status.ok()) << info.status.error_message();
-  google::protobuf::util::MessageDifferencer diff;
-  std::string differences;
-  diff.ReportDifferencesToString(&differences);
-  EXPECT_TRUE(diff.Compare(before, GetEval(done_id))) << differences;
-  EXPECT_TRUE(diff.Compare(listed_before, ListRun("before-matrix"))) << differences;
-  Reply all = Call("ListEvals", "");
-  ASSERT_TRUE(all.status.ok()) << all.status.error_message();
-  ASSERT_EQ(all.messages.size(), 1u);
-  pb::ListEvalsResponse listed_all;
-  ASSERT_TRUE(listed_all.ParseFromString(all.messages[0]));
-  ASSERT_EQ(listed_all.jobs_size(), 1);
-  EXPECT_EQ(listed_all.jobs(0).id(), done_id);
-
-  // The results store opens from outside the server and checks clean.
-  const std::string db = dir_->Join("state") + "/results.sqlite3";
-  CommandResult check = RunCommand(
-      {BinaryFromEnv("DFLASH_FIXTURE_PY"), "-c",
-       "import sqlite3, sys\n"
-       "db = sqlite3.connect(sys.argv[1])\n"
-       "print(db.execute('PRAGMA integrity_check').fetchone()[0])\n"
-       "print(db.execute('SELECT id, state, step FROM jobs').fetchall())\n",
-       db},
-      {}, 60);
-  EXPECT_EQ(check.exit_code, 0) << check.err;
-  EXPECT_EQ(check.out, "ok\n[('" + done_id + "', 'SUCCEEDED', 7)]\n") << check.err;
 }
 
-// The WatchEval stream limit. A long job holds the single runner and the
-// watched job waits behind it, so its streams stay open until it is
-// cancelled. Polling (with deadlines) covers the moment between a client
-// seeing a stream end and the server counting it closed.
-TEST_F(BadInputMatrixTest, WatchEvalPastTheStreamLimitIsRefusedUntilOneCloses) {
+// The WatchEval stream limit, on a server of its own. A long job holds the
+// single runner and the watched job waits behind it, so its streams stay
+// open until it is cancelled. Polling (with deadlines) covers the moment
+// between a client seeing a stream end and the server counting it closed.
+class StreamLimitTest : public MatrixServerTest {
+ protected:
+  static void SetUpTestSuite() { SetUpMatrixServer(); }
+  static void TearDownTestSuite() { TearDownMatrixServer(); }
+};
+
+TEST_F(StreamLimitTest, WatchEvalPastTheStreamLimitIsRefusedUntilOneCloses) {
   // A dataset of the tiny one's samples many times over: about 10 s of work
   // on 2 cores (it is cancelled long before; the streams need milliseconds).
   fs::create_directories(data_ + "/big/rows");

@@ -2,6 +2,9 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <string>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -22,13 +25,19 @@ using jobs::JobRecord;
 using jobs::JobState;
 using namespace std::chrono_literals;
 
+// How long a test waits for something that should happen at once; only a
+// hung queue takes this long, so it bounds a failure, never a success.
+constexpr auto kHang = 30s;
+
 // A runner without torch: request.params.options.max_blocks "chunks", each waiting
 // for a permit from the test (or none with free_run), reporting progress
-// after each; label fail=1 makes it fail.
+// after each; label fail=1 makes it fail. The test synchronises on what it
+// records (started jobs, chunks reported), never on elapsed time.
 struct FakeRunner {
   std::mutex mu;
   std::condition_variable cv;
   std::vector<std::string> started;  // request.run of each job, in start order
+  int64_t reported = 0;              // progress calls that returned true, all jobs
   int permits = 0;
   bool free_run = false;
 
@@ -49,6 +58,9 @@ struct FakeRunner {
         if (!free_run) --permits;
       }
       if (!progress({i, chunks, i, chunks})) return absl::CancelledError("evaluation cancelled");
+      std::lock_guard<std::mutex> lock(mu);
+      ++reported;
+      cv.notify_all();
     }
     eval::EvalResult r;
     r.blocks = chunks;
@@ -68,11 +80,25 @@ struct FakeRunner {
     free_run = true;
     cv.notify_all();
   }
-  void WaitStarted(size_t n) {
+  // True once `n` jobs have started (false after kHang).
+  [[nodiscard]] bool WaitStarted(size_t n) {
     std::unique_lock<std::mutex> lock(mu);
-    ASSERT_TRUE(cv.wait_for(lock, 10s, [&] { return started.size() >= n; }));
+    return cv.wait_for(lock, kHang, [&] { return started.size() >= n; });
+  }
+  // True once `n` chunks have been reported and accepted by the queue.
+  [[nodiscard]] bool WaitReported(int64_t n) {
+    std::unique_lock<std::mutex> lock(mu);
+    return cv.wait_for(lock, kHang, [&] { return reported >= n; });
+  }
+  std::vector<std::string> Started() {
+    std::lock_guard<std::mutex> lock(mu);
+    return started;
   }
 };
+
+// More chunks than any test lets run: a free-running job with this many
+// only ends when it is cancelled or interrupted.
+constexpr int64_t kEndless = int64_t{1} << 50;
 
 JobRecord Request(const std::string& run, int64_t chunks, const std::string& drafter = "m") {
   JobRecord r;
@@ -91,28 +117,45 @@ class JobQueueTest : public ::testing::Test {
     store_ = std::move(s).value();
   }
 
-  std::unique_ptr<JobQueue> Make(int max_queued = 64, int concurrent = 1) {
+  absl::StatusOr<std::unique_ptr<JobQueue>> Make(int max_queued = 64, int concurrent = 1) {
     JobQueueOptions options;
     options.max_queued = max_queued;
     options.concurrent_jobs = concurrent;
     options.server_version = "test-1";
     options.progress_interval = 0ms;
-    auto q = JobQueue::Create(*store_, [this](const JobRecord& j, const eval::ProgressFn& p) {
+    return JobQueue::Create(*store_, [this](const JobRecord& j, const eval::ProgressFn& p) {
       return runner_.Run(j, p);
     }, options);
-    EXPECT_OK(q.status());
-    return q.ok() ? std::move(q).value() : nullptr;
   }
 
-  // Polls until the job is finished; returns its record.
-  JobRecord WaitDone(JobQueue& q, const std::string& id) {
-    for (int i = 0; i < 1000; ++i) {
-      auto r = q.Get(id);
-      if (r.ok() && jobs::IsTerminal(r->state)) return *r;
-      std::this_thread::sleep_for(10ms);
+  // Waits (as a watcher: no polling) until the job is finished; returns its
+  // final record, or DeadlineExceeded after kHang.
+  static absl::StatusOr<JobRecord> WaitDone(JobQueue& q, const std::string& id) {
+    struct Done {
+      std::mutex mu;
+      std::condition_variable cv;
+      bool done = false;
+    };
+    auto done = std::make_shared<Done>();
+    auto w = q.Subscribe(id, [done](const JobRecord& r) {
+      if (!jobs::IsTerminal(r.state)) return;
+      std::lock_guard<std::mutex> lock(done->mu);
+      done->done = true;
+      done->cv.notify_all();
+    });
+    if (!w.ok()) return w.status();
+    if (w->handle == 0) return w->current;  // already finished
+    bool finished;
+    {
+      std::unique_lock<std::mutex> lock(done->mu);
+      finished = done->cv.wait_for(lock, kHang, [&] { return done->done; });
     }
-    ADD_FAILURE() << "job " << id << " did not finish";
-    return {};
+    if (!finished) {
+      q.Unsubscribe(w->handle);
+      return absl::DeadlineExceededError(absl::StrCat("job ", id, " did not finish"));
+    }
+    // Final states are committed to the store before watchers hear of them.
+    return q.Get(id);
   }
 
   testing::TempDir dir_;
@@ -121,7 +164,7 @@ class JobQueueTest : public ::testing::Test {
 };
 
 TEST_F(JobQueueTest, JobsRunInSubmissionOrderAndSucceed) {
-  auto q = Make();
+  ASSERT_OK_AND_ASSIGN(auto q, Make());
   std::vector<std::string> ids;
   for (int i = 0; i < 5; ++i) {
     ASSERT_OK_AND_ASSIGN(JobRecord r, q->Submit(Request(absl::StrCat("r", i), 2)));
@@ -133,7 +176,7 @@ TEST_F(JobQueueTest, JobsRunInSubmissionOrderAndSucceed) {
   }
   runner_.FreeRun();
   for (const std::string& id : ids) {
-    JobRecord r = WaitDone(*q, id);
+    ASSERT_OK_AND_ASSIGN(JobRecord r, WaitDone(*q, id));
     EXPECT_EQ(r.state, JobState::kSucceeded);
     ASSERT_TRUE(r.result.has_value());
     EXPECT_EQ(r.result->blocks, 2);
@@ -145,13 +188,13 @@ TEST_F(JobQueueTest, JobsRunInSubmissionOrderAndSucceed) {
     EXPECT_EQ(stored.state, JobState::kSucceeded);
     EXPECT_TRUE(stored.result.has_value());
   }
-  EXPECT_THAT(runner_.started, ElementsAre("r0", "r1", "r2", "r3", "r4"));
+  EXPECT_THAT(runner_.Started(), ElementsAre("r0", "r1", "r2", "r3", "r4"));
 }
 
 TEST_F(JobQueueTest, AFullQueueIsResourceExhausted) {
-  auto q = Make(/*max_queued=*/2);
+  ASSERT_OK_AND_ASSIGN(auto q, Make(/*max_queued=*/2));
   ASSERT_OK(q->Submit(Request("a", 1)).status());
-  runner_.WaitStarted(1);  // a is running, so it no longer counts as queued
+  ASSERT_TRUE(runner_.WaitStarted(1));  // a is running, so it no longer counts as queued
   ASSERT_OK(q->Submit(Request("b", 1)).status());
   ASSERT_OK(q->Submit(Request("c", 1)).status());
   EXPECT_THAT(q->Submit(Request("d", 1)),
@@ -163,33 +206,34 @@ TEST_F(JobQueueTest, AFullQueueIsResourceExhausted) {
 }
 
 TEST_F(JobQueueTest, CancellingAQueuedJobIsImmediate) {
-  auto q = Make();
+  ASSERT_OK_AND_ASSIGN(auto q, Make());
   ASSERT_OK_AND_ASSIGN(JobRecord a, q->Submit(Request("a", 1)));
   ASSERT_OK_AND_ASSIGN(JobRecord b, q->Submit(Request("b", 1)));
-  runner_.WaitStarted(1);
+  ASSERT_TRUE(runner_.WaitStarted(1));
   ASSERT_OK_AND_ASSIGN(JobRecord cancelled, q->Cancel(b.id, 0ms));
   EXPECT_EQ(cancelled.state, JobState::kCancelled);
   ASSERT_OK_AND_ASSIGN(JobRecord stored, store_->Get(b.id));
   EXPECT_EQ(stored.state, JobState::kCancelled);
   runner_.FreeRun();
-  EXPECT_EQ(WaitDone(*q, a.id).state, JobState::kSucceeded);
-  EXPECT_THAT(runner_.started, ElementsAre("a"));  // b never ran
+  ASSERT_OK_AND_ASSIGN(JobRecord a_done, WaitDone(*q, a.id));
+  EXPECT_EQ(a_done.state, JobState::kSucceeded);
+  EXPECT_THAT(runner_.Started(), ElementsAre("a"));  // b never ran
   EXPECT_THAT(q->Cancel(b.id, 0ms), StatusIs(absl::StatusCode::kFailedPrecondition,
                                              HasSubstr("already finished (CANCELLED)")));
   EXPECT_THAT(q->Cancel("ev-none", 0ms), StatusIs(absl::StatusCode::kNotFound, HasSubstr("no job with id 'ev-none'")));
 }
 
 TEST_F(JobQueueTest, ARunningJobStopsAtTheNextChunkBoundary) {
-  auto q = Make();
+  ASSERT_OK_AND_ASSIGN(auto q, Make());
   ASSERT_OK_AND_ASSIGN(JobRecord a, q->Submit(Request("a", 10)));
   runner_.Allow(2);
-  for (int i = 0; i < 500 && q->Get(a.id)->progress.blocks_done < 2; ++i) {
-    std::this_thread::sleep_for(5ms);
-  }
+  ASSERT_TRUE(runner_.WaitReported(2));  // two chunks done; the third waits for a permit
+  ASSERT_OK_AND_ASSIGN(JobRecord two, q->Get(a.id));
+  EXPECT_EQ(two.progress.blocks_done, 2);
   ASSERT_OK_AND_ASSIGN(JobRecord still, q->Cancel(a.id, 0ms));
   EXPECT_EQ(still.state, JobState::kRunning);  // mid-chunk: it has not stopped yet
   runner_.Allow(1);                            // the chunk in flight completes
-  JobRecord done = WaitDone(*q, a.id);
+  ASSERT_OK_AND_ASSIGN(JobRecord done, WaitDone(*q, a.id));
   EXPECT_EQ(done.state, JobState::kCancelled);
   EXPECT_EQ(done.progress.blocks_done, 3);
   EXPECT_EQ(done.progress.blocks_total, 10);
@@ -198,16 +242,16 @@ TEST_F(JobQueueTest, ARunningJobStopsAtTheNextChunkBoundary) {
 }
 
 TEST_F(JobQueueTest, CancelWaitsForTheRunningJobToEnd) {
-  auto q = Make();
+  ASSERT_OK_AND_ASSIGN(auto q, Make());
   runner_.FreeRun();
-  ASSERT_OK_AND_ASSIGN(JobRecord a, q->Submit(Request("a", 1000000)));
-  runner_.WaitStarted(1);
+  ASSERT_OK_AND_ASSIGN(JobRecord a, q->Submit(Request("a", kEndless)));
+  ASSERT_TRUE(runner_.WaitStarted(1));
   ASSERT_OK_AND_ASSIGN(JobRecord done, q->Cancel(a.id, 10s));
   EXPECT_EQ(done.state, JobState::kCancelled);
 }
 
 TEST_F(JobQueueTest, WatchersSeeEveryStateAndMonotoneProgressCommittedFirst) {
-  auto q = Make();
+  ASSERT_OK_AND_ASSIGN(auto q, Make());
   ASSERT_OK_AND_ASSIGN(JobRecord a, q->Submit(Request("a", 20)));
   std::mutex mu;
   std::vector<JobRecord> seen;
@@ -224,7 +268,7 @@ TEST_F(JobQueueTest, WatchersSeeEveryStateAndMonotoneProgressCommittedFirst) {
   // until FreeRun), so the state at subscription is QUEUED or RUNNING.
   EXPECT_THAT(w.current.state, ::testing::AnyOf(JobState::kQueued, JobState::kRunning));
   runner_.FreeRun();
-  WaitDone(*q, a.id);
+  ASSERT_OK(WaitDone(*q, a.id).status());
   std::lock_guard<std::mutex> lock(mu);
   ASSERT_GE(seen.size(), 3u);
   EXPECT_EQ(seen.front().state, JobState::kRunning);
@@ -246,35 +290,37 @@ TEST_F(JobQueueTest, WatchersSeeEveryStateAndMonotoneProgressCommittedFirst) {
 }
 
 TEST_F(JobQueueTest, UnsubscribedWatchersAreNotCalled) {
-  auto q = Make();
+  ASSERT_OK_AND_ASSIGN(auto q, Make());
   ASSERT_OK_AND_ASSIGN(JobRecord a, q->Submit(Request("a", 5)));
   std::atomic<int> calls{0};
   ASSERT_OK_AND_ASSIGN(JobQueue::Watch w, q->Subscribe(a.id, [&](const JobRecord&) { ++calls; }));
   q->Unsubscribe(w.handle);
   runner_.FreeRun();
-  WaitDone(*q, a.id);
+  ASSERT_OK(WaitDone(*q, a.id).status());
   EXPECT_EQ(calls.load(), 0);
 }
 
 TEST_F(JobQueueTest, AFailingRunnerGivesFailedWithItsStatus) {
-  auto q = Make();
+  ASSERT_OK_AND_ASSIGN(auto q, Make());
   JobRecord bad = Request("bad", 1);
   bad.request.labels["fail"] = "1";
   ASSERT_OK_AND_ASSIGN(JobRecord r, q->Submit(bad));
-  JobRecord done = WaitDone(*q, r.id);
+  ASSERT_OK_AND_ASSIGN(JobRecord done, WaitDone(*q, r.id));
   EXPECT_EQ(done.state, JobState::kFailed);
   EXPECT_EQ(done.error_code, static_cast<int>(absl::StatusCode::kInvalidArgument));
   EXPECT_EQ(done.error_message, "block_size 99 is above the drafter's 16");
 }
 
 TEST_F(JobQueueTest, ShutdownInterruptsRunningAndQueuedJobs) {
-  auto q = Make();
-  ASSERT_OK_AND_ASSIGN(JobRecord a, q->Submit(Request("a", 10)));
+  ASSERT_OK_AND_ASSIGN(auto q, Make());
+  ASSERT_OK_AND_ASSIGN(JobRecord a, q->Submit(Request("a", kEndless)));
   ASSERT_OK_AND_ASSIGN(JobRecord b, q->Submit(Request("b", 10)));
-  runner_.WaitStarted(1);
+  ASSERT_TRUE(runner_.WaitStarted(1));  // a waits for its first chunk's permit
   std::thread stopper([&] { q->Shutdown(0ms); });
-  std::this_thread::sleep_for(50ms);
-  runner_.Allow(100);  // the chunk in flight finishes; the next boundary stops it
+  // The chunk in flight finishes and a runs on to the first boundary after
+  // Shutdown asks it to stop: being endless, a can only end INTERRUPTED,
+  // whichever thread gets there first.
+  runner_.FreeRun();
   stopper.join();
   for (const std::string& id : {a.id, b.id}) {
     ASSERT_OK_AND_ASSIGN(JobRecord r, store_->Get(id));
@@ -283,14 +329,14 @@ TEST_F(JobQueueTest, ShutdownInterruptsRunningAndQueuedJobs) {
   }
   EXPECT_THAT(q->Submit(Request("c", 1)),
               StatusIs(absl::StatusCode::kUnavailable, HasSubstr("shutting down")));
-  EXPECT_THAT(runner_.started, ElementsAre("a"));
+  EXPECT_THAT(runner_.Started(), ElementsAre("a"));
 }
 
 TEST_F(JobQueueTest, ShutdownGraceLetsARunningJobFinish) {
-  auto q = Make();
+  ASSERT_OK_AND_ASSIGN(auto q, Make());
   runner_.FreeRun();
   ASSERT_OK_AND_ASSIGN(JobRecord a, q->Submit(Request("a", 3)));
-  runner_.WaitStarted(1);
+  ASSERT_TRUE(runner_.WaitStarted(1));
   q->Shutdown(10s);
   ASSERT_OK_AND_ASSIGN(JobRecord r, store_->Get(a.id));
   EXPECT_EQ(r.state, JobState::kSucceeded);
@@ -301,7 +347,7 @@ TEST_F(JobQueueTest, JobsLeftUnfinishedByACrashComeBackInterrupted) {
   left.id = "ev-20260101-000000-0001";
   left.state = JobState::kRunning;
   ASSERT_OK(store_->Put(left));
-  auto q = Make();
+  ASSERT_OK_AND_ASSIGN(auto q, Make());
   ASSERT_OK_AND_ASSIGN(JobRecord r, q->Get(left.id));
   EXPECT_EQ(r.state, JobState::kInterrupted);
   EXPECT_TRUE(r.interrupted_by_restart);
@@ -311,7 +357,7 @@ TEST_F(JobQueueTest, JobsLeftUnfinishedByACrashComeBackInterrupted) {
 }
 
 TEST_F(JobQueueTest, UnfinishedJobsWhereNamesTheJobsUsingAResource) {
-  auto q = Make();
+  ASSERT_OK_AND_ASSIGN(auto q, Make());
   ASSERT_OK_AND_ASSIGN(JobRecord a, q->Submit(Request("a", 1, "m")));
   ASSERT_OK_AND_ASSIGN(JobRecord b, q->Submit(Request("b", 1, "other")));
   ASSERT_OK_AND_ASSIGN(JobRecord c, q->Submit(Request("c", 1, "m")));
@@ -319,15 +365,15 @@ TEST_F(JobQueueTest, UnfinishedJobsWhereNamesTheJobsUsingAResource) {
   EXPECT_THAT(q->UnfinishedJobsWhere(uses_m), ElementsAre(a.id, c.id));
   EXPECT_THAT(q->UnfinishedJobsWhere(uses_m, a.id), ElementsAre(c.id));
   runner_.FreeRun();
-  WaitDone(*q, c.id);
+  ASSERT_OK(WaitDone(*q, c.id).status());
   EXPECT_THAT(q->UnfinishedJobsWhere(uses_m), ElementsAre());
 }
 
 TEST_F(JobQueueTest, ConcurrentRunnersRunJobsSideBySide) {
-  auto q = Make(64, /*concurrent=*/2);
+  ASSERT_OK_AND_ASSIGN(auto q, Make(64, /*concurrent=*/2));
   ASSERT_OK(q->Submit(Request("a", 1)).status());
   ASSERT_OK(q->Submit(Request("b", 1)).status());
-  runner_.WaitStarted(2);  // both started without any permit
+  ASSERT_TRUE(runner_.WaitStarted(2));  // both started without any permit
   EXPECT_EQ(q->running(), 2);
   runner_.FreeRun();
 }

@@ -30,15 +30,9 @@ using ::testing::AllOf;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
-// The torch.save fixtures (drafter.pt, drafter.ckpt.gz, legacy.pt). Python
-// with torch takes seconds to start, and ctest runs each case in its own
-// process, so they are made once per script version into a shared folder
-// (built aside, then renamed into place: parallel runs never see half of it).
-const std::string& FixtureDir() {
-  static const std::string dir =
-      testing::SharedPythonFixture("tests/fixtures/make_checkpoint_fixtures.py");
-  return dir;
-}
+// The torch.save fixtures (drafter.pt, drafter.ckpt.gz, legacy.pt), made by
+// ctest's fixture step before this test (test_util/python_fixtures.h).
+std::string FixtureDir() { return testing::PythonFixtureDir("make_checkpoint_fixtures"); }
 
 SafetensorsWriter Drafter() {
   SafetensorsWriter w;

@@ -35,7 +35,7 @@ class TorchPtFileTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     dir_ = new std::string(
-        dflash::testing::SharedPythonFixture("tests/fixtures/make_pt_fixtures.py"));
+        dflash::testing::PythonFixtureDir("make_pt_fixtures"));
     fixture_rc_ = dir_->empty() ? 1 : 0;
     if (fixture_rc_ == 0) {
       expected_ = new nlohmann::json(
@@ -49,7 +49,7 @@ class TorchPtFileTest : public ::testing::Test {
     dir_ = nullptr;
   }
   void SetUp() override {
-    ASSERT_EQ(fixture_rc_, 0) << "fixture script failed; see its output above";
+    ASSERT_EQ(fixture_rc_, 0) << "fixture files missing; see the failure above";
   }
 
   static std::string Path(const std::string& f) { return *dir_ + "/" + f; }
@@ -106,8 +106,8 @@ std::string* TorchPtFileTest::dir_ = nullptr;
 nlohmann::json* TorchPtFileTest::expected_ = nullptr;
 int TorchPtFileTest::fixture_rc_ = -1;
 
-// Few TEST_Fs on purpose: ctest runs each in its own process, and each
-// process runs the (torch-importing) fixture script once.
+// Few TEST_Fs: each checks many fixture files (made once per ctest run by
+// the make_pt_fixtures step).
 TEST_F(TorchPtFileTest, ReadsEveryFixture) {
   {
     SCOPED_TRACE("PlainStateDict");
