@@ -28,7 +28,6 @@
 #include "core/eval_core_impl.h"
 #include "core/job_service_impl.h"
 #include "dflash/build_info.h"
-#include "metrics/instrumented_core.h"
 #include "metrics/server_metrics.h"
 #include "service/eval_service.h"
 #include "service/token_auth.h"
@@ -170,9 +169,9 @@ int main(int argc, char** argv) {
                options.max_resident_bytes, options.max_eval_blocks, flags.max_request_bytes,
                flags.max_concurrent_streams);
 
-  // Metrics wrap the core: every load and evaluation through it is counted.
+  // Metrics: the service, the job queue and the core report to the ops
+  // observer (common/ops_observer.h); gauges are read from the core.
   dflash::metrics::ServerMetrics metrics(core->get());
-  dflash::metrics::InstrumentedCore instrumented(**core, metrics);
   dflash::SetOpsObserver(&metrics);
   if (!flags.metrics_listen.empty()) {
     auto metrics_port = metrics.Serve(flags.metrics_listen);
@@ -182,8 +181,7 @@ int main(int argc, char** argv) {
   }
 
 
-  // Results: every job and its result, durable across restarts. Jobs run
-  // through the instrumented core, so their evaluations are counted too.
+  // Results: every job and its result, durable across restarts.
   const std::string store_path = info.state_dir + "/results.sqlite3";
   auto store = dflash::store::SqliteResultStore::Open(store_path);
   if (!store.ok()) return Fail(std::string(store.status().message()));
@@ -191,7 +189,7 @@ int main(int argc, char** argv) {
   job_options.max_queued = flags.max_queued;
   job_options.concurrent_jobs = flags.concurrent_jobs;
   job_options.server_version = info.server_version;
-  auto jobs = dflash::core::JobServiceImpl::Create(instrumented, **store, job_options);
+  auto jobs = dflash::core::JobServiceImpl::Create(**core, **store, job_options);
   if (!jobs.ok()) return Fail(std::string(jobs.status().message()));
   spdlog::info("results store {}; {} concurrent job(s), at most {} queued", store_path,
                flags.concurrent_jobs, flags.max_queued);
@@ -199,7 +197,7 @@ int main(int argc, char** argv) {
   dflash::service::ServiceOptions service_options;
   service_options.auth = auth ? &*auth : nullptr;
   service_options.max_watch_streams = flags.max_concurrent_streams;
-  dflash::service::EvalService service(instrumented, jobs->get(), flags.workers,
+  dflash::service::EvalService service(**core, jobs->get(), flags.workers,
                                        service_options);
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
@@ -224,7 +222,7 @@ int main(int argc, char** argv) {
     std::ofstream(tmp) << port << "\n";
     std::rename(tmp.c_str(), flags.port_file.c_str());  // readers never see a partial file
   }
-  if (auto st = dflash::app::RunPreload(instrumented, flags.preload); !st.ok()) {
+  if (auto st = dflash::app::RunPreload(**core, flags.preload); !st.ok()) {
     server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
     server->Wait();
     return Fail(std::string(st.message()));
