@@ -1,7 +1,13 @@
 // File: ops_observer.h
-// Hooks through which the service and the job code report what operators
-// monitor (metrics/ implements them with Prometheus). Nothing here knows
-// about Prometheus or gRPC; with no observer installed every hook is a no-op.
+// Hooks through which the service, the job queue and the core report what
+// operators monitor (metrics/ implements them with Prometheus). Nothing here
+// knows about Prometheus or gRPC; with no observer installed every hook is a
+// no-op.
+//
+// This is the server's one metrics mechanism. A decorator around the core
+// (an EvalCore that times the calls it forwards) would see loads and
+// evaluations only; the job queue's state changes and each RPC's outcome
+// happen where no decorator sits, so everything reports here instead.
 #pragma once
 
 #include <cstdint>
@@ -12,6 +18,14 @@
 #include "absl/strings/string_view.h"
 
 namespace dflash {
+
+// What a successful evaluation scored (eval::EvalResult's counts; common/
+// sits below eval/).
+struct EvalCounts {
+  int64_t blocks = 0;
+  int64_t tokens_scored = 0;   // draft positions compared
+  double compute_seconds = 0;  // evaluation compute, setup excluded
+};
 
 class OpsObserver {
  public:
@@ -24,6 +38,13 @@ class OpsObserver {
   // A job reached a final state ("succeeded", "failed", "cancelled",
   // "interrupted") after `seconds` of running.
   virtual void OnJobFinished(absl::string_view state, double seconds) {}
+  // A load of a "target", "drafter" or "dataset" that ended with `code`
+  // after `seconds`. A load answered by the object already resident is no
+  // load and is not reported.
+  virtual void OnLoad(absl::string_view kind, absl::StatusCode code, double seconds) {}
+  // An evaluation that ended with `code` after `seconds` (setup and compute);
+  // `counts` is null unless it succeeded.
+  virtual void OnEval(absl::StatusCode code, double seconds, const EvalCounts* counts) {}
 };
 
 // Installs the process-wide observer (nullptr removes it). The observer

@@ -49,8 +49,8 @@ absl::StatusOr<typename Map::const_iterator> Pick(const Map& map, const std::str
 
 }  // namespace
 
-absl::StatusOr<eval::EvalResult> EvalCoreImpl::RunEval(const EvalParams& params,
-                                                       const eval::ProgressFn& progress) {
+absl::StatusOr<eval::EvalResult> EvalCoreImpl::DoRunEval(const EvalParams& params,
+                                                         const eval::ProgressFn& progress) {
   const auto start = std::chrono::steady_clock::now();
   if (params.drafter.empty() == params.checkpoint_path.empty()) {
     return absl::InvalidArgumentError(
@@ -107,7 +107,7 @@ absl::StatusOr<eval::EvalResult> EvalCoreImpl::RunEval(const EvalParams& params,
     load.device = target->embed.device().str();
     load.dtype = DTypeLabel(target->embed.scalar_type());
     load.name = absl::StrCat("__oneshot__", NowUnixMicros());
-    ASSIGN_OR_RETURN(LoadResult loaded, LoadDrafter(load));
+    ASSIGN_OR_RETURN(LoadResult loaded, DoLoadDrafter(load));
     {
       std::lock_guard<std::mutex> lock(resident_->mu);
       auto it = resident_->drafters.find(loaded.resource.name);

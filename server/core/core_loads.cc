@@ -132,7 +132,7 @@ absl::StatusOr<weights::WeightReport> EvalCoreImpl::ValidateCheckpoint(
   return c.report;
 }
 
-absl::StatusOr<LoadResult> EvalCoreImpl::LoadDrafter(const LoadDrafterParams& params) {
+absl::StatusOr<LoadResult> EvalCoreImpl::DoLoadDrafter(const LoadDrafterParams& params) {
   const Clock::time_point start = Clock::now();
   ASSIGN_OR_RETURN(const Placement place,
                    ResolvePlacement(params.device, params.dtype, options_.device));
@@ -211,7 +211,7 @@ absl::StatusOr<LoadResult> EvalCoreImpl::LoadDrafter(const LoadDrafterParams& pa
   return result;
 }
 
-absl::StatusOr<LoadResult> EvalCoreImpl::LoadTarget(const LoadTargetParams& params) {
+absl::StatusOr<LoadResult> EvalCoreImpl::DoLoadTarget(const LoadTargetParams& params) {
   const Clock::time_point start = Clock::now();
   ASSIGN_OR_RETURN(const Placement place,
                    ResolvePlacement(params.device, params.dtype, options_.device));
@@ -272,7 +272,7 @@ absl::StatusOr<LoadResult> EvalCoreImpl::LoadTarget(const LoadTargetParams& para
   return result;
 }
 
-absl::StatusOr<LoadResult> EvalCoreImpl::LoadDataset(const LoadDatasetParams& params) {
+absl::StatusOr<LoadResult> EvalCoreImpl::DoLoadDataset(const LoadDatasetParams& params) {
   const Clock::time_point start = Clock::now();
   ASSIGN_OR_RETURN(std::string device, ResolveRequestDevice(params.device, options_.device));
   data::DatasetLoadOptions options;

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/ops_observer.h"
 #include "common/status_macros.h"
 #include "core/device.h"
 #include "core/resident.h"
@@ -136,6 +137,52 @@ absl::StatusOr<ResourceInfo> EvalCoreImpl::Unload(ResourceKind kind, const std::
       return Erase(resident_->datasets, name, kind, &Resident::Dataset::dataset);
   }
   return absl::InternalError("unknown resource kind");
+}
+
+// The public loads and RunEval time the work and report it to Ops().
+namespace {
+
+double SecondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+absl::StatusOr<LoadResult> ReportLoad(ResourceKind kind, Clock::time_point start,
+                                      absl::StatusOr<LoadResult> result) {
+  if (!result.ok() || !result->reused) {  // a reused resident object was no load
+    Ops().OnLoad(ResourceKindName(kind), result.status().code(), SecondsSince(start));
+  }
+  return result;
+}
+
+}  // namespace
+
+absl::StatusOr<LoadResult> EvalCoreImpl::LoadDrafter(const LoadDrafterParams& params) {
+  const Clock::time_point start = Clock::now();
+  return ReportLoad(ResourceKind::kDrafter, start, DoLoadDrafter(params));
+}
+
+absl::StatusOr<LoadResult> EvalCoreImpl::LoadTarget(const LoadTargetParams& params) {
+  const Clock::time_point start = Clock::now();
+  return ReportLoad(ResourceKind::kTarget, start, DoLoadTarget(params));
+}
+
+absl::StatusOr<LoadResult> EvalCoreImpl::LoadDataset(const LoadDatasetParams& params) {
+  const Clock::time_point start = Clock::now();
+  return ReportLoad(ResourceKind::kDataset, start, DoLoadDataset(params));
+}
+
+absl::StatusOr<eval::EvalResult> EvalCoreImpl::RunEval(const EvalParams& params,
+                                                       const eval::ProgressFn& progress) {
+  const Clock::time_point start = Clock::now();
+  absl::StatusOr<eval::EvalResult> result = DoRunEval(params, progress);
+  const double seconds = SecondsSince(start);
+  if (result.ok()) {
+    const EvalCounts counts{result->blocks, result->tokens_scored, result->compute_seconds};
+    Ops().OnEval(absl::StatusCode::kOk, seconds, &counts);
+  } else {
+    Ops().OnEval(result.status().code(), seconds, nullptr);
+  }
+  return result;
 }
 
 }  // namespace dflash::core

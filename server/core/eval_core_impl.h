@@ -1,6 +1,7 @@
 // File: eval_core_impl.h
 // The real EvalCore: owns the resident objects (targets, drafters, datasets)
-// on the server's device and runs evaluations on them.
+// on the server's device and runs evaluations on them. Every load and
+// evaluation is reported to the ops observer (common/ops_observer.h).
 #pragma once
 
 #include <chrono>
@@ -52,6 +53,14 @@ class EvalCoreImpl final : public EvalCore {
 
  private:
   EvalCoreImpl(CoreOptions options, DataRoots roots);
+
+  // The work behind the public methods of the same name, which time it and
+  // report it (core_loads.cc, core_eval.cc).
+  absl::StatusOr<LoadResult> DoLoadDrafter(const LoadDrafterParams& params);
+  absl::StatusOr<LoadResult> DoLoadTarget(const LoadTargetParams& params);
+  absl::StatusOr<LoadResult> DoLoadDataset(const LoadDatasetParams& params);
+  absl::StatusOr<eval::EvalResult> DoRunEval(const EvalParams& params,
+                                             const eval::ProgressFn& progress);
 
   CoreOptions options_;
   DataRoots roots_;

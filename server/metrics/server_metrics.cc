@@ -244,27 +244,26 @@ void ServerMetrics::OnJobFinished(absl::string_view state, double seconds) {
   families_->job_duration.Add({}, SecondsBuckets(0.01, 18)).Observe(seconds);
 }
 
-void ServerMetrics::OnLoad(core::ResourceKind kind, absl::StatusCode code, double seconds) {
-  const std::string k = core::ResourceKindName(kind);
+void ServerMetrics::OnLoad(absl::string_view kind, absl::StatusCode code, double seconds) {
+  const std::string k(kind);
   families_->loads.Add({{"kind", k}, {"code", Code(code)}}).Increment();
   if (code == absl::StatusCode::kOk) {
     families_->load_duration.Add({{"kind", k}}, SecondsBuckets(0.01, 16)).Observe(seconds);
   }
 }
 
-void ServerMetrics::OnEval(absl::StatusCode code, double seconds,
-                           const eval::EvalResult* result) {
+void ServerMetrics::OnEval(absl::StatusCode code, double seconds, const EvalCounts* counts) {
   families_->evals.Add({{"code", Code(code)}}).Increment();
-  if (result == nullptr) return;
+  if (counts == nullptr) return;
   families_->eval_duration.Add({}, SecondsBuckets(0.01, 18)).Observe(seconds);
-  families_->eval_blocks.Add({}).Increment(static_cast<double>(result->blocks));
-  families_->eval_tokens.Add({}).Increment(static_cast<double>(result->tokens_scored));
-  families_->eval_compute.Add({}).Increment(result->compute_seconds);
-  if (result->compute_seconds > 0) {
+  families_->eval_blocks.Add({}).Increment(static_cast<double>(counts->blocks));
+  families_->eval_tokens.Add({}).Increment(static_cast<double>(counts->tokens_scored));
+  families_->eval_compute.Add({}).Increment(counts->compute_seconds);
+  if (counts->compute_seconds > 0) {
     families_->eval_rate.Add({{"unit", "blocks_per_second"}})
-        .Set(static_cast<double>(result->blocks) / result->compute_seconds);
+        .Set(static_cast<double>(counts->blocks) / counts->compute_seconds);
     families_->eval_rate.Add({{"unit", "tokens_per_second"}})
-        .Set(static_cast<double>(result->tokens_scored) / result->compute_seconds);
+        .Set(static_cast<double>(counts->tokens_scored) / counts->compute_seconds);
   }
 }
 

@@ -1,9 +1,11 @@
 // File: server_metrics.h
 // The server's Prometheus metrics (prometheus-cpp's registry and text
 // format), served over HTTP on --metrics-listen (http_exposer.h). Counters
-// and histograms are fed by hooks (OpsObserver for RPCs and jobs, InstrumentedCore for loads and evaluations); gauges of the
-// core's state (resident bytes, device memory, jobs queued/running) are read
-// from the core at each scrape. The core itself knows nothing of this.
+// and histograms are fed by the OpsObserver hooks (common/ops_observer.h:
+// RPCs from the service, jobs from the queue, loads and evaluations from the
+// core); gauges of the core's state (resident bytes, device memory, jobs
+// queued/running) are read from the core at each scrape. Nothing outside
+// metrics/ knows of Prometheus.
 #pragma once
 
 #include <atomic>
@@ -37,10 +39,8 @@ class ServerMetrics final : public OpsObserver {
   void OnRpc(absl::string_view method, absl::StatusCode code, double seconds) override;
   void OnJobStates(const std::map<std::string, int64_t>& counts) override;
   void OnJobFinished(absl::string_view state, double seconds) override;
-
-  // From InstrumentedCore.
-  void OnLoad(core::ResourceKind kind, absl::StatusCode code, double seconds);
-  void OnEval(absl::StatusCode code, double seconds, const eval::EvalResult* result);
+  void OnLoad(absl::string_view kind, absl::StatusCode code, double seconds) override;
+  void OnEval(absl::StatusCode code, double seconds, const EvalCounts* counts) override;
 
   // 1 once the preload finished and the server is SERVING.
   void SetReady(bool ready);

@@ -6,7 +6,6 @@
 #include <cstdlib>
 #include <utility>
 
-#include <google/protobuf/descriptor.h>
 #include <spdlog/spdlog.h>
 
 #include "absl/strings/str_cat.h"
@@ -52,20 +51,6 @@ void LogCall(const char* method, const grpc::CallbackServerContext* ctx,
   }
 }
 
-// The index gRPC gives `method` of DrafterEval (the proto's order), checked
-// against the request type the handler expects. A mismatch is our bug.
-int MethodIndex(const char* method, const google::protobuf::Descriptor* request) {
-  const google::protobuf::ServiceDescriptor* service =
-      request->file()->pool()->FindServiceByName(pb::DrafterEval::service_full_name());
-  const google::protobuf::MethodDescriptor* m =
-      service != nullptr ? service->FindMethodByName(method) : nullptr;
-  if (m == nullptr || m->input_type() != request) {
-    spdlog::critical("DrafterEval has no method {} taking {}", method, request->full_name());
-    std::abort();
-  }
-  return m->index();
-}
-
 absl::Status JobsMissing() {
   return absl::UnimplementedError("this server was started without a job service");
 }
@@ -74,25 +59,7 @@ absl::Status JobsMissing() {
 
 EvalService::EvalService(core::EvalCore& core, core::JobService* jobs, int workers,
                          ServiceOptions options)
-    : core_(core), jobs_(jobs), options_(options), pool_(workers) {
-  AddUnary("GetServerInfo", Where::kInline, &EvalService::HandleGetServerInfo);
-  AddUnary("ValidateCheckpoint", Where::kPool, &EvalService::HandleValidateCheckpoint);
-  AddUnary("LoadDrafter", Where::kPool, &EvalService::HandleLoadDrafter);
-  AddUnary("UnloadDrafter", Where::kPool, &EvalService::HandleUnloadDrafter);
-  AddUnary("LoadTarget", Where::kPool, &EvalService::HandleLoadTarget);
-  AddUnary("UnloadTarget", Where::kPool, &EvalService::HandleUnloadTarget);
-  AddUnary("LoadDataset", Where::kPool, &EvalService::HandleLoadDataset);
-  AddUnary("UnloadDataset", Where::kPool, &EvalService::HandleUnloadDataset);
-  AddUnary("ListResources", Where::kInline, &EvalService::HandleListResources);
-  AddUnary("RunEval", Where::kPool, &EvalService::HandleRunEval);
-  AddUnary("SubmitEval", Where::kJobs, &EvalService::HandleSubmitEval);
-  AddUnary("GetEval", Where::kJobs, &EvalService::HandleGetEval);
-  AddUnary("ListEvals", Where::kJobs, &EvalService::HandleListEvals);
-  AddWatchEval();
-  AddUnary("CancelEval", Where::kJobs, &EvalService::HandleCancelEval);
-  AddUnary("ResubmitEval", Where::kJobs, &EvalService::HandleResubmitEval);
-  AddUnary("CompareEvals", Where::kJobs, &EvalService::HandleCompareEvals);
-}
+    : core_(core), jobs_(jobs), options_(options), pool_(workers) {}
 
 EvalService::~EvalService() = default;
 
@@ -102,76 +69,131 @@ absl::Status EvalService::Authorize(const Ctx* ctx, const char* method) const {
 }
 
 template <typename Req, typename Resp>
-void EvalService::AddUnary(const char* method, Where where, Handler<Req, Resp> handler) {
-  auto run_method = [this, method, where, handler](Ctx* ctx, const grpc::ByteBuffer* raw,
-                                                   grpc::ByteBuffer* out) {
-    const Clock::time_point start = Clock::now();
-    grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
-    auto finish = [ctx, reactor, method, start](const absl::Status& status) {
-      LogCall(method, ctx, status, start);
-      reactor->Finish(ToGrpcStatus(status));
-    };
-    if (absl::Status auth = Authorize(ctx, method); !auth.ok()) {
-      finish(auth);
-      return reactor;
-    }
-    auto req = std::make_shared<Req>();
-    if (absl::Status parsed = ParseRequest(*raw, req.get()); !parsed.ok()) {
-      finish(parsed);
-      return reactor;
-    }
-    if (where == Where::kJobs && jobs_ == nullptr) {
-      finish(JobsMissing());
-      return reactor;
-    }
-    auto work = [this, ctx, req, out, handler, finish, where] {
-      Resp resp;
-      absl::Status status;
-      if (where != Where::kInline && ctx->IsCancelled()) {
-        status = absl::CancelledError("the client cancelled the call");
-      } else {
-        status = (this->*handler)(ctx, *req, &resp);
-      }
-      if (status.ok()) *out = ToByteBuffer(resp);
-      finish(status);
-    };
-    if (where == Where::kInline) {
-      work();
-    } else if (!pool_.Post(std::move(work))) {
-      finish(absl::UnavailableError("the server is shutting down"));
-    }
-    return reactor;
+grpc::ServerUnaryReactor* EvalService::Unary(const char* method, Where where,
+                                             Handler<Req, Resp> handler, Ctx* ctx,
+                                             const Bytes* raw, Bytes* out) {
+  const Clock::time_point start = Clock::now();
+  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+  auto finish = [ctx, reactor, method, start](const absl::Status& status) {
+    LogCall(method, ctx, status, start);
+    reactor->Finish(ToGrpcStatus(status));
   };
-  MarkMethodRawCallback(
-      MethodIndex(method, Req::descriptor()),
-      new grpc::internal::CallbackUnaryHandler<grpc::ByteBuffer, grpc::ByteBuffer>(
-          std::move(run_method)));
+  if (absl::Status auth = Authorize(ctx, method); !auth.ok()) {
+    finish(auth);
+    return reactor;
+  }
+  auto req = std::make_shared<Req>();
+  if (absl::Status parsed = ParseRequest(*raw, req.get()); !parsed.ok()) {
+    finish(parsed);
+    return reactor;
+  }
+  if (where == Where::kJobs && jobs_ == nullptr) {
+    finish(JobsMissing());
+    return reactor;
+  }
+  auto work = [this, ctx, req, out, handler, finish, where] {
+    Resp resp;
+    absl::Status status;
+    if (where != Where::kInline && ctx->IsCancelled()) {
+      status = absl::CancelledError("the client cancelled the call");
+    } else {
+      status = (this->*handler)(ctx, *req, &resp);
+    }
+    if (status.ok()) *out = ToByteBuffer(resp);
+    finish(status);
+  };
+  if (where == Where::kInline) {
+    work();
+  } else if (!pool_.Post(std::move(work))) {
+    finish(absl::UnavailableError("the server is shutting down"));
+  }
+  return reactor;
 }
 
-void EvalService::AddWatchEval() {
-  using Reactor = grpc::ServerWriteReactor<grpc::ByteBuffer>;
-  auto open_stream = [this](Ctx* ctx, const grpc::ByteBuffer* raw) -> Reactor* {
-    absl::Status refused = Authorize(ctx, "WatchEval");
-    pb::WatchEvalRequest req;
-    if (refused.ok()) refused = ParseRequest(*raw, &req);
-    if (refused.ok() && jobs_ != nullptr) refused = CheckId("id", req.id());
-    std::atomic<int>* counter = nullptr;
-    if (refused.ok()) {
-      const int open = open_watch_streams_.fetch_add(1) + 1;
-      counter = &open_watch_streams_;
-      if (options_.max_watch_streams > 0 && open > options_.max_watch_streams) {
-        refused = absl::ResourceExhaustedError(absl::StrCat(
-            "too many WatchEval streams open (", open - 1, "); the server allows ",
-            options_.max_watch_streams,
-            " (--max-concurrent-streams); poll with GetEval instead"));
-      }
+grpc::ServerUnaryReactor* EvalService::GetServerInfo(Ctx* ctx, const Bytes* req, Bytes* resp) {
+  return Unary("GetServerInfo", Where::kInline, &EvalService::HandleGetServerInfo, ctx, req,
+               resp);
+}
+
+grpc::ServerUnaryReactor* EvalService::ValidateCheckpoint(Ctx* ctx, const Bytes* req,
+                                                          Bytes* resp) {
+  return Unary("ValidateCheckpoint", Where::kPool, &EvalService::HandleValidateCheckpoint, ctx,
+               req, resp);
+}
+
+grpc::ServerUnaryReactor* EvalService::LoadDrafter(Ctx* ctx, const Bytes* req, Bytes* resp) {
+  return Unary("LoadDrafter", Where::kPool, &EvalService::HandleLoadDrafter, ctx, req, resp);
+}
+
+grpc::ServerUnaryReactor* EvalService::UnloadDrafter(Ctx* ctx, const Bytes* req, Bytes* resp) {
+  return Unary("UnloadDrafter", Where::kPool, &EvalService::HandleUnloadDrafter, ctx, req, resp);
+}
+
+grpc::ServerUnaryReactor* EvalService::LoadTarget(Ctx* ctx, const Bytes* req, Bytes* resp) {
+  return Unary("LoadTarget", Where::kPool, &EvalService::HandleLoadTarget, ctx, req, resp);
+}
+
+grpc::ServerUnaryReactor* EvalService::UnloadTarget(Ctx* ctx, const Bytes* req, Bytes* resp) {
+  return Unary("UnloadTarget", Where::kPool, &EvalService::HandleUnloadTarget, ctx, req, resp);
+}
+
+grpc::ServerUnaryReactor* EvalService::LoadDataset(Ctx* ctx, const Bytes* req, Bytes* resp) {
+  return Unary("LoadDataset", Where::kPool, &EvalService::HandleLoadDataset, ctx, req, resp);
+}
+
+grpc::ServerUnaryReactor* EvalService::UnloadDataset(Ctx* ctx, const Bytes* req, Bytes* resp) {
+  return Unary("UnloadDataset", Where::kPool, &EvalService::HandleUnloadDataset, ctx, req, resp);
+}
+
+grpc::ServerUnaryReactor* EvalService::ListResources(Ctx* ctx, const Bytes* req, Bytes* resp) {
+  return Unary("ListResources", Where::kInline, &EvalService::HandleListResources, ctx, req,
+               resp);
+}
+
+grpc::ServerUnaryReactor* EvalService::RunEval(Ctx* ctx, const Bytes* req, Bytes* resp) {
+  return Unary("RunEval", Where::kPool, &EvalService::HandleRunEval, ctx, req, resp);
+}
+
+grpc::ServerUnaryReactor* EvalService::SubmitEval(Ctx* ctx, const Bytes* req, Bytes* resp) {
+  return Unary("SubmitEval", Where::kJobs, &EvalService::HandleSubmitEval, ctx, req, resp);
+}
+
+grpc::ServerUnaryReactor* EvalService::GetEval(Ctx* ctx, const Bytes* req, Bytes* resp) {
+  return Unary("GetEval", Where::kJobs, &EvalService::HandleGetEval, ctx, req, resp);
+}
+
+grpc::ServerUnaryReactor* EvalService::ListEvals(Ctx* ctx, const Bytes* req, Bytes* resp) {
+  return Unary("ListEvals", Where::kJobs, &EvalService::HandleListEvals, ctx, req, resp);
+}
+
+grpc::ServerUnaryReactor* EvalService::CancelEval(Ctx* ctx, const Bytes* req, Bytes* resp) {
+  return Unary("CancelEval", Where::kJobs, &EvalService::HandleCancelEval, ctx, req, resp);
+}
+
+grpc::ServerUnaryReactor* EvalService::ResubmitEval(Ctx* ctx, const Bytes* req, Bytes* resp) {
+  return Unary("ResubmitEval", Where::kJobs, &EvalService::HandleResubmitEval, ctx, req, resp);
+}
+
+grpc::ServerUnaryReactor* EvalService::CompareEvals(Ctx* ctx, const Bytes* req, Bytes* resp) {
+  return Unary("CompareEvals", Where::kJobs, &EvalService::HandleCompareEvals, ctx, req, resp);
+}
+
+grpc::ServerWriteReactor<grpc::ByteBuffer>* EvalService::WatchEval(Ctx* ctx, const Bytes* raw) {
+  absl::Status refused = Authorize(ctx, "WatchEval");
+  pb::WatchEvalRequest req;
+  if (refused.ok()) refused = ParseRequest(*raw, &req);
+  if (refused.ok() && jobs_ != nullptr) refused = CheckId("id", req.id());
+  std::atomic<int>* counter = nullptr;
+  if (refused.ok()) {
+    const int open = open_watch_streams_.fetch_add(1) + 1;
+    counter = &open_watch_streams_;
+    if (options_.max_watch_streams > 0 && open > options_.max_watch_streams) {
+      refused = absl::ResourceExhaustedError(absl::StrCat(
+          "too many WatchEval streams open (", open - 1, "); the server allows ",
+          options_.max_watch_streams, " (--max-concurrent-streams); poll with GetEval instead"));
     }
-    return new WatchReactor(jobs_, ctx, req.id(), refused, counter);
-  };
-  MarkMethodRawCallback(
-      MethodIndex("WatchEval", pb::WatchEvalRequest::descriptor()),
-      new grpc::internal::CallbackServerStreamingHandler<grpc::ByteBuffer, grpc::ByteBuffer>(
-          std::move(open_stream)));
+  }
+  return new WatchReactor(jobs_, ctx, req.id(), refused, counter);
 }
 
 absl::Status EvalService::HandleGetServerInfo(Ctx*, const pb::GetServerInfoRequest&,

@@ -5,11 +5,14 @@
 // its status and duration. Work that can take long (loads, evaluations) runs
 // on a WorkerPool, never on gRPC's callback threads.
 //
-// The methods are registered as raw callbacks (bytes in, bytes out) rather
-// than through the generated typed CallbackService: gRPC answers a typed
-// request it cannot parse with UNIMPLEMENTED and an empty message, and
-// protobuf's parser drops a field sent with the wrong wire type without a
-// word. Here both are INVALID_ARGUMENT naming the field.
+// The service derives from the generated raw callback methods
+// (DrafterEval::WithRawCallbackMethod_*, gRPC's public callback API): each
+// RPC is one override taking the request's bytes, answering through a reactor
+// of grpc::CallbackServerContext. Raw rather than the typed CallbackService:
+// gRPC answers a typed request it cannot parse with UNIMPLEMENTED and an
+// empty message, and protobuf's parser drops a field sent with the wrong wire
+// type without a word. Here both are INVALID_ARGUMENT naming the field
+// (request_parser.h).
 #pragma once
 
 #include <atomic>
@@ -32,7 +35,27 @@ struct ServiceOptions {
   int max_watch_streams = 0;
 };
 
-class EvalService final : public ::dflash::eval::v1::DrafterEval::Service {
+// Every DrafterEval method as a raw (bytes in, bytes out) callback method.
+using RawCallbackService = pb::DrafterEval::WithRawCallbackMethod_GetServerInfo<
+    pb::DrafterEval::WithRawCallbackMethod_ValidateCheckpoint<
+    pb::DrafterEval::WithRawCallbackMethod_LoadDrafter<
+    pb::DrafterEval::WithRawCallbackMethod_UnloadDrafter<
+    pb::DrafterEval::WithRawCallbackMethod_LoadTarget<
+    pb::DrafterEval::WithRawCallbackMethod_UnloadTarget<
+    pb::DrafterEval::WithRawCallbackMethod_LoadDataset<
+    pb::DrafterEval::WithRawCallbackMethod_UnloadDataset<
+    pb::DrafterEval::WithRawCallbackMethod_ListResources<
+    pb::DrafterEval::WithRawCallbackMethod_RunEval<
+    pb::DrafterEval::WithRawCallbackMethod_SubmitEval<
+    pb::DrafterEval::WithRawCallbackMethod_GetEval<
+    pb::DrafterEval::WithRawCallbackMethod_ListEvals<
+    pb::DrafterEval::WithRawCallbackMethod_WatchEval<
+    pb::DrafterEval::WithRawCallbackMethod_CancelEval<
+    pb::DrafterEval::WithRawCallbackMethod_ResubmitEval<
+    pb::DrafterEval::WithRawCallbackMethod_CompareEvals<
+    pb::DrafterEval::Service>>>>>>>>>>>>>>>>>;
+
+class EvalService final : public RawCallbackService {
  public:
   // `core` and `jobs` must outlive the service. `workers`: threads for long
   // calls. Without `jobs` the job RPCs answer UNIMPLEMENTED and unloads go
@@ -44,16 +67,39 @@ class EvalService final : public ::dflash::eval::v1::DrafterEval::Service {
 
  private:
   using Ctx = grpc::CallbackServerContext;
+  using Bytes = grpc::ByteBuffer;
+  using UnaryReactor = grpc::ServerUnaryReactor;
+
+  // The generated raw methods, one per RPC; each hands its handler to Unary.
+  UnaryReactor* GetServerInfo(Ctx* ctx, const Bytes* req, Bytes* resp) override;
+  UnaryReactor* ValidateCheckpoint(Ctx* ctx, const Bytes* req, Bytes* resp) override;
+  UnaryReactor* LoadDrafter(Ctx* ctx, const Bytes* req, Bytes* resp) override;
+  UnaryReactor* UnloadDrafter(Ctx* ctx, const Bytes* req, Bytes* resp) override;
+  UnaryReactor* LoadTarget(Ctx* ctx, const Bytes* req, Bytes* resp) override;
+  UnaryReactor* UnloadTarget(Ctx* ctx, const Bytes* req, Bytes* resp) override;
+  UnaryReactor* LoadDataset(Ctx* ctx, const Bytes* req, Bytes* resp) override;
+  UnaryReactor* UnloadDataset(Ctx* ctx, const Bytes* req, Bytes* resp) override;
+  UnaryReactor* ListResources(Ctx* ctx, const Bytes* req, Bytes* resp) override;
+  UnaryReactor* RunEval(Ctx* ctx, const Bytes* req, Bytes* resp) override;
+  UnaryReactor* SubmitEval(Ctx* ctx, const Bytes* req, Bytes* resp) override;
+  UnaryReactor* GetEval(Ctx* ctx, const Bytes* req, Bytes* resp) override;
+  UnaryReactor* ListEvals(Ctx* ctx, const Bytes* req, Bytes* resp) override;
+  grpc::ServerWriteReactor<Bytes>* WatchEval(Ctx* ctx, const Bytes* req) override;
+  UnaryReactor* CancelEval(Ctx* ctx, const Bytes* req, Bytes* resp) override;
+  UnaryReactor* ResubmitEval(Ctx* ctx, const Bytes* req, Bytes* resp) override;
+  UnaryReactor* CompareEvals(Ctx* ctx, const Bytes* req, Bytes* resp) override;
+
   // Where a unary method's work runs: on gRPC's callback thread (quick
   // reads), on the worker pool, or on the pool and only with a job service.
   enum class Where { kInline, kPool, kJobs };
   template <typename Req, typename Resp>
   using Handler = absl::Status (EvalService::*)(Ctx*, const Req&, Resp*);
 
-  // Registers `handler` as the raw callback of the method named `method`.
+  // One unary call: authorize, parse `raw` strictly, run `handler` where
+  // `where` says, serialize into `out`, log, finish the default reactor.
   template <typename Req, typename Resp>
-  void AddUnary(const char* method, Where where, Handler<Req, Resp> handler);
-  void AddWatchEval();
+  UnaryReactor* Unary(const char* method, Where where, Handler<Req, Resp> handler, Ctx* ctx,
+                      const Bytes* raw, Bytes* out);
 
   // One per method: check what the request means, call the core or the job
   // service, fill `resp`.

@@ -18,8 +18,8 @@
 
 namespace dflash::service {
 
-// Writes serialized EvalJob messages: WatchEval is registered as a raw
-// callback (eval_service.h).
+// Writes serialized EvalJob messages: WatchEval is a raw callback method
+// (eval_service.h).
 class WatchReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
  public:
   // `jobs` null: finishes UNIMPLEMENTED. `refused` not ok: finishes with it

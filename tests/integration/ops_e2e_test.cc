@@ -175,7 +175,7 @@ preload:
   EXPECT_GT(Sample(after, R"(dflash_evald_last_eval_throughput{unit="tokens_per_second"})"), 0);
   EXPECT_EQ(Sample(after, "dflash_evald_eval_duration_seconds_count"), 1);
 
-  // An evaluation run as a job goes through the same instrumented core.
+  // An evaluation run as a job is counted by the same core hooks.
   CommandResult job = Cli(*server, {"eval", "--drafter", "m", "--dataset", "d", "--target", "t"});
   ASSERT_EQ(job.exit_code, 0) << job.err;
   const std::string after_job = HttpGet(metrics_port, "/metrics");
