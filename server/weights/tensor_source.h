@@ -45,6 +45,9 @@ class TensorSource {
   // Entries that are not tensors and were skipped ("optimizer", "step"), with
   // their key paths. Empty for formats that hold only tensors.
   virtual std::vector<std::string> skipped_entries() const { return {}; }
+  // The training wrapper the tensors were read from inside ("state_dict",
+  // "module", "model_state_dict"; see pickle_flatten.h), "" when none.
+  virtual std::string unwrapped_wrapper() const { return {}; }
 
   // nullptr when absent.
   const TensorInfo* Find(absl::string_view name) const;

@@ -130,6 +130,7 @@ absl::StatusOr<WeightReport> ValidateWeightMap(const TensorSource& source,
   report.path = source.path();
   report.format = source.format();
   report.skipped_entries = source.skipped_entries();
+  report.unwrapped_wrapper = source.unwrapped_wrapper();
   const std::vector<TensorInfo>& stored = source.tensors();
 
   const Normalisation norm = ChooseNormalisation(stored, schema);
@@ -355,6 +356,10 @@ absl::StatusOr<WeightReport> ValidateWeightMap(const TensorSource& source,
                    ", shape mismatches ", report.shape_mismatches, ", unexpected ",
                    report.unexpected, ", ignored ", report.ignored,
                    ", optional absent ", optional_absent)};
+  if (!report.unwrapped_wrapper.empty()) {
+    facts.push_back(absl::StrCat("unwrapped the training wrapper '", report.unwrapped_wrapper,
+                                 "': tensor names are read from inside it"));
+  }
   if (!norm.prefix.empty()) {
     facts.push_back(absl::StrCat("stripped wrapper prefix '", norm.prefix, "' from ",
                                  stripped_count, " of ", stored.size(), " names"));

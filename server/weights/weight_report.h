@@ -43,6 +43,7 @@ struct WeightReport {
   std::string config_path;
   bool ok = false;
   std::string stripped_prefix;
+  std::string unwrapped_wrapper;  // torch.save entry the tensors came from, "" when none
   int found = 0, missing = 0, shape_mismatches = 0, unexpected = 0, ignored = 0;
   std::vector<std::string> problems;         // one line each, most important first
   std::vector<std::string> facts;            // derived facts in words
