@@ -77,15 +77,22 @@ absl::StatusOr<const typename Map::mapped_type*> Reusable(const Map& map,
 
 }  // namespace
 
-// Opens, parses and validates; `target_hidden` 0 = the drafter's own H.
-// Statistics read no tensor larger than `max_tensor_bytes` (0: no limit).
+// How CheckCheckpoint validates: `target_hidden` 0 = the drafter's own H;
+// statistics read no tensor larger than `max_tensor_bytes` (0: no limit).
+namespace {
+struct CheckOptions {
+  bool allow_unexpected = false;
+  bool compute_stats = false;
+  int64_t target_hidden = 0;
+  int64_t max_tensor_bytes = 0;
+};
+}  // namespace
+
+// Opens, parses and validates.
 static absl::StatusOr<CheckedCheckpoint> CheckCheckpoint(const DataRoots& roots,
                                                          const std::string& path,
                                                          const std::string& config_path,
-                                                         bool allow_unexpected,
-                                                         bool compute_stats,
-                                                         int64_t target_hidden,
-                                                         int64_t max_tensor_bytes = 0) {
+                                                         const CheckOptions& check) {
   ASSIGN_OR_RETURN(std::string resolved, roots.Resolve(path));
   RETURN_IF_ERROR(roots.CheckLinks(resolved));  // shards and config.json found inside
   std::string resolved_config;
@@ -95,11 +102,12 @@ static absl::StatusOr<CheckedCheckpoint> CheckCheckpoint(const DataRoots& roots,
   CheckedCheckpoint c;
   ASSIGN_OR_RETURN(c.opened, weights::OpenCheckpoint(resolved, resolved_config));
   ASSIGN_OR_RETURN(c.config, model::ParseDrafterConfigFile(c.opened.config_path));
-  if (target_hidden <= 0) target_hidden = c.config.hidden_size;
+  const int64_t target_hidden =
+      check.target_hidden > 0 ? check.target_hidden : c.config.hidden_size;
   weights::ValidateOptions options;
-  options.allow_unexpected = allow_unexpected;
-  options.compute_stats = compute_stats;
-  options.max_tensor_bytes = max_tensor_bytes;
+  options.allow_unexpected = check.allow_unexpected;
+  options.compute_stats = check.compute_stats;
+  options.max_tensor_bytes = check.max_tensor_bytes;
   options.ignore = model::DrafterIgnoreRules();
   ASSIGN_OR_RETURN(c.report,
                    weights::ValidateWeightMap(*c.opened.source,
@@ -125,10 +133,13 @@ static int64_t SoleTargetVocab(const EvalCoreImpl::Resident& r) {
 
 absl::StatusOr<weights::WeightReport> EvalCoreImpl::ValidateCheckpoint(
     const ValidateParams& params) {
+  CheckOptions check;
+  check.allow_unexpected = params.allow_unexpected;
+  check.compute_stats = params.compute_stats;
+  check.target_hidden = SoleTargetHidden(*resident_);
+  check.max_tensor_bytes = options_.max_resident_bytes;
   ASSIGN_OR_RETURN(CheckedCheckpoint c,
-                   CheckCheckpoint(roots_, params.path, params.config_path,
-                                   params.allow_unexpected, params.compute_stats,
-                                   SoleTargetHidden(*resident_), options_.max_resident_bytes));
+                   CheckCheckpoint(roots_, params.path, params.config_path, check));
   return c.report;
 }
 
@@ -162,15 +173,21 @@ absl::StatusOr<LoadResult> EvalCoreImpl::LoadDrafter(const LoadDrafterParams& pa
     }
   }
 
+  CheckOptions check;
+  check.allow_unexpected = params.allow_unexpected;
+  check.target_hidden = SoleTargetHidden(*resident_);
   ASSIGN_OR_RETURN(CheckedCheckpoint c,
-                   CheckCheckpoint(roots_, params.path, params.config_path,
-                                   params.allow_unexpected, /*compute_stats=*/false,
-                                   SoleTargetHidden(*resident_)));
+                   CheckCheckpoint(roots_, params.path, params.config_path, check));
   // A failed load says what is wrong: the report's problems go into the message.
+  // Wrong checkpoint content is InvalidArgument (STYLE.md), like a NaN weight.
   if (!c.report.ok) {
-    return absl::FailedPreconditionError(absl::StrCat(
+    return absl::InvalidArgumentError(absl::StrCat(
         "checkpoint '", resolved, "' does not match its config (", c.report.missing,
-        " missing, ", c.report.shape_mismatches, " shape mismatch(es), ", c.report.unexpected,
+        " missing, ", c.report.shape_mismatches, " shape mismatch(es), ",
+        c.report.dtype_mismatches > 0
+            ? absl::StrCat(c.report.dtype_mismatches, " dtype mismatch(es), ")
+            : "",
+        c.report.unexpected,
         " unexpected); nothing was loaded:\n  - ", absl::StrJoin(c.report.problems, "\n  - ")));
   }
   const int64_t budget = options_.max_resident_bytes;

@@ -81,10 +81,12 @@ std::vector<TensorEntry*> FoundSorted(WeightReport& report) {
   return out;
 }
 
+enum class Stats { kCompute, kSkip };
+
 // Reads one FOUND tensor, checks it still has the validated shape and adds
-// it to the fingerprint (and stats when `stats` is set).
+// it to the fingerprint (and its statistics with Stats::kCompute).
 absl::StatusOr<at::Tensor> ReadAndDigest(const TensorSource& source, TensorEntry& e,
-                                         bool stats, Fingerprinter& fp) {
+                                         Stats stats, Fingerprinter& fp) {
   ASSIGN_OR_RETURN(at::Tensor t, source.Read(e.stored_name));
   ASSIGN_OR_RETURN(t, TorchGuard("reading", [&] { return t.cpu().contiguous(); }),
                    "tensor '", e.stored_name, "'");
@@ -94,7 +96,7 @@ absl::StatusOr<at::Tensor> ReadAndDigest(const TensorSource& source, TensorEntry
         "tensor '", e.stored_name, "' now has shape ", Shape(shape),
         "; it had ", Shape(e.shape), " when validated (file changed?)"));
   }
-  if (stats && !e.has_stats) {
+  if (stats == Stats::kCompute && !e.has_stats) {
     ASSIGN_OR_RETURN(e.stats, ComputeTensorStats(t), "tensor '", e.stored_name, "'");
     e.has_stats = true;
   }
@@ -154,7 +156,7 @@ absl::StatusOr<WeightReport> ValidateWeightMap(const TensorSource& source,
     }
   }
 
-  std::vector<std::string> missing_lines, mismatch_lines, bad_values;
+  std::vector<std::string> missing_lines, mismatch_lines, dtype_lines, bad_values;
   std::set<int> schema_layers, stored_layers;
   std::map<int, std::vector<size_t>> missing_by_layer;  // layer -> entry index
   std::map<int, int> schema_count_by_layer;
@@ -208,11 +210,10 @@ absl::StatusOr<WeightReport> ValidateWeightMap(const TensorSource& source,
                                             " ", e.reason));
       ++report.shape_mismatches;
     } else if (!IsFloatingPoint(t.dtype)) {
-      e.status = EntryStatus::kShapeMismatch;
+      e.status = EntryStatus::kDtypeMismatch;
       e.reason = absl::StrCat("has dtype ", e.dtype, "; expected a floating-point type");
-      mismatch_lines.push_back(absl::StrCat("tensor '", e.name, "'", StoredAs(e),
-                                            " ", e.reason));
-      ++report.shape_mismatches;
+      dtype_lines.push_back(absl::StrCat("tensor '", e.name, "'", StoredAs(e), " ", e.reason));
+      ++report.dtype_mismatches;
     } else {
       ++report.found;
       report.tensor_bytes += t.nbytes;
@@ -318,7 +319,7 @@ absl::StatusOr<WeightReport> ValidateWeightMap(const TensorSource& source,
             " bytes; reading it for statistics would exceed the resident budget of ",
             options.max_tensor_bytes, " bytes (--max-resident-bytes)"));
       }
-      ASSIGN_OR_RETURN(at::Tensor t, ReadAndDigest(source, *e, /*stats=*/true, fp));
+      ASSIGN_OR_RETURN(at::Tensor t, ReadAndDigest(source, *e, Stats::kCompute, fp));
     }
     report.fingerprint = fp.Hex();
     ReportStats(report, found, &bad_values);
@@ -326,6 +327,7 @@ absl::StatusOr<WeightReport> ValidateWeightMap(const TensorSource& source,
 
   AddCapped(missing_lines, "missing tensors", &report.problems);
   AddCapped(mismatch_lines, "shape mismatches", &report.problems);
+  AddCapped(dtype_lines, "dtype mismatches", &report.problems);
   AddCapped(bad_values, "tensors with NaN/Inf", &report.problems);
   AddCapped(ambiguous, "ambiguous names", &report.problems);
   std::vector<std::string> unexpected_all = extra_layer_lines;
@@ -339,6 +341,7 @@ absl::StatusOr<WeightReport> ValidateWeightMap(const TensorSource& source,
     AddCapped(unexpected_all, "unexpected tensors", &report.problems);
   }
   report.ok = report.missing == 0 && report.shape_mismatches == 0 &&
+              report.dtype_mismatches == 0 &&
               bad_values.empty() && ambiguous.empty() &&
               (report.unexpected == 0 || options.allow_unexpected);
 
@@ -353,7 +356,11 @@ absl::StatusOr<WeightReport> ValidateWeightMap(const TensorSource& source,
                    " tensors in the checkpoint, ", schema.size(),
                    " in the schema (", required, " required)"),
       absl::StrCat("found ", report.found, ", missing ", report.missing,
-                   ", shape mismatches ", report.shape_mismatches, ", unexpected ",
+                   ", shape mismatches ", report.shape_mismatches,
+                   report.dtype_mismatches > 0
+                       ? absl::StrCat(", dtype mismatches ", report.dtype_mismatches)
+                       : "",
+                   ", unexpected ",
                    report.unexpected, ", ignored ", report.ignored,
                    ", optional absent ", optional_absent)};
   if (!report.unwrapped_wrapper.empty()) {
@@ -409,7 +416,7 @@ absl::StatusOr<std::map<std::string, at::Tensor>> LoadValidatedWeights(
   // fails the check, so the report can say how many NaN and Inf it holds.
   std::vector<TensorEntry*> fresh;  // stats computed now, not at validation
   for (TensorEntry* e : FoundSorted(report)) {
-    ASSIGN_OR_RETURN(at::Tensor t, ReadAndDigest(source, *e, /*stats=*/false, fp));
+    ASSIGN_OR_RETURN(at::Tensor t, ReadAndDigest(source, *e, Stats::kSkip, fp));
     if (!e->has_stats) {
       ASSIGN_OR_RETURN(const bool finite, AllFinite(t), "tensor '", e->stored_name, "'");
       if (!finite) {
@@ -438,7 +445,8 @@ absl::StatusOr<std::map<std::string, at::Tensor>> LoadValidatedWeights(
   if (!bad_values.empty()) {
     report.ok = false;
     report.problems.insert(report.problems.begin(), bad_values.begin(), bad_values.end());
-    return absl::FailedPreconditionError(absl::StrCat(
+    // Bad content, like a wrong shape (STYLE.md): InvalidArgument.
+    return absl::InvalidArgumentError(absl::StrCat(
         "weights of '", report.path, "' are not usable: ", bad_values[0]));
   }
   return out;
