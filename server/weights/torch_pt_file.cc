@@ -4,18 +4,13 @@
 
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>
-#include <fcntl.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
 #include <fstream>
 #include <memory>
 #include <new>
-#include <set>
+#include <optional>
 #include <unordered_map>
 #include <utility>
 
@@ -23,8 +18,10 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/mapped_file.h"
 #include "common/status_macros.h"
 #include "weights/gzip_inflate.h"
+#include "weights/name_suggest.h"
 #include "weights/pickle_flatten.h"
 #include "weights/pickle_reader.h"
 #include "weights/zip_archive.h"
@@ -37,66 +34,18 @@ constexpr absl::string_view kConvertHint =
     "load it with torch.load and save it again with torch.save(obj, path) "
     "(PyTorch >= 1.6 writes the zip format)";
 
-// A whole archive mapped into memory (private, never written back), and the
-// open file, from which large stored records get mappings of their own.
-struct MappedArchive {
-  void* addr = nullptr;
-  size_t size = 0;
-  int fd = -1;
-  const char* bytes() const { return static_cast<const char*>(addr); }
-  ~MappedArchive() {
-    if (addr != nullptr) ::munmap(addr, size);
-    if (fd >= 0) ::close(fd);
-  }
-};
-
 // Records at least this big are mapped in place; smaller ones are copied
 // (a mapping costs a page and a kernel VMA; the count of those is limited).
 constexpr uint64_t kMapMinBytes = uint64_t{1} << 16;
 
-// Writable but private (as safetensors_file.cc): an in-place op on the
-// tensor copies its page instead of faulting, the file is never written,
-// and each call gets its own pages, so two reads stay independent. Read-only
-// where strict overcommit refuses that. nullptr on failure.
-void* MapPrivate(int fd, size_t size, off_t offset) {
-  void* addr = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_NORESERVE, fd,
-                      offset);
-  if (addr == MAP_FAILED && errno == ENOMEM) {
-    addr = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, offset);
-  }
-  return addr == MAP_FAILED ? nullptr : addr;
-}
-
-// nullptr when the file cannot be mapped (the caller reads it instead).
-std::shared_ptr<MappedArchive> MapArchive(const std::string& path) {
-  auto map = std::make_shared<MappedArchive>();
-  map->fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (map->fd < 0) return nullptr;
-  struct stat st;
-  if (::fstat(map->fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size <= 0) return nullptr;
-  map->size = static_cast<size_t>(st.st_size);
-  map->addr = MapPrivate(map->fd, map->size, 0);
-  if (map->addr == nullptr) return nullptr;
-  return map;
-}
-
 // A CPU tensor over `numel` elements of the file at `offset`, in a mapping
 // of its own that lives as long as the tensor; undefined when mmap fails.
-at::Tensor MapRecord(const MappedArchive& map, uint64_t offset, int64_t numel,
-                     uint64_t nbytes, const at::TensorOptions& options) {
-  static const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
-  const uint64_t start = offset - offset % page;
-  const size_t length = static_cast<size_t>(offset - start + nbytes);
-  void* addr = MapPrivate(map.fd, length, static_cast<off_t>(start));
-  if (addr == nullptr) return at::Tensor();
-#ifdef MADV_POPULATE_READ
-  // Map every page now, in one call: the first pass over the tensor (the
-  // load's hash) then streams without a page fault per 16 pages (-10 % load
-  // time on the bench dataset). Best effort: older kernels say EINVAL.
-  ::madvise(addr, length, MADV_POPULATE_READ);
-#endif
-  return at::from_blob(static_cast<char*>(addr) + (offset - start), {numel},
-                       [addr, length](void*) { ::munmap(addr, length); }, options);
+at::Tensor MapRecord(const MappedFile& map, uint64_t offset, int64_t numel, uint64_t nbytes,
+                     const at::TensorOptions& options) {
+  std::optional<MappedFile::Pages> pages = map.MapPages(offset, nbytes);
+  if (!pages.has_value()) return at::Tensor();
+  return at::from_blob(pages->data, {numel},
+                       [pages = *pages](void*) { MappedFile::Unmap(pages); }, options);
 }
 
 std::string ExceptionText(const std::exception& e) {
@@ -114,11 +63,9 @@ struct Entry {
 // The archive's bytes: a private mapping of the file, or a buffer (a
 // gzip-compressed file, or a file that cannot be mapped).
 struct ArchiveBytes {
-  std::shared_ptr<const MappedArchive> map;  // null for a buffer
+  std::shared_ptr<const MappedFile> map;  // null for a buffer
   std::shared_ptr<const std::string> buffer;
-  absl::string_view view() const {
-    return map != nullptr ? absl::string_view(map->bytes(), map->size) : *buffer;
-  }
+  absl::string_view view() const { return map != nullptr ? map->bytes() : *buffer; }
 };
 
 class TorchPtFile final : public TensorSource {
@@ -154,9 +101,9 @@ class TorchPtFile final : public TensorSource {
   absl::StatusOr<at::Tensor> Read(absl::string_view name) const override {
     auto it = index_.find(std::string(name));
     if (it == index_.end()) {
-      return absl::NotFoundError(absl::StrCat("tensor '", name,
-                                              "' not found in '", path_,
-                                              "'; present: ", Nearest(name)));
+      return absl::NotFoundError(absl::StrCat("tensor '", name, "' not found in '", path_,
+                                              "'; nearest present: ",
+                                              QuoteList(NearestNames(name, names()))));
     }
     const Entry& e = entries_[it->second];
     try {
@@ -214,30 +161,6 @@ class TorchPtFile final : public TensorSource {
       return view;
     }
     return view.clone(at::MemoryFormat::Contiguous);
-  }
-
-  // Up to three names, best first by shared prefix plus shared suffix.
-  // (Simple on purpose; the weight map gives the detailed suggestions.)
-  std::string Nearest(absl::string_view name) const {
-    std::vector<std::pair<size_t, const std::string*>> scored;
-    for (const TensorInfo& t : infos_) {
-      absl::string_view n = t.name;
-      size_t pre = 0, suf = 0;
-      while (pre < n.size() && pre < name.size() && n[pre] == name[pre]) ++pre;
-      while (suf < n.size() - pre && suf < name.size() - pre &&
-             n[n.size() - 1 - suf] == name[name.size() - 1 - suf]) {
-        ++suf;
-      }
-      scored.emplace_back(pre + suf, &t.name);
-    }
-    std::stable_sort(
-        scored.begin(), scored.end(),
-        [](const auto& a, const auto& b) { return a.first > b.first; });
-    if (scored.empty()) return "(none)";
-    std::vector<std::string> out;
-    for (size_t i = 0; i < scored.size() && i < 3; ++i)
-      out.push_back(*scored[i].second);
-    return absl::StrCat("'", absl::StrJoin(out, "', '"), "'");
   }
 
   std::string path_;
@@ -367,8 +290,11 @@ absl::StatusOr<TensorSourcePtr> OpenTorchPt(const std::string& path) {
       return OpenArchive(path, std::move(bytes));
     }
     if (!absl::StartsWith(head, "PK")) return NotZip(path, head);
-    bytes.map = MapArchive(path);
-    if (bytes.map == nullptr) {
+    // The descriptor stays open: large stored records get mappings of their own.
+    absl::StatusOr<std::shared_ptr<MappedFile>> map =
+        MappedFile::Open(path, MappedFile::Descriptor::kKeepOpen);
+    if (map.ok()) bytes.map = *std::move(map);
+    if (bytes.map == nullptr) {  // cannot be mapped: read it instead
       ASSIGN_OR_RETURN(std::string raw, ReadWholeFile(path));
       bytes.buffer = std::make_shared<const std::string>(std::move(raw));
     }
