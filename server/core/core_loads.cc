@@ -4,8 +4,10 @@
 
 #include <ATen/ATen.h>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/fix_hint.h"
 #include "common/status_macros.h"
 #include "common/torch_guard.h"
 #include "core/eval_core_impl.h"
@@ -70,9 +72,10 @@ absl::StatusOr<const typename Map::mapped_type*> Reusable(const Map& map,
   auto it = map.find(name);
   if (it == map.end()) return nullptr;
   if (same(it->second)) return &it->second;
-  return absl::AlreadyExistsError(absl::StrCat(
-      "a different ", kind, " is already resident as '", name, "' (from ",
-      it->second.info.source_path, "); unload it or choose another --name"));
+  return WithFixHint(absl::AlreadyExistsError(absl::StrCat(
+                         "a different ", kind, " is already resident as '", name, "' (from ",
+                         it->second.info.source_path, "); unload it or choose another name")),
+                     FixHint::kChooseName);
 }
 
 }  // namespace
@@ -138,9 +141,15 @@ absl::StatusOr<weights::WeightReport> EvalCoreImpl::ValidateCheckpoint(
   check.compute_stats = params.compute_stats;
   check.target_hidden = SoleTargetHidden(*resident_);
   check.max_tensor_bytes = options_.max_resident_bytes;
-  ASSIGN_OR_RETURN(CheckedCheckpoint c,
-                   CheckCheckpoint(roots_, params.path, params.config_path, check));
-  return c.report;
+  absl::StatusOr<CheckedCheckpoint> c =
+      CheckCheckpoint(roots_, params.path, params.config_path, check);
+  // Statistics refused by the budget (weight_map.h): the service names the flag.
+  if (c.status().code() == absl::StatusCode::kResourceExhausted &&
+      absl::StrContains(c.status().message(), "resident budget")) {
+    return WithFixHint(c.status(), FixHint::kResidentBudget);
+  }
+  if (!c.ok()) return c.status();
+  return c->report;
 }
 
 absl::StatusOr<LoadResult> EvalCoreImpl::LoadDrafter(const LoadDrafterParams& params) {

@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "common/shape_text.h"
 #include "common/status_macros.h"
 #include "common/torch_guard.h"
 #include "weights/fingerprint.h"
@@ -26,10 +27,6 @@ namespace {
 
 // Problems listed per category before "... and N more".
 constexpr int kMaxLinesPerCategory = 20;
-
-std::string Shape(const std::vector<int64_t>& shape) {
-  return absl::StrCat("[", absl::StrJoin(shape, ", "), "]");
-}
 
 // Shape mismatch detail: "looks transposed", or which dimension differs.
 std::string ShapeHint(const std::vector<int64_t>& got,
@@ -93,8 +90,8 @@ absl::StatusOr<at::Tensor> ReadAndDigest(const TensorSource& source, TensorEntry
   const std::vector<int64_t> shape(t.sizes().begin(), t.sizes().end());
   if (shape != e.shape) {
     return absl::FailedPreconditionError(absl::StrCat(
-        "tensor '", e.stored_name, "' now has shape ", Shape(shape),
-        "; it had ", Shape(e.shape), " when validated (file changed?)"));
+        "tensor '", e.stored_name, "' now has shape ", ShapeText(shape),
+        "; it had ", ShapeText(e.shape), " when validated (file changed?)"));
   }
   if (stats == Stats::kCompute && !e.has_stats) {
     ASSIGN_OR_RETURN(e.stats, ComputeTensorStats(t), "tensor '", e.stored_name, "'");
@@ -204,8 +201,8 @@ absl::StatusOr<WeightReport> ValidateWeightMap(const TensorSource& source,
     if (t.shape != s.shape) {
       e.status = EntryStatus::kShapeMismatch;
       const std::string hint = ShapeHint(t.shape, s.shape);
-      e.reason = absl::StrCat("has shape ", Shape(t.shape), "; expected ",
-                              Shape(s.shape), hint.empty() ? "" : "; ", hint);
+      e.reason = absl::StrCat("has shape ", ShapeText(t.shape), "; expected ",
+                              ShapeText(s.shape), hint.empty() ? "" : "; ", hint);
       mismatch_lines.push_back(absl::StrCat("tensor '", e.name, "'", StoredAs(e),
                                             " ", e.reason));
       ++report.shape_mismatches;
@@ -266,7 +263,7 @@ absl::StatusOr<WeightReport> ValidateWeightMap(const TensorSource& source,
       e.reason = absl::StrCat("not in the schema; nearest schema names: ",
                               QuoteList(NearestNames(e.name, schema_names)));
       unexpected_lines.push_back(absl::StrCat("unexpected tensor '", e.name, "'",
-                                              StoredAs(e), " ", Shape(e.shape), ": ",
+                                              StoredAs(e), " ", ShapeText(e.shape), ": ",
                                               e.reason));
     }
     report.tensors.push_back(std::move(e));
@@ -302,7 +299,7 @@ absl::StatusOr<WeightReport> ValidateWeightMap(const TensorSource& source,
     e.reason = absl::StrCat("not in the checkpoint; nearest present: ", QuoteList(near));
     if (grouped.count(i) == 0) {
       missing_lines.push_back(absl::StrCat("missing tensor '", e.name, "' ",
-                                           Shape(e.expected_shape), "; nearest present: ",
+                                           ShapeText(e.expected_shape), "; nearest present: ",
                                            QuoteList(near)));
     }
   }
@@ -317,7 +314,7 @@ absl::StatusOr<WeightReport> ValidateWeightMap(const TensorSource& source,
         return absl::ResourceExhaustedError(absl::StrCat(
             "tensor '", e->stored_name, "' in '", source.path(), "' is ", info->nbytes,
             " bytes; reading it for statistics would exceed the resident budget of ",
-            options.max_tensor_bytes, " bytes (--max-resident-bytes)"));
+            options.max_tensor_bytes, " bytes"));
       }
       ASSIGN_OR_RETURN(at::Tensor t, ReadAndDigest(source, *e, Stats::kCompute, fp));
     }

@@ -353,7 +353,7 @@ TEST_F(BadInputMatrixTest, EveryRpcGetsExactStatusesAndNothingIsCorrupted) {
        }),
        Code::ALREADY_EXISTS,
        "a different drafter is already resident as 'm' (from " + D +
-           "/drafter); unload it or choose another --name"},
+           "/drafter); unload it or choose another name (--name)"},
       {"LoadDrafter", "name: control character",
        Msg<DReq>([&](DReq& r) {
          r.set_path(data_ + "/drafter");

@@ -343,7 +343,7 @@ TEST_F(WeightMapTest, StatsRefuseATensorOverTheBudgetBeforeReadingIt) {
               StatusIs(absl::StatusCode::kResourceExhausted,
                        "tensor 'b' in '" + src.path() +
                            "' is 32 bytes; reading it for statistics would exceed the resident "
-                           "budget of 16 bytes (--max-resident-bytes)"));
+                           "budget of 16 bytes"));
   EXPECT_THAT(src.reads(), ElementsAre("a"));
   opts.max_tensor_bytes = 32;
   EXPECT_OK(ValidateWeightMap(src, schema, opts).status());
