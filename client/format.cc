@@ -37,6 +37,7 @@ const char* EntryStatusLabel(pb::TensorEntry::Status s) {
     case pb::TensorEntry::STATUS_FOUND: return "found";
     case pb::TensorEntry::STATUS_MISSING: return "MISSING";
     case pb::TensorEntry::STATUS_SHAPE_MISMATCH: return "SHAPE";
+    case pb::TensorEntry::STATUS_DTYPE_MISMATCH: return "DTYPE";
     case pb::TensorEntry::STATUS_UNEXPECTED: return "UNEXPECTED";
     case pb::TensorEntry::STATUS_IGNORED: return "ignored";
     case pb::TensorEntry::STATUS_OPTIONAL_ABSENT: return "absent (optional)";

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/fix_hint.h"
 #include "common/status_macros.h"
 #include "core/eval_core_impl.h"
 #include "core/placement.h"
@@ -25,19 +26,22 @@ std::string Names(const Map& map) {
   return names.empty() ? "none" : absl::StrJoin(names, ", ");
 }
 
-// Finds `name` in `map`; an empty name picks the only entry.
+// Finds `name` in `map`; an empty name picks the only entry. The fixes
+// (load one, name one) travel as hints for the service to word.
 template <typename Map>
 absl::StatusOr<typename Map::const_iterator> Pick(const Map& map, const std::string& name,
-                                                  const char* kind, const char* flag,
-                                                  const char* load_command) {
+                                                  const char* kind, FixHint load_one,
+                                                  FixHint name_one) {
   if (name.empty()) {
     if (map.size() == 1) return map.begin();
     if (map.empty()) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "no ", kind, " is loaded; load one first (dflash-eval ", load_command, ")"));
+      return WithFixHint(absl::FailedPreconditionError(
+                             absl::StrCat("no ", kind, " is loaded; load one first")),
+                         load_one);
     }
-    return absl::InvalidArgumentError(absl::StrCat("several ", kind, "s are resident (",
-                                                   Names(map), "); name one with ", flag));
+    return WithFixHint(absl::InvalidArgumentError(absl::StrCat(
+                           "several ", kind, "s are resident (", Names(map), "); name one")),
+                       name_one);
   }
   auto it = map.find(name);
   if (it == map.end()) {
@@ -65,16 +69,16 @@ absl::StatusOr<eval::EvalResult> EvalCoreImpl::DoRunEval(const EvalParams& param
   std::string drafter_fingerprint, dataset_fingerprint, device, dtype;
   {
     std::lock_guard<std::mutex> lock(resident_->mu);
-    ASSIGN_OR_RETURN(auto t, Pick(resident_->targets, params.target, "target", "--target",
-                                  "load-target PATH"));
+    ASSIGN_OR_RETURN(auto t, Pick(resident_->targets, params.target, "target",
+                                  FixHint::kLoadTarget, FixHint::kNameTarget));
     target = t->second.tensors;
-    ASSIGN_OR_RETURN(auto d, Pick(resident_->datasets, params.dataset, "dataset", "--dataset",
-                                  "load-dataset PATH"));
+    ASSIGN_OR_RETURN(auto d, Pick(resident_->datasets, params.dataset, "dataset",
+                                  FixHint::kLoadDataset, FixHint::kNameDataset));
     dataset = d->second.dataset;
     dataset_fingerprint = d->second.info.fingerprint;
     if (!params.drafter.empty()) {
-      ASSIGN_OR_RETURN(auto m, Pick(resident_->drafters, params.drafter, "drafter", "--drafter",
-                                    "load-drafter PATH"));
+      ASSIGN_OR_RETURN(auto m, Pick(resident_->drafters, params.drafter, "drafter",
+                                    FixHint::kLoadDrafter, FixHint::kNameDrafter));
       drafter = m->second.model;
       drafter_fingerprint = m->second.info.fingerprint;
       device = m->second.info.device;
@@ -136,9 +140,12 @@ absl::StatusOr<eval::EvalResult> EvalCoreImpl::DoRunEval(const EvalParams& param
   absl::StatusOr<eval::EvalResult> evaluated =
       eval::Evaluate(*drafter, *target, *dataset, params.options, limited);
   if (too_many_blocks > 0) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "this evaluation would score ", too_many_blocks, " blocks; the server allows at most ",
-        max_blocks, " per evaluation (--max-eval-blocks); lower max_samples or max_blocks"));
+    return WithFixHint(
+        absl::ResourceExhaustedError(absl::StrCat(
+            "this evaluation would score ", too_many_blocks,
+            " blocks; the server allows at most ", max_blocks,
+            " per evaluation; lower max_samples or max_blocks")),
+        FixHint::kEvalBlockLimit);
   }
   ASSIGN_OR_RETURN(eval::EvalResult result, std::move(evaluated));
   result.setup_seconds += setup;

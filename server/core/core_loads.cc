@@ -4,8 +4,10 @@
 
 #include <ATen/ATen.h>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/fix_hint.h"
 #include "common/status_macros.h"
 #include "common/torch_guard.h"
 #include "core/eval_core_impl.h"
@@ -70,22 +72,30 @@ absl::StatusOr<const typename Map::mapped_type*> Reusable(const Map& map,
   auto it = map.find(name);
   if (it == map.end()) return nullptr;
   if (same(it->second)) return &it->second;
-  return absl::AlreadyExistsError(absl::StrCat(
-      "a different ", kind, " is already resident as '", name, "' (from ",
-      it->second.info.source_path, "); unload it or choose another --name"));
+  return WithFixHint(absl::AlreadyExistsError(absl::StrCat(
+                         "a different ", kind, " is already resident as '", name, "' (from ",
+                         it->second.info.source_path, "); unload it or choose another name")),
+                     FixHint::kChooseName);
 }
 
 }  // namespace
 
-// Opens, parses and validates; `target_hidden` 0 = the drafter's own H.
-// Statistics read no tensor larger than `max_tensor_bytes` (0: no limit).
+// How CheckCheckpoint validates: `target_hidden` 0 = the drafter's own H;
+// statistics read no tensor larger than `max_tensor_bytes` (0: no limit).
+namespace {
+struct CheckOptions {
+  bool allow_unexpected = false;
+  bool compute_stats = false;
+  int64_t target_hidden = 0;
+  int64_t max_tensor_bytes = 0;
+};
+}  // namespace
+
+// Opens, parses and validates.
 static absl::StatusOr<CheckedCheckpoint> CheckCheckpoint(const DataRoots& roots,
                                                          const std::string& path,
                                                          const std::string& config_path,
-                                                         bool allow_unexpected,
-                                                         bool compute_stats,
-                                                         int64_t target_hidden,
-                                                         int64_t max_tensor_bytes = 0) {
+                                                         const CheckOptions& check) {
   ASSIGN_OR_RETURN(std::string resolved, roots.Resolve(path));
   RETURN_IF_ERROR(roots.CheckLinks(resolved));  // shards and config.json found inside
   std::string resolved_config;
@@ -95,11 +105,12 @@ static absl::StatusOr<CheckedCheckpoint> CheckCheckpoint(const DataRoots& roots,
   CheckedCheckpoint c;
   ASSIGN_OR_RETURN(c.opened, weights::OpenCheckpoint(resolved, resolved_config));
   ASSIGN_OR_RETURN(c.config, model::ParseDrafterConfigFile(c.opened.config_path));
-  if (target_hidden <= 0) target_hidden = c.config.hidden_size;
+  const int64_t target_hidden =
+      check.target_hidden > 0 ? check.target_hidden : c.config.hidden_size;
   weights::ValidateOptions options;
-  options.allow_unexpected = allow_unexpected;
-  options.compute_stats = compute_stats;
-  options.max_tensor_bytes = max_tensor_bytes;
+  options.allow_unexpected = check.allow_unexpected;
+  options.compute_stats = check.compute_stats;
+  options.max_tensor_bytes = check.max_tensor_bytes;
   options.ignore = model::DrafterIgnoreRules();
   ASSIGN_OR_RETURN(c.report,
                    weights::ValidateWeightMap(*c.opened.source,
@@ -125,11 +136,20 @@ static int64_t SoleTargetVocab(const EvalCoreImpl::Resident& r) {
 
 absl::StatusOr<weights::WeightReport> EvalCoreImpl::ValidateCheckpoint(
     const ValidateParams& params) {
-  ASSIGN_OR_RETURN(CheckedCheckpoint c,
-                   CheckCheckpoint(roots_, params.path, params.config_path,
-                                   params.allow_unexpected, params.compute_stats,
-                                   SoleTargetHidden(*resident_), options_.max_resident_bytes));
-  return c.report;
+  CheckOptions check;
+  check.allow_unexpected = params.allow_unexpected;
+  check.compute_stats = params.compute_stats;
+  check.target_hidden = SoleTargetHidden(*resident_);
+  check.max_tensor_bytes = options_.max_resident_bytes;
+  absl::StatusOr<CheckedCheckpoint> c =
+      CheckCheckpoint(roots_, params.path, params.config_path, check);
+  // Statistics refused by the budget (weight_map.h): the service names the flag.
+  if (c.status().code() == absl::StatusCode::kResourceExhausted &&
+      absl::StrContains(c.status().message(), "resident budget")) {
+    return WithFixHint(c.status(), FixHint::kResidentBudget);
+  }
+  if (!c.ok()) return c.status();
+  return c->report;
 }
 
 absl::StatusOr<LoadResult> EvalCoreImpl::DoLoadDrafter(const LoadDrafterParams& params) {
@@ -162,15 +182,21 @@ absl::StatusOr<LoadResult> EvalCoreImpl::DoLoadDrafter(const LoadDrafterParams& 
     }
   }
 
+  CheckOptions check;
+  check.allow_unexpected = params.allow_unexpected;
+  check.target_hidden = SoleTargetHidden(*resident_);
   ASSIGN_OR_RETURN(CheckedCheckpoint c,
-                   CheckCheckpoint(roots_, params.path, params.config_path,
-                                   params.allow_unexpected, /*compute_stats=*/false,
-                                   SoleTargetHidden(*resident_)));
+                   CheckCheckpoint(roots_, params.path, params.config_path, check));
   // A failed load says what is wrong: the report's problems go into the message.
+  // Wrong checkpoint content is InvalidArgument (STYLE.md), like a NaN weight.
   if (!c.report.ok) {
-    return absl::FailedPreconditionError(absl::StrCat(
+    return absl::InvalidArgumentError(absl::StrCat(
         "checkpoint '", resolved, "' does not match its config (", c.report.missing,
-        " missing, ", c.report.shape_mismatches, " shape mismatch(es), ", c.report.unexpected,
+        " missing, ", c.report.shape_mismatches, " shape mismatch(es), ",
+        c.report.dtype_mismatches > 0
+            ? absl::StrCat(c.report.dtype_mismatches, " dtype mismatch(es), ")
+            : "",
+        c.report.unexpected,
         " unexpected); nothing was loaded:\n  - ", absl::StrJoin(c.report.problems, "\n  - ")));
   }
   const int64_t budget = options_.max_resident_bytes;

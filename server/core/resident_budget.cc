@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/fix_hint.h"
 #include "core/resident.h"
 #include "data/sample_files.h"
 
@@ -55,10 +56,11 @@ absl::Status CheckResidentBudget(const EvalCoreImpl::Resident& r, int64_t budget
   if (budget <= 0) return absl::OkStatus();
   const int64_t resident = ResidentBytes(r);
   if (need <= budget - resident) return absl::OkStatus();
-  return absl::ResourceExhaustedError(absl::StrCat(
-      "loading ", kind, " '", name, "' needs ", Bytes(need), " (", basis, ") but ",
-      Bytes(resident), " of the ", Bytes(budget),
-      " budget (--max-resident-bytes) is resident; unload something first"));
+  return WithFixHint(absl::ResourceExhaustedError(absl::StrCat(
+                         "loading ", kind, " '", name, "' needs ", Bytes(need), " (", basis,
+                         ") but ", Bytes(resident), " of the ", Bytes(budget),
+                         " resident budget is in use; unload something first")),
+                     FixHint::kResidentBudget);
 }
 
 int64_t EstimateDrafterBytes(const weights::WeightReport& report, c10::ScalarType dtype) {

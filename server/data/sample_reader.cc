@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/shape_text.h"
 #include "common/status_macros.h"
 #include "common/torch_guard.h"
 #include "weights/torch_pt_file.h"
@@ -12,9 +13,6 @@
 namespace dflash::data {
 namespace {
 
-std::string ShapeString(const at::Tensor& t) {
-  return absl::StrCat("[", absl::StrJoin(t.sizes(), ", "), "]");
-}
 
 std::string TypeName(c10::ScalarType t) { return c10::toString(t); }
 
@@ -24,7 +22,7 @@ absl::Status Bad(const std::string& what) { return absl::InvalidArgumentError(wh
 absl::StatusOr<at::Tensor> AsVector(const at::Tensor& t, const std::string& key) {
   if (t.dim() == 1) return t;
   if (t.dim() == 2 && t.size(0) == 1) return t[0];
-  return Bad(absl::StrCat("'", key, "' has shape ", ShapeString(t),
+  return Bad(absl::StrCat("'", key, "' has shape ", ShapeText(t.sizes()),
                           "; expected [L] or [1, L]"));
 }
 
@@ -32,7 +30,7 @@ absl::StatusOr<at::Tensor> AsVector(const at::Tensor& t, const std::string& key)
 absl::StatusOr<at::Tensor> AsMatrix(const at::Tensor& t, const std::string& key) {
   if (t.dim() == 2) return t;
   if (t.dim() == 3 && t.size(0) == 1) return t[0];
-  return Bad(absl::StrCat("'", key, "' has shape ", ShapeString(t),
+  return Bad(absl::StrCat("'", key, "' has shape ", ShapeText(t.sizes()),
                           "; expected [L, W] or [1, L, W]"));
 }
 

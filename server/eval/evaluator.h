@@ -14,9 +14,13 @@
 
 namespace dflash::eval {
 
-// FailedPrecondition, before any compute, when the three do not fit:
-// missing layers, fc width != K x H_t, drafter hidden != target hidden,
-// mask token outside the vocabulary, block size above the drafter's.
+// Checked before any compute. FailedPrecondition when the three resident
+// objects do not fit one another: missing layers, fc width != K x H_t,
+// drafter hidden != target hidden, mask token outside the vocabulary, a
+// DFlash 2 selector over another vocabulary, objects on two devices, or
+// a DFlash 2 drafter under zlab-2025 semantics. InvalidArgument when the
+// request's own block size is outside [2, the drafter's block size] (the
+// request must change, not the server's state).
 absl::Status CheckCompatible(const model::DrafterModel& drafter,
                              const weights::TargetTensors& target,
                              const data::EvalDataset& dataset,

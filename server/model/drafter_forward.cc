@@ -28,6 +28,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/shape_text.h"
 #include "common/status_macros.h"
 #include "common/torch_guard.h"
 #include "model/drafter_model.h"
@@ -155,7 +156,7 @@ absl::StatusOr<at::Tensor> DrafterModel::ForwardBlocks(
   if (!x0.defined() || x0.dim() != 3 || B < 1 || B > c.block_size || x0.size(2) != H) {
     return absl::InvalidArgumentError(absl::StrCat(
         "block inputs x0 have shape ",
-        x0.defined() ? absl::StrCat("[", absl::StrJoin(x0.sizes(), ", "), "]")
+        x0.defined() ? ShapeText(x0.sizes())
                      : "(undefined)",
         "; expected [nb, B, ", H, "] with 1 <= B <= block_size ", c.block_size,
         " (hidden ", H, ")"));

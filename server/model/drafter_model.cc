@@ -12,6 +12,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/shape_text.h"
 #include "common/status_macros.h"
 #include "common/torch_guard.h"
 #include "model/drafter_schema.h"
@@ -20,10 +21,6 @@
 
 namespace dflash::model {
 namespace {
-
-std::string ShapeStr(at::IntArrayRef shape) {
-  return absl::StrCat("[", absl::StrJoin(shape, ", "), "]");
-}
 
 std::string DTypeStr(c10::ScalarType t) { return c10::toString(t); }
 
@@ -50,7 +47,7 @@ absl::StatusOr<DrafterModel> DrafterModel::Create(
   const int64_t K = c.num_target_features();
   if (fc.dim() != 2 || fc.size(0) != c.hidden_size || fc.size(1) % K != 0) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "tensor 'fc.weight' has shape ", ShapeStr(fc.sizes()), "; expected [",
+        "tensor 'fc.weight' has shape ", ShapeText(fc.sizes()), "; expected [",
         c.hidden_size, ", ", K, " * target hidden size] for ", K,
         " target layers"));
   }
@@ -70,13 +67,13 @@ absl::StatusOr<DrafterModel> DrafterModel::Create(
       if (!spec.required) continue;
       return absl::InvalidArgumentError(absl::StrCat(
           "drafter tensor '", spec.name, "' is missing (expected shape ",
-          ShapeStr(spec.shape), ")"));
+          ShapeText(spec.shape), ")"));
     }
     const at::Tensor& t = it->second;
     if (t.sizes() != at::IntArrayRef(spec.shape)) {
       return absl::InvalidArgumentError(
-          absl::StrCat("tensor '", spec.name, "' has shape ", ShapeStr(t.sizes()),
-                       "; expected ", ShapeStr(spec.shape)));
+          absl::StrCat("tensor '", spec.name, "' has shape ", ShapeText(t.sizes()),
+                       "; expected ", ShapeText(spec.shape)));
     }
     if (t.scalar_type() != dtype) {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -93,7 +90,7 @@ absl::StatusOr<DrafterModel> DrafterModel::Create(
     if (!expected.count(name)) {
       return absl::InvalidArgumentError(absl::StrCat(
           "unexpected drafter tensor '", name, "' (shape ",
-          ShapeStr(t.sizes()), ")",
+          ShapeText(t.sizes()), ")",
           c.attention_bias ? "" : "; attention_bias is false in config.json"));
     }
   }
@@ -155,7 +152,7 @@ absl::StatusOr<ContextCache> DrafterModel::EncodeContext(
     if (!f.defined() || f.dim() != 2 || f.size(1) != fc_.size(1)) {
       return absl::InvalidArgumentError(absl::StrCat(
           "context features of sequence ", s, " have shape ",
-          f.defined() ? ShapeStr(f.sizes()) : "(undefined)", "; expected [L, ",
+          f.defined() ? ShapeText(f.sizes()) : "(undefined)", "; expected [L, ",
           fc_.size(1), "] (", c.num_target_features(), " target layers x ",
           fc_.size(1) / c.num_target_features(), ")"));
     }

@@ -9,33 +9,39 @@
 namespace dflash::model {
 namespace {
 
+// When a per-layer tensor is part of the schema.
+enum class Presence {
+  kAlways,
+  kWithBias,  // only with attention_bias
+  kDflash2,   // only in DFlash 2
+};
+
 struct LayerTensorRow {
   const char* suffix;
-  bool bias;     // only with attention_bias
-  bool dflash2;  // only in DFlash 2
+  Presence presence;
 };
 
 // Indexed by LayerTensor.
 constexpr LayerTensorRow kLayerTable[kNumLayerTensors] = {
-    {"input_layernorm.weight", false, false},
-    {"post_attention_layernorm.weight", false, false},
-    {"self_attn.q_proj.weight", false, false},
-    {"self_attn.k_proj.weight", false, false},
-    {"self_attn.v_proj.weight", false, false},
-    {"self_attn.o_proj.weight", false, false},
-    {"self_attn.q_proj.bias", true, false},
-    {"self_attn.k_proj.bias", true, false},
-    {"self_attn.v_proj.bias", true, false},
-    {"self_attn.o_proj.bias", true, false},
-    {"self_attn.q_norm.weight", false, false},
-    {"self_attn.k_norm.weight", false, false},
-    {"mlp.gate_proj.weight", false, false},
-    {"mlp.up_proj.weight", false, false},
-    {"mlp.down_proj.weight", false, false},
-    {"attention_conv.base_kernel", false, true},
-    {"attention_conv.kernel_projection.weight", false, true},
-    {"mlp_conv.base_kernel", false, true},
-    {"mlp_conv.kernel_projection.weight", false, true},
+    {"input_layernorm.weight", Presence::kAlways},
+    {"post_attention_layernorm.weight", Presence::kAlways},
+    {"self_attn.q_proj.weight", Presence::kAlways},
+    {"self_attn.k_proj.weight", Presence::kAlways},
+    {"self_attn.v_proj.weight", Presence::kAlways},
+    {"self_attn.o_proj.weight", Presence::kAlways},
+    {"self_attn.q_proj.bias", Presence::kWithBias},
+    {"self_attn.k_proj.bias", Presence::kWithBias},
+    {"self_attn.v_proj.bias", Presence::kWithBias},
+    {"self_attn.o_proj.bias", Presence::kWithBias},
+    {"self_attn.q_norm.weight", Presence::kAlways},
+    {"self_attn.k_norm.weight", Presence::kAlways},
+    {"mlp.gate_proj.weight", Presence::kAlways},
+    {"mlp.up_proj.weight", Presence::kAlways},
+    {"mlp.down_proj.weight", Presence::kAlways},
+    {"attention_conv.base_kernel", Presence::kDflash2},
+    {"attention_conv.kernel_projection.weight", Presence::kDflash2},
+    {"mlp_conv.base_kernel", Presence::kDflash2},
+    {"mlp_conv.kernel_projection.weight", Presence::kDflash2},
 };
 
 std::vector<int64_t> LayerShape(const DrafterConfig& c, LayerTensor t) {
@@ -85,7 +91,10 @@ std::vector<weights::TensorSpec> DrafterSchema(const DrafterConfig& c,
   for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
     for (int t = 0; t < kNumLayerTensors; ++t) {
       const LayerTensorRow& row = kLayerTable[t];
-      if ((row.bias && !c.attention_bias) || (row.dflash2 && !c.is_dflash2())) continue;
+      if ((row.presence == Presence::kWithBias && !c.attention_bias) ||
+          (row.presence == Presence::kDflash2 && !c.is_dflash2())) {
+        continue;
+      }
       s.push_back({LayerTensorName(i, static_cast<LayerTensor>(t)),
                    LayerShape(c, static_cast<LayerTensor>(t))});
     }

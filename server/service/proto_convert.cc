@@ -39,6 +39,7 @@ pb::TensorEntry::Status EntryStatusToProto(weights::EntryStatus s) {
     case weights::EntryStatus::kFound: return pb::TensorEntry::STATUS_FOUND;
     case weights::EntryStatus::kMissing: return pb::TensorEntry::STATUS_MISSING;
     case weights::EntryStatus::kShapeMismatch: return pb::TensorEntry::STATUS_SHAPE_MISMATCH;
+    case weights::EntryStatus::kDtypeMismatch: return pb::TensorEntry::STATUS_DTYPE_MISMATCH;
     case weights::EntryStatus::kUnexpected: return pb::TensorEntry::STATUS_UNEXPECTED;
     case weights::EntryStatus::kIgnored: return pb::TensorEntry::STATUS_IGNORED;
     case weights::EntryStatus::kOptionalAbsent: return pb::TensorEntry::STATUS_OPTIONAL_ABSENT;
@@ -178,6 +179,7 @@ void ToProto(const weights::WeightReport& in, pb::WeightReport* out) {
   out->set_found(in.found);
   out->set_missing(in.missing);
   out->set_shape_mismatches(in.shape_mismatches);
+  out->set_dtype_mismatches(in.dtype_mismatches);
   out->set_unexpected(in.unexpected);
   out->set_ignored(in.ignored);
   for (const auto& s : in.problems) out->add_problems(s);

@@ -18,6 +18,8 @@ namespace dflash::service {
 
 inline constexpr size_t kMaxStatusMessageBytes = 4096;
 
+// A status carrying a FixHint (common/fix_hint.h) gets the fix in words,
+// with this server's and client's flag names, after its message.
 grpc::Status ToGrpcStatus(const absl::Status& status);
 
 // `message`, or its first kMaxStatusMessageBytes (never half a UTF-8

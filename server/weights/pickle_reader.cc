@@ -2,44 +2,62 @@
 
 #include <cstring>
 #include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "common/status_macros.h"
 
 namespace dflash::weights {
 namespace {
 
-constexpr absl::string_view kAllowedGlobals =
-    "collections.OrderedDict, torch._utils._rebuild_tensor_v2, "
-    "torch._utils._rebuild_parameter, "
-    "torch._utils._rebuild_parameter_with_state, torch.{Float, Double, Half, "
-    "BFloat16, Long, Int, Short, Char, Byte, Bool}Storage";
-
-struct StorageClass {
-  absl::string_view name;
-  DType dtype;
-};
-constexpr StorageClass kStorageClasses[] = {
-    {"torch.FloatStorage", DType::kF32},
-    {"torch.DoubleStorage", DType::kF64},
-    {"torch.HalfStorage", DType::kF16},
-    {"torch.BFloat16Storage", DType::kBF16},
-    {"torch.LongStorage", DType::kI64},
-    {"torch.IntStorage", DType::kI32},
-    {"torch.ShortStorage", DType::kI16},
-    {"torch.CharStorage", DType::kI8},
-    {"torch.ByteStorage", DType::kU8},
-    {"torch.BoolStorage", DType::kBool},
-};
 constexpr absl::string_view kOrderedDict = "collections.OrderedDict";
 constexpr absl::string_view kRebuildTensor = "torch._utils._rebuild_tensor_v2";
 constexpr absl::string_view kRebuildParameter =
     "torch._utils._rebuild_parameter";
 constexpr absl::string_view kRebuildParameterWithState =
     "torch._utils._rebuild_parameter_with_state";
+
+// The allowlist: the only globals a pickle may name. Storage classes carry
+// their element type; the others are called by Call(). The refusal message
+// lists this table, so it cannot drift from what is accepted.
+struct AllowedGlobal {
+  absl::string_view name;
+  bool storage;  // a torch.<Type>Storage class
+  DType dtype;   // for storage classes
+};
+constexpr AllowedGlobal kAllowedGlobals[] = {
+    {kOrderedDict, false, DType::kF32},
+    {kRebuildTensor, false, DType::kF32},
+    {kRebuildParameter, false, DType::kF32},
+    {kRebuildParameterWithState, false, DType::kF32},
+    {"torch.FloatStorage", true, DType::kF32},
+    {"torch.DoubleStorage", true, DType::kF64},
+    {"torch.HalfStorage", true, DType::kF16},
+    {"torch.BFloat16Storage", true, DType::kBF16},
+    {"torch.LongStorage", true, DType::kI64},
+    {"torch.IntStorage", true, DType::kI32},
+    {"torch.ShortStorage", true, DType::kI16},
+    {"torch.CharStorage", true, DType::kI8},
+    {"torch.ByteStorage", true, DType::kU8},
+    {"torch.BoolStorage", true, DType::kBool},
+};
+
+const AllowedGlobal* FindAllowedGlobal(absl::string_view full) {
+  for (const AllowedGlobal& g : kAllowedGlobals) {
+    if (g.name == full) return &g;
+  }
+  return nullptr;
+}
+
+std::string AllowedGlobalsText() {
+  std::vector<absl::string_view> names;
+  for (const AllowedGlobal& g : kAllowedGlobals) names.push_back(g.name);
+  return absl::StrJoin(names, ", ");
+}
 constexpr size_t kMaxGlobalLine = 256;
 constexpr size_t kMaxTensorDims = 64;
 
@@ -245,20 +263,13 @@ class Unpickler {
   absl::Status PushGlobal(const std::string& module, const std::string& name) {
     std::string full = absl::StrCat(module, ".", name);
     PickleValuePtr v = Make(PickleKind::kGlobal);
-    bool allowed = full == kOrderedDict || full == kRebuildTensor ||
-                   full == kRebuildParameter ||
-                   full == kRebuildParameterWithState;
-    for (const StorageClass& c : kStorageClasses) {
-      if (full == c.name) {
-        allowed = true;
-        v->storage.dtype = c.dtype;
-      }
-    }
-    if (!allowed) {
+    const AllowedGlobal* allowed = FindAllowedGlobal(full);
+    if (allowed == nullptr) {
       return absl::InvalidArgumentError(absl::StrCat(
           "pickle: global '", full, "' is not allowed (allowed: ",
-          kAllowedGlobals, ")", absl::StrFormat(" at byte %d", op_pos_)));
+          AllowedGlobalsText(), ")", absl::StrFormat(" at byte %d", op_pos_)));
     }
+    if (allowed->storage) v->storage.dtype = allowed->dtype;
     v->str = std::move(full);
     return Push(std::move(v));
   }

@@ -9,10 +9,10 @@
 //   if (root->kind == PickleKind::kDict) for (auto& [k, v] : root->dict) ...
 //
 // Supported: protocols 2-5, the opcodes torch.save emits for state dicts and
-// training checkpoints (see pickle_reader.cc). Allowed globals:
-// collections.OrderedDict, torch._utils._rebuild_tensor_v2,
-// torch._utils._rebuild_parameter, torch._utils._rebuild_parameter_with_state
-// and torch.{Float,Double,Half,BFloat16,Long,Int,Short,Char,Byte,Bool}Storage.
+// training checkpoints (see pickle_reader.cc). Allowed globals: the table
+// kAllowedGlobals in pickle_reader.cc (collections.OrderedDict, the torch
+// tensor/parameter rebuild functions, torch.<Type>Storage classes); a refusal
+// lists them.
 // Persistent ids ('storage', torch.FloatStorage, '0', 'cpu', numel) become
 // kStorage values; _rebuild_tensor_v2 becomes a kTensor value (a reference
 // into a storage record, no bytes). BUILD on an OrderedDict (the _metadata

@@ -2,10 +2,6 @@
 
 #include "weights/dtype_torch.h"
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
@@ -21,6 +17,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "common/mapped_file.h"
 #include "common/status_macros.h"
 #include "common/torch_guard.h"
 #include "weights/name_suggest.h"
@@ -31,63 +28,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// A whole file mapped MAP_PRIVATE. Tensors read from it hold a shared_ptr,
-// so the mapping outlives the TensorSource for as long as they live.
-struct MappedFile {
-  std::string path;
-  void* addr = nullptr;
-  size_t size = 0;
-
-  MappedFile() = default;
-  MappedFile(const MappedFile&) = delete;
-  MappedFile& operator=(const MappedFile&) = delete;
-  ~MappedFile() {
-    if (addr != nullptr) munmap(addr, size);
-  }
-  absl::string_view bytes() const {
-    return absl::string_view(static_cast<const char*>(addr), size);
-  }
-};
-
-absl::Status ErrnoStatus(int err, absl::string_view what, const std::string& path) {
-  if (err == ENOENT || err == ENOTDIR) {
-    return absl::NotFoundError(absl::StrCat("no such file '", path, "'"));
-  }
-  return absl::Status(absl::ErrnoToStatusCode(err),
-                      absl::StrCat("cannot ", what, " '", path, "': ", std::strerror(err)));
-}
-
-absl::StatusOr<std::shared_ptr<MappedFile>> MapFile(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return ErrnoStatus(errno, "open", path);
-  struct Closer {
-    int fd;
-    ~Closer() { ::close(fd); }
-  } closer{fd};
-
-  struct stat st;
-  if (::fstat(fd, &st) != 0) return ErrnoStatus(errno, "stat", path);
-  if (!S_ISREG(st.st_mode)) {
-    return absl::InvalidArgumentError(absl::StrCat("'", path, "' is not a regular file"));
-  }
-  auto file = std::make_shared<MappedFile>();
-  file->path = path;
-  file->size = static_cast<size_t>(st.st_size);
-  if (file->size == 0) return file;  // nothing to map; the size check reports it
-  // Writable but private: an in-place op on a returned tensor gets its own
-  // copy-on-write pages instead of a SIGSEGV, and the file is never written.
-  // MAP_NORESERVE keeps a big file from being charged as committed memory;
-  // under strict overcommit (where it is ignored) fall back to read-only.
-  void* addr = ::mmap(nullptr, file->size, PROT_READ | PROT_WRITE,
-                      MAP_PRIVATE | MAP_NORESERVE, fd, 0);
-  if (addr == MAP_FAILED && errno == ENOMEM) {
-    addr = ::mmap(nullptr, file->size, PROT_READ, MAP_PRIVATE, fd, 0);
-  }
-  if (addr == MAP_FAILED) return ErrnoStatus(errno, "mmap", path);
-  file->addr = addr;
-  return file;
-}
-
+// Tensors read from a mapped file hold a shared_ptr to it, so the mapping
+// outlives the TensorSource for as long as they live.
 struct OpenedFile {
   std::shared_ptr<MappedFile> map;
   SafetensorsLayout layout;
@@ -95,7 +37,7 @@ struct OpenedFile {
 
 absl::StatusOr<OpenedFile> OpenFile(const std::string& path) {
   OpenedFile out;
-  ASSIGN_OR_RETURN(out.map, MapFile(path));
+  ASSIGN_OR_RETURN(out.map, MappedFile::Open(path));
   ASSIGN_OR_RETURN(out.layout, ParseSafetensorsBytes(out.map->bytes()), "'", path, "'");
   return out;
 }
@@ -116,7 +58,7 @@ absl::StatusOr<at::Tensor> ReadSlot(const Slot& slot) {
     for (uint64_t i = 0; i < e.nbytes(); ++i) {
       if (static_cast<unsigned char>(src[i]) > 1) {
         return absl::InvalidArgumentError(absl::StrCat(
-            "'", slot.file->path, "': tensor '", e.name, "': BOOL element ", i,
+            "'", slot.file->path(), "': tensor '", e.name, "': BOOL element ", i,
             " is byte ", static_cast<int>(static_cast<unsigned char>(src[i])),
             "; expected 0 or 1"));
       }
@@ -148,7 +90,7 @@ class MappedSource final : public TensorSource {
     info.name = entry.name;
     info.dtype = entry.dtype;
     info.shape = entry.shape;
-    info.file = file->path;
+    info.file = file->path();
     info.nbytes = static_cast<int64_t>(entry.nbytes());
     by_name_.emplace(info.name, infos_.size());
     infos_.push_back(std::move(info));
@@ -170,14 +112,7 @@ class MappedSource final : public TensorSource {
     auto it = by_name_.find(std::string(name));
     if (it == by_name_.end()) return;
     const Slot& slot = slots_[it->second];
-    // Outward to whole pages: the mapping is private, read-only in use and
-    // file-backed, so dropping a neighbour's page only means reading it again.
-    const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
-    const uintptr_t begin =
-        reinterpret_cast<uintptr_t>(slot.file->addr) + slot.data_start + slot.entry.begin;
-    const uintptr_t first = begin & ~(page - 1);
-    const uintptr_t last = (begin + slot.entry.nbytes() + page - 1) & ~(page - 1);
-    if (last > first) ::madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
+    slot.file->ReleasePages(slot.data_start + slot.entry.begin, slot.entry.nbytes());
   }
 
   absl::StatusOr<at::Tensor> Read(absl::string_view name) const override {
@@ -205,10 +140,10 @@ class MappedSource final : public TensorSource {
 
 // The index file, read whole (it is small: one line per tensor).
 absl::StatusOr<ShardIndex> ReadIndex(const std::string& index_path) {
-  ASSIGN_OR_RETURN(std::shared_ptr<MappedFile> file, MapFile(index_path));
-  if (file->size > kMaxSafetensorsHeaderBytes) {
+  ASSIGN_OR_RETURN(std::shared_ptr<MappedFile> file, MappedFile::Open(index_path));
+  if (file->size() > kMaxSafetensorsHeaderBytes) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "'", index_path, "': index is ", file->size, " bytes; the limit is ",
+        "'", index_path, "': index is ", file->size(), " bytes; the limit is ",
         kMaxSafetensorsHeaderBytes));
   }
   return ParseShardIndex(file->bytes(), index_path);

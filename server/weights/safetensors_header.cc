@@ -9,6 +9,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/shape_text.h"
 #include "nlohmann/json.hpp"
 
 namespace dflash::weights {
@@ -168,7 +169,7 @@ absl::StatusOr<SafetensorsEntry> ParseEntry(const std::string& name, const Json&
   }
   // A zero dimension makes the product 0 whatever came before it.
   if (overflow && std::find(e.shape.begin(), e.shape.end(), 0) == e.shape.end()) {
-    return Invalid(name, absl::StrCat("shape ", ShapeString(e.shape), " of ",
+    return Invalid(name, absl::StrCat("shape ", ShapeText(e.shape), " of ",
                                       DTypeName(e.dtype), " needs more than 2^63 bytes"));
   }
   if (overflow) bytes = 0;
@@ -189,7 +190,7 @@ absl::StatusOr<SafetensorsEntry> ParseEntry(const std::string& name, const Json&
   }
   if (e.end - e.begin != bytes) {
     return Invalid(name, absl::StrCat(offsets, " hold ", e.end - e.begin, " bytes; shape ",
-                                      ShapeString(e.shape), " of ", DTypeName(e.dtype),
+                                      ShapeText(e.shape), " of ", DTypeName(e.dtype),
                                       " needs ", bytes));
   }
   return e;
@@ -249,10 +250,6 @@ absl::Status ParseInto(absl::string_view header_json, uint64_t data_bytes,
 }
 
 }  // namespace
-
-std::string ShapeString(const std::vector<int64_t>& shape) {
-  return absl::StrCat("[", absl::StrJoin(shape, ", "), "]");
-}
 
 absl::StatusOr<std::vector<SafetensorsEntry>> ParseSafetensorsHeader(
     absl::string_view header_json, uint64_t data_section_bytes) {

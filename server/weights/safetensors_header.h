@@ -63,7 +63,4 @@ struct SafetensorsLayout {
 // so a memory map of a large file stays unread.
 absl::StatusOr<SafetensorsLayout> ParseSafetensorsBytes(absl::string_view file);
 
-// "[5, 4]"
-std::string ShapeString(const std::vector<int64_t>& shape);
-
 }  // namespace dflash::weights

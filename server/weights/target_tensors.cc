@@ -13,6 +13,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/shape_text.h"
 #include "common/status_macros.h"
 #include "common/torch_guard.h"
 #include "weights/fingerprint.h"
@@ -39,10 +40,6 @@ constexpr Family kFamilies[] = {
     {"legacy-wrapper", "language_model.model.embed_tokens.weight",
      "language_model.lm_head.weight", "language_model.model.norm.weight"},
 };
-
-std::string Shape(const std::vector<int64_t>& shape) {
-  return absl::StrCat("[", absl::StrJoin(shape, ", "), "]");
-}
 
 absl::StatusOr<json> ReadJson(const std::string& path, absl::string_view what) {
   std::ifstream in(path, std::ios::binary);
@@ -241,7 +238,7 @@ absl::StatusOr<TargetTensors> LoadTargetTensors(const std::string& model_dir,
   if (embed.shape.size() != 2) {
     return absl::InvalidArgumentError(absl::StrCat(
         "target '", model_dir, "': embed_tokens '", embed.name, "' has shape ",
-        Shape(embed.shape), "; expected [vocab_size, hidden_size]"));
+        ShapeText(embed.shape), "; expected [vocab_size, hidden_size]"));
   }
   ASSIGN_OR_RETURN(std::optional<int64_t> vocab, ConfigInt(config, "vocab_size", config_path));
   ASSIGN_OR_RETURN(std::optional<int64_t> hidden, ConfigInt(config, "hidden_size", config_path));
@@ -250,22 +247,22 @@ absl::StatusOr<TargetTensors> LoadTargetTensors(const std::string& model_dir,
   if (!vocab) out.facts.push_back("config.json has no vocab_size; taken from embed_tokens");
   if (!hidden) out.facts.push_back("config.json has no hidden_size; taken from embed_tokens");
   const std::vector<int64_t> want = {out.vocab_size, out.hidden_size};
-  const std::string want_why = absl::StrCat("expected ", Shape(want),
+  const std::string want_why = absl::StrCat("expected ", ShapeText(want),
                                             " from config.json (vocab_size, hidden_size)");
   if (embed.shape != want) {
     return absl::InvalidArgumentError(absl::StrCat(
         "target '", model_dir, "': embed_tokens '", embed.name, "' has shape ",
-        Shape(embed.shape), "; ", want_why));
+        ShapeText(embed.shape), "; ", want_why));
   }
   if (!out.tied && infos[1]->shape != want) {
     return absl::InvalidArgumentError(absl::StrCat(
         "target '", model_dir, "': lm_head '", infos[1]->name, "' has shape ",
-        Shape(infos[1]->shape), "; ", want_why));
+        ShapeText(infos[1]->shape), "; ", want_why));
   }
   if (options.load_norm && infos.back()->shape != std::vector<int64_t>{out.hidden_size}) {
     return absl::InvalidArgumentError(absl::StrCat(
         "target '", model_dir, "': final norm '", infos.back()->name, "' has shape ",
-        Shape(infos.back()->shape), "; expected [", out.hidden_size, "] (hidden_size)"));
+        ShapeText(infos.back()->shape), "; expected [", out.hidden_size, "] (hidden_size)"));
   }
 
   // Read, fingerprint (stored bytes, by role) and convert.
@@ -281,7 +278,7 @@ absl::StatusOr<TargetTensors> LoadTargetTensors(const std::string& model_dir,
     fp.AddTensor(role, DTypeName(info->dtype), info->shape, t.data_ptr(),
                  static_cast<size_t>(t.numel() * t.element_size()));
     out.bytes_read += info->nbytes;
-    out.facts.push_back(absl::StrCat(role, " '", info->name, "' ", Shape(info->shape), " ",
+    out.facts.push_back(absl::StrCat(role, " '", info->name, "' ", ShapeText(info->shape), " ",
                                      DTypeName(info->dtype), " from ",
                                      fs::path(info->file).filename().string()));
     ASSIGN_OR_RETURN(at::Tensor converted,

@@ -50,6 +50,9 @@ class TensorSource {
   // load's peak stays near what it keeps. Tensors already returned stay
   // valid (clean file-backed pages are read again on access). No-op by default.
   virtual void ReleaseBytes(absl::string_view /*name*/) const {}
+  // The training wrapper the tensors were read from inside ("state_dict",
+  // "module", "model_state_dict"; see pickle_flatten.h), "" when none.
+  virtual std::string unwrapped_wrapper() const { return {}; }
 
   // nullptr when absent.
   const TensorInfo* Find(absl::string_view name) const;

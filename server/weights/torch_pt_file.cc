@@ -4,18 +4,13 @@
 
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>
-#include <fcntl.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
 #include <fstream>
 #include <memory>
 #include <new>
-#include <set>
+#include <optional>
 #include <unordered_map>
 #include <utility>
 
@@ -23,8 +18,11 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/mapped_file.h"
 #include "common/status_macros.h"
 #include "weights/gzip_inflate.h"
+#include "weights/name_suggest.h"
+#include "weights/pickle_flatten.h"
 #include "weights/pickle_reader.h"
 #include "weights/zip_archive.h"
 
@@ -32,71 +30,22 @@ namespace dflash::weights {
 namespace {
 
 constexpr int64_t kMaxPickleBytes = int64_t{1} << 30;
-constexpr int64_t kMaxFlattenVisits = int64_t{1} << 22;
 constexpr absl::string_view kConvertHint =
     "load it with torch.load and save it again with torch.save(obj, path) "
     "(PyTorch >= 1.6 writes the zip format)";
-
-// A whole archive mapped into memory (private, never written back), and the
-// open file, from which large stored records get mappings of their own.
-struct MappedArchive {
-  void* addr = nullptr;
-  size_t size = 0;
-  int fd = -1;
-  const char* bytes() const { return static_cast<const char*>(addr); }
-  ~MappedArchive() {
-    if (addr != nullptr) ::munmap(addr, size);
-    if (fd >= 0) ::close(fd);
-  }
-};
 
 // Records at least this big are mapped in place; smaller ones are copied
 // (a mapping costs a page and a kernel VMA; the count of those is limited).
 constexpr uint64_t kMapMinBytes = uint64_t{1} << 16;
 
-// Writable but private (as safetensors_file.cc): an in-place op on the
-// tensor copies its page instead of faulting, the file is never written,
-// and each call gets its own pages, so two reads stay independent. Read-only
-// where strict overcommit refuses that. nullptr on failure.
-void* MapPrivate(int fd, size_t size, off_t offset) {
-  void* addr = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_NORESERVE, fd,
-                      offset);
-  if (addr == MAP_FAILED && errno == ENOMEM) {
-    addr = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, offset);
-  }
-  return addr == MAP_FAILED ? nullptr : addr;
-}
-
-// nullptr when the file cannot be mapped (the caller reads it instead).
-std::shared_ptr<MappedArchive> MapArchive(const std::string& path) {
-  auto map = std::make_shared<MappedArchive>();
-  map->fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (map->fd < 0) return nullptr;
-  struct stat st;
-  if (::fstat(map->fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size <= 0) return nullptr;
-  map->size = static_cast<size_t>(st.st_size);
-  map->addr = MapPrivate(map->fd, map->size, 0);
-  if (map->addr == nullptr) return nullptr;
-  return map;
-}
-
 // A CPU tensor over `numel` elements of the file at `offset`, in a mapping
 // of its own that lives as long as the tensor; undefined when mmap fails.
-at::Tensor MapRecord(const MappedArchive& map, uint64_t offset, int64_t numel,
-                     uint64_t nbytes, const at::TensorOptions& options) {
-  static const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
-  const uint64_t start = offset - offset % page;
-  const size_t length = static_cast<size_t>(offset - start + nbytes);
-  void* addr = MapPrivate(map.fd, length, static_cast<off_t>(start));
-  if (addr == nullptr) return at::Tensor();
-#ifdef MADV_POPULATE_READ
-  // Map every page now, in one call: the first pass over the tensor (the
-  // load's hash) then streams without a page fault per 16 pages (-10 % load
-  // time on the bench dataset). Best effort: older kernels say EINVAL.
-  ::madvise(addr, length, MADV_POPULATE_READ);
-#endif
-  return at::from_blob(static_cast<char*>(addr) + (offset - start), {numel},
-                       [addr, length](void*) { ::munmap(addr, length); }, options);
+at::Tensor MapRecord(const MappedFile& map, uint64_t offset, int64_t numel, uint64_t nbytes,
+                     const at::TensorOptions& options) {
+  std::optional<MappedFile::Pages> pages = map.MapPages(offset, nbytes);
+  if (!pages.has_value()) return at::Tensor();
+  return at::from_blob(pages->data, {numel},
+                       [pages = *pages](void*) { MappedFile::Unmap(pages); }, options);
 }
 
 std::string ExceptionText(const std::exception& e) {
@@ -106,171 +55,40 @@ std::string ExceptionText(const std::exception& e) {
   return e.what();
 }
 
-std::string Shape(const std::vector<int64_t>& v) {
-  return absl::StrCat("[", absl::StrJoin(v, ", "), "]");
-}
-
 struct Entry {
   TensorInfo info;
   PickleTensorRef ref;
 };
 
-// Elements of the storage a tensor spans (offset included); false on overflow.
-bool StorageExtent(const PickleTensorRef& t, int64_t* extent, int64_t* numel) {
-  int64_t last = t.storage_offset;
-  *numel = 1;
-  for (size_t i = 0; i < t.size.size(); ++i) {
-    if (__builtin_mul_overflow(*numel, t.size[i], numel)) return false;
-  }
-  if (*numel == 0) {
-    *extent = t.storage_offset;
-    return true;
-  }
-  for (size_t i = 0; i < t.size.size(); ++i) {
-    int64_t span;
-    if (__builtin_mul_overflow(t.size[i] - 1, t.stride[i], &span) ||
-        __builtin_add_overflow(last, span, &last)) {
-      return false;
-    }
-  }
-  return !__builtin_add_overflow(last, 1, extent);
-}
-
-// Turns the unpickled tree into named tensors; non-tensor subtrees are
-// reported once, at their root, in `skipped`.
-class Flattener {
- public:
-  absl::Status Walk(const PickleValue& v, const std::string& name) {
-    if (++visits_ > kMaxFlattenVisits) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "data.pkl has more than ", kMaxFlattenVisits, " entries to list"));
-    }
-    const std::string shown = name.empty() ? "<root>" : name;
-    if (v.kind == PickleKind::kTensor) return Add(v.tensor, name);
-    bool container = v.kind == PickleKind::kDict ||
-                     v.kind == PickleKind::kList ||
-                     v.kind == PickleKind::kTuple;
-    if (!container) {
-      skipped.push_back(absl::StrCat(shown, " (", PickleKindName(v.kind), ")"));
-      return absl::OkStatus();
-    }
-    int64_t n = CountTensors(v);
-    if (n == 0) {
-      skipped.push_back(
-          absl::StrCat(shown, " (", PickleKindName(v.kind), ", not a tensor)"));
-      return absl::OkStatus();
-    }
-    if (IsOptimizerState(v)) {
-      skipped.push_back(absl::StrCat(shown, " (optimizer state with ", n,
-                                     " tensors, not model weights)"));
-      return absl::OkStatus();
-    }
-    if (v.kind == PickleKind::kDict) {
-      for (const auto& [key, child] : v.dict) {
-        std::string k = key->kind == PickleKind::kInt
-                            ? absl::StrCat(key->integer)
-                            : key->str;
-        RETURN_IF_ERROR(
-            Walk(*child, name.empty() ? k : absl::StrCat(name, ".", k)));
-      }
-    } else {
-      for (size_t i = 0; i < v.items.size(); ++i) {
-        RETURN_IF_ERROR(Walk(*v.items[i], name.empty()
-                                              ? absl::StrCat(i)
-                                              : absl::StrCat(name, ".", i)));
-      }
-    }
-    return absl::OkStatus();
-  }
-
-  std::vector<Entry> entries;
-  std::vector<std::string> skipped;
-
- private:
-  // torch.optim.Optimizer.state_dict(): {"state": {...}, "param_groups":
-  // [...]}.
-  static bool IsOptimizerState(const PickleValue& v) {
-    if (v.kind != PickleKind::kDict) return false;
-    const PickleValue* state = v.Get("state");
-    const PickleValue* groups = v.Get("param_groups");
-    return state != nullptr && groups != nullptr &&
-           state->kind == PickleKind::kDict &&
-           groups->kind == PickleKind::kList;
-  }
-
-  // Memoized per node: shared subtrees (memo references) are counted once.
-  int64_t CountTensors(const PickleValue& v) {
-    if (v.kind == PickleKind::kTensor) return 1;
-    auto it = counts_.find(&v);
-    if (it != counts_.end()) return it->second;
-    int64_t n = 0;
-    for (const auto& item : v.items) n += CountTensors(*item);
-    for (const auto& kv : v.dict) n += CountTensors(*kv.second);
-    counts_[&v] = n;
-    return n;
-  }
-
-  absl::Status Add(const PickleTensorRef& t, const std::string& name) {
-    if (!names_.insert(name).second) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("two tensors are named '", name,
-                       "' after flattening nested dicts with '.'"));
-    }
-    int64_t extent = 0, numel = 0, nbytes = 0, storage_bytes = 0;
-    if (!StorageExtent(t, &extent, &numel) ||
-        __builtin_mul_overflow(numel, DTypeSize(t.storage.dtype), &nbytes) ||
-        __builtin_mul_overflow(t.storage.numel, DTypeSize(t.storage.dtype),
-                               &storage_bytes)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "tensor '", name, "' has sizes ", Shape(t.size), " and strides ",
-          Shape(t.stride), " that overflow 64 bits"));
-    }
-    if (extent > t.storage.numel) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("tensor '", name, "' (offset ", t.storage_offset,
-                       ", size ", Shape(t.size), ", stride ", Shape(t.stride),
-                       ") needs ", extent, " elements of storage '",
-                       t.storage.key, "', which holds ", t.storage.numel));
-    }
-    Entry e;
-    e.info.name = name;
-    e.info.dtype = t.storage.dtype;
-    e.info.shape = t.size;
-    e.info.nbytes = nbytes;
-    e.ref = t;
-    entries.push_back(std::move(e));
-    return absl::OkStatus();
-  }
-
-  int64_t visits_ = 0;
-  std::unordered_map<const PickleValue*, int64_t> counts_;
-  std::set<std::string> names_;
-};
-
 // The archive's bytes: a private mapping of the file, or a buffer (a
 // gzip-compressed file, or a file that cannot be mapped).
 struct ArchiveBytes {
-  std::shared_ptr<const MappedArchive> map;  // null for a buffer
+  std::shared_ptr<const MappedFile> map;  // null for a buffer
   std::shared_ptr<const std::string> buffer;
-  absl::string_view view() const {
-    return map != nullptr ? absl::string_view(map->bytes(), map->size) : *buffer;
-  }
+  absl::string_view view() const { return map != nullptr ? map->bytes() : *buffer; }
 };
 
 class TorchPtFile final : public TensorSource {
  public:
   TorchPtFile(std::string path, ArchiveBytes bytes, ZipArchive zip, std::string prefix,
-              std::vector<Entry> entries, std::vector<std::string> skipped)
+              FlatCheckpoint flat)
       : path_(std::move(path)),
         bytes_(std::move(bytes)),
         zip_(std::move(zip)),
         prefix_(std::move(prefix)),
-        entries_(std::move(entries)),
-        skipped_(std::move(skipped)) {
-    for (size_t i = 0; i < entries_.size(); ++i) {
-      entries_[i].info.file = path_;
-      infos_.push_back(entries_[i].info);
-      index_[entries_[i].info.name] = i;
+        skipped_(std::move(flat.skipped)),
+        wrapper_(std::move(flat.unwrapped)) {
+    for (FlatTensor& t : flat.tensors) {
+      Entry e;
+      e.info.name = std::move(t.name);
+      e.info.dtype = t.ref.storage.dtype;
+      e.info.shape = t.ref.size;
+      e.info.nbytes = t.nbytes;
+      e.info.file = path_;
+      e.ref = std::move(t.ref);
+      index_[e.info.name] = entries_.size();
+      infos_.push_back(e.info);
+      entries_.push_back(std::move(e));
     }
   }
 
@@ -278,13 +96,14 @@ class TorchPtFile final : public TensorSource {
   std::string path() const override { return path_; }
   const std::vector<TensorInfo>& tensors() const override { return infos_; }
   std::vector<std::string> skipped_entries() const override { return skipped_; }
+  std::string unwrapped_wrapper() const override { return wrapper_; }
 
   absl::StatusOr<at::Tensor> Read(absl::string_view name) const override {
     auto it = index_.find(std::string(name));
     if (it == index_.end()) {
-      return absl::NotFoundError(absl::StrCat("tensor '", name,
-                                              "' not found in '", path_,
-                                              "'; present: ", Nearest(name)));
+      return absl::NotFoundError(absl::StrCat("tensor '", name, "' not found in '", path_,
+                                              "'; nearest present: ",
+                                              QuoteList(NearestNames(name, names()))));
     }
     const Entry& e = entries_[it->second];
     try {
@@ -344,30 +163,6 @@ class TorchPtFile final : public TensorSource {
     return view.clone(at::MemoryFormat::Contiguous);
   }
 
-  // Up to three names, best first by shared prefix plus shared suffix.
-  // (Simple on purpose; the weight map gives the detailed suggestions.)
-  std::string Nearest(absl::string_view name) const {
-    std::vector<std::pair<size_t, const std::string*>> scored;
-    for (const TensorInfo& t : infos_) {
-      absl::string_view n = t.name;
-      size_t pre = 0, suf = 0;
-      while (pre < n.size() && pre < name.size() && n[pre] == name[pre]) ++pre;
-      while (suf < n.size() - pre && suf < name.size() - pre &&
-             n[n.size() - 1 - suf] == name[name.size() - 1 - suf]) {
-        ++suf;
-      }
-      scored.emplace_back(pre + suf, &t.name);
-    }
-    std::stable_sort(
-        scored.begin(), scored.end(),
-        [](const auto& a, const auto& b) { return a.first > b.first; });
-    if (scored.empty()) return "(none)";
-    std::vector<std::string> out;
-    for (size_t i = 0; i < scored.size() && i < 3; ++i)
-      out.push_back(*scored[i].second);
-    return absl::StrCat("'", absl::StrJoin(out, "', '"), "'");
-  }
-
   std::string path_;
   ArchiveBytes bytes_;  // what zip_ views: declared before it
   ZipArchive zip_;
@@ -376,6 +171,7 @@ class TorchPtFile final : public TensorSource {
   std::vector<TensorInfo> infos_;
   std::unordered_map<std::string, size_t> index_;
   std::vector<std::string> skipped_;
+  std::string wrapper_;
 };
 
 absl::Status NotZip(const std::string& path, absl::string_view head) {
@@ -440,19 +236,17 @@ absl::StatusOr<TensorSourcePtr> OpenArchive(const std::string& path, ArchiveByte
   }
   ASSIGN_OR_RETURN(std::string pickle, ReadSmall(zip, *pkl, kMaxPickleBytes, path));
   ASSIGN_OR_RETURN(PickleValuePtr root, ParsePickle(pickle), "reading '", path, "'");
-  Flattener flat;
-  RETURN_IF_ERROR(flat.Walk(*root, ""), "reading '", path, "'");
-  for (const Entry& e : flat.entries) {
-    std::string record = absl::StrCat("data/", e.ref.storage.key);
+  ASSIGN_OR_RETURN(FlatCheckpoint flat, FlattenPickle(*root), "reading '", path, "'");
+  for (const FlatTensor& t : flat.tensors) {
+    std::string record = absl::StrCat("data/", t.ref.storage.key);
     if (zip.Find(prefix + record) == nullptr) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "reading '", path, "': tensor '", e.info.name, "' refers to record '",
+          "reading '", path, "': tensor '", t.name, "' refers to record '",
           record, "', which the archive lacks"));
     }
   }
   return TensorSourcePtr(std::make_unique<TorchPtFile>(
-      path, std::move(bytes), std::move(zip), prefix, std::move(flat.entries),
-      std::move(flat.skipped)));
+      path, std::move(bytes), std::move(zip), prefix, std::move(flat)));
 }
 
 absl::StatusOr<std::string> ReadWholeFile(const std::string& path) {
@@ -496,8 +290,11 @@ absl::StatusOr<TensorSourcePtr> OpenTorchPt(const std::string& path) {
       return OpenArchive(path, std::move(bytes));
     }
     if (!absl::StartsWith(head, "PK")) return NotZip(path, head);
-    bytes.map = MapArchive(path);
-    if (bytes.map == nullptr) {
+    // The descriptor stays open: large stored records get mappings of their own.
+    absl::StatusOr<std::shared_ptr<MappedFile>> map =
+        MappedFile::Open(path, MappedFile::Descriptor::kKeepOpen);
+    if (map.ok()) bytes.map = *std::move(map);
+    if (bytes.map == nullptr) {  // cannot be mapped: read it instead
       ASSIGN_OR_RETURN(std::string raw, ReadWholeFile(path));
       bytes.buffer = std::make_shared<const std::string>(std::move(raw));
     }

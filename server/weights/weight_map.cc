@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "common/shape_text.h"
 #include "common/status_macros.h"
 #include "common/torch_guard.h"
 #include "weights/fingerprint.h"
@@ -26,10 +27,6 @@ namespace {
 
 // Problems listed per category before "... and N more".
 constexpr int kMaxLinesPerCategory = 20;
-
-std::string Shape(const std::vector<int64_t>& shape) {
-  return absl::StrCat("[", absl::StrJoin(shape, ", "), "]");
-}
 
 // Shape mismatch detail: "looks transposed", or which dimension differs.
 std::string ShapeHint(const std::vector<int64_t>& got,
@@ -81,20 +78,22 @@ std::vector<TensorEntry*> FoundSorted(WeightReport& report) {
   return out;
 }
 
+enum class Stats { kCompute, kSkip };
+
 // Reads one FOUND tensor, checks it still has the validated shape and adds
-// it to the fingerprint (and stats when `stats` is set).
+// it to the fingerprint (and its statistics with Stats::kCompute).
 absl::StatusOr<at::Tensor> ReadAndDigest(const TensorSource& source, TensorEntry& e,
-                                         bool stats, Fingerprinter& fp) {
+                                         Stats stats, Fingerprinter& fp) {
   ASSIGN_OR_RETURN(at::Tensor t, source.Read(e.stored_name));
   ASSIGN_OR_RETURN(t, TorchGuard("reading", [&] { return t.cpu().contiguous(); }),
                    "tensor '", e.stored_name, "'");
   const std::vector<int64_t> shape(t.sizes().begin(), t.sizes().end());
   if (shape != e.shape) {
     return absl::FailedPreconditionError(absl::StrCat(
-        "tensor '", e.stored_name, "' now has shape ", Shape(shape),
-        "; it had ", Shape(e.shape), " when validated (file changed?)"));
+        "tensor '", e.stored_name, "' now has shape ", ShapeText(shape),
+        "; it had ", ShapeText(e.shape), " when validated (file changed?)"));
   }
-  if (stats && !e.has_stats) {
+  if (stats == Stats::kCompute && !e.has_stats) {
     ASSIGN_OR_RETURN(e.stats, ComputeTensorStats(t), "tensor '", e.stored_name, "'");
     e.has_stats = true;
   }
@@ -130,6 +129,7 @@ absl::StatusOr<WeightReport> ValidateWeightMap(const TensorSource& source,
   report.path = source.path();
   report.format = source.format();
   report.skipped_entries = source.skipped_entries();
+  report.unwrapped_wrapper = source.unwrapped_wrapper();
   const std::vector<TensorInfo>& stored = source.tensors();
 
   const Normalisation norm = ChooseNormalisation(stored, schema);
@@ -153,7 +153,7 @@ absl::StatusOr<WeightReport> ValidateWeightMap(const TensorSource& source,
     }
   }
 
-  std::vector<std::string> missing_lines, mismatch_lines, bad_values;
+  std::vector<std::string> missing_lines, mismatch_lines, dtype_lines, bad_values;
   std::set<int> schema_layers, stored_layers;
   std::map<int, std::vector<size_t>> missing_by_layer;  // layer -> entry index
   std::map<int, int> schema_count_by_layer;
@@ -201,17 +201,16 @@ absl::StatusOr<WeightReport> ValidateWeightMap(const TensorSource& source,
     if (t.shape != s.shape) {
       e.status = EntryStatus::kShapeMismatch;
       const std::string hint = ShapeHint(t.shape, s.shape);
-      e.reason = absl::StrCat("has shape ", Shape(t.shape), "; expected ",
-                              Shape(s.shape), hint.empty() ? "" : "; ", hint);
+      e.reason = absl::StrCat("has shape ", ShapeText(t.shape), "; expected ",
+                              ShapeText(s.shape), hint.empty() ? "" : "; ", hint);
       mismatch_lines.push_back(absl::StrCat("tensor '", e.name, "'", StoredAs(e),
                                             " ", e.reason));
       ++report.shape_mismatches;
     } else if (!IsFloatingPoint(t.dtype)) {
-      e.status = EntryStatus::kShapeMismatch;
+      e.status = EntryStatus::kDtypeMismatch;
       e.reason = absl::StrCat("has dtype ", e.dtype, "; expected a floating-point type");
-      mismatch_lines.push_back(absl::StrCat("tensor '", e.name, "'", StoredAs(e),
-                                            " ", e.reason));
-      ++report.shape_mismatches;
+      dtype_lines.push_back(absl::StrCat("tensor '", e.name, "'", StoredAs(e), " ", e.reason));
+      ++report.dtype_mismatches;
     } else {
       ++report.found;
       report.tensor_bytes += t.nbytes;
@@ -264,7 +263,7 @@ absl::StatusOr<WeightReport> ValidateWeightMap(const TensorSource& source,
       e.reason = absl::StrCat("not in the schema; nearest schema names: ",
                               QuoteList(NearestNames(e.name, schema_names)));
       unexpected_lines.push_back(absl::StrCat("unexpected tensor '", e.name, "'",
-                                              StoredAs(e), " ", Shape(e.shape), ": ",
+                                              StoredAs(e), " ", ShapeText(e.shape), ": ",
                                               e.reason));
     }
     report.tensors.push_back(std::move(e));
@@ -300,7 +299,7 @@ absl::StatusOr<WeightReport> ValidateWeightMap(const TensorSource& source,
     e.reason = absl::StrCat("not in the checkpoint; nearest present: ", QuoteList(near));
     if (grouped.count(i) == 0) {
       missing_lines.push_back(absl::StrCat("missing tensor '", e.name, "' ",
-                                           Shape(e.expected_shape), "; nearest present: ",
+                                           ShapeText(e.expected_shape), "; nearest present: ",
                                            QuoteList(near)));
     }
   }
@@ -315,9 +314,9 @@ absl::StatusOr<WeightReport> ValidateWeightMap(const TensorSource& source,
         return absl::ResourceExhaustedError(absl::StrCat(
             "tensor '", e->stored_name, "' in '", source.path(), "' is ", info->nbytes,
             " bytes; reading it for statistics would exceed the resident budget of ",
-            options.max_tensor_bytes, " bytes (--max-resident-bytes)"));
+            options.max_tensor_bytes, " bytes"));
       }
-      ASSIGN_OR_RETURN(at::Tensor t, ReadAndDigest(source, *e, /*stats=*/true, fp));
+      ASSIGN_OR_RETURN(at::Tensor t, ReadAndDigest(source, *e, Stats::kCompute, fp));
     }
     report.fingerprint = fp.Hex();
     ReportStats(report, found, &bad_values);
@@ -325,6 +324,7 @@ absl::StatusOr<WeightReport> ValidateWeightMap(const TensorSource& source,
 
   AddCapped(missing_lines, "missing tensors", &report.problems);
   AddCapped(mismatch_lines, "shape mismatches", &report.problems);
+  AddCapped(dtype_lines, "dtype mismatches", &report.problems);
   AddCapped(bad_values, "tensors with NaN/Inf", &report.problems);
   AddCapped(ambiguous, "ambiguous names", &report.problems);
   std::vector<std::string> unexpected_all = extra_layer_lines;
@@ -338,6 +338,7 @@ absl::StatusOr<WeightReport> ValidateWeightMap(const TensorSource& source,
     AddCapped(unexpected_all, "unexpected tensors", &report.problems);
   }
   report.ok = report.missing == 0 && report.shape_mismatches == 0 &&
+              report.dtype_mismatches == 0 &&
               bad_values.empty() && ambiguous.empty() &&
               (report.unexpected == 0 || options.allow_unexpected);
 
@@ -352,9 +353,17 @@ absl::StatusOr<WeightReport> ValidateWeightMap(const TensorSource& source,
                    " tensors in the checkpoint, ", schema.size(),
                    " in the schema (", required, " required)"),
       absl::StrCat("found ", report.found, ", missing ", report.missing,
-                   ", shape mismatches ", report.shape_mismatches, ", unexpected ",
+                   ", shape mismatches ", report.shape_mismatches,
+                   report.dtype_mismatches > 0
+                       ? absl::StrCat(", dtype mismatches ", report.dtype_mismatches)
+                       : "",
+                   ", unexpected ",
                    report.unexpected, ", ignored ", report.ignored,
                    ", optional absent ", optional_absent)};
+  if (!report.unwrapped_wrapper.empty()) {
+    facts.push_back(absl::StrCat("unwrapped the training wrapper '", report.unwrapped_wrapper,
+                                 "': tensor names are read from inside it"));
+  }
   if (!norm.prefix.empty()) {
     facts.push_back(absl::StrCat("stripped wrapper prefix '", norm.prefix, "' from ",
                                  stripped_count, " of ", stored.size(), " names"));
@@ -404,7 +413,7 @@ absl::StatusOr<std::map<std::string, at::Tensor>> LoadValidatedWeights(
   // fails the check, so the report can say how many NaN and Inf it holds.
   std::vector<TensorEntry*> fresh;  // stats computed now, not at validation
   for (TensorEntry* e : FoundSorted(report)) {
-    ASSIGN_OR_RETURN(at::Tensor t, ReadAndDigest(source, *e, /*stats=*/false, fp));
+    ASSIGN_OR_RETURN(at::Tensor t, ReadAndDigest(source, *e, Stats::kSkip, fp));
     if (!e->has_stats) {
       ASSIGN_OR_RETURN(const bool finite, AllFinite(t), "tensor '", e->stored_name, "'");
       if (!finite) {
@@ -435,7 +444,8 @@ absl::StatusOr<std::map<std::string, at::Tensor>> LoadValidatedWeights(
   if (!bad_values.empty()) {
     report.ok = false;
     report.problems.insert(report.problems.begin(), bad_values.begin(), bad_values.end());
-    return absl::FailedPreconditionError(absl::StrCat(
+    // Bad content, like a wrong shape (STYLE.md): InvalidArgument.
+    return absl::InvalidArgumentError(absl::StrCat(
         "weights of '", report.path, "' are not usable: ", bad_values[0]));
   }
   return out;

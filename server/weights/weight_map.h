@@ -28,8 +28,8 @@ struct ValidateOptions {
 };
 
 // Always returns a report (ok or not) unless the source cannot be read at all.
-// report.ok is false on any missing tensor, shape mismatch, or (unless
-// allowed) unexpected tensor; report.problems lists them, worst first.
+// report.ok is false on any missing tensor, shape or dtype mismatch, or
+// (unless allowed) unexpected tensor; report.problems lists them, worst first.
 absl::StatusOr<WeightReport> ValidateWeightMap(const TensorSource& source,
                                                const std::vector<TensorSpec>& schema,
                                                const ValidateOptions& options);
@@ -37,8 +37,10 @@ absl::StatusOr<WeightReport> ValidateWeightMap(const TensorSource& source,
 // Reads every FOUND tensor of a report (which must be ok) converted to
 // `dtype` on `device`, keyed by schema name. Computes the fingerprint into
 // `report` and checks every tensor for NaN/Inf (a tensor holding any makes the
-// report not ok, with its stats filled in, and the load fails); statistics of
-// clean tensors are left to ValidateWeightMap's compute_stats.
+// report not ok, with its stats filled in, and the load fails with
+// InvalidArgument: bad content); statistics of clean tensors are left to
+// ValidateWeightMap's compute_stats. FailedPrecondition when the report is
+// not ok or the file changed since it was validated.
 absl::StatusOr<std::map<std::string, at::Tensor>> LoadValidatedWeights(
     const TensorSource& source, WeightReport& report, c10::ScalarType dtype,
     c10::Device device);

@@ -19,6 +19,7 @@ enum class EntryStatus {
   kFound,           // expected and present with the right shape
   kMissing,         // expected, required, absent
   kShapeMismatch,   // expected, present, wrong shape
+  kDtypeMismatch,   // expected, present, right shape, not a floating-point dtype
   kUnexpected,      // present, not in the schema
   kIgnored,         // present, not used, for a stated reason
   kOptionalAbsent,  // optional in the schema, absent
@@ -43,7 +44,9 @@ struct WeightReport {
   std::string config_path;
   bool ok = false;
   std::string stripped_prefix;
-  int found = 0, missing = 0, shape_mismatches = 0, unexpected = 0, ignored = 0;
+  std::string unwrapped_wrapper;  // torch.save entry the tensors came from, "" when none
+  int found = 0, missing = 0, shape_mismatches = 0, dtype_mismatches = 0, unexpected = 0,
+      ignored = 0;
   std::vector<std::string> problems;         // one line each, most important first
   std::vector<std::string> facts;            // derived facts in words
   std::vector<std::string> skipped_entries;  // non-tensor entries skipped

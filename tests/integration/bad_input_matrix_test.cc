@@ -229,7 +229,7 @@ std::vector<Case> MatrixCases(const MatrixContext& ctx) {
        }),
        Code::ALREADY_EXISTS,
        "a different drafter is already resident as 'm' (from " + D +
-           "/drafter); unload it or choose another --name"},
+           "/drafter); unload it or choose another name (--name)"},
       {"LoadDrafter", "name: control character",
        Msg<DReq>([&](DReq& r) {
          r.set_path(data + "/drafter");

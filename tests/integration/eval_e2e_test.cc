@@ -195,7 +195,7 @@ TEST_F(EvalE2eTest, FcWidthAgainstFewerConfiguredLayersIsNamed) {
                                "the config lists 4 target_layer_ids [1, 3, 5, 7] (128 features)"));
   CommandResult load = Cli({"load-drafter", dir, "--name", "four"});
   EXPECT_EQ(load.exit_code, 1);
-  EXPECT_THAT(load.err, HasSubstr("FAILED_PRECONDITION: checkpoint '"));
+  EXPECT_THAT(load.err, HasSubstr("INVALID_ARGUMENT: checkpoint '"));
   EXPECT_THAT(load.err, HasSubstr("nothing was loaded"));
   EXPECT_EQ(CliJson({"ls", "--kind", "drafter"})["resources"].size(), 1u);
 }

@@ -217,7 +217,8 @@ TEST_F(SecurityE2eTest, EvaluationOverTheBlockLimitIsRefusedBeforeScoring) {
   CommandResult big = Admin({"eval", "--drafter", "m", "--dataset", "d", "--sync"});
   EXPECT_EQ(big.exit_code, 1) << big.out;
   EXPECT_THAT(big.err, HasSubstr("RESOURCE_EXHAUSTED: this evaluation would score "));
-  EXPECT_THAT(big.err, HasSubstr("the server allows at most 4 per evaluation (--max-eval-blocks)"));
+  EXPECT_THAT(big.err, HasSubstr("the server allows at most 4 per evaluation; lower max_samples or "
+                                 "max_blocks (server flag --max-eval-blocks)"));
   CommandResult small = Admin({"eval", "--drafter", "m", "--dataset", "d", "--sync",
                                "--max-samples", "1", "--max-blocks", "2"});
   EXPECT_EQ(small.exit_code, 0) << small.err;
@@ -233,7 +234,8 @@ TEST_F(SecurityE2eTest, LoadOverTheMemoryBudgetIsRefusedWithTheNumbers) {
   EXPECT_EQ(target.exit_code, 1);
   EXPECT_THAT(target.err, HasSubstr("RESOURCE_EXHAUSTED: loading target 'target' needs "));
   EXPECT_THAT(target.err, HasSubstr("(estimated from config.json) but 0 bytes (0.00 GiB) of the "
-                                    "1000 bytes (0.00 GiB) budget (--max-resident-bytes)"));
+                                    "1000 bytes (0.00 GiB) resident budget is in use; unload "
+                                    "something first (server flag --max-resident-bytes)"));
   CommandResult drafter = Cli(addr, {"load-drafter", data_ + "/drafter"});
   EXPECT_THAT(drafter.err, HasSubstr("estimated from the tensor headers"));
   CommandResult dataset = Cli(addr, {"load-dataset", data_ + "/dataset"});

@@ -1,4 +1,5 @@
 #include "weights/torch_pt_file.h"
+#include "weights/weight_map.h"
 
 #include <ATen/ATen.h>
 
@@ -26,6 +27,8 @@ namespace {
 using ::dflash::testing::ReadFileOrEmpty;
 using ::dflash::testing::StatusIs;
 using ::dflash::testing::TempDir;
+using ::testing::AllOf;
+using ::testing::Contains;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
@@ -133,8 +136,60 @@ TEST_F(TorchPtFileTest, ReadsEveryFixture) {
             "step (int)"));
   }
   {
-    SCOPED_TRACE("WrappedStateDictKeepsPrefix");
+    SCOPED_TRACE("WrappedStateDictIsUnwrapped");
     CheckAgainstSidecar("wrapped.pt");
+    ASSERT_OK_AND_ASSIGN(TensorSourcePtr src, OpenTorchPt(Path("wrapped.pt")));
+    EXPECT_EQ(src->unwrapped_wrapper(), "state_dict");
+    EXPECT_THAT(src->skipped_entries(), IsEmpty());
+  }
+  {
+    SCOPED_TRACE("TrainingWrappersWithSiblings");
+    for (const auto& [file, wrapper] :
+         std::vector<std::pair<std::string, std::string>>{
+             {"lightning.pt", "state_dict"},
+             {"deepspeed.pt", "module"},
+             {"model_state_dict.pt", "model_state_dict"}}) {
+      SCOPED_TRACE(file);
+      CheckAgainstSidecar(file);
+      ASSERT_OK_AND_ASSIGN(TensorSourcePtr src, OpenTorchPt(Path(file)));
+      EXPECT_EQ(src->unwrapped_wrapper(), wrapper);
+    }
+    ASSERT_OK_AND_ASSIGN(TensorSourcePtr src, OpenTorchPt(Path("lightning.pt")));
+    EXPECT_THAT(src->skipped_entries(),
+                ElementsAre("epoch (int)", "global_step (int)",
+                            "optimizer_states.0 (optimizer state with 6 tensors, not model "
+                            "weights)",
+                            "hyper_parameters (dict, not a tensor)"));
+    ASSERT_OK_AND_ASSIGN(src, OpenTorchPt(Path("deepspeed.pt")));
+    EXPECT_THAT(src->skipped_entries(), ElementsAre("iteration (int)"));
+    // The plain state dict names no wrapper.
+    ASSERT_OK_AND_ASSIGN(src, OpenTorchPt(Path("plain.pt")));
+    EXPECT_EQ(src->unwrapped_wrapper(), "");
+  }
+  {
+    SCOPED_TRACE("ReportNamesTheWrapper");
+    ASSERT_OK_AND_ASSIGN(TensorSourcePtr src, OpenTorchPt(Path("lightning.pt")));
+    ValidateOptions options;
+    options.allow_unexpected = true;  // the buffers
+    ASSERT_OK_AND_ASSIGN(
+        WeightReport r,
+        ValidateWeightMap(*src, {{"fc.weight", {3, 4}}, {"fc.bias", {3}}}, options));
+    EXPECT_TRUE(r.ok) << ::testing::PrintToString(r.problems);
+    EXPECT_EQ(r.unwrapped_wrapper, "state_dict");
+    EXPECT_EQ(r.stripped_prefix, "model.");  // Lightning's own attribute name
+    EXPECT_EQ(r.found, 2);
+    EXPECT_THAT(r.facts, Contains(HasSubstr("unwrapped the training wrapper 'state_dict'")));
+    EXPECT_THAT(r.skipped_entries, Contains("epoch (int)"));
+  }
+  {
+    SCOPED_TRACE("TensorsInsideAndOutsideAWrapperAreRefused");
+    EXPECT_THAT(OpenTorchPt(Path("wrapped_and_top.pt")).status(),
+                StatusIs(absl::StatusCode::kInvalidArgument,
+                         AllOf(HasSubstr("inside the wrapper 'state_dict'"),
+                               HasSubstr("outside it ('extra.weight')"))));
+    EXPECT_THAT(OpenTorchPt(Path("two_wrappers.pt")).status(),
+                StatusIs(absl::StatusCode::kInvalidArgument,
+                         HasSubstr("both under 'state_dict' and under 'module'")));
   }
   {
     SCOPED_TRACE("NestedDictsListsAndIntKeys");

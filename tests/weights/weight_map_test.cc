@@ -235,13 +235,17 @@ TEST_F(WeightMapTest, FcForFiveTargetLayersOnFourLayerSchema) {
                           "[8, 40]; expected [8, 32]; dim 1 is 40, expected 32 (ratio 5/4)"));
 }
 
-TEST_F(WeightMapTest, IntegerDtypeIsAMismatch) {
+TEST_F(WeightMapTest, IntegerDtypeIsADtypeMismatch) {
   std::vector<TensorSpec> schema = {{"norm.weight", {kH}}};
   FakeTensorSource src({{"norm.weight", at::ones({kH}, at::kLong)}});
   ASSERT_OK_AND_ASSIGN(WeightReport r, ValidateWeightMap(src, schema, {}));
   EXPECT_FALSE(r.ok);
   EXPECT_THAT(r.problems, ElementsAre("tensor 'norm.weight' has dtype I64; expected a "
                                       "floating-point type"));
+  // Its own kind, not a shape mismatch.
+  EXPECT_EQ(r.dtype_mismatches, 1);
+  EXPECT_EQ(r.shape_mismatches, 0);
+  EXPECT_EQ(Entry(r, "norm.weight")->status, EntryStatus::kDtypeMismatch);
 }
 
 TEST_F(WeightMapTest, UnexpectedUnlessAllowed) {
@@ -339,7 +343,7 @@ TEST_F(WeightMapTest, StatsRefuseATensorOverTheBudgetBeforeReadingIt) {
               StatusIs(absl::StatusCode::kResourceExhausted,
                        "tensor 'b' in '" + src.path() +
                            "' is 32 bytes; reading it for statistics would exceed the resident "
-                           "budget of 16 bytes (--max-resident-bytes)"));
+                           "budget of 16 bytes"));
   EXPECT_THAT(src.reads(), ElementsAre("a"));
   opts.max_tensor_bytes = 32;
   EXPECT_OK(ValidateWeightMap(src, schema, opts).status());
@@ -463,7 +467,7 @@ TEST_F(WeightMapTest, LoadRefusesNanWeights) {
   ASSERT_OK_AND_ASSIGN(WeightReport r, ValidateWeightMap(src, schema, {}));
   ASSERT_TRUE(r.ok);  // no stats yet: NaN is only seen on load
   EXPECT_THAT(LoadValidatedWeights(src, r, at::kFloat, c10::Device(c10::kCPU)),
-              StatusIs(absl::StatusCode::kFailedPrecondition,
+              StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("tensor 'norm.weight' holds 1 NaN and 0 Inf values")));
   EXPECT_FALSE(r.ok);
 }
@@ -480,7 +484,7 @@ TEST_F(WeightMapTest, LoadRefusesNonFiniteInEveryFloatDtype) {
     ASSERT_OK_AND_ASSIGN(WeightReport r, ValidateWeightMap(src, schema, {}));
     ASSERT_TRUE(r.ok);
     EXPECT_THAT(LoadValidatedWeights(src, r, at::kFloat, c10::Device(c10::kCPU)),
-                StatusIs(absl::StatusCode::kFailedPrecondition,
+                StatusIs(absl::StatusCode::kInvalidArgument,
                          HasSubstr("tensor 'a.weight' holds 0 NaN and 1 Inf values")));
     EXPECT_FALSE(r.ok);
     EXPECT_THAT(r.problems, Contains("tensor 'b.weight' holds 2 NaN and 0 Inf values"));
