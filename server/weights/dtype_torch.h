@@ -5,7 +5,7 @@
 
 #include <c10/core/ScalarType.h>
 
-#include "weights/dtype.h"
+#include "formats/dtype.h"
 
 namespace dflash::weights {
 

@@ -21,7 +21,7 @@
 #include "common/status_macros.h"
 #include "common/torch_guard.h"
 #include "weights/name_suggest.h"
-#include "weights/shard_index.h"
+#include "formats/shard_index.h"
 
 namespace dflash::weights {
 namespace {

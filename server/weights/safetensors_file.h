@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "weights/safetensors_header.h"  // SafetensorsEntry, ParseSafetensorsHeader
+#include "formats/safetensors_header.h"  // SafetensorsEntry, ParseSafetensorsHeader
 #include "weights/tensor_source.h"
 
 namespace dflash::weights {

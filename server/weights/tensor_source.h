@@ -17,7 +17,7 @@
 #include <ATen/core/Tensor.h>
 
 #include "absl/status/statusor.h"
-#include "weights/dtype.h"
+#include "formats/dtype.h"
 
 namespace dflash::weights {
 

@@ -20,11 +20,11 @@
 #include "absl/strings/str_join.h"
 #include "common/mapped_file.h"
 #include "common/status_macros.h"
-#include "weights/gzip_inflate.h"
+#include "formats/gzip_inflate.h"
 #include "weights/name_suggest.h"
-#include "weights/pickle_flatten.h"
-#include "weights/pickle_reader.h"
-#include "weights/zip_archive.h"
+#include "formats/pickle_flatten.h"
+#include "formats/pickle_reader.h"
+#include "formats/zip_archive.h"
 
 namespace dflash::weights {
 namespace {

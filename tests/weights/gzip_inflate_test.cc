@@ -1,4 +1,4 @@
-#include "weights/gzip_inflate.h"
+#include "formats/gzip_inflate.h"
 
 #include <zlib.h>
 

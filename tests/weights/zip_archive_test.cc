@@ -1,6 +1,6 @@
 // The zip reader under torch.save files, on archives built byte by byte
 // here: every refusal with its exact message, and the zip64 layout.
-#include "weights/zip_archive.h"
+#include "formats/zip_archive.h"
 
 #include <zlib.h>
 

@@ -1,4 +1,4 @@
-#include "weights/pickle_flatten.h"
+#include "formats/pickle_flatten.h"
 
 #include <set>
 #include <unordered_map>
@@ -8,7 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/shape_text.h"
 #include "common/status_macros.h"
-#include "weights/dtype.h"
+#include "formats/dtype.h"
 
 namespace dflash::weights {
 namespace {

@@ -31,7 +31,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "weights/dtype.h"
+#include "formats/dtype.h"
 
 namespace dflash::weights {
 

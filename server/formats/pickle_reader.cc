@@ -1,4 +1,4 @@
-#include "weights/pickle_reader.h"
+#include "formats/pickle_reader.h"
 
 #include <cstring>
 #include <utility>

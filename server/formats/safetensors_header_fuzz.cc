@@ -11,7 +11,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
-#include "weights/safetensors_header.h"
+#include "formats/safetensors_header.h"
 
 namespace {
 

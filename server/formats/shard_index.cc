@@ -1,4 +1,4 @@
-#include "weights/shard_index.h"
+#include "formats/shard_index.h"
 
 #include <exception>
 #include <filesystem>

@@ -1,4 +1,4 @@
-#include "weights/zip_archive.h"
+#include "formats/zip_archive.h"
 
 #include <zlib.h>
 

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <string>
 
-#include "weights/zip_archive.h"
+#include "formats/zip_archive.h"
 
 namespace {
 

@@ -4,7 +4,7 @@
 #include <cstdint>
 
 #include "absl/strings/string_view.h"
-#include "weights/pickle_reader.h"
+#include "formats/pickle_reader.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto result = dflash::weights::ParsePickle(

@@ -1,4 +1,4 @@
-#include "weights/safetensors_header.h"
+#include "formats/safetensors_header.h"
 
 #include <algorithm>
 #include <cstring>

@@ -7,7 +7,7 @@
 #include <filesystem>
 #include <string>
 
-#include "weights/shard_index.h"
+#include "formats/shard_index.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);

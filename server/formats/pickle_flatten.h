@@ -30,7 +30,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "weights/pickle_reader.h"
+#include "formats/pickle_reader.h"
 
 namespace dflash::weights {
 

@@ -1,4 +1,4 @@
-#include "weights/dtype.h"
+#include "formats/dtype.h"
 
 #include <array>
 #include <utility>
