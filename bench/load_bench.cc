@@ -19,10 +19,10 @@
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 
-#include "file_read.h"
 #include "absl/status/statusor.h"
 #include "common/status_macros.h"
 #include "data/eval_dataset.h"
+#include "file_read.h"
 #include "model/drafter_config.h"
 #include "model/drafter_model.h"
 #include "model/drafter_schema.h"
@@ -70,8 +70,7 @@ absl::Status Run(const Args& args) {
     vo.ignore = dflash::model::DrafterIgnoreRules();
     ASSIGN_OR_RETURN(auto report,
                      dflash::weights::ValidateWeightMap(
-                         *opened.source, dflash::model::DrafterSchema(cfg, cfg.hidden_size),
-                         vo));
+                         *opened.source, dflash::model::DrafterSchema(cfg, cfg.hidden_size), vo));
     if (!report.ok) return absl::FailedPreconditionError("drafter does not validate");
     const Clock::time_point tw = Clock::now();
     ASSIGN_OR_RETURN(auto tensors,
@@ -106,11 +105,12 @@ absl::Status Run(const Args& args) {
                   const std::vector<double>& plain, const std::string& fp) {
     if (load.empty()) return;
     const double l = Median(load), p = Median(plain);
-    std::printf(" \"%s\": {\"bytes\": %lld, \"first_load_s\": %.5f, \"load_s\": %.5f, \"plain_s\": %.5f, "
-                "\"load_mb_s\": %.0f, \"plain_mb_s\": %.0f, \"ratio\": %.3f, "
-                "\"fingerprint\": \"%s\"},\n",
-                name, static_cast<long long>(bytes), load[0], l, p, bytes / l / mb, bytes / p / mb,
-                p / l, fp.c_str());
+    std::printf(
+        " \"%s\": {\"bytes\": %lld, \"first_load_s\": %.5f, \"load_s\": %.5f, \"plain_s\": %.5f, "
+        "\"load_mb_s\": %.0f, \"plain_mb_s\": %.0f, \"ratio\": %.3f, "
+        "\"fingerprint\": \"%s\"},\n",
+        name, static_cast<long long>(bytes), load[0], l, p, bytes / l / mb, bytes / p / mb, p / l,
+        fp.c_str());
   };
   std::printf("{\n \"repeat\": %d, \"threads\": %d,\n", args.repeat, at::get_num_threads());
   line("drafter", d_bytes, d_load, d_plain, d_fp);
@@ -125,12 +125,18 @@ int main(int argc, char** argv) {
   Args args;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string k = argv[i], v = argv[i + 1];
-    if (k == "--drafter") args.drafter = v;
-    else if (k == "--dataset") args.dataset = v;
-    else if (k == "--dtype") args.dtype = v;
-    else if (k == "--repeat") args.repeat = std::stoi(v);
-    else if (k == "--threads") args.threads = std::stoi(v);
-    else if (k == "--only") args.only = v;
+    if (k == "--drafter")
+      args.drafter = v;
+    else if (k == "--dataset")
+      args.dataset = v;
+    else if (k == "--dtype")
+      args.dtype = v;
+    else if (k == "--repeat")
+      args.repeat = std::stoi(v);
+    else if (k == "--threads")
+      args.threads = std::stoi(v);
+    else if (k == "--only")
+      args.only = v;
     else {
       std::cerr << "unknown flag " << k << "\n";
       return 2;

@@ -28,12 +28,12 @@
 #include <ATen/Parallel.h>
 #include <ATen/core/grad_mode.h>
 
-#include "file_read.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "eval/anchors.h"
 #include "eval/evaluator.h"
+#include "file_read.h"
 #include "model/drafter_config.h"
 #include "model/drafter_model.h"
 #include "model/drafter_schema.h"
@@ -121,8 +121,8 @@ FlopCount CountFlops(const dflash::model::DrafterConfig& c, int64_t V,
     f.context += per_pos_ctx * L;
     if (o.mode == dflash::eval::Mode::kAnchor) {
       at::Tensor m = s.loss_mask.to(at::kCPU, at::kByte).contiguous();
-      auto anchors = dflash::eval::SelectAnchors(m.data_ptr<uint8_t>(), L, o.anchors,
-                                                 o.max_blocks, o.seed, s.index);
+      auto anchors = dflash::eval::SelectAnchors(m.data_ptr<uint8_t>(), L, o.anchors, o.max_blocks,
+                                                 o.seed, s.index);
       for (int64_t a : anchors) {
         f.layers += per_tok_layer * B;
         f.attention += attention(a);
@@ -152,8 +152,7 @@ absl::StatusOr<std::string> Run(const Args& args) {
   const double peak1k = MatmulPeak(1024, dtype, device);
   const double peak2k = MatmulPeak(2048, dtype, device);
   const double peak = std::max(peak1k, peak2k);
-  js << " \"matmul_gflops_1024\": " << peak1k << ",\n \"matmul_gflops_2048\": " << peak2k
-     << ",\n";
+  js << " \"matmul_gflops_1024\": " << peak1k << ",\n \"matmul_gflops_2048\": " << peak2k << ",\n";
 
   // Loads, each timed with a warm page cache and its peak RSS growth.
   auto load_json = [&](const char* name, const std::vector<std::string>& files, double secs,
@@ -161,10 +160,9 @@ absl::StatusOr<std::string> Run(const Args& args) {
     PlainRead(files);  // warm
     auto [file_bytes, plain_s] = PlainRead(files);
     const int64_t peak_growth = ProcStatus("VmHWM") - rss_before;
-    js << " \"load_" << name << "\": {\"seconds\": " << secs << ", \"file_bytes\": "
-       << file_bytes << ", \"plain_read_seconds\": " << plain_s
-       << ", \"tensor_bytes\": " << tensor_bytes << ", \"peak_rss_growth\": " << peak_growth
-       << "},\n";
+    js << " \"load_" << name << "\": {\"seconds\": " << secs << ", \"file_bytes\": " << file_bytes
+       << ", \"plain_read_seconds\": " << plain_s << ", \"tensor_bytes\": " << tensor_bytes
+       << ", \"peak_rss_growth\": " << peak_growth << "},\n";
   };
   for (const std::string& p : {args.target, args.drafter, args.dataset}) PlainRead(FilesUnder(p));
 
@@ -267,17 +265,28 @@ int main(int argc, char** argv) {
       }
       return argv[++i];
     };
-    if (k == "--target") a.target = next();
-    else if (k == "--drafter") a.drafter = next();
-    else if (k == "--dataset") a.dataset = next();
-    else if (k == "--device") a.device = next();
-    else if (k == "--dtype") a.dtype = next();
-    else if (k == "--mode") a.mode = next();
-    else if (k == "--anchors") a.anchors = next();
-    else if (k == "--max-blocks") a.max_blocks = std::atoll(next().c_str());
-    else if (k == "--max-samples") a.max_samples = std::atoll(next().c_str());
-    else if (k == "--threads") a.threads = std::atoll(next().c_str());
-    else if (k == "--repeat") a.repeat = std::atoll(next().c_str());
+    if (k == "--target")
+      a.target = next();
+    else if (k == "--drafter")
+      a.drafter = next();
+    else if (k == "--dataset")
+      a.dataset = next();
+    else if (k == "--device")
+      a.device = next();
+    else if (k == "--dtype")
+      a.dtype = next();
+    else if (k == "--mode")
+      a.mode = next();
+    else if (k == "--anchors")
+      a.anchors = next();
+    else if (k == "--max-blocks")
+      a.max_blocks = std::atoll(next().c_str());
+    else if (k == "--max-samples")
+      a.max_samples = std::atoll(next().c_str());
+    else if (k == "--threads")
+      a.threads = std::atoll(next().c_str());
+    else if (k == "--repeat")
+      a.repeat = std::atoll(next().c_str());
     else {
       std::cerr << "roofline_bench: unknown argument '" << k << "'\n";
       return 2;

@@ -27,7 +27,9 @@ int ReportStatus(const absl::Status& status, std::ostream& err) {
   return kExitRpcError;
 }
 
-std::string CliContext::ToJsonText(const google::protobuf::Message& m) { return ToJson(m); }
+std::string CliContext::ToJsonText(const google::protobuf::Message& m) {
+  return ToJson(m);
+}
 
 int RunCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
   Globals g;
@@ -38,7 +40,8 @@ int RunCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
   app.require_subcommand(1);
   // Global flags also after the command: `dflash-eval list --json`.
   app.fallthrough();
-  app.add_option("--server", g.server, "HOST:PORT (default: $DFLASH_EVAL_SERVER or 127.0.0.1:50051)");
+  app.add_option("--server", g.server,
+                 "HOST:PORT (default: $DFLASH_EVAL_SERVER or 127.0.0.1:50051)");
   app.add_flag("--json", g.json, "print the reply as JSON (proto JSON mapping)");
   app.add_option("--timeout", g.timeout_seconds, "seconds to wait for a reply (0 = no limit)")
       ->check(CLI::NonNegativeNumber)

@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include <CLI/CLI.hpp>
 #include <google/protobuf/message.h>
+#include <CLI/CLI.hpp>
 
 #include "absl/status/status.h"
 #include "client/cli.h"
@@ -23,7 +23,7 @@ struct Globals {
   std::string server;
   bool json = false;
   double timeout_seconds = 600;
-  std::string token_file;        // else $DFLASH_EVAL_TOKEN
+  std::string token_file;  // else $DFLASH_EVAL_TOKEN
   std::string tls_ca, tls_cert, tls_key;
 };
 
@@ -38,8 +38,7 @@ int ReportStatus(const absl::Status& status, std::ostream& err);
 
 class CliContext {
  public:
-  CliContext(CLI::App& app, Globals& globals, std::ostream& out, std::ostream& err,
-             bool out_is_tty)
+  CliContext(CLI::App& app, Globals& globals, std::ostream& out, std::ostream& err, bool out_is_tty)
       : app(app), g(globals), out(out), err(err), out_is_tty(out_is_tty) {}
 
   // The proto's JSON with --json, else `human`.

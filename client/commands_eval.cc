@@ -32,21 +32,22 @@ void CheckAndFill(EvalState& st) {
   const bool has_drafter = !req.drafter().empty();
   const bool has_ckpt = !req.checkpoint_path().empty();
   if (has_drafter == has_ckpt) {
-    throw UsageError{has_drafter
-                         ? "eval: give --drafter NAME or --checkpoint PATH, not both"
-                         : "eval: missing the drafter: give --drafter NAME (resident) or "
-                           "--checkpoint PATH"};
+    throw UsageError{has_drafter ? "eval: give --drafter NAME or --checkpoint PATH, not both"
+                                 : "eval: missing the drafter: give --drafter NAME (resident) or "
+                                   "--checkpoint PATH"};
   }
   if (req.dataset().empty()) {
     throw UsageError{"eval: missing --dataset NAME (see 'dflash-eval ls --kind dataset')"};
   }
   if (st.detach && st.sync) {
-    throw UsageError{"eval: give --detach or --sync, not both (--sync runs the evaluation "
-                     "inside this call)"};
+    throw UsageError{
+        "eval: give --detach or --sync, not both (--sync runs the evaluation "
+        "inside this call)"};
   }
   if (req.unload_after() && !has_ckpt) {
-    throw UsageError{"eval: --unload-after applies to --checkpoint PATH only (a resident "
-                     "drafter stays until 'dflash-eval unload drafter NAME')"};
+    throw UsageError{
+        "eval: --unload-after applies to --checkpoint PATH only (a resident "
+        "drafter stays until 'dflash-eval unload drafter NAME')"};
   }
   for (const std::string& label : st.labels) {
     const auto eq = label.find('=');
@@ -111,7 +112,7 @@ int WaitAndPrintResult(CliContext& cx, EvalClient& c, const pb::EvalJob& job,
   // stderr (and only on a terminal) with --json.
   std::ostream& pout = cx.g.json ? cx.err : cx.out;
   const bool tty = cx.g.json ? isatty(STDERR_FILENO) == 1 : cx.out_is_tty;
-  ProgressPrinter::Mode mode = tty ? ProgressPrinter::Mode::kBar
+  ProgressPrinter::Mode mode = tty         ? ProgressPrinter::Mode::kBar
                                : cx.g.json ? ProgressPrinter::Mode::kNone
                                            : ProgressPrinter::Mode::kLines;
   if (progress == "bar") mode = ProgressPrinter::Mode::kBar;
@@ -156,22 +157,28 @@ void AddEvalCommand(CliContext& ctx) {
       ->check(CLI::IsMember({"even", "random", "all"}))
       ->capture_default_str();
   cmd->add_option("--max-samples", st->max_samples, "0 = all")->check(CLI::NonNegativeNumber);
-  cmd->add_option("--max-blocks", st->max_blocks, "per sample; 0 = no limit")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--max-blocks", st->max_blocks, "per sample; 0 = no limit")
+      ->check(CLI::NonNegativeNumber);
   cmd->add_option("--seed", st->seed, "seed for --anchors random");
-  cmd->add_option("--block-size", st->block_size, "0 = the drafter's")->check(CLI::NonNegativeNumber);
-  cmd->add_option("--max-new-tokens", st->max_new_tokens, "replay: 0 = no limit")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--block-size", st->block_size, "0 = the drafter's")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--max-new-tokens", st->max_new_tokens, "replay: 0 = no limit")
+      ->check(CLI::NonNegativeNumber);
   cmd->add_option("--semantics", *st->req.mutable_semantics(),
                   "zlab-current (default: z-lab's model.py at 10129599) or zlab-2025 (the older "
                   "rules)")
       ->check(CLI::IsMember({"zlab-current", "zlab-2025"}));
   cmd->add_option("--run", *st->req.mutable_run(), "training run this checkpoint belongs to");
-  cmd->add_option("--step", st->step, "training step of this checkpoint")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--step", st->step, "training step of this checkpoint")
+      ->check(CLI::NonNegativeNumber);
   cmd->add_option("--label", st->labels, "KEY=VALUE job label (repeatable)");
-  cmd->add_flag("--unload-after", [st](int64_t) { st->req.set_unload_after(true); },
-                "with --checkpoint: free the drafter when the job ends");
+  cmd->add_flag(
+      "--unload-after", [st](int64_t) { st->req.set_unload_after(true); },
+      "with --checkpoint: free the drafter when the job ends");
   cmd->add_flag("--detach", st->detach, "print the job id and return at once");
   cmd->add_flag("--sync", st->sync, "run inside this call (RunEval), no job");
-  cmd->add_option("--progress", st->progress, "auto (bar on a terminal, else lines), bar, lines or none")
+  cmd->add_option("--progress", st->progress,
+                  "auto (bar on a terminal, else lines), bar, lines or none")
       ->check(CLI::IsMember({"auto", "bar", "lines", "none"}))
       ->capture_default_str();
   cmd->callback([cx, st] {

@@ -16,8 +16,8 @@
 namespace dflash::client {
 namespace {
 
-const std::vector<std::string> kStates = {"queued",    "running",   "succeeded",
-                                          "failed",    "cancelled", "interrupted"};
+const std::vector<std::string> kStates = {"queued", "running",   "succeeded",
+                                          "failed", "cancelled", "interrupted"};
 
 pb::JobState ParseState(const std::string& s) {
   pb::JobState state = pb::JOB_STATE_UNSPECIFIED;
@@ -55,7 +55,8 @@ void AddStatusAndResults(CliContext& ctx) {
     };
   });
 
-  CLI::App* results = ctx.app.add_subcommand("results", "a finished job's result (accept length, positions)");
+  CLI::App* results =
+      ctx.app.add_subcommand("results", "a finished job's result (accept length, positions)");
   results->add_option("job", st->results_id, "job id")->required();
   results->add_flag("--wait", st->wait, "wait for the job to end (with progress) first");
   results->add_option("--progress", st->progress, "with --wait: auto, bar, lines or none")
@@ -99,13 +100,15 @@ void AddList(CliContext& ctx) {
   State* st = ctx.Keep<State>();
   CLI::App* cmd = ctx.app.add_subcommand("list", "evaluation jobs, newest first");
   cmd->add_option("--run", *st->req.mutable_run(), "only this training run");
-  cmd->add_option("--state", st->state, "queued, running, succeeded, failed, cancelled or interrupted")
+  cmd->add_option("--state", st->state,
+                  "queued, running, succeeded, failed, cancelled or interrupted")
       ->check(CLI::IsMember(kStates));
   cmd->add_option("--drafter", *st->req.mutable_drafter(), "only this drafter");
   cmd->add_option("--dataset", *st->req.mutable_dataset(), "only this dataset");
   cmd->add_option("--limit", st->limit, "at most N jobs per page (default: the server's)")
       ->check(CLI::PositiveNumber);
-  cmd->add_option("--page-token", *st->req.mutable_page_token(), "the next page, as a previous list printed");
+  cmd->add_option("--page-token", *st->req.mutable_page_token(),
+                  "the next page, as a previous list printed");
   cmd->callback([cx, st] {
     st->req.set_state(ParseState(st->state));
     st->req.set_page_size(st->limit);
@@ -130,11 +133,11 @@ void AddCancelAndResubmit(CliContext& ctx) {
     cx->run = [cx, st](EvalClient& c) {
       auto job = c.CancelEval(st->cancel_id);
       if (!job.ok()) return ReportStatus(job.status(), cx->err);
-      std::string human = IsFinalState(job->state())
-                              ? absl::StrCat("job ", job->id(), " ", JobStateLabel(job->state()), "\n")
-                              : absl::StrCat("job ", job->id(), " cancelling: it is ",
-                                             JobStateLabel(job->state()),
-                                             " and stops at the next chunk boundary\n");
+      std::string human =
+          IsFinalState(job->state())
+              ? absl::StrCat("job ", job->id(), " ", JobStateLabel(job->state()), "\n")
+              : absl::StrCat("job ", job->id(), " cancelling: it is ", JobStateLabel(job->state()),
+                             " and stops at the next chunk boundary\n");
       cx->Print(*job, human);
       return kExitOk;
     };
@@ -184,9 +187,8 @@ void AddCompare(CliContext& ctx) {
         if (j.result().selector_top_k() == 0) continue;
         // DFlash 2: the same drafter without its selector, and the top-k coverage.
         ChartSeries unary{absl::StrCat(DrafterLabel(j.request()), " without selector"), {}};
-        ChartSeries cover{absl::StrCat(DrafterLabel(j.request()), " coverage@",
-                                       j.result().selector_top_k()),
-                          {}};
+        ChartSeries cover{
+            absl::StrCat(DrafterLabel(j.request()), " coverage@", j.result().selector_top_k()), {}};
         for (const pb::PositionMetrics& p : j.result().positions()) {
           unary.points.push_back({static_cast<double>(p.position()), p.unary_accuracy()});
           cover.points.push_back({static_cast<double>(p.position()), p.coverage()});
@@ -228,7 +230,8 @@ void AddHistory(CliContext& ctx) {
   };
   CliContext* cx = &ctx;
   State* st = ctx.Keep<State>();
-  CLI::App* cmd = ctx.app.add_subcommand("history", "a training run's curve: step vs accept length");
+  CLI::App* cmd =
+      ctx.app.add_subcommand("history", "a training run's curve: step vs accept length");
   cmd->add_option("--run", *st->req.mutable_run(), "training run")->required();
   cmd->add_option("--dataset", *st->req.mutable_dataset(), "only evaluations on this dataset");
   cmd->add_option("--svg", st->svg, "also write accept length against step to FILE (SVG)");

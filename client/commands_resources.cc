@@ -66,11 +66,14 @@ void AddValidate(CliContext& ctx) {
   State* st = ctx.Keep<State>();
   CLI::App* cmd = ctx.app.add_subcommand("validate", "check a drafter checkpoint's weight map");
   cmd->add_option("path", *st->req.mutable_path(), "checkpoint directory or file")->required();
-  cmd->add_option("--config", *st->req.mutable_config_path(), "config.json, when not beside the weights");
-  cmd->add_flag("--allow-unexpected", [st](int64_t) { st->req.set_allow_unexpected(true); },
-                "do not fail on tensors the schema does not name");
-  cmd->add_flag("--stats", [st](int64_t) { st->req.set_compute_stats(true); },
-                "per-tensor statistics (reads every tensor)");
+  cmd->add_option("--config", *st->req.mutable_config_path(),
+                  "config.json, when not beside the weights");
+  cmd->add_flag(
+      "--allow-unexpected", [st](int64_t) { st->req.set_allow_unexpected(true); },
+      "do not fail on tensors the schema does not name");
+  cmd->add_flag(
+      "--stats", [st](int64_t) { st->req.set_compute_stats(true); },
+      "per-tensor statistics (reads every tensor)");
   cmd->add_flag("--verbose,-v", st->verbose, "list every tensor, not only the problems");
   cmd->callback([cx, st] {
     cx->run = [cx, st](EvalClient& c) {
@@ -89,13 +92,15 @@ void AddLoadTarget(CliContext& ctx) {
   };
   CliContext* cx = &ctx;
   State* st = ctx.Keep<State>();
-  CLI::App* cmd = ctx.app.add_subcommand("load-target", "load a target's embed_tokens, lm_head (and norm)");
+  CLI::App* cmd =
+      ctx.app.add_subcommand("load-target", "load a target's embed_tokens, lm_head (and norm)");
   cmd->add_option("path", *st->req.mutable_path(), "target model directory")->required();
   cmd->add_option("--name", *st->req.mutable_name(), "resident name (default: directory name)");
   cmd->add_option("--dtype", st->dtype, "fp32, bf16 or fp16")->check(CLI::IsMember(kDTypes));
   cmd->add_option("--device", *st->req.mutable_device(), "cpu or cuda:N (default: the server's)");
-  cmd->add_flag("--final-norm", [st](int64_t) { st->req.set_load_final_norm(true); },
-                "also load the final norm");
+  cmd->add_flag(
+      "--final-norm", [st](int64_t) { st->req.set_load_final_norm(true); },
+      "also load the final norm");
   cmd->callback([cx, st] {
     st->req.set_dtype(ParseDType(st->dtype));
     cx->run = [cx, st](EvalClient& c) {
@@ -117,11 +122,13 @@ void AddLoadDrafter(CliContext& ctx) {
   CLI::App* cmd = ctx.app.add_subcommand("load-drafter", "validate and load a drafter checkpoint");
   cmd->add_option("path", *st->req.mutable_path(), "checkpoint directory or file")->required();
   cmd->add_option("--name", *st->req.mutable_name(), "resident name (default: directory name)");
-  cmd->add_option("--config", *st->req.mutable_config_path(), "config.json, when not beside the weights");
+  cmd->add_option("--config", *st->req.mutable_config_path(),
+                  "config.json, when not beside the weights");
   cmd->add_option("--dtype", st->dtype, "fp32, bf16 or fp16")->check(CLI::IsMember(kDTypes));
   cmd->add_option("--device", *st->req.mutable_device(), "cpu or cuda:N (default: the server's)");
-  cmd->add_flag("--allow-unexpected", [st](int64_t) { st->req.set_allow_unexpected(true); },
-                "load even with tensors the schema does not name");
+  cmd->add_flag(
+      "--allow-unexpected", [st](int64_t) { st->req.set_allow_unexpected(true); },
+      "load even with tensors the schema does not name");
   cmd->callback([cx, st] {
     st->req.set_dtype(ParseDType(st->dtype));
     cx->run = [cx, st](EvalClient& c) {
@@ -141,7 +148,8 @@ void AddLoadDataset(CliContext& ctx) {
   };
   CliContext* cx = &ctx;
   State* st = ctx.Keep<State>();
-  CLI::App* cmd = ctx.app.add_subcommand("load-dataset", "load a directory of cached hidden states");
+  CLI::App* cmd =
+      ctx.app.add_subcommand("load-dataset", "load a directory of cached hidden states");
   cmd->add_option("path", *st->req.mutable_path(), "dataset directory")->required();
   cmd->add_option("--name", *st->req.mutable_name(), "resident name (default: directory name)");
   cmd->add_option("--layer-ids", st->layer_ids,
@@ -150,14 +158,18 @@ void AddLoadDataset(CliContext& ctx) {
                   "KEY=IDS for other layouts, e.g. aux_hidden_state=1,16,31,46 (repeatable)");
   cmd->add_option("--dtype", st->dtype, "fp32, bf16 or fp16 (default: as stored)")
       ->check(CLI::IsMember(kDTypes));
-  cmd->add_option("--max-samples", [st](const std::vector<std::string>& v) {
-    int n = 0;
-    if (!absl::SimpleAtoi(v[0], &n) || n < 0) return false;
-    st->req.set_max_samples(n);
-    return true;
-  }, "load at most N samples");
-  cmd->add_flag("--skip-bad-samples", [st](int64_t) { st->req.set_skip_bad_samples(true); },
-                "skip (and report) malformed samples instead of failing");
+  cmd->add_option(
+      "--max-samples",
+      [st](const std::vector<std::string>& v) {
+        int n = 0;
+        if (!absl::SimpleAtoi(v[0], &n) || n < 0) return false;
+        st->req.set_max_samples(n);
+        return true;
+      },
+      "load at most N samples");
+  cmd->add_flag(
+      "--skip-bad-samples", [st](int64_t) { st->req.set_skip_bad_samples(true); },
+      "skip (and report) malformed samples instead of failing");
   cmd->callback([cx, st] {
     st->req.set_dtype(ParseDType(st->dtype));
     std::vector<std::pair<std::string, std::string>> specs;

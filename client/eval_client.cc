@@ -99,9 +99,9 @@ absl::Status EvalClient::Convert(const grpc::Status& status) const {
         absl::StrCat("cannot reach server at ", address_, ": ", status.error_message()));
   }
   if (code == absl::StatusCode::kDeadlineExceeded) {
-    return absl::DeadlineExceededError(absl::StrCat(
-        "server at ", address_, " did not answer within ", timeout_.count() / 1000.0,
-        " s (--timeout): ", status.error_message()));
+    return absl::DeadlineExceededError(
+        absl::StrCat("server at ", address_, " did not answer within ", timeout_.count() / 1000.0,
+                     " s (--timeout): ", status.error_message()));
   }
   return absl::Status(code, status.error_message());
 }
@@ -114,22 +114,22 @@ absl::Status EvalClient::Health() {
   grpc::health::v1::HealthCheckResponse resp;
   if (absl::Status s = Convert(stub->Check(&ctx, req, &resp)); !s.ok()) return s;
   if (resp.status() != grpc::health::v1::HealthCheckResponse::SERVING) {
-    return absl::UnavailableError(absl::StrCat(
-        "server at ", address_, " is ",
-        grpc::health::v1::HealthCheckResponse::ServingStatus_Name(resp.status())));
+    return absl::UnavailableError(
+        absl::StrCat("server at ", address_, " is ",
+                     grpc::health::v1::HealthCheckResponse::ServingStatus_Name(resp.status())));
   }
   return absl::OkStatus();
 }
 
 // One unary call: context, deadline, status conversion.
-#define DFLASH_UNARY(Method, Request, Response)                 \
+#define DFLASH_UNARY(Method, Request, Response)                     \
   absl::StatusOr<Response> EvalClient::Method(const Request& req) { \
-    grpc::ClientContext ctx;                                    \
-    Prepare(&ctx);                                              \
-    Response resp;                                              \
-    absl::Status s = Convert(stub_->Method(&ctx, req, &resp));  \
-    if (!s.ok()) return s;                                      \
-    return resp;                                                \
+    grpc::ClientContext ctx;                                        \
+    Prepare(&ctx);                                                  \
+    Response resp;                                                  \
+    absl::Status s = Convert(stub_->Method(&ctx, req, &resp));      \
+    if (!s.ok()) return s;                                          \
+    return resp;                                                    \
   }
 
 DFLASH_UNARY(ValidateCheckpoint, pb::ValidateCheckpointRequest, pb::ValidateCheckpointResponse)
@@ -143,16 +143,16 @@ DFLASH_UNARY(ListEvals, pb::ListEvalsRequest, pb::ListEvalsResponse)
 #undef DFLASH_UNARY
 
 // Unary calls that take a job id.
-#define DFLASH_BY_ID(Method, Request)                                  \
+#define DFLASH_BY_ID(Method, Request)                                     \
   absl::StatusOr<pb::EvalJob> EvalClient::Method(const std::string& id) { \
-    grpc::ClientContext ctx;                                           \
-    Prepare(&ctx);                                                     \
-    Request req;                                                       \
-    req.set_id(id);                                                    \
-    pb::EvalJob resp;                                                  \
-    absl::Status s = Convert(stub_->Method(&ctx, req, &resp));         \
-    if (!s.ok()) return s;                                             \
-    return resp;                                                       \
+    grpc::ClientContext ctx;                                              \
+    Prepare(&ctx);                                                        \
+    Request req;                                                          \
+    req.set_id(id);                                                       \
+    pb::EvalJob resp;                                                     \
+    absl::Status s = Convert(stub_->Method(&ctx, req, &resp));            \
+    if (!s.ok()) return s;                                                \
+    return resp;                                                          \
   }
 
 DFLASH_BY_ID(GetEval, pb::GetEvalRequest)

@@ -26,8 +26,8 @@ bool IsFinalState(pb::JobState state);
 // call, and TLS (PEM text, not paths). Empty tls_ca: plain text.
 struct ConnectOptions {
   std::string token;
-  std::string tls_ca;                  // root certificates to trust
-  std::string tls_cert, tls_key;       // client certificate (mutual TLS)
+  std::string tls_ca;             // root certificates to trust
+  std::string tls_cert, tls_key;  // client certificate (mutual TLS)
 };
 
 // Reads --token-file (first non-blank line, trimmed) or else the

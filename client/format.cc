@@ -107,21 +107,20 @@ std::string FormatServerInfo(const pb::ServerInfo& info) {
   row("state dir", info.state_dir());
   row("data roots", absl::StrJoin(info.data_roots(), ", "));
   absl::StrAppend(&out, "devices\n");
-  absl::StrAppend(&out, absl::StrFormat("  %-8s %-36s %12s %12s\n", "name", "description",
-                                        "total", "used"));
+  absl::StrAppend(
+      &out, absl::StrFormat("  %-8s %-36s %12s %12s\n", "name", "description", "total", "used"));
   for (const pb::DeviceInfo& d : info.devices()) {
-    absl::StrAppend(&out, absl::StrFormat(
-        "  %-8s %-36s %12s %12s\n", d.name(), d.description(),
-        d.total_memory_bytes() > 0 ? HumanBytes(d.total_memory_bytes()) : "?",
-        HumanBytes(d.used_memory_bytes())));
+    absl::StrAppend(
+        &out, absl::StrFormat("  %-8s %-36s %12s %12s\n", d.name(), d.description(),
+                              d.total_memory_bytes() > 0 ? HumanBytes(d.total_memory_bytes()) : "?",
+                              HumanBytes(d.used_memory_bytes())));
   }
   return out;
 }
 
 std::string FormatResource(const pb::Resource& r) {
   return absl::StrFormat("%-8s %-20s %-7s %-5s %10s  %s\n", KindLabel(r.kind()), r.name(),
-                         r.device(), DTypeLabel(r.dtype()), HumanBytes(r.bytes()),
-                         r.summary());
+                         r.device(), DTypeLabel(r.dtype()), HumanBytes(r.bytes()), r.summary());
 }
 
 std::string FormatResources(const pb::ListResourcesResponse& list) {
@@ -134,12 +133,14 @@ std::string FormatResources(const pb::ListResourcesResponse& list) {
 
 std::string FormatReport(const pb::WeightReport& report, bool verbose) {
   std::string out = absl::StrCat(report.ok() ? "OK  " : "FAILED  ", report.path(), "\n");
-  absl::StrAppend(&out, absl::StrFormat(
-      "  format %s, config %s\n  %d found, %d missing, %d shape mismatch(es), %d unexpected, "
-      "%d ignored; %s of tensors\n",
-      report.format(), report.config_path(), report.found(), report.missing(),
-      report.shape_mismatches(), report.unexpected(), report.ignored(),
-      HumanBytes(report.tensor_bytes())));
+  absl::StrAppend(
+      &out,
+      absl::StrFormat(
+          "  format %s, config %s\n  %d found, %d missing, %d shape mismatch(es), %d unexpected, "
+          "%d ignored; %s of tensors\n",
+          report.format(), report.config_path(), report.found(), report.missing(),
+          report.shape_mismatches(), report.unexpected(), report.ignored(),
+          HumanBytes(report.tensor_bytes())));
   if (!report.stripped_prefix().empty()) {
     absl::StrAppend(&out, "  stripped wrapper prefix '", report.stripped_prefix(), "'\n");
   }
@@ -171,13 +172,14 @@ std::string FormatReport(const pb::WeightReport& report, bool verbose) {
     if (!t.reason().empty()) absl::StrAppend(&line, "  (", t.reason(), ")");
     absl::StrAppend(&out, line, "\n");
   }
-  if (!report.fingerprint().empty()) absl::StrAppend(&out, "fingerprint ", report.fingerprint(), "\n");
+  if (!report.fingerprint().empty())
+    absl::StrAppend(&out, "fingerprint ", report.fingerprint(), "\n");
   return out;
 }
 
 std::string FormatLoadResponse(const pb::LoadResponse& resp) {
-  std::string out = absl::StrCat(resp.reused() ? "reused " : "loaded ",
-                                 FormatResource(resp.resource()));
+  std::string out =
+      absl::StrCat(resp.reused() ? "reused " : "loaded ", FormatResource(resp.resource()));
   for (const std::string& f : resp.facts()) absl::StrAppend(&out, "  - ", f, "\n");
   for (const std::string& w : resp.warnings()) absl::StrAppend(&out, "warning: ", w, "\n");
   return out;
@@ -187,45 +189,48 @@ std::string FormatEvalResult(const pb::EvalResult& r) {
   std::string out;
   const char* mode = r.mode() == pb::EVAL_MODE_REPLAY ? "replay" : "anchor";
   const bool dflash2 = r.selector_top_k() > 0;
-  absl::StrAppend(&out, absl::StrFormat(
-      "%s mode, block size %d: %d sample(s), %d block(s), %d token(s) scored on %s/%s\n", mode,
-      r.block_size(), r.samples(), r.blocks(), r.tokens_scored(), r.device(), r.dtype()));
+  absl::StrAppend(
+      &out,
+      absl::StrFormat(
+          "%s mode, block size %d: %d sample(s), %d block(s), %d token(s) scored on %s/%s\n", mode,
+          r.block_size(), r.samples(), r.blocks(), r.tokens_scored(), r.device(), r.dtype()));
   if (!r.semantics().empty()) {
     absl::StrAppend(&out, absl::StrFormat("%s drafter, semantics %s (%s)\n",
                                           r.family().empty() ? "DFlash 1" : r.family(),
                                           r.semantics(), r.semantics_reference()));
   }
   const bool capped = r.semantics() == "zlab-current" && r.mode() == pb::EVAL_MODE_REPLAY;
-  absl::StrAppend(&out, absl::StrFormat(
-      "accept length (pooled over blocks) %.3f   tau (z-lab: mean over samples) %.3f\n"
-      "  both count n leading matches + 1 bonus token from the target%s\n",
-      r.accept_length_pooled(), r.tau(),
-      capped ? " (capped at the tokens left, as z-lab's loop records)" : ""));
+  absl::StrAppend(
+      &out, absl::StrFormat(
+                "accept length (pooled over blocks) %.3f   tau (z-lab: mean over samples) %.3f\n"
+                "  both count n leading matches + 1 bonus token from the target%s\n",
+                r.accept_length_pooled(), r.tau(),
+                capped ? " (capped at the tokens left, as z-lab's loop records)" : ""));
   if (dflash2) {
     const pb::FirstMissSplit& f = r.first_miss();
     const double blocks = std::max<double>(1, static_cast<double>(r.blocks()));
-    absl::StrAppend(&out, absl::StrFormat(
-        "selector (top-%d): accept length %.3f with it, %.3f without (unary argmax), "
-        "%.3f top-k oracle\n"
-        "  first miss: %.1f%% coverage misses, %.1f%% ranking errors, %.1f%% blocks all "
-        "accepted; %d near-tie slot(s) (< 1e-4)\n",
-        r.selector_top_k(), r.accept_length_pooled(), r.unary_accept_length_pooled(),
-        r.oracle_accept_length_pooled(), 100.0 * f.coverage_miss() / blocks,
-        100.0 * f.ranking_error() / blocks, 100.0 * f.all_accepted() / blocks,
-        r.selector_near_ties()));
+    absl::StrAppend(
+        &out, absl::StrFormat(
+                  "selector (top-%d): accept length %.3f with it, %.3f without (unary argmax), "
+                  "%.3f top-k oracle\n"
+                  "  first miss: %.1f%% coverage misses, %.1f%% ranking errors, %.1f%% blocks all "
+                  "accepted; %d near-tie slot(s) (< 1e-4)\n",
+                  r.selector_top_k(), r.accept_length_pooled(), r.unary_accept_length_pooled(),
+                  r.oracle_accept_length_pooled(), 100.0 * f.coverage_miss() / blocks,
+                  100.0 * f.ranking_error() / blocks, 100.0 * f.all_accepted() / blocks,
+                  r.selector_near_ties()));
     absl::StrAppend(&out, absl::StrFormat("  %4s %9s %8s %10s %11s %8s %9s %9s  %s\n", "pos",
                                           "counted", "accuracy", "acceptance", "conditional",
                                           "unary", "coverage", "tf-select", "accuracy"));
     for (const pb::PositionMetrics& p : r.positions()) {
-      absl::StrAppend(&out, absl::StrFormat(
-          "  %4d %9d %8.4f %10.4f %11.4f %8.4f %9.4f %9.4f  %s\n", p.position(), p.counted(),
-          p.accuracy(), p.acceptance(), p.conditional(), p.unary_accuracy(), p.coverage(),
-          p.tf_accuracy(), Bar(p.accuracy(), 30)));
+      absl::StrAppend(&out, absl::StrFormat("  %4d %9d %8.4f %10.4f %11.4f %8.4f %9.4f %9.4f  %s\n",
+                                            p.position(), p.counted(), p.accuracy(), p.acceptance(),
+                                            p.conditional(), p.unary_accuracy(), p.coverage(),
+                                            p.tf_accuracy(), Bar(p.accuracy(), 30)));
     }
   } else {
     absl::StrAppend(&out, absl::StrFormat("  %4s %9s %8s %10s %11s  %s\n", "pos", "counted",
-                                          "accuracy", "acceptance", "conditional",
-                                          "accuracy"));
+                                          "accuracy", "acceptance", "conditional", "accuracy"));
     for (const pb::PositionMetrics& p : r.positions()) {
       absl::StrAppend(&out, absl::StrFormat("  %4d %9d %8.4f %10.4f %11.4f  %s\n", p.position(),
                                             p.counted(), p.accuracy(), p.acceptance(),
@@ -240,9 +245,9 @@ std::string FormatEvalResult(const pb::EvalResult& r) {
     absl::StrAppend(&out, absl::StrFormat("  n=%-3d %8d  %s\n", n, h,
                                           Bar(total ? static_cast<double>(h) / total : 0, 30)));
   }
-  absl::StrAppend(&out, absl::StrFormat("time: setup %.3fs, compute %.3fs, %.0f tokens/s\n",
-                                        r.setup_seconds(), r.compute_seconds(),
-                                        r.tokens_per_second()));
+  absl::StrAppend(
+      &out, absl::StrFormat("time: setup %.3fs, compute %.3fs, %.0f tokens/s\n", r.setup_seconds(),
+                            r.compute_seconds(), r.tokens_per_second()));
   for (const std::string& w : r.warnings()) absl::StrAppend(&out, "warning: ", w, "\n");
   return out;
 }

@@ -19,9 +19,9 @@ namespace pb = ::dflash::eval::v1;
 // Proto JSON mapping (lowerCamelCase names, as grpcurl prints), every field shown.
 std::string ToJson(const google::protobuf::Message& message);
 
-std::string HumanBytes(int64_t bytes);      // "1.5 GiB"
-std::string HumanSeconds(double seconds);   // "3d 4h", "12m 5s", "1.2s"
-std::string DTypeLabel(pb::DType dtype);    // "fp32", "bf16", "(default)"
+std::string HumanBytes(int64_t bytes);     // "1.5 GiB"
+std::string HumanSeconds(double seconds);  // "3d 4h", "12m 5s", "1.2s"
+std::string DTypeLabel(pb::DType dtype);   // "fp32", "bf16", "(default)"
 
 std::string FormatServerInfo(const pb::ServerInfo& info);
 std::string FormatResource(const pb::Resource& r);

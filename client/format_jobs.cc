@@ -21,9 +21,13 @@ std::string Bar(double fraction, int width) {
   return std::string(full, '#') + std::string(width - full, '.');
 }
 
-bool HasTime(const google::protobuf::Timestamp& ts) { return ts.seconds() != 0 || ts.nanos() != 0; }
+bool HasTime(const google::protobuf::Timestamp& ts) {
+  return ts.seconds() != 0 || ts.nanos() != 0;
+}
 
-double Seconds(const google::protobuf::Timestamp& ts) { return ts.seconds() + ts.nanos() * 1e-9; }
+double Seconds(const google::protobuf::Timestamp& ts) {
+  return ts.seconds() + ts.nanos() * 1e-9;
+}
 
 // Accuracy at position j (1-based), or NaN when the result has no such position.
 double AccuracyAt(const pb::EvalResult& r, int j) {
@@ -33,14 +37,19 @@ double AccuracyAt(const pb::EvalResult& r, int j) {
   return std::nan("");
 }
 
-std::string Cell3(double v) { return std::isnan(v) ? "-" : absl::StrFormat("%.3f", v); }
-std::string Cell4(double v) { return std::isnan(v) ? "-" : absl::StrFormat("%.4f", v); }
+std::string Cell3(double v) {
+  return std::isnan(v) ? "-" : absl::StrFormat("%.3f", v);
+}
+std::string Cell4(double v) {
+  return std::isnan(v) ? "-" : absl::StrFormat("%.4f", v);
+}
 
 // "3.400 (+0.185)": the value and its difference from the first column.
 std::string WithDiff(double v, double first, int precision, bool is_first) {
   if (std::isnan(v)) return "-";
   std::string s = absl::StrFormat("%.*f", precision, v);
-  if (!is_first && !std::isnan(first)) absl::StrAppend(&s, absl::StrFormat(" (%+.*f)", precision, v - first));
+  if (!is_first && !std::isnan(first))
+    absl::StrAppend(&s, absl::StrFormat(" (%+.*f)", precision, v - first));
   return s;
 }
 
@@ -82,8 +91,7 @@ std::string FormatProgressLine(const pb::EvalProgress& p, int bar_width) {
   // "<=" while the total is an upper bound (a replay walk still running).
   std::string s = absl::StrFormat("[%s] %d/%s%d blocks %3d%%  elapsed %s", Bar(fraction, bar_width),
                                   p.blocks_done(), p.blocks_total_is_upper_bound() ? "<=" : "",
-                                  p.blocks_total(),
-                                  static_cast<int>(std::floor(fraction * 100)),
+                                  p.blocks_total(), static_cast<int>(std::floor(fraction * 100)),
                                   HumanSeconds(p.elapsed_seconds()));
   if (p.blocks_total() > 0 && p.blocks_done() < p.blocks_total() && p.eta_seconds() > 0) {
     absl::StrAppend(&s, "  ETA ", HumanSeconds(p.eta_seconds()));
@@ -94,7 +102,8 @@ std::string FormatProgressLine(const pb::EvalProgress& p, int bar_width) {
 std::string FormatJobOutcome(const pb::EvalJob& job) {
   std::string s = JobStateLabel(job.state());
   if (job.error_code() != 0) {
-    absl::StrAppend(&s, ": ", absl::StatusCodeToString(static_cast<absl::StatusCode>(job.error_code())));
+    absl::StrAppend(&s, ": ",
+                    absl::StatusCodeToString(static_cast<absl::StatusCode>(job.error_code())));
   }
   if (!job.error_message().empty()) absl::StrAppend(&s, ": ", job.error_message());
   if (job.interrupted_by_restart()) {
@@ -128,19 +137,21 @@ std::string FormatJobStatus(const pb::EvalJob& job) {
   if (job.has_progress() && job.progress().blocks_total() > 0) {
     row("progress", FormatProgressLine(job.progress(), 20));
     if (job.progress().samples_total() > 0) {
-      row("samples", absl::StrCat(job.progress().samples_done(), "/", job.progress().samples_total()));
+      row("samples",
+          absl::StrCat(job.progress().samples_done(), "/", job.progress().samples_total()));
     }
   }
   row("created", FormatTimestamp(job.create_time()));
   if (HasTime(job.start_time())) {
-    row("started", absl::StrCat(FormatTimestamp(job.start_time()), "  (queued ",
-                                HumanSeconds(Seconds(job.start_time()) - Seconds(job.create_time())),
-                                ")"));
+    row("started",
+        absl::StrCat(FormatTimestamp(job.start_time()), "  (queued ",
+                     HumanSeconds(Seconds(job.start_time()) - Seconds(job.create_time())), ")"));
   }
   if (HasTime(job.end_time())) {
     std::string ran;
     if (HasTime(job.start_time())) {
-      ran = absl::StrCat("  (ran ", HumanSeconds(Seconds(job.end_time()) - Seconds(job.start_time())), ")");
+      ran = absl::StrCat("  (ran ",
+                         HumanSeconds(Seconds(job.end_time()) - Seconds(job.start_time())), ")");
     }
     row("ended", FormatTimestamp(job.end_time()) + ran);
   }
@@ -162,20 +173,21 @@ std::string FormatJobList(const pb::ListEvalsResponse& list) {
   size_t id_width = 2;
   for (const pb::EvalJob& j : list.jobs()) id_width = std::max(id_width, j.id().size());
   std::string out = absl::StrFormat("%-*s ", id_width, "ID");
-  absl::StrAppend(&out, absl::StrFormat("%-11s %-20s %-12s %-12s %8s %8s  %s\n", "STATE",
-                                        "DRAFTER", "DATASET", "RUN", "STEP", "ACCEPT", "CREATED"));
+  absl::StrAppend(&out, absl::StrFormat("%-11s %-20s %-12s %-12s %8s %8s  %s\n", "STATE", "DRAFTER",
+                                        "DATASET", "RUN", "STEP", "ACCEPT", "CREATED"));
   for (const pb::EvalJob& j : list.jobs()) {
     const bool done = j.state() == pb::JOB_STATE_SUCCEEDED && j.has_result();
     std::string step = j.request().run().empty() && j.request().step() == 0
                            ? "-"
                            : absl::StrCat(j.request().step());
     absl::StrAppend(&out, absl::StrFormat("%-*s ", id_width, j.id()));
-    absl::StrAppend(&out, absl::StrFormat(
-        "%-11s %-20s %-12s %-12s %8s %8s  %s\n", JobStateLabel(j.state()),
-        DrafterLabel(j.request()), j.request().dataset(),
-        j.request().run().empty() ? "-" : j.request().run(), step,
-        done ? absl::StrFormat("%.3f", j.result().accept_length_pooled()) : "-",
-        FormatTimestamp(j.create_time())));
+    absl::StrAppend(
+        &out,
+        absl::StrFormat("%-11s %-20s %-12s %-12s %8s %8s  %s\n", JobStateLabel(j.state()),
+                        DrafterLabel(j.request()), j.request().dataset(),
+                        j.request().run().empty() ? "-" : j.request().run(), step,
+                        done ? absl::StrFormat("%.3f", j.result().accept_length_pooled()) : "-",
+                        FormatTimestamp(j.create_time())));
   }
   if (!list.next_page_token().empty()) {
     absl::StrAppend(&out, "more: --page-token ", list.next_page_token(), "\n");
@@ -220,7 +232,9 @@ std::string FormatComparison(const pb::CompareEvalsResponse& cmp) {
         return WithDiff(j.result().accept_length_pooled(), first_al, 3, i++ == 0);
       }));
   i = 0;
-  row("tau", cells([&](const pb::EvalJob& j) { return WithDiff(j.result().tau(), first_tau, 3, i++ == 0); }));
+  row("tau", cells([&](const pb::EvalJob& j) {
+        return WithDiff(j.result().tau(), first_tau, 3, i++ == 0);
+      }));
   bool any_selector = false;
   for (const pb::EvalJob& j : jobs) any_selector |= j.result().selector_top_k() > 0;
   if (any_selector) {  // DFlash 2: did the selector help, and how far from the oracle?
@@ -236,7 +250,8 @@ std::string FormatComparison(const pb::CompareEvalsResponse& cmp) {
   }
   int max_pos = 0;
   for (const pb::EvalJob& j : jobs) {
-    for (const pb::PositionMetrics& p : j.result().positions()) max_pos = std::max(max_pos, p.position());
+    for (const pb::PositionMetrics& p : j.result().positions())
+      max_pos = std::max(max_pos, p.position());
   }
   absl::StrAppend(&out, "accuracy by position (difference from the first job)\n");
   for (int pos = 1; pos <= max_pos; ++pos) {
@@ -253,16 +268,16 @@ std::string FormatComparison(const pb::CompareEvalsResponse& cmp) {
 std::string FormatHistory(const std::string& run, const std::vector<pb::EvalJob>& jobs) {
   if (jobs.empty()) return absl::StrCat("no finished evaluations for run '", run, "'\n");
   std::string out = absl::StrFormat("run %s: %d evaluation(s)\n", run, jobs.size());
-  absl::StrAppend(&out, absl::StrFormat("%10s %10s %7s %7s %7s %7s %7s  %-12s %s\n", "STEP",
-                                        "ACCEPT LEN", "TAU", "ACC@1", "ACC@2", "ACC@3", "ACC@4",
-                                        "DATASET", "JOB"));
+  absl::StrAppend(&out,
+                  absl::StrFormat("%10s %10s %7s %7s %7s %7s %7s  %-12s %s\n", "STEP", "ACCEPT LEN",
+                                  "TAU", "ACC@1", "ACC@2", "ACC@3", "ACC@4", "DATASET", "JOB"));
   for (const pb::EvalJob& j : jobs) {
     const pb::EvalResult& r = j.result();
-    absl::StrAppend(&out, absl::StrFormat(
-        "%10d %10s %7s %7s %7s %7s %7s  %-12s %s\n", j.request().step(),
-        Cell3(r.accept_length_pooled()), Cell3(r.tau()), Cell4(AccuracyAt(r, 1)),
-        Cell4(AccuracyAt(r, 2)), Cell4(AccuracyAt(r, 3)), Cell4(AccuracyAt(r, 4)),
-        j.request().dataset(), j.id()));
+    absl::StrAppend(&out, absl::StrFormat("%10d %10s %7s %7s %7s %7s %7s  %-12s %s\n",
+                                          j.request().step(), Cell3(r.accept_length_pooled()),
+                                          Cell3(r.tau()), Cell4(AccuracyAt(r, 1)),
+                                          Cell4(AccuracyAt(r, 2)), Cell4(AccuracyAt(r, 3)),
+                                          Cell4(AccuracyAt(r, 4)), j.request().dataset(), j.id()));
   }
   return out;
 }

@@ -30,7 +30,8 @@ void ProgressPrinter::Update(const pb::EvalJob& job) {
     if (!state_changed && drawn_ && now - last_draw_ < std::chrono::milliseconds(100)) return;
     const std::string line = Describe(job, 30);
     // Pad over whatever the previous, longer line left behind.
-    out_ << '\r' << line << std::string(last_width_ > line.size() ? last_width_ - line.size() : 0, ' ')
+    out_ << '\r' << line
+         << std::string(last_width_ > line.size() ? last_width_ - line.size() : 0, ' ')
          << std::flush;
     last_width_ = line.size();
   } else {

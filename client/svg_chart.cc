@@ -42,7 +42,9 @@ double Snap(double v, double step) {
   return out == 0 ? 0 : out;
 }
 
-std::string Num(double v) { return absl::StrFormat("%.1f", v); }
+std::string Num(double v) {
+  return absl::StrFormat("%.1f", v);
+}
 
 struct Range {
   double lo, hi;
@@ -132,10 +134,13 @@ std::string RenderLineChart(const LineChart& chart) {
       "viewBox=\"0 0 %d %d\" font-family=\"DejaVu Sans, Helvetica, Arial, sans-serif\" "
       "font-size=\"12\">\n",
       width, height, width, height);
-  absl::StrAppend(&svg, absl::StrFormat("<rect x=\"0\" y=\"0\" width=\"%d\" height=\"%d\" fill=\"#ffffff\"/>\n",
-                                        width, height));
-  absl::StrAppend(&svg, "<text x=\"", Num(left + pw / 2), "\" y=\"26\" text-anchor=\"middle\" "
-                  "font-size=\"16\" font-weight=\"bold\">", XmlEscape(chart.title), "</text>\n");
+  absl::StrAppend(
+      &svg, absl::StrFormat("<rect x=\"0\" y=\"0\" width=\"%d\" height=\"%d\" fill=\"#ffffff\"/>\n",
+                            width, height));
+  absl::StrAppend(&svg, "<text x=\"", Num(left + pw / 2),
+                  "\" y=\"26\" text-anchor=\"middle\" "
+                  "font-size=\"16\" font-weight=\"bold\">",
+                  XmlEscape(chart.title), "</text>\n");
 
   // Grid and y ticks.
   absl::StrAppend(&svg, "<g class=\"y-axis\" stroke=\"#dddddd\">\n");
@@ -144,7 +149,8 @@ std::string RenderLineChart(const LineChart& chart) {
     const std::string y = Num(Y(t));
     absl::StrAppend(&svg, "<line x1=\"", Num(left), "\" y1=\"", y, "\" x2=\"", Num(left + pw),
                     "\" y2=\"", y, "\"/>\n");
-    absl::StrAppend(&svg, "<text x=\"", Num(left - 8), "\" y=\"", y, "\" dy=\"4\" "
+    absl::StrAppend(&svg, "<text x=\"", Num(left - 8), "\" y=\"", y,
+                    "\" dy=\"4\" "
                     "text-anchor=\"end\" stroke=\"none\" fill=\"#333333\">",
                     absl::StrFormat("%.*f", ydec, t), "</text>\n");
   }
@@ -156,19 +162,24 @@ std::string RenderLineChart(const LineChart& chart) {
     const std::string x = Num(X(t));
     absl::StrAppend(&svg, "<line x1=\"", x, "\" y1=\"", Num(top + ph), "\" x2=\"", x, "\" y2=\"",
                     Num(top + ph + 5), "\"/>\n");
-    absl::StrAppend(&svg, "<text x=\"", x, "\" y=\"", Num(top + ph + 19), "\" text-anchor=\"middle\" "
+    absl::StrAppend(&svg, "<text x=\"", x, "\" y=\"", Num(top + ph + 19),
+                    "\" text-anchor=\"middle\" "
                     "stroke=\"none\" fill=\"#333333\">",
-                    absl::StrFormat("%.*f", xdec, std::abs(t) < xstep * 1e-9 ? 0.0 : t), "</text>\n");
+                    absl::StrFormat("%.*f", xdec, std::abs(t) < xstep * 1e-9 ? 0.0 : t),
+                    "</text>\n");
   }
   absl::StrAppend(&svg, "</g>\n");
   // Axis lines and titles.
   absl::StrAppend(&svg, "<path class=\"axes\" d=\"M", Num(left), " ", Num(top), " V", Num(top + ph),
-                  " H", Num(left + pw), "\" fill=\"none\" stroke=\"#333333\" stroke-width=\"1\"/>\n");
+                  " H", Num(left + pw),
+                  "\" fill=\"none\" stroke=\"#333333\" stroke-width=\"1\"/>\n");
   absl::StrAppend(&svg, "<text x=\"", Num(left + pw / 2), "\" y=\"", Num(height - 16),
-                  "\" text-anchor=\"middle\" font-size=\"13\">", XmlEscape(chart.x_label), "</text>\n");
-  absl::StrAppend(&svg, "<text x=\"18\" y=\"", Num(top + ph / 2), "\" text-anchor=\"middle\" "
-                  "font-size=\"13\" transform=\"rotate(-90 18 ", Num(top + ph / 2), ")\">",
-                  XmlEscape(chart.y_label), "</text>\n");
+                  "\" text-anchor=\"middle\" font-size=\"13\">", XmlEscape(chart.x_label),
+                  "</text>\n");
+  absl::StrAppend(&svg, "<text x=\"18\" y=\"", Num(top + ph / 2),
+                  "\" text-anchor=\"middle\" "
+                  "font-size=\"13\" transform=\"rotate(-90 18 ",
+                  Num(top + ph / 2), ")\">", XmlEscape(chart.y_label), "</text>\n");
 
   // Series: one polyline each, markers on the points.
   for (size_t i = 0; i < chart.series.size(); ++i) {

@@ -2,4 +2,6 @@
 // in app/server_main.h; the server's parts live in core/, service/, metrics/.
 #include "app/server_main.h"
 
-int main(int argc, char** argv) { return dflash::app::ServerMain(argc, argv); }
+int main(int argc, char** argv) {
+  return dflash::app::ServerMain(argc, argv);
+}

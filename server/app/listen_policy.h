@@ -16,8 +16,8 @@ namespace dflash::app {
 bool IsLoopbackListen(absl::string_view listen);
 
 struct ListenSecurity {
-  bool has_tokens = false;         // --auth-token-file
-  bool has_client_certs = false;   // --tls-client-ca (mutual TLS)
+  bool has_tokens = false;        // --auth-token-file
+  bool has_client_certs = false;  // --tls-client-ca (mutual TLS)
   bool insecure_allow_remote = false;
 };
 

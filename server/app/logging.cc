@@ -5,9 +5,9 @@
 #include <chrono>
 #include <cstdio>
 
-#include <nlohmann/json.hpp>
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
+#include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
 #include "common/log_fields.h"
@@ -31,8 +31,7 @@ std::string Rfc3339(spdlog::log_clock::time_point t) {
 
 }  // namespace
 
-void JsonLogFormatter::format(const spdlog::details::log_msg& msg,
-                              spdlog::memory_buf_t& dest) {
+void JsonLogFormatter::format(const spdlog::details::log_msg& msg, spdlog::memory_buf_t& dest) {
   nlohmann::ordered_json j;
   j["time"] = Rfc3339(msg.time);
   const auto level = spdlog::level::to_string_view(msg.level);

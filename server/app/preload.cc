@@ -14,16 +14,18 @@ absl::Status LoadAll(const char* kind, const std::vector<Params>& list, LoadFn l
   for (const Params& p : list) {
     absl::StatusOr<core::LoadResult> r = load(p);
     if (!r.ok()) {
-      return absl::Status(r.status().code(),
-                          absl::StrCat("preload of ", kind, p.name.empty() ? "" : absl::StrCat(" '", p.name, "'"), " from '", p.path,
-                                       "' failed: ", r.status().message()));
+      return absl::Status(
+          r.status().code(),
+          absl::StrCat("preload of ", kind, p.name.empty() ? "" : absl::StrCat(" '", p.name, "'"),
+                       " from '", p.path, "' failed: ", r.status().message()));
     }
     const core::ResourceInfo& info = r->resource;
     ScopedLogFields fields({{"kind", kind}, {"name", info.name}});
-    spdlog::info("preloaded {} '{}' from {}: {}, {} on {}, {} bytes in {:.2f} s", kind,
-                 info.name, info.source_path, info.summary, info.dtype, info.device, info.bytes,
+    spdlog::info("preloaded {} '{}' from {}: {}, {} on {}, {} bytes in {:.2f} s", kind, info.name,
+                 info.source_path, info.summary, info.dtype, info.device, info.bytes,
                  info.load_seconds);
-    for (const std::string& w : r->warnings) spdlog::warn("preload of {} '{}': {}", kind, info.name, w);
+    for (const std::string& w : r->warnings)
+      spdlog::warn("preload of {} '{}': {}", kind, info.name, w);
   }
   return absl::OkStatus();
 }

@@ -5,8 +5,8 @@
 #include <set>
 #include <sstream>
 
-#include <nlohmann/json.hpp>
 #include <yaml-cpp/yaml.h>
+#include <nlohmann/json.hpp>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
@@ -25,10 +25,8 @@ using json = nlohmann::ordered_json;
 json FromYaml(const YAML::Node& node) {
   switch (node.Type()) {
     case YAML::NodeType::Null:
-    case YAML::NodeType::Undefined:
-      return nullptr;
-    case YAML::NodeType::Scalar:
-      return node.Scalar();
+    case YAML::NodeType::Undefined: return nullptr;
+    case YAML::NodeType::Scalar: return node.Scalar();
     case YAML::NodeType::Sequence: {
       json out = json::array();
       for (const auto& item : node) out.push_back(FromYaml(item));
@@ -61,7 +59,9 @@ json ParseTree(const std::string& text) {
   }
 }
 
-[[noreturn]] void Fail(const std::string& message) { throw CLI::ConfigError(message); }
+[[noreturn]] void Fail(const std::string& message) {
+  throw CLI::ConfigError(message);
+}
 
 // `key` is the full place ("preload.targets[0].pth"); `leaf` its last part.
 std::string UnknownKey(const std::string& key, const std::string& leaf,
@@ -129,8 +129,10 @@ void List(const json& v, const std::string& where, std::vector<T>* out, Fn fill)
   }
 }
 
-#define DFLASH_TEXT(field) \
-  { #field, [&](const json& x, const std::string& k) { p.field = Scalar(x, k); } }
+#define DFLASH_TEXT(field)                                                       \
+  {                                                                              \
+#field, [&](const json& x, const std::string& k) { p.field = Scalar(x, k); } \
+  }
 
 void ParsePreload(const json& v, PreloadConfig* preload) {
   if (v.is_null()) return;
@@ -141,16 +143,23 @@ void ParsePreload(const json& v, PreloadConfig* preload) {
       List(value, where, &preload->targets,
            [](const json& e, const std::string& at, core::LoadTargetParams& p) {
              Entry(e, at,
-                   {DFLASH_TEXT(name), DFLASH_TEXT(path), DFLASH_TEXT(dtype), DFLASH_TEXT(device),
-                    {"load_final_norm",
-                     [&](const json& x, const std::string& key) { p.load_final_norm = Bool(x, key); }}});
+                   {DFLASH_TEXT(name),
+                    DFLASH_TEXT(path),
+                    DFLASH_TEXT(dtype),
+                    DFLASH_TEXT(device),
+                    {"load_final_norm", [&](const json& x, const std::string& key) {
+                       p.load_final_norm = Bool(x, key);
+                     }}});
            });
     } else if (k == "drafters") {
       List(value, where, &preload->drafters,
            [](const json& e, const std::string& at, core::LoadDrafterParams& p) {
              Entry(e, at,
-                   {DFLASH_TEXT(name), DFLASH_TEXT(path), DFLASH_TEXT(config_path),
-                    DFLASH_TEXT(dtype), DFLASH_TEXT(device),
+                   {DFLASH_TEXT(name),
+                    DFLASH_TEXT(path),
+                    DFLASH_TEXT(config_path),
+                    DFLASH_TEXT(dtype),
+                    DFLASH_TEXT(device),
                     {"allow_unexpected", [&](const json& x, const std::string& key) {
                        p.allow_unexpected = Bool(x, key);
                      }}});
@@ -159,11 +168,16 @@ void ParsePreload(const json& v, PreloadConfig* preload) {
       List(value, where, &preload->datasets,
            [](const json& e, const std::string& at, core::LoadDatasetParams& p) {
              Entry(e, at,
-                   {DFLASH_TEXT(name), DFLASH_TEXT(path), DFLASH_TEXT(dtype), DFLASH_TEXT(device),
+                   {DFLASH_TEXT(name),
+                    DFLASH_TEXT(path),
+                    DFLASH_TEXT(dtype),
+                    DFLASH_TEXT(device),
                     {"max_samples",
                      [&](const json& x, const std::string& key) { p.max_samples = Int(x, key); }},
                     {"skip_bad_samples",
-                     [&](const json& x, const std::string& key) { p.skip_bad_samples = Bool(x, key); }},
+                     [&](const json& x, const std::string& key) {
+                       p.skip_bad_samples = Bool(x, key);
+                     }},
                     // A list is the layers of 'hidden_states'; a mapping
                     // names each feature (as dflash-eval load-dataset --feature).
                     {"layer_ids", [&](const json& x, const std::string& key) {
@@ -259,7 +273,8 @@ std::vector<CLI::ConfigItem> ParseConfigText(const std::string& text, const CLI:
 }
 
 void AddServerOptions(CLI::App& app, ServerConfig& config) {
-  app.set_config("--config", "", "YAML or JSON file of settings and objects to preload; "
+  app.set_config("--config", "",
+                 "YAML or JSON file of settings and objects to preload; "
                  "flags given on the command line override it")
       ->each([&config](const std::string& path) { config.config_file = path; });
   app.config_formatter(std::make_shared<YamlJsonConfig>(&app, &config.preload));

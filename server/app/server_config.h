@@ -37,8 +37,8 @@ struct ServerConfig {
   std::string device = "auto";
   int threads = 0;
   int workers = 4;
-  int max_queued = 64;       // evaluation jobs waiting at most
-  int concurrent_jobs = 1;   // evaluation jobs running at once
+  int max_queued = 64;      // evaluation jobs waiting at most
+  int concurrent_jobs = 1;  // evaluation jobs running at once
   std::vector<std::string> data_roots;
   std::string port_file;
   std::string metrics_listen;  // empty: no metrics endpoint
@@ -47,10 +47,10 @@ struct ServerConfig {
   std::string tls_cert, tls_key, tls_client_ca;
   bool insecure_allow_remote = false;
   // Limits.
-  int64_t max_request_bytes = 4 << 20;  // gRPC max receive message size
-  int64_t max_resident_bytes = 0;       // 0: 90% of the device's memory
-  int64_t max_eval_blocks = 10'000'000; // per evaluation; 0: no limit
-  int max_concurrent_streams = 64;      // WatchEval streams; 0: no limit
+  int64_t max_request_bytes = 4 << 20;   // gRPC max receive message size
+  int64_t max_resident_bytes = 0;        // 0: 90% of the device's memory
+  int64_t max_eval_blocks = 10'000'000;  // per evaluation; 0: no limit
+  int max_concurrent_streams = 64;       // WatchEval streams; 0: no limit
   PreloadConfig preload;
 };
 

@@ -13,11 +13,11 @@
 #include <string>
 #include <thread>
 
-#include <CLI/CLI.hpp>
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/health_check_service_interface.h>
 #include <spdlog/spdlog.h>
+#include <CLI/CLI.hpp>
 
 #include "app/listen_policy.h"
 #include "app/logging.h"
@@ -100,8 +100,7 @@ absl::StatusOr<std::optional<service::TokenAuth>> LoadAuth(const ServerConfig& c
   RETURN_IF_ERROR(CheckListen(config.listen, {auth.has_value(), !config.tls_client_ca.empty(),
                                               config.insecure_allow_remote}));
   if (!IsLoopbackListen(config.listen) && !auth && config.tls_client_ca.empty()) {
-    spdlog::warn("listening on {} without authentication (--insecure-allow-remote)",
-                 config.listen);
+    spdlog::warn("listening on {} without authentication (--insecure-allow-remote)", config.listen);
   }
   return auth;
 }
@@ -132,10 +131,11 @@ absl::StatusOr<std::unique_ptr<core::EvalCoreImpl>> CreateCore(const ServerConfi
   spdlog::info("dflash-evald {} ({}), libtorch {}, {} intra-op threads, BLAS: {}",
                info.server_version, info.git_sha, info.libtorch_version, threads, info.blas);
   spdlog::info("state dir {}; data roots: {}", info.state_dir, fmt::join(info.data_roots, ", "));
-  spdlog::info("limits: resident {} bytes, {} blocks per evaluation, {} byte requests, {} watch "
-               "streams (0 = no limit)",
-               options.max_resident_bytes, options.max_eval_blocks, config.max_request_bytes,
-               config.max_concurrent_streams);
+  spdlog::info(
+      "limits: resident {} bytes, {} blocks per evaluation, {} byte requests, {} watch "
+      "streams (0 = no limit)",
+      options.max_resident_bytes, options.max_eval_blocks, config.max_request_bytes,
+      config.max_concurrent_streams);
   return core;
 }
 
@@ -198,8 +198,7 @@ absl::Status StartGrpc(const ServerConfig& config,
                                   " (address in use, or not a valid HOST:PORT)");
   }
   s.grpc->GetHealthCheckService()->SetServingStatus(false);
-  spdlog::info("listening for dflash.eval.v1.DrafterEval on {} (port {})", config.listen,
-               s.port);
+  spdlog::info("listening for dflash.eval.v1.DrafterEval on {} (port {})", config.listen, s.port);
   if (!config.port_file.empty()) WritePortFile(config.port_file, s.port);
   return absl::OkStatus();
 }
@@ -224,8 +223,7 @@ absl::Status RunServer(const ServerConfig& config) {
   const sigset_t stop_signals = BlockStopSignals();
   Server s;
   ASSIGN_OR_RETURN(s.auth, LoadAuth(config));
-  ASSIGN_OR_RETURN(std::shared_ptr<grpc::ServerCredentials> credentials,
-                   ServerCredentials(config));
+  ASSIGN_OR_RETURN(std::shared_ptr<grpc::ServerCredentials> credentials, ServerCredentials(config));
   ASSIGN_OR_RETURN(s.core, CreateCore(config));
   RETURN_IF_ERROR(StartMetrics(config, s));
   RETURN_IF_ERROR(StartJobs(config, s));

@@ -24,9 +24,9 @@ absl::StatusOr<std::string> ReadPem(const std::string& path, const char* flag) {
 absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> ServerCredentials(
     const ServerConfig& config) {
   if (config.tls_cert.empty() != config.tls_key.empty()) {
-    return absl::InvalidArgumentError("--tls-cert and --tls-key go together; got only " +
-                                      std::string(config.tls_cert.empty() ? "--tls-key"
-                                                                          : "--tls-cert"));
+    return absl::InvalidArgumentError(
+        "--tls-cert and --tls-key go together; got only " +
+        std::string(config.tls_cert.empty() ? "--tls-key" : "--tls-cert"));
   }
   if (config.tls_cert.empty()) {
     if (!config.tls_client_ca.empty()) {
@@ -41,8 +41,7 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> ServerCredentials(
   options.pem_key_cert_pairs.push_back(pair);
   if (!config.tls_client_ca.empty()) {
     ASSIGN_OR_RETURN(options.pem_root_certs, ReadPem(config.tls_client_ca, "--tls-client-ca"));
-    options.client_certificate_request =
-        GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY;
+    options.client_certificate_request = GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY;
   }
   return grpc::SslServerCredentials(options);
 }

@@ -19,10 +19,10 @@
 namespace dflash {
 
 enum class FixHint {
-  kLoadTarget,      // nothing of the kind is resident: load one
+  kLoadTarget,  // nothing of the kind is resident: load one
   kLoadDataset,
   kLoadDrafter,
-  kNameTarget,      // several are resident: name one
+  kNameTarget,  // several are resident: name one
   kNameDataset,
   kNameDrafter,
   kChooseName,      // the name is taken by another object

@@ -22,6 +22,8 @@ ScopedLogFields::~ScopedLogFields() {
   current.erase(current.end() - static_cast<std::ptrdiff_t>(added_), current.end());
 }
 
-const std::vector<LogField>& CurrentLogFields() { return Fields(); }
+const std::vector<LogField>& CurrentLogFields() {
+  return Fields();
+}
 
 }  // namespace dflash

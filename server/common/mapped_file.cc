@@ -26,8 +26,8 @@ absl::Status ErrnoStatus(int err, absl::string_view what, const std::string& pat
 }  // namespace
 
 void* MapPrivate(int fd, size_t size, off_t offset) {
-  void* addr = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_NORESERVE, fd,
-                      offset);
+  void* addr =
+      ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_NORESERVE, fd, offset);
   if (addr == MAP_FAILED && errno == ENOMEM) {
     addr = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, offset);
   }

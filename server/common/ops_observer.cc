@@ -9,7 +9,9 @@ std::atomic<OpsObserver*> g_observer{nullptr};
 
 }  // namespace
 
-void SetOpsObserver(OpsObserver* observer) { g_observer.store(observer); }
+void SetOpsObserver(OpsObserver* observer) {
+  g_observer.store(observer);
+}
 
 OpsObserver& Ops() {
   static OpsObserver noop;

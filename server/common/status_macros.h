@@ -21,14 +21,17 @@ absl::Status WithContext(const absl::Status& status, const Args&... context) {
   // No context (plain RETURN_IF_ERROR(expr)): pass the status through as is.
   if constexpr (sizeof...(Args) == 0) return status;
   if (status.ok()) return status;
-  return absl::Status(status.code(),
-                      absl::StrCat(context..., ": ", status.message()));
+  return absl::Status(status.code(), absl::StrCat(context..., ": ", status.message()));
 }
 
 namespace internal {
-inline const absl::Status& AsStatus(const absl::Status& s) { return s; }
+inline const absl::Status& AsStatus(const absl::Status& s) {
+  return s;
+}
 template <typename T>
-const absl::Status& AsStatus(const absl::StatusOr<T>& s) { return s.status(); }
+const absl::Status& AsStatus(const absl::StatusOr<T>& s) {
+  return s.status();
+}
 }  // namespace internal
 
 }  // namespace dflash
@@ -37,22 +40,22 @@ const absl::Status& AsStatus(const absl::StatusOr<T>& s) { return s.status(); }
 #define DFLASH_CONCAT(a, b) DFLASH_CONCAT_INNER(a, b)
 
 // RETURN_IF_ERROR(expr) or RETURN_IF_ERROR(expr, context pieces...).
-#define RETURN_IF_ERROR(expr, ...)                                          \
-  do {                                                                      \
-    const ::absl::Status dflash_status_ = ::dflash::internal::AsStatus(expr); \
-    if (!dflash_status_.ok()) {                                             \
+#define RETURN_IF_ERROR(expr, ...)                                             \
+  do {                                                                         \
+    const ::absl::Status dflash_status_ = ::dflash::internal::AsStatus(expr);  \
+    if (!dflash_status_.ok()) {                                                \
       return ::dflash::WithContext(dflash_status_ __VA_OPT__(, ) __VA_ARGS__); \
-    }                                                                       \
+    }                                                                          \
   } while (0)
 
-#define DFLASH_ASSIGN_OR_RETURN_IMPL(tmp, lhs, expr, ...)                   \
-  auto tmp = (expr);                                                        \
-  if (!tmp.ok()) {                                                          \
-    return ::dflash::WithContext(tmp.status() __VA_OPT__(, ) __VA_ARGS__);  \
-  }                                                                         \
+#define DFLASH_ASSIGN_OR_RETURN_IMPL(tmp, lhs, expr, ...)                  \
+  auto tmp = (expr);                                                       \
+  if (!tmp.ok()) {                                                         \
+    return ::dflash::WithContext(tmp.status() __VA_OPT__(, ) __VA_ARGS__); \
+  }                                                                        \
   lhs = std::move(tmp).value()
 
 // ASSIGN_OR_RETURN(lhs, expr) or ASSIGN_OR_RETURN(lhs, expr, context...).
-#define ASSIGN_OR_RETURN(lhs, expr, ...)                                    \
+#define ASSIGN_OR_RETURN(lhs, expr, ...)                                       \
   DFLASH_ASSIGN_OR_RETURN_IMPL(DFLASH_CONCAT(dflash_statusor_, __LINE__), lhs, \
                                expr __VA_OPT__(, ) __VA_ARGS__)

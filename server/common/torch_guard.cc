@@ -2,8 +2,7 @@
 
 namespace dflash {
 
-absl::Status StatusFromException(absl::string_view what_we_did,
-                                 const std::exception& e) {
+absl::Status StatusFromException(absl::string_view what_we_did, const std::exception& e) {
   std::string msg = e.what();
   // c10::Error messages carry a backtrace after the first line; keep line one.
   if (auto nl = msg.find('\n'); nl != std::string::npos) msg.resize(nl);

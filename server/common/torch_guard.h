@@ -9,9 +9,9 @@
 
 #include <exception>
 #include <string>
-#include "absl/strings/string_view.h"
 #include <type_traits>
 #include <utility>
+#include "absl/strings/string_view.h"
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -22,8 +22,7 @@ namespace dflash {
 // Maps an exception message to a status: CUDA out-of-memory becomes
 // ResourceExhausted; anything else from libtorch is Internal (our bug: the
 // inputs were supposed to be validated before reaching the library).
-absl::Status StatusFromException(absl::string_view what_we_did,
-                                 const std::exception& e);
+absl::Status StatusFromException(absl::string_view what_we_did, const std::exception& e);
 
 template <typename F>
 auto TorchGuard(absl::string_view what_we_did, F&& f)
@@ -39,8 +38,7 @@ auto TorchGuard(absl::string_view what_we_did, F&& f)
   } catch (const std::exception& e) {
     return StatusFromException(what_we_did, e);
   } catch (...) {
-    return absl::InternalError(
-        absl::StrCat(what_we_did, ": unknown exception"));
+    return absl::InternalError(absl::StrCat(what_we_did, ": unknown exception"));
   }
 }
 

@@ -35,18 +35,18 @@ absl::StatusOr<typename Map::const_iterator> Pick(const Map& map, const std::str
   if (name.empty()) {
     if (map.size() == 1) return map.begin();
     if (map.empty()) {
-      return WithFixHint(absl::FailedPreconditionError(
-                             absl::StrCat("no ", kind, " is loaded; load one first")),
-                         load_one);
+      return WithFixHint(
+          absl::FailedPreconditionError(absl::StrCat("no ", kind, " is loaded; load one first")),
+          load_one);
     }
-    return WithFixHint(absl::InvalidArgumentError(absl::StrCat(
-                           "several ", kind, "s are resident (", Names(map), "); name one")),
+    return WithFixHint(absl::InvalidArgumentError(absl::StrCat("several ", kind, "s are resident (",
+                                                               Names(map), "); name one")),
                        name_one);
   }
   auto it = map.find(name);
   if (it == map.end()) {
-    return absl::NotFoundError(absl::StrCat("no resident ", kind, " named '", name,
-                                            "' (resident: ", Names(map), ")"));
+    return absl::NotFoundError(
+        absl::StrCat("no resident ", kind, " named '", name, "' (resident: ", Names(map), ")"));
   }
   return it;
 }
@@ -69,8 +69,8 @@ absl::StatusOr<eval::EvalResult> EvalCoreImpl::DoRunEval(const EvalParams& param
   std::string drafter_fingerprint, dataset_fingerprint, device, dtype;
   {
     std::lock_guard<std::mutex> lock(resident_->mu);
-    ASSIGN_OR_RETURN(auto t, Pick(resident_->targets, params.target, "target",
-                                  FixHint::kLoadTarget, FixHint::kNameTarget));
+    ASSIGN_OR_RETURN(auto t, Pick(resident_->targets, params.target, "target", FixHint::kLoadTarget,
+                                  FixHint::kNameTarget));
     target = t->second.tensors;
     ASSIGN_OR_RETURN(auto d, Pick(resident_->datasets, params.dataset, "dataset",
                                   FixHint::kLoadDataset, FixHint::kNameDataset));
@@ -142,9 +142,8 @@ absl::StatusOr<eval::EvalResult> EvalCoreImpl::DoRunEval(const EvalParams& param
   if (too_many_blocks > 0) {
     return WithFixHint(
         absl::ResourceExhaustedError(absl::StrCat(
-            "this evaluation would score ", too_many_blocks,
-            " blocks; the server allows at most ", max_blocks,
-            " per evaluation; lower max_samples or max_blocks")),
+            "this evaluation would score ", too_many_blocks, " blocks; the server allows at most ",
+            max_blocks, " per evaluation; lower max_samples or max_blocks")),
         FixHint::kEvalBlockLimit);
   }
   ASSIGN_OR_RETURN(eval::EvalResult result, std::move(evaluated));

@@ -46,17 +46,17 @@ void AddConfigFacts(const model::DrafterConfig& cfg, int64_t target_hidden,
     if (t.name != "fc.weight" || t.shape.size() != 2) continue;
     const int64_t width = t.shape[1];
     if (width == k * target_hidden) {
-      report.facts.push_back(absl::StrCat(
-          "fc expects ", k, " target layers x ", target_hidden, " = ", width,
-          " input features; config lists target_layer_ids [",
-          absl::StrJoin(cfg.target_layer_ids, ", "), "]"));
+      report.facts.push_back(absl::StrCat("fc expects ", k, " target layers x ", target_hidden,
+                                          " = ", width,
+                                          " input features; config lists target_layer_ids [",
+                                          absl::StrJoin(cfg.target_layer_ids, ", "), "]"));
     } else if (width % target_hidden == 0) {
       report.problems.insert(
           report.problems.begin(),
           absl::StrCat("fc.weight takes ", width, " input features = ", width / target_hidden,
                        " target layers x ", target_hidden, ", but the config lists ", k,
-                       " target_layer_ids [", absl::StrJoin(cfg.target_layer_ids, ", "),
-                       "] (", k * target_hidden, " features)"));
+                       " target_layer_ids [", absl::StrJoin(cfg.target_layer_ids, ", "), "] (",
+                       k * target_hidden, " features)"));
     }
   }
   for (const std::string& w : cfg.warnings) report.facts.push_back("warning: " + w);
@@ -66,8 +66,7 @@ void AddConfigFacts(const model::DrafterConfig& cfg, int64_t target_hidden,
 // unchanged source (the load is then reused); nullptr when the name is free;
 // ALREADY_EXISTS when a different object holds it. Requires the map's lock.
 template <typename Map, typename Same>
-absl::StatusOr<const typename Map::mapped_type*> Reusable(const Map& map,
-                                                          const std::string& name,
+absl::StatusOr<const typename Map::mapped_type*> Reusable(const Map& map, const std::string& name,
                                                           const char* kind, Same same) {
   auto it = map.find(name);
   if (it == map.end()) return nullptr;
@@ -112,10 +111,9 @@ static absl::StatusOr<CheckedCheckpoint> CheckCheckpoint(const DataRoots& roots,
   options.compute_stats = check.compute_stats;
   options.max_tensor_bytes = check.max_tensor_bytes;
   options.ignore = model::DrafterIgnoreRules();
-  ASSIGN_OR_RETURN(c.report,
-                   weights::ValidateWeightMap(*c.opened.source,
-                                              model::DrafterSchema(c.config, target_hidden),
-                                              options));
+  ASSIGN_OR_RETURN(
+      c.report, weights::ValidateWeightMap(*c.opened.source,
+                                           model::DrafterSchema(c.config, target_hidden), options));
   c.report.path = resolved;
   c.report.config_path = c.opened.config_path;
   AddConfigFacts(c.config, target_hidden, c.report);
@@ -161,18 +159,16 @@ absl::StatusOr<LoadResult> EvalCoreImpl::DoLoadDrafter(const LoadDrafterParams& 
   const c10::ScalarType dtype = place.dtype;
   ASSIGN_OR_RETURN(std::string resolved, roots_.Resolve(params.path));
   const std::string name = params.name.empty() ? DefaultName(resolved) : params.name;
-  const std::string signature = absl::StrCat(resolved, "|", params.config_path, "|",
-                                             dtype_name, "|", device, "|",
-                                             DiskSignature(resolved));
+  const std::string signature = absl::StrCat(resolved, "|", params.config_path, "|", dtype_name,
+                                             "|", device, "|", DiskSignature(resolved));
 
   std::lock_guard<std::mutex> load_lock(resident_->load_mu);
   {
     std::lock_guard<std::mutex> lock(resident_->mu);
-    ASSIGN_OR_RETURN(const Resident::Drafter* existing,
-                     Reusable(resident_->drafters, name, "drafter",
-                              [&](const Resident::Drafter& e) {
-                                return e.disk_signature == signature;
-                              }));
+    ASSIGN_OR_RETURN(
+        const Resident::Drafter* existing,
+        Reusable(resident_->drafters, name, "drafter",
+                 [&](const Resident::Drafter& e) { return e.disk_signature == signature; }));
     if (existing != nullptr) {
       LoadResult result;
       result.resource = existing->info;
@@ -190,22 +186,21 @@ absl::StatusOr<LoadResult> EvalCoreImpl::DoLoadDrafter(const LoadDrafterParams& 
   // A failed load says what is wrong: the report's problems go into the message.
   // Wrong checkpoint content is InvalidArgument (STYLE.md), like a NaN weight.
   if (!c.report.ok) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "checkpoint '", resolved, "' does not match its config (", c.report.missing,
-        " missing, ", c.report.shape_mismatches, " shape mismatch(es), ",
-        c.report.dtype_mismatches > 0
-            ? absl::StrCat(c.report.dtype_mismatches, " dtype mismatch(es), ")
-            : "",
-        c.report.unexpected,
-        " unexpected); nothing was loaded:\n  - ", absl::StrJoin(c.report.problems, "\n  - ")));
+    return absl::InvalidArgumentError(
+        absl::StrCat("checkpoint '", resolved, "' does not match its config (", c.report.missing,
+                     " missing, ", c.report.shape_mismatches, " shape mismatch(es), ",
+                     c.report.dtype_mismatches > 0
+                         ? absl::StrCat(c.report.dtype_mismatches, " dtype mismatch(es), ")
+                         : "",
+                     c.report.unexpected, " unexpected); nothing was loaded:\n  - ",
+                     absl::StrJoin(c.report.problems, "\n  - ")));
   }
   const int64_t budget = options_.max_resident_bytes;
   RETURN_IF_ERROR(CheckResidentBudget(*resident_, budget, "drafter", name,
                                       EstimateDrafterBytes(c.report, dtype),
                                       "estimated from the tensor headers"));
-  ASSIGN_OR_RETURN(auto tensors,
-                   weights::LoadValidatedWeights(*c.opened.source, c.report, dtype,
-                                                 c10::Device(device)));
+  ASSIGN_OR_RETURN(auto tensors, weights::LoadValidatedWeights(*c.opened.source, c.report, dtype,
+                                                               c10::Device(device)));
   ASSIGN_OR_RETURN(model::DrafterModel model,
                    model::DrafterModel::Create(c.config, std::move(tensors)),
                    "building drafter from '", resolved, "'");
@@ -225,8 +220,8 @@ absl::StatusOr<LoadResult> EvalCoreImpl::DoLoadDrafter(const LoadDrafterParams& 
   info.summary = model::DescribeConfig(c.config);
   info.load_time_unix_micros = NowUnixMicros();
   info.load_seconds = SecondsSince(start);
-  RETURN_IF_ERROR(CheckResidentBudget(*resident_, budget, "drafter", name, info.bytes,
-                                      "measured once read"));
+  RETURN_IF_ERROR(
+      CheckResidentBudget(*resident_, budget, "drafter", name, info.bytes, "measured once read"));
 
   LoadResult result;
   result.resource = info;
@@ -251,11 +246,10 @@ absl::StatusOr<LoadResult> EvalCoreImpl::DoLoadTarget(const LoadTargetParams& pa
   {
     std::lock_guard<std::mutex> lock(resident_->mu);
     ASSIGN_OR_RETURN(const Resident::Target* existing,
-                     Reusable(resident_->targets, name, "target",
-                              [&](const Resident::Target& e) {
-                                return e.info.source_path == resolved &&
-                                       e.info.dtype == dtype_name && e.info.device == device;
-                              }));
+                     Reusable(resident_->targets, name, "target", [&](const Resident::Target& e) {
+                       return e.info.source_path == resolved && e.info.dtype == dtype_name &&
+                              e.info.device == device;
+                     }));
     if (existing != nullptr) {
       LoadResult result;
       result.resource = existing->info;
@@ -286,8 +280,8 @@ absl::StatusOr<LoadResult> EvalCoreImpl::DoLoadTarget(const LoadTargetParams& pa
   info.summary = absl::StrCat("V=", t.vocab_size, ", H=", t.hidden_size, ", ", t.family,
                               t.tied ? ", lm_head tied to embed_tokens" : "",
                               t.norm.defined() ? ", final norm" : "");
-  RETURN_IF_ERROR(CheckResidentBudget(*resident_, budget, "target", name, info.bytes,
-                                      "measured once read"));
+  RETURN_IF_ERROR(
+      CheckResidentBudget(*resident_, budget, "target", name, info.bytes, "measured once read"));
   info.load_time_unix_micros = NowUnixMicros();
   info.load_seconds = SecondsSince(start);
   LoadResult result;
@@ -317,11 +311,10 @@ absl::StatusOr<LoadResult> EvalCoreImpl::DoLoadDataset(const LoadDatasetParams& 
   std::lock_guard<std::mutex> load_lock(resident_->load_mu);
   {
     std::lock_guard<std::mutex> lock(resident_->mu);
-    ASSIGN_OR_RETURN(const Resident::Dataset* existing,
-                     Reusable(resident_->datasets, options.name, "dataset",
-                              [&](const Resident::Dataset& e) {
-                                return e.info.source_path == options.path;
-                              }));
+    ASSIGN_OR_RETURN(
+        const Resident::Dataset* existing,
+        Reusable(resident_->datasets, options.name, "dataset",
+                 [&](const Resident::Dataset& e) { return e.info.source_path == options.path; }));
     if (existing != nullptr) {
       LoadResult result;
       result.resource = existing->info;

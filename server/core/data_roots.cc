@@ -17,12 +17,10 @@ absl::StatusOr<DataRoots> DataRoots::Create(const std::vector<std::string>& root
     fs::create_directories(r, ec);
     fs::path canon = fs::canonical(r, ec);
     if (ec) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("data root '", r, "': ", ec.message()));
+      return absl::InvalidArgumentError(absl::StrCat("data root '", r, "': ", ec.message()));
     }
     if (!fs::is_directory(canon)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("data root '", r, "' is not a directory"));
+      return absl::InvalidArgumentError(absl::StrCat("data root '", r, "' is not a directory"));
     }
     out.roots_.push_back(canon.string());
   }
@@ -35,9 +33,8 @@ absl::StatusOr<std::string> DataRoots::Resolve(const std::string& path, const ch
     return absl::InvalidArgumentError(absl::StrCat(field, " contains a NUL byte"));
   }
   if (path.size() > kMaxPathBytes) {
-    return absl::InvalidArgumentError(absl::StrCat(field, " is ", path.size(),
-                                                   " bytes long; at most ", kMaxPathBytes,
-                                                   " are allowed"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        field, " is ", path.size(), " bytes long; at most ", kMaxPathBytes, " are allowed"));
   }
   fs::path p(path);
   if (p.is_relative()) p = fs::path(roots_.front()) / p;
@@ -73,8 +70,7 @@ absl::Status DataRoots::CheckLinks(const std::string& resolved, int64_t max_entr
   }
   int64_t seen = 0;
   // Symlinked folders are checked as links, not walked into.
-  for (fs::recursive_directory_iterator it(resolved, ec), end; !ec && it != end;
-       it.increment(ec)) {
+  for (fs::recursive_directory_iterator it(resolved, ec), end; !ec && it != end; it.increment(ec)) {
     if (++seen > max_entries) {
       return absl::ResourceExhaustedError(absl::StrCat(
           "'", resolved, "' holds more than ", max_entries, " entries; refusing to read it"));

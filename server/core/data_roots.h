@@ -22,8 +22,7 @@ class DataRoots {
   // taken relative to the first root. InvalidArgument for empty paths, NUL
   // bytes or more than kMaxPathBytes; PermissionDenied outside every root.
   // Messages name the request's field: `field` ("path", "config_path", ...).
-  absl::StatusOr<std::string> Resolve(const std::string& path,
-                                      const char* field = "path") const;
+  absl::StatusOr<std::string> Resolve(const std::string& path, const char* field = "path") const;
 
   // PATH_MAX: no longer path names anything (and would be echoed in errors).
   static constexpr size_t kMaxPathBytes = 4096;

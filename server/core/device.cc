@@ -11,11 +11,11 @@
 #include <ATen/detail/CUDAHooksInterface.h>
 #include <torch/version.h>  // TORCH_VERSION_{MAJOR,MINOR,PATCH}
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
-#include "absl/strings/match.h"
 
 #ifdef DFLASH_WITH_CUDA
 #include <cuda_runtime_api.h>
@@ -25,8 +25,7 @@ namespace dflash::core {
 
 bool CudaAvailable() {
   try {
-    return at::detail::getCUDAHooks().hasCUDA() &&
-           at::detail::getCUDAHooks().getNumGPUs() > 0;
+    return at::detail::getCUDAHooks().hasCUDA() && at::detail::getCUDAHooks().getNumGPUs() > 0;
   } catch (...) {
     return false;
   }
@@ -40,28 +39,28 @@ absl::StatusOr<DeviceChoice> ResolveDevice(const std::string& flag) {
   if (flag == "cpu") return DeviceChoice{"cpu", "cpu requested"};
   const int gpus = NumGpus();
   if (flag == "auto") {
-    if (gpus > 0) return DeviceChoice{"cuda:0", absl::StrCat(gpus, " CUDA device(s) visible; using cuda:0")};
+    if (gpus > 0)
+      return DeviceChoice{"cuda:0", absl::StrCat(gpus, " CUDA device(s) visible; using cuda:0")};
     return DeviceChoice{"cpu", "no CUDA device visible to libtorch; falling back to cpu"};
   }
   int index = 0;
   if (flag != "cuda") {
-    if (!absl::StartsWith(flag, "cuda:") ||
-        !absl::SimpleAtoi(flag.substr(5), &index) || index < 0) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--device '", flag, "' is not one of auto, cpu, cuda, cuda:N"));
+    if (!absl::StartsWith(flag, "cuda:") || !absl::SimpleAtoi(flag.substr(5), &index) ||
+        index < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--device '", flag, "' is not one of auto, cpu, cuda, cuda:N"));
     }
   }
   if (gpus == 0) {
     return absl::FailedPreconditionError(absl::StrCat(
-        "--device ", flag, ": CUDA is not available (libtorch ",
-        LibtorchVersion(), " sees no GPU",
+        "--device ", flag, ": CUDA is not available (libtorch ", LibtorchVersion(), " sees no GPU",
         at::detail::getCUDAHooks().hasCUDA() ? "" : "; this libtorch is built without CUDA",
         "); use --device cpu or --device auto"));
   }
   if (index >= gpus) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "--device ", flag, ": only ", gpus, " CUDA device(s) visible (cuda:0..cuda:",
-        gpus - 1, ")"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("--device ", flag, ": only ", gpus,
+                     " CUDA device(s) visible (cuda:0..cuda:", gpus - 1, ")"));
   }
   return DeviceChoice{absl::StrCat("cuda:", index), "requested"};
 }
@@ -72,8 +71,7 @@ std::vector<DeviceInfo> ListDevices(int intra_op_threads) {
   cpu.name = "cpu";
   const long cores = sysconf(_SC_NPROCESSORS_ONLN);
   cpu.description = absl::StrCat(cores, " cores, ", intra_op_threads, " intra-op threads");
-  cpu.total_memory_bytes =
-      static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGESIZE);
+  cpu.total_memory_bytes = static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGESIZE);
   out.push_back(cpu);
 #ifdef DFLASH_WITH_CUDA
   for (int i = 0; i < NumGpus(); ++i) {
@@ -112,9 +110,12 @@ std::string DescribeBlas() {
   if (libs.empty()) return "unknown (no BLAS library mapped)";
   std::string kind = "reference BLAS (slow: install libopenblas0-pthread)";
   for (const std::string& p : libs) {
-    if (absl::StrContains(p, "openblas")) kind = "OpenBLAS";
-    else if (absl::StrContains(p, "blis")) kind = "BLIS";
-    else if (absl::StrContains(p, "mkl")) kind = "MKL";
+    if (absl::StrContains(p, "openblas"))
+      kind = "OpenBLAS";
+    else if (absl::StrContains(p, "blis"))
+      kind = "BLIS";
+    else if (absl::StrContains(p, "mkl"))
+      kind = "MKL";
   }
   // Name the library libtorch links (libblas.so.3), not its helpers.
   std::string main_lib = *libs.begin();
@@ -125,10 +126,11 @@ std::string DescribeBlas() {
 }
 
 std::string LibtorchVersion() {
-  return absl::StrCat(TORCH_VERSION_MAJOR, ".", TORCH_VERSION_MINOR, ".",
-                      TORCH_VERSION_PATCH);
+  return absl::StrCat(TORCH_VERSION_MAJOR, ".", TORCH_VERSION_MINOR, ".", TORCH_VERSION_PATCH);
 }
 
-void SetIntraOpThreads(int threads) { at::set_num_threads(threads); }
+void SetIntraOpThreads(int threads) {
+  at::set_num_threads(threads);
+}
 
 }  // namespace dflash::core

@@ -62,7 +62,6 @@ struct LoadResult {
   std::vector<std::string> facts;
 };
 
-
 class EvalCore {
  public:
   virtual ~EvalCore() = default;
@@ -74,11 +73,9 @@ class EvalCore {
   virtual absl::StatusOr<LoadResult> LoadDrafter(const LoadDrafterParams& params) = 0;
   virtual absl::StatusOr<LoadResult> LoadTarget(const LoadTargetParams& params) = 0;
   virtual absl::StatusOr<LoadResult> LoadDataset(const LoadDatasetParams& params) = 0;
-  virtual absl::StatusOr<ResourceInfo> Unload(ResourceKind kind,
-                                              const std::string& name) = 0;
+  virtual absl::StatusOr<ResourceInfo> Unload(ResourceKind kind, const std::string& name) = 0;
   // kind empty = every kind.
-  virtual std::vector<ResourceInfo> ListResources(
-      std::optional<ResourceKind> kind) const = 0;
+  virtual std::vector<ResourceInfo> ListResources(std::optional<ResourceKind> kind) const = 0;
 
   virtual absl::StatusOr<eval::EvalResult> RunEval(const EvalParams& params,
                                                    const eval::ProgressFn& progress) = 0;

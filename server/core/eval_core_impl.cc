@@ -28,8 +28,8 @@ absl::StatusOr<std::unique_ptr<EvalCoreImpl>> EvalCoreImpl::Create(CoreOptions o
   std::error_code ec;
   fs::create_directories(options.state_dir, ec);
   if (ec) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "cannot create state directory '", options.state_dir, "': ", ec.message()));
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot create state directory '", options.state_dir, "': ", ec.message()));
   }
   if (options.data_roots.empty()) {
     options.data_roots = {options.state_dir + "/models", options.state_dir + "/datasets"};
@@ -63,8 +63,7 @@ ServerInfo EvalCoreImpl::GetServerInfo() const {
   info.intra_op_threads = options_.threads;
   info.blas = DescribeBlas();
   info.start_time_unix_micros =
-      std::chrono::duration_cast<std::chrono::microseconds>(start_time_.time_since_epoch())
-          .count();
+      std::chrono::duration_cast<std::chrono::microseconds>(start_time_.time_since_epoch()).count();
   info.uptime_seconds = std::chrono::duration<double>(Clock::now() - start_steady_).count();
   info.data_roots = roots_.roots();
   info.state_dir = options_.state_dir;
@@ -109,14 +108,14 @@ absl::StatusOr<ResourceInfo> Erase(Map& map, const std::string& name, ResourceKi
   if (it == map.end()) {
     std::vector<std::string> names;
     for (const auto& [n, _] : map) names.push_back(n);
-    return absl::NotFoundError(absl::StrCat(
-        "no resident ", ResourceKindName(kind), " named '", name, "' (resident: ",
-        names.empty() ? "none" : absl::StrJoin(names, ", "), ")"));
+    return absl::NotFoundError(
+        absl::StrCat("no resident ", ResourceKindName(kind), " named '", name,
+                     "' (resident: ", names.empty() ? "none" : absl::StrJoin(names, ", "), ")"));
   }
   if ((it->second.*member).use_count() > 1) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        ResourceKindName(kind), " '", name,
-        "' is in use by a running evaluation; unload it when that finishes"));
+    return absl::FailedPreconditionError(
+        absl::StrCat(ResourceKindName(kind), " '", name,
+                     "' is in use by a running evaluation; unload it when that finishes"));
   }
   ResourceInfo info = it->second.info;
   map.erase(it);

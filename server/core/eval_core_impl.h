@@ -17,8 +17,8 @@
 namespace dflash::core {
 
 struct CoreOptions {
-  std::string device = "cpu";    // resolved: "cpu" or "cuda:N"
-  int threads = 1;               // intra-op threads (already applied)
+  std::string device = "cpu";  // resolved: "cpu" or "cuda:N"
+  int threads = 1;             // intra-op threads (already applied)
   std::string state_dir;
   std::vector<std::string> data_roots;  // empty: state_dir/models, state_dir/datasets
   // Bytes all resident objects may hold together; a load that would pass it
@@ -35,8 +35,7 @@ class EvalCoreImpl final : public EvalCore {
   ~EvalCoreImpl() override;
 
   ServerInfo GetServerInfo() const override;
-  absl::StatusOr<weights::WeightReport> ValidateCheckpoint(
-      const ValidateParams& params) override;
+  absl::StatusOr<weights::WeightReport> ValidateCheckpoint(const ValidateParams& params) override;
   absl::StatusOr<LoadResult> LoadDrafter(const LoadDrafterParams& params) override;
   absl::StatusOr<LoadResult> LoadTarget(const LoadTargetParams& params) override;
   absl::StatusOr<LoadResult> LoadDataset(const LoadDatasetParams& params) override;

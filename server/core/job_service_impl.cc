@@ -73,7 +73,9 @@ absl::StatusOr<std::unique_ptr<JobServiceImpl>> JobServiceImpl::Create(
   return service;
 }
 
-JobServiceImpl::~JobServiceImpl() { Shutdown(std::chrono::milliseconds(0)); }
+JobServiceImpl::~JobServiceImpl() {
+  Shutdown(std::chrono::milliseconds(0));
+}
 
 absl::StatusOr<eval::EvalResult> JobServiceImpl::RunJob(const JobRecord& job,
                                                         const eval::ProgressFn& progress) {
@@ -124,9 +126,9 @@ absl::StatusOr<JobRecord> JobServiceImpl::Submit(jobs::JobRequest request) {
 absl::StatusOr<JobRecord> JobServiceImpl::Resubmit(const std::string& id) {
   ASSIGN_OR_RETURN(JobRecord old, queue_->Get(id));
   if (!jobs::IsTerminal(old.state)) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "job ", id, " is ", jobs::JobStateName(old.state),
-        "; only finished jobs can be resubmitted (cancel it first)"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("job ", id, " is ", jobs::JobStateName(old.state),
+                     "; only finished jobs can be resubmitted (cancel it first)"));
   }
   JobRecord record;
   record.request = old.request;
@@ -134,7 +136,9 @@ absl::StatusOr<JobRecord> JobServiceImpl::Resubmit(const std::string& id) {
   return SubmitRecord(std::move(record));
 }
 
-absl::StatusOr<JobRecord> JobServiceImpl::Get(const std::string& id) { return queue_->Get(id); }
+absl::StatusOr<JobRecord> JobServiceImpl::Get(const std::string& id) {
+  return queue_->Get(id);
+}
 
 absl::StatusOr<jobs::JobPage> JobServiceImpl::List(const jobs::ListQuery& query) {
   return queue_->List(query);
@@ -153,9 +157,9 @@ absl::StatusOr<Comparison> JobServiceImpl::Compare(const std::vector<std::string
   for (const std::string& id : ids) {
     ASSIGN_OR_RETURN(JobRecord job, queue_->Get(id));
     if (job.state != JobState::kSucceeded || !job.result) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("job ", id, " is ", jobs::JobStateName(job.state),
-                       "; only SUCCEEDED jobs can be compared"));
+      return absl::FailedPreconditionError(absl::StrCat("job ", id, " is ",
+                                                        jobs::JobStateName(job.state),
+                                                        "; only SUCCEEDED jobs can be compared"));
     }
     c.jobs.push_back(std::move(job));
   }
@@ -175,12 +179,13 @@ absl::StatusOr<Comparison> JobServiceImpl::Compare(const std::vector<std::string
   warn("different anchors", [](const JobRecord& j) {
     const eval::EvalOptions& o = j.request.params.options;
     if (o.mode != eval::Mode::kAnchor) return std::string("(replay)");
-    return absl::StrCat(AnchorName(o.anchors), ", max_blocks ", o.max_blocks,
-                        o.anchors == eval::AnchorStrategy::kRandom ? absl::StrCat(", seed ", o.seed)
-                                                                   : "");
+    return absl::StrCat(
+        AnchorName(o.anchors), ", max_blocks ", o.max_blocks,
+        o.anchors == eval::AnchorStrategy::kRandom ? absl::StrCat(", seed ", o.seed) : "");
   });
-  warn("different sample limits",
-       [](const JobRecord& j) { return absl::StrCat("max_samples ", j.request.params.options.max_samples); });
+  warn("different sample limits", [](const JobRecord& j) {
+    return absl::StrCat("max_samples ", j.request.params.options.max_samples);
+  });
 
   const eval::EvalResult& base = *jobs.front().result;
   size_t common = base.positions.size();
@@ -210,7 +215,9 @@ absl::StatusOr<WatchStart> JobServiceImpl::Watch(const std::string& id, jobs::Wa
   return WatchStart{std::move(w.current), w.handle};
 }
 
-void JobServiceImpl::Unwatch(int64_t handle) { queue_->Unsubscribe(handle); }
+void JobServiceImpl::Unwatch(int64_t handle) {
+  queue_->Unsubscribe(handle);
+}
 
 absl::StatusOr<ResourceInfo> JobServiceImpl::Unload(ResourceKind kind, const std::string& name) {
   std::lock_guard<std::mutex> lock(resource_mu_);
@@ -225,15 +232,19 @@ absl::StatusOr<ResourceInfo> JobServiceImpl::Unload(ResourceKind kind, const std
         return false;
       });
   if (!users.empty()) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        ResourceKindName(kind), " '", name, "' is used by queued or running jobs ",
-        absl::StrJoin(users, ", "), "; cancel them or wait for them to finish"));
+    return absl::FailedPreconditionError(
+        absl::StrCat(ResourceKindName(kind), " '", name, "' is used by queued or running jobs ",
+                     absl::StrJoin(users, ", "), "; cancel them or wait for them to finish"));
   }
   return core_.Unload(kind, name);
 }
 
-int JobServiceImpl::queued() const { return queue_->queued(); }
-int JobServiceImpl::running() const { return queue_->running(); }
+int JobServiceImpl::queued() const {
+  return queue_->queued();
+}
+int JobServiceImpl::running() const {
+  return queue_->running();
+}
 
 void JobServiceImpl::Shutdown(std::chrono::milliseconds grace) {
   if (queue_) queue_->Shutdown(grace);

@@ -46,8 +46,7 @@ absl::StatusOr<std::string> ResolveRequestDevice(const std::string& requested,
   return choice->device;
 }
 
-absl::StatusOr<Placement> ResolvePlacement(const std::string& device,
-                                           const std::string& dtype,
+absl::StatusOr<Placement> ResolvePlacement(const std::string& device, const std::string& dtype,
                                            const std::string& server_device) {
   Placement p;
   auto resolved = ResolveRequestDevice(device, server_device);

@@ -24,8 +24,7 @@ struct Placement {
 
 // Request device/dtype ("" = defaults: the server's device; fp32 on CPU,
 // bf16 on CUDA) checked and resolved.
-absl::StatusOr<Placement> ResolvePlacement(const std::string& device,
-                                           const std::string& dtype,
+absl::StatusOr<Placement> ResolvePlacement(const std::string& device, const std::string& dtype,
                                            const std::string& server_device);
 
 // "" -> `fallback`; "cpu" | "cuda:N" checked against the machine.

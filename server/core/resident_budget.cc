@@ -50,16 +50,15 @@ int64_t ResidentBytes(const EvalCoreImpl::Resident& r) {
   return total;
 }
 
-absl::Status CheckResidentBudget(const EvalCoreImpl::Resident& r, int64_t budget,
-                                 const char* kind, const std::string& name, int64_t need,
-                                 const char* basis) {
+absl::Status CheckResidentBudget(const EvalCoreImpl::Resident& r, int64_t budget, const char* kind,
+                                 const std::string& name, int64_t need, const char* basis) {
   if (budget <= 0) return absl::OkStatus();
   const int64_t resident = ResidentBytes(r);
   if (need <= budget - resident) return absl::OkStatus();
-  return WithFixHint(absl::ResourceExhaustedError(absl::StrCat(
-                         "loading ", kind, " '", name, "' needs ", Bytes(need), " (", basis,
-                         ") but ", Bytes(resident), " of the ", Bytes(budget),
-                         " resident budget is in use; unload something first")),
+  return WithFixHint(absl::ResourceExhaustedError(
+                         absl::StrCat("loading ", kind, " '", name, "' needs ", Bytes(need), " (",
+                                      basis, ") but ", Bytes(resident), " of the ", Bytes(budget),
+                                      " resident budget is in use; unload something first")),
                      FixHint::kResidentBudget);
 }
 
@@ -76,8 +75,7 @@ int64_t EstimateDrafterBytes(const weights::WeightReport& report, c10::ScalarTyp
   return total;
 }
 
-int64_t EstimateTargetBytes(const std::string& model_dir, c10::ScalarType dtype,
-                            bool load_norm) {
+int64_t EstimateTargetBytes(const std::string& model_dir, c10::ScalarType dtype, bool load_norm) {
   std::ifstream in(std::filesystem::path(model_dir) / "config.json");
   if (!in) return 0;
   const nlohmann::json config = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);

@@ -22,14 +22,12 @@ int64_t ResidentBytes(const EvalCoreImpl::Resident& r);
 // Ok when `budget` is 0 or resident + `need` fits; else ResourceExhausted
 // naming the object, the numbers and the flag. `basis`: how `need` was
 // found ("estimated from the tensor headers").
-absl::Status CheckResidentBudget(const EvalCoreImpl::Resident& r, int64_t budget,
-                                 const char* kind, const std::string& name, int64_t need,
-                                 const char* basis);
+absl::Status CheckResidentBudget(const EvalCoreImpl::Resident& r, int64_t budget, const char* kind,
+                                 const std::string& name, int64_t need, const char* basis);
 
 // Estimates, 0 when unknown (the check after loading still applies).
 int64_t EstimateDrafterBytes(const weights::WeightReport& report, c10::ScalarType dtype);
-int64_t EstimateTargetBytes(const std::string& model_dir, c10::ScalarType dtype,
-                            bool load_norm);
+int64_t EstimateTargetBytes(const std::string& model_dir, c10::ScalarType dtype, bool load_norm);
 int64_t EstimateDatasetBytes(const std::string& dir, int64_t max_samples);
 
 }  // namespace dflash::core

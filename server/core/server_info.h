@@ -9,8 +9,8 @@
 namespace dflash::core {
 
 struct DeviceInfo {
-  std::string name;          // "cpu", "cuda:0"
-  std::string description;   // "NVIDIA H200", "x86_64, 2 threads"
+  std::string name;         // "cpu", "cuda:0"
+  std::string description;  // "NVIDIA H200", "x86_64, 2 threads"
   int64_t total_memory_bytes = 0;
   int64_t used_memory_bytes = 0;  // held by resident objects
 };
@@ -20,7 +20,7 @@ struct ServerInfo {
   bool cuda_available = false;
   std::vector<DeviceInfo> devices;
   std::string default_device;
-  std::string default_dtype;     // "fp32" / "bf16" / "fp16"
+  std::string default_dtype;  // "fp32" / "bf16" / "fp16"
   int intra_op_threads = 0;
   std::string blas;
   int64_t start_time_unix_micros = 0;

@@ -50,16 +50,15 @@ absl::StatusOr<std::vector<LayerGroup>> CheckLayerGroups(
       }
       auto [it, fresh] = seen.emplace(id, key);
       if (!fresh) {
-        return Bad(source, absl::StrCat("layer ", id, " is declared twice (in '",
-                                        it->second, "' and '", key, "')"));
+        return Bad(source, absl::StrCat("layer ", id, " is declared twice (in '", it->second,
+                                        "' and '", key, "')"));
       }
     }
   }
   return out;
 }
 
-absl::StatusOr<DatasetManifest> ParseManifest(absl::string_view json_text,
-                                              absl::string_view path) {
+absl::StatusOr<DatasetManifest> ParseManifest(absl::string_view json_text, absl::string_view path) {
   const std::string label = absl::StrCat("manifest '", path, "'");
   const absl::string_view source = label;
   json doc = json::parse(json_text.begin(), json_text.end(), nullptr,
@@ -73,8 +72,8 @@ absl::StatusOr<DatasetManifest> ParseManifest(absl::string_view json_text,
   }
   if (auto it = doc.find("hidden_size"); it != doc.end() && !it->is_null()) {
     if (!it->is_number_integer() || it->get<int64_t>() <= 0) {
-      return Bad(source, absl::StrCat("'hidden_size' must be a positive integer; got ",
-                                      it->dump()));
+      return Bad(source,
+                 absl::StrCat("'hidden_size' must be a positive integer; got ", it->dump()));
     }
     m.hidden_size = it->get<int64_t>();
   }
@@ -87,15 +86,15 @@ absl::StatusOr<DatasetManifest> ParseManifest(absl::string_view json_text,
   std::map<std::string, std::vector<int>> groups;
   for (auto it = features->begin(); it != features->end(); ++it) {
     if (!it->is_array()) {
-      return Bad(source, absl::StrCat("feature '", it.key(),
-                                      "' must be a list of layer ids; got ", it->dump()));
+      return Bad(source, absl::StrCat("feature '", it.key(), "' must be a list of layer ids; got ",
+                                      it->dump()));
     }
     std::vector<int>& ids = groups[it.key()];
     for (const json& v : *it) {
       if (!v.is_number_integer() || v.get<int64_t>() > std::numeric_limits<int>::max() ||
           v.get<int64_t>() < std::numeric_limits<int>::min()) {
-        return Bad(source, absl::StrCat("feature '", it.key(),
-                                        "' holds a non-integer layer id ", v.dump()));
+        return Bad(source, absl::StrCat("feature '", it.key(), "' holds a non-integer layer id ",
+                                        v.dump()));
       }
       ids.push_back(static_cast<int>(v.get<int64_t>()));
     }
@@ -110,7 +109,8 @@ std::string MissingManifestMessage(absl::string_view dataset_path) {
   return absl::StrCat(
       "dataset '", dataset_path, "' does not say which target layers its features hold; ",
       "capture files record no layer ids. Declare them in the request (layer_ids per "
-      "feature key) or write ", dataset_path, "/", kManifestFile, ", e.g. ",
+      "feature key) or write ",
+      dataset_path, "/", kManifestFile, ", e.g. ",
       R"({"name": "my-dataset", "hidden_size": 5120, "features": {"hidden_states": [1, 16, 31, 46, 61]}})",
       " (EAGLE-3 layout: ",
       R"("features": {"aux_hidden_state": [1, 16, 31, 46], "hidden_state": [61]})", ")");

@@ -28,14 +28,13 @@ inline constexpr char kManifestFile[] = "dataset.json";
 using LayerGroup = std::pair<std::string, std::vector<int>>;
 
 struct DatasetManifest {
-  std::string name;          // empty when absent
-  int64_t hidden_size = 0;   // 0 when absent
+  std::string name;         // empty when absent
+  int64_t hidden_size = 0;  // 0 when absent
   std::vector<LayerGroup> features;
 };
 
 // InvalidArgument "manifest '<path>': <defect>".
-absl::StatusOr<DatasetManifest> ParseManifest(absl::string_view json_text,
-                                              absl::string_view path);
+absl::StatusOr<DatasetManifest> ParseManifest(absl::string_view json_text, absl::string_view path);
 
 // Orders groups canonically and checks them: at least one group, every list
 // non-empty, layer ids >= 0, no key "input_ids"/"loss_mask", and no layer

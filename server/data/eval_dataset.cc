@@ -50,8 +50,7 @@ absl::StatusOr<Declared> DeclaredLayers(const DatasetLoadOptions& options) {
     std::stringstream text;
     text << in.rdbuf();
     if (!in) {
-      return absl::NotFoundError(
-          absl::StrCat("cannot read manifest '", manifest.string(), "'"));
+      return absl::NotFoundError(absl::StrCat("cannot read manifest '", manifest.string(), "'"));
     }
     ASSIGN_OR_RETURN(DatasetManifest m, ParseManifest(text.str(), manifest.string()));
     d.name = m.name;
@@ -66,9 +65,7 @@ absl::StatusOr<Declared> DeclaredLayers(const DatasetLoadOptions& options) {
 // dataset holds, in order (one hash implementation for weights and data).
 class DatasetHash {
  public:
-  void Update(const void* data, size_t size) {
-    state_ = weights::HashBytes64(data, size, state_);
-  }
+  void Update(const void* data, size_t size) { state_ = weights::HashBytes64(data, size, state_); }
   void UpdateU64(uint64_t v) { Update(&v, sizeof(v)); }
   std::string Hex() const { return absl::StrFormat("h64:%016x", state_); }
 
@@ -100,8 +97,7 @@ absl::StatusOr<EvalDataset> EvalDataset::Load(const DatasetLoadOptions& options)
   ASSIGN_OR_RETURN(std::vector<SampleFile> files, ListSampleFiles(options.path));
   if (files.empty()) {
     return absl::NotFoundError(absl::StrCat(
-        "dataset '", options.path,
-        "' holds no capture files (*.ckpt, *.pt, *.pth, *.ckpt.gz)"));
+        "dataset '", options.path, "' holds no capture files (*.ckpt, *.pt, *.pth, *.ckpt.gz)"));
   }
   ASSIGN_OR_RETURN(Declared declared, DeclaredLayers(options));
   if (options.max_samples > 0 && static_cast<int64_t>(files.size()) > options.max_samples) {
@@ -111,9 +107,9 @@ absl::StatusOr<EvalDataset> EvalDataset::Load(const DatasetLoadOptions& options)
   EvalDataset ds;
   ds.path_ = options.path;
   ds.groups_ = declared.groups;
-  ds.name_ = !options.name.empty()      ? options.name
-             : !declared.name.empty()   ? declared.name
-                                        : fs::path(options.path).filename().string();
+  ds.name_ = !options.name.empty()    ? options.name
+             : !declared.name.empty() ? declared.name
+                                      : fs::path(options.path).filename().string();
   if (ds.name_.empty()) {  // a path ending in '/'
     ds.name_ = fs::path(options.path).parent_path().filename().string();
   }
@@ -137,8 +133,8 @@ absl::StatusOr<EvalDataset> EvalDataset::Load(const DatasetLoadOptions& options)
     absl::StatusOr<HostSample> host = ReadSample(full, expect);
     if (!host.ok()) {
       const absl::StatusCode code = host.status().code();
-      const bool sample_defect = code == absl::StatusCode::kInvalidArgument ||
-                                 code == absl::StatusCode::kNotFound;
+      const bool sample_defect =
+          code == absl::StatusCode::kInvalidArgument || code == absl::StatusCode::kNotFound;
       if (options.skip_bad_samples && sample_defect) {
         ds.skipped_.push_back(absl::StrCat(file.relative, ": ", host.status().message()));
         continue;
@@ -157,28 +153,28 @@ absl::StatusOr<EvalDataset> EvalDataset::Load(const DatasetLoadOptions& options)
     const c10::ScalarType dtype = options.dtype.value_or(
         host->features.empty() ? c10::kFloat : host->features[0].scalar_type());
     ASSIGN_OR_RETURN(
-        sample, TorchGuard(absl::StrCat("moving sample '", file.relative, "' to ",
-                                        options.device.str()),
-                           [&]() -> DatasetSample {
-                             hash.UpdateU64(static_cast<uint64_t>(host->input_ids.size(0)));
-                             HashTensor(hash, host->input_ids);
-                             HashTensor(hash, host->loss_mask);
-                             sample.input_ids = host->input_ids.to(
-                                 options.device, at::kLong, false, /*copy=*/true);
-                             sample.loss_mask = host->loss_mask.to(
-                                 options.device, at::kByte, false, /*copy=*/true);
-                             for (at::Tensor& f : host->features) {
-                               // Owned memory, never a view of the mapped capture
-                               // file: rewriting it in place would otherwise crash
-                               // the server (SIGBUS) on the next evaluation.
-                               at::Tensor host_cast = f.to(dtype).contiguous();
-                               HashTensor(hash, host_cast);  // on the host, before any move
-                               sample.features.push_back(host_cast.to(
-                                   options.device, dtype, false, /*copy=*/true));
-                               f = at::Tensor();  // drop the host copy now
-                             }
-                             return std::move(sample);
-                           }));
+        sample,
+        TorchGuard(absl::StrCat("moving sample '", file.relative, "' to ", options.device.str()),
+                   [&]() -> DatasetSample {
+                     hash.UpdateU64(static_cast<uint64_t>(host->input_ids.size(0)));
+                     HashTensor(hash, host->input_ids);
+                     HashTensor(hash, host->loss_mask);
+                     sample.input_ids =
+                         host->input_ids.to(options.device, at::kLong, false, /*copy=*/true);
+                     sample.loss_mask =
+                         host->loss_mask.to(options.device, at::kByte, false, /*copy=*/true);
+                     for (at::Tensor& f : host->features) {
+                       // Owned memory, never a view of the mapped capture
+                       // file: rewriting it in place would otherwise crash
+                       // the server (SIGBUS) on the next evaluation.
+                       at::Tensor host_cast = f.to(dtype).contiguous();
+                       HashTensor(hash, host_cast);  // on the host, before any move
+                       sample.features.push_back(
+                           host_cast.to(options.device, dtype, false, /*copy=*/true));
+                       f = at::Tensor();  // drop the host copy now
+                     }
+                     return std::move(sample);
+                   }));
     host = absl::StatusOr<HostSample>(HostSample{});  // release host tensors
     ds.bytes_ += sample.input_ids.nbytes() + sample.loss_mask.nbytes();
     for (const at::Tensor& f : sample.features) ds.bytes_ += f.nbytes();
@@ -186,9 +182,9 @@ absl::StatusOr<EvalDataset> EvalDataset::Load(const DatasetLoadOptions& options)
     ds.samples_.push_back(std::move(sample));
   }
   if (ds.samples_.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "dataset '", options.path, "': all ", files.size(), " samples are bad; first: ",
-        ds.skipped_.empty() ? "" : ds.skipped_.front()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("dataset '", options.path, "': all ", files.size(),
+                     " samples are bad; first: ", ds.skipped_.empty() ? "" : ds.skipped_.front()));
   }
   ds.hidden_size_ = expect.hidden_size;
   hash.UpdateU64(static_cast<uint64_t>(ds.hidden_size_));
@@ -201,27 +197,28 @@ absl::Status EvalDataset::CheckLayers(const std::vector<int>& wanted) const {
   const std::set<int> held_set(held.begin(), held.end());
   std::vector<int> missing;
   for (int id : wanted) {
-    if (!held_set.count(id) &&
-        std::find(missing.begin(), missing.end(), id) == missing.end()) {
+    if (!held_set.count(id) && std::find(missing.begin(), missing.end(), id) == missing.end()) {
       missing.push_back(id);
     }
   }
   if (missing.empty()) return absl::OkStatus();
-  return absl::FailedPreconditionError(absl::StrCat(
-      "drafter needs ", missing.size() == 1 ? "layer " : "layers ",
-      absl::StrJoin(missing, ", "), "; dataset holds ", LayerList(held)));
+  return absl::FailedPreconditionError(
+      absl::StrCat("drafter needs ", missing.size() == 1 ? "layer " : "layers ",
+                   absl::StrJoin(missing, ", "), "; dataset holds ", LayerList(held)));
 }
 
-absl::StatusOr<at::Tensor> EvalDataset::Features(size_t i,
-                                                 const std::vector<int>& wanted) const {
+absl::StatusOr<at::Tensor> EvalDataset::Features(size_t i, const std::vector<int>& wanted) const {
   if (i >= samples_.size()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "sample ", i, " is out of range; the dataset holds ", samples_.size()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("sample ", i, " is out of range; the dataset holds ", samples_.size()));
   }
   if (wanted.empty()) return absl::InvalidArgumentError("no layers requested");
   RETURN_IF_ERROR(CheckLayers(wanted));
   // Runs of consecutive columns within one group: (group, first column, count).
-  struct Run { size_t group; int64_t column, count; };
+  struct Run {
+    size_t group;
+    int64_t column, count;
+  };
   std::vector<Run> runs;
   for (int id : wanted) {
     for (size_t g = 0; g < groups_.size(); ++g) {

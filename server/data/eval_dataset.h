@@ -29,10 +29,10 @@ struct FeatureGroup {
 };
 
 struct DatasetSample {
-  int64_t index = 0;           // from the file name (data_17.ckpt -> 17)
-  std::string file;            // relative to the dataset root
-  at::Tensor input_ids;        // [L] int64
-  at::Tensor loss_mask;        // [L] uint8 (0/1)
+  int64_t index = 0;                 // from the file name (data_17.ckpt -> 17)
+  std::string file;                  // relative to the dataset root
+  at::Tensor input_ids;              // [L] int64
+  at::Tensor loss_mask;              // [L] uint8 (0/1)
   std::vector<at::Tensor> features;  // per group: [L, k_g * H_t]
 };
 
@@ -43,9 +43,9 @@ struct DatasetLoadOptions {
   std::map<std::string, std::vector<int>> layer_ids;
   c10::optional<c10::ScalarType> dtype;  // default: as stored
   c10::Device device = c10::Device(c10::kCPU);
-  int64_t max_samples = 0;     // 0 = all
+  int64_t max_samples = 0;  // 0 = all
   bool skip_bad_samples = false;
-  int64_t vocab_size = 0;      // when > 0, token ids are checked against it
+  int64_t vocab_size = 0;  // when > 0, token ids are checked against it
 };
 
 class EvalDataset {

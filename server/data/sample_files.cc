@@ -94,9 +94,8 @@ std::vector<SampleFile> OrderSampleFiles(const std::vector<std::string>& relativ
     keyed.emplace_back(std::move(key), rel);
   }
   if (all_distinct) {
-    std::sort(keyed.begin(), keyed.end(), [](const auto& a, const auto& b) {
-      return a.first.file_index < b.first.file_index;
-    });
+    std::sort(keyed.begin(), keyed.end(),
+              [](const auto& a, const auto& b) { return a.first.file_index < b.first.file_index; });
   } else {
     std::sort(keyed.begin(), keyed.end(), [](const auto& a, const auto& b) {
       return std::tie(a.first, a.second) < std::tie(b.first, b.second);
@@ -105,8 +104,8 @@ std::vector<SampleFile> OrderSampleFiles(const std::vector<std::string>& relativ
   std::vector<SampleFile> out;
   out.reserve(keyed.size());
   for (size_t i = 0; i < keyed.size(); ++i) {
-    out.push_back({keyed[i].second,
-                   all_distinct ? keyed[i].first.file_index : static_cast<int64_t>(i)});
+    out.push_back(
+        {keyed[i].second, all_distinct ? keyed[i].first.file_index : static_cast<int64_t>(i)});
   }
   return out;
 }

@@ -13,17 +13,20 @@
 namespace dflash::data {
 namespace {
 
+std::string TypeName(c10::ScalarType t) {
+  return c10::toString(t);
+}
 
-std::string TypeName(c10::ScalarType t) { return c10::toString(t); }
-
-absl::Status Bad(const std::string& what) { return absl::InvalidArgumentError(what); }
+absl::Status Bad(const std::string& what) {
+  return absl::InvalidArgumentError(what);
+}
 
 // [L] or [1, L] -> [L].
 absl::StatusOr<at::Tensor> AsVector(const at::Tensor& t, const std::string& key) {
   if (t.dim() == 1) return t;
   if (t.dim() == 2 && t.size(0) == 1) return t[0];
-  return Bad(absl::StrCat("'", key, "' has shape ", ShapeText(t.sizes()),
-                          "; expected [L] or [1, L]"));
+  return Bad(
+      absl::StrCat("'", key, "' has shape ", ShapeText(t.sizes()), "; expected [L] or [1, L]"));
 }
 
 // [L, W] or [1, L, W] -> [L, W].
@@ -34,8 +37,8 @@ absl::StatusOr<at::Tensor> AsMatrix(const at::Tensor& t, const std::string& key)
                           "; expected [L, W] or [1, L, W]"));
 }
 
-absl::StatusOr<at::Tensor> ReadKey(const weights::TensorSource& src,
-                                   const std::string& key, absl::string_view role) {
+absl::StatusOr<at::Tensor> ReadKey(const weights::TensorSource& src, const std::string& key,
+                                   absl::string_view role) {
   if (src.Find(key) == nullptr) {
     return Bad(absl::StrCat(role, " '", key, "' is missing; the file holds [",
                             absl::StrJoin(src.names(), ", "), "]"));
@@ -43,12 +46,12 @@ absl::StatusOr<at::Tensor> ReadKey(const weights::TensorSource& src,
   return src.Read(key);
 }
 
-absl::Status CheckWidth(const std::string& key, size_t layers, int64_t width,
-                        int64_t hidden, bool from_manifest) {
+absl::Status CheckWidth(const std::string& key, size_t layers, int64_t width, int64_t hidden,
+                        bool from_manifest) {
   if (width == static_cast<int64_t>(layers) * hidden) return absl::OkStatus();
   return Bad(absl::StrCat("'", key, "' has width ", width, "; expected ", layers,
-                          layers == 1 ? " layer" : " layers", " x hidden size ", hidden,
-                          " = ", static_cast<int64_t>(layers) * hidden,
+                          layers == 1 ? " layer" : " layers", " x hidden size ", hidden, " = ",
+                          static_cast<int64_t>(layers) * hidden,
                           from_manifest ? " (hidden_size from the manifest)"
                                         : " (hidden size of the dataset's other features)"));
 }
@@ -74,16 +77,16 @@ absl::StatusOr<HostSample> ReadSampleImpl(const std::string& path,
                             "; expected an integer or bool type holding 0/1"));
   }
   if (mask.size(0) != length) {
-    return Bad(absl::StrCat("'loss_mask' has length ", mask.size(0),
-                            "; 'input_ids' has length ", length));
+    return Bad(
+        absl::StrCat("'loss_mask' has length ", mask.size(0), "; 'input_ids' has length ", length));
   }
   {
     const at::Tensor m64 = mask.to(at::kLong).contiguous();
     const int64_t* m = m64.data_ptr<int64_t>();
     for (int64_t p = 0; p < length; ++p) {
       if (m[p] != 0 && m[p] != 1) {
-        return Bad(absl::StrCat("'loss_mask' holds ", m[p], " at position ", p,
-                                "; expected only 0 or 1"));
+        return Bad(
+            absl::StrCat("'loss_mask' holds ", m[p], " at position ", p, "; expected only 0 or 1"));
       }
     }
     out.loss_mask = m64.to(at::kByte);
@@ -115,22 +118,20 @@ absl::StatusOr<HostSample> ReadSampleImpl(const std::string& path,
     }
     dtype = f.scalar_type();
     if (f.size(0) != length) {
-      return Bad(absl::StrCat("'", g.key, "' has length ", f.size(0),
-                              "; 'input_ids' has length ", length));
+      return Bad(absl::StrCat("'", g.key, "' has length ", f.size(0), "; 'input_ids' has length ",
+                              length));
     }
     const int64_t width = f.size(1);
     const size_t layers = g.layer_ids.size();
     if (hidden == 0) {
       if (width == 0 || width % static_cast<int64_t>(layers) != 0) {
         return Bad(absl::StrCat("'", g.key, "' has width ", width,
-                                ", not a positive multiple of its ", layers,
-                                " declared layers [", absl::StrJoin(g.layer_ids, ", "),
-                                "]"));
+                                ", not a positive multiple of its ", layers, " declared layers [",
+                                absl::StrJoin(g.layer_ids, ", "), "]"));
       }
       hidden = width / static_cast<int64_t>(layers);
     } else {
-      RETURN_IF_ERROR(CheckWidth(g.key, layers, width, hidden,
-                                 expect.hidden_size_from_manifest));
+      RETURN_IF_ERROR(CheckWidth(g.key, layers, width, hidden, expect.hidden_size_from_manifest));
     }
     out.features.push_back(f.contiguous());
   }
@@ -140,8 +141,7 @@ absl::StatusOr<HostSample> ReadSampleImpl(const std::string& path,
 
 }  // namespace
 
-absl::StatusOr<HostSample> ReadSample(const std::string& path,
-                                      const SampleExpectations& expect) {
+absl::StatusOr<HostSample> ReadSample(const std::string& path, const SampleExpectations& expect) {
   ASSIGN_OR_RETURN(absl::StatusOr<HostSample> result,
                    TorchGuard("reading sample", [&] { return ReadSampleImpl(path, expect); }));
   return result;

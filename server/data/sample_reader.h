@@ -21,7 +21,7 @@ struct SampleExpectations {
   // Hidden size per layer; 0 = derive it from this sample's widths.
   int64_t hidden_size = 0;
   bool hidden_size_from_manifest = false;
-  int64_t vocab_size = 0;                  // > 0: token ids must be below it
+  int64_t vocab_size = 0;  // > 0: token ids must be below it
   // Feature dtype every group must have; nullopt = take this sample's.
   c10::optional<c10::ScalarType> feature_dtype;
 };
@@ -35,7 +35,6 @@ struct HostSample {
 
 // Errors are InvalidArgument (or NotFound/InvalidArgument from the file
 // reader) whose message names the defect but not the file: the caller adds it.
-absl::StatusOr<HostSample> ReadSample(const std::string& path,
-                                      const SampleExpectations& expect);
+absl::StatusOr<HostSample> ReadSample(const std::string& path, const SampleExpectations& expect);
 
 }  // namespace dflash::data

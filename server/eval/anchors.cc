@@ -36,8 +36,8 @@ std::vector<int64_t> EligibleAnchors(const uint8_t* loss_mask, int64_t length) {
 }
 
 std::vector<int64_t> SelectAnchors(const uint8_t* loss_mask, int64_t length,
-                                   AnchorStrategy strategy, int64_t max_blocks,
-                                   uint64_t seed, int64_t sample_index) {
+                                   AnchorStrategy strategy, int64_t max_blocks, uint64_t seed,
+                                   int64_t sample_index) {
   std::vector<int64_t> eligible = EligibleAnchors(loss_mask, length);
   const int64_t n = static_cast<int64_t>(eligible.size());
   const int64_t m = max_blocks > 0 ? std::min(max_blocks, n) : n;
@@ -53,11 +53,9 @@ std::vector<int64_t> SelectAnchors(const uint8_t* loss_mask, int64_t length,
     return out;
   }
   // kRandom: partial Fisher-Yates over the eligible list.
-  std::mt19937_64 rng(
-      SplitMix64(seed ^ SplitMix64(static_cast<uint64_t>(sample_index))));
+  std::mt19937_64 rng(SplitMix64(seed ^ SplitMix64(static_cast<uint64_t>(sample_index))));
   for (int64_t i = 0; i < m; ++i) {
-    const int64_t j =
-        i + static_cast<int64_t>(UniformBelow(rng, static_cast<uint64_t>(n - i)));
+    const int64_t j = i + static_cast<int64_t>(UniformBelow(rng, static_cast<uint64_t>(n - i)));
     std::swap(eligible[i], eligible[j]);
   }
   out.assign(eligible.begin(), eligible.begin() + m);

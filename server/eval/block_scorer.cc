@@ -10,10 +10,9 @@
 
 namespace dflash::eval {
 
-BlockScorer::BlockScorer(const model::DrafterModel& drafter,
-                         const weights::TargetTensors& target, const data::EvalDataset& dataset,
-                         int64_t block_size, int64_t max_chunk_elements,
-                         model::Semantics semantics)
+BlockScorer::BlockScorer(const model::DrafterModel& drafter, const weights::TargetTensors& target,
+                         const data::EvalDataset& dataset, int64_t block_size,
+                         int64_t max_chunk_elements, model::Semantics semantics)
     : drafter_(drafter),
       target_(target),
       dataset_(dataset),
@@ -49,9 +48,9 @@ int64_t BlockScorer::SequencesPerGroup() const {
   return std::min<int64_t>(256, BlocksPerChunk(longest));
 }
 
-absl::StatusOr<std::vector<BlockScore>> BlockScorer::Score(
-    const std::vector<BlockRequest>& blocks, const model::ContextCache& context,
-    CrossEntropy cross_entropy) const {
+absl::StatusOr<std::vector<BlockScore>> BlockScorer::Score(const std::vector<BlockRequest>& blocks,
+                                                           const model::ContextCache& context,
+                                                           CrossEntropy cross_entropy) const {
   const int64_t nb = static_cast<int64_t>(blocks.size());
   const int64_t B = block_size_;
   const model::DrafterConfig& cfg = drafter_.config();
@@ -82,18 +81,19 @@ absl::StatusOr<std::vector<BlockScore>> BlockScorer::Score(
   }
 
   const c10::Device device = drafter_.device();
-  ASSIGN_OR_RETURN(at::Tensor x0, TorchGuard("embedding block inputs", [&] {
-                     at::Tensor e = target_.embed.index_select(0, inputs.view({-1}).to(device))
-                                        .view({nb, B, -1});
-                     // z-lab scales in the embedding's dtype, then the drafter casts.
-                     if (cfg.input_embedding_scale != 1.0) e = e * cfg.input_embedding_scale;
-                     return e.to(drafter_.dtype());
-                   }));
+  ASSIGN_OR_RETURN(
+      at::Tensor x0, TorchGuard("embedding block inputs", [&] {
+        at::Tensor e =
+            target_.embed.index_select(0, inputs.view({-1}).to(device)).view({nb, B, -1});
+        // z-lab scales in the embedding's dtype, then the drafter casts.
+        if (cfg.input_embedding_scale != 1.0) e = e * cfg.input_embedding_scale;
+        return e.to(drafter_.dtype());
+      }));
   model::BlockOptions options;
   options.semantics = semantics_;
   if (shortened) options.lengths = lengths.to(device);
-  ASSIGN_OR_RETURN(at::Tensor hidden, drafter_.ForwardBlocks(x0, anchors.to(device),
-                                                             seq.to(device), context, options));
+  ASSIGN_OR_RETURN(at::Tensor hidden, drafter_.ForwardBlocks(x0, anchors.to(device), seq.to(device),
+                                                             context, options));
   const model::SelectorWeights* selector = drafter_.selector();
 
   return TorchGuard("scoring drafts", [&]() -> std::vector<BlockScore> {
@@ -101,8 +101,8 @@ absl::StatusOr<std::vector<BlockScore>> BlockScorer::Score(
     // a slice of rows at a time: each slice's logits stay small enough to be
     // reused from the allocator (no page faults on a fresh buffer per chunk)
     // and are reduced (argmax, top-k, log-sum-exp, label logit) while warm.
-    at::Tensor h = hidden.narrow(1, 1, B - 1).to(target_.lm_head.scalar_type())
-                       .reshape({nb * (B - 1), -1});
+    at::Tensor h =
+        hidden.narrow(1, 1, B - 1).to(target_.lm_head.scalar_type()).reshape({nb * (B - 1), -1});
     const at::Tensor head_t = target_.lm_head.t();
     const at::Tensor flat_labels = labels.view({-1}).clamp_min(0).to(device);
     const int64_t rows = nb * (B - 1);
@@ -143,9 +143,9 @@ absl::StatusOr<std::vector<BlockScore>> BlockScorer::Score(
     at::Tensor unary = path;
     at::Tensor covered, tf_ok, near;
     if (k > 0) {
-      model::SelectorWalk walk = model::WalkSelector(*selector, h.view({nb, B - 1, -1}),
-                                       top_val.view({nb, B - 1, k}), top_ids.view({nb, B - 1, k}),
-                                       inputs.select(1, 0).to(device), lab_dev);
+      model::SelectorWalk walk = model::WalkSelector(
+          *selector, h.view({nb, B - 1, -1}), top_val.view({nb, B - 1, k}),
+          top_ids.view({nb, B - 1, k}), inputs.select(1, 0).to(device), lab_dev);
       path = walk.path;
       tf_ok = walk.teacher_forced.eq(lab_dev);
       near = walk.near_tie;
@@ -174,7 +174,8 @@ absl::StatusOr<std::vector<BlockScore>> BlockScorer::Score(
         return std::vector<uint8_t>(p, p + m);
       };
       out[b].correct = take(correct);
-      if (cross_entropy == CrossEntropy::kCompute) out[b].cross_entropy.assign(c + off, c + off + m);
+      if (cross_entropy == CrossEntropy::kCompute)
+        out[b].cross_entropy.assign(c + off, c + off + m);
       if (k > 0) {
         out[b].unary_correct = take(unary_ok);
         out[b].covered = take(cov_host);

@@ -74,9 +74,9 @@ absl::StatusOr<EvalResult> RunAnchor(const BlockScorer& scorer, const data::Eval
   std::vector<std::vector<uint8_t>> masks(n);
   for (size_t i = 0; i < n; ++i) {
     masks[i] = MaskOnHost(dataset.sample(i).loss_mask);
-    anchors[i] = SelectAnchors(masks[i].data(), static_cast<int64_t>(masks[i].size()),
-                               options.anchors, options.max_blocks, options.seed,
-                               dataset.sample(i).index);
+    anchors[i] =
+        SelectAnchors(masks[i].data(), static_cast<int64_t>(masks[i].size()), options.anchors,
+                      options.max_blocks, options.seed, dataset.sample(i).index);
     prog.blocks_total += static_cast<int64_t>(anchors[i].size());
   }
   // Totals known before any work: the caller may refuse (limits) or show them.
@@ -114,16 +114,16 @@ absl::StatusOr<EvalResult> RunAnchor(const BlockScorer& scorer, const data::Eval
     std::vector<BlockScore> scores;
     if (!members.empty()) {
       const data::DatasetSample& first = dataset.sample(members[0]);
-      ASSIGN_OR_RETURN(model::ContextCache ctx, scorer.EncodeSamples(members),
-                       "sample ", first.index, " (", first.file, ")",
+      ASSIGN_OR_RETURN(model::ContextCache ctx, scorer.EncodeSamples(members), "sample ",
+                       first.index, " (", first.file, ")",
                        members.size() > 1 ? " and the samples after it" : "");
       const int64_t per_chunk = scorer.BlocksPerChunk(ctx.max_len);
       for (size_t begin = 0; begin < blocks.size(); begin += per_chunk) {
         const size_t end = std::min(blocks.size(), begin + static_cast<size_t>(per_chunk));
         std::vector<BlockRequest> chunk(blocks.begin() + begin, blocks.begin() + end);
         ASSIGN_OR_RETURN(std::vector<BlockScore> part,
-                         scorer.Score(chunk, ctx, CrossEntropy::kCompute),
-                         "sample ", first.index, " (", first.file, ")",
+                         scorer.Score(chunk, ctx, CrossEntropy::kCompute), "sample ", first.index,
+                         " (", first.file, ")",
                          members.size() > 1 ? " and the samples after it" : "");
         for (BlockScore& sc : part) scores.push_back(std::move(sc));
         prog.blocks_done += static_cast<int64_t>(chunk.size());
@@ -153,8 +153,8 @@ absl::StatusOr<EvalResult> RunAnchor(const BlockScorer& scorer, const data::Eval
 struct Walk {
   size_t sample = 0;
   std::vector<int64_t> tokens;
-  int64_t end = 0;      // L' = min(L, P + max_new_tokens)
-  int64_t pos = 0;      // current anchor s
+  int64_t end = 0;  // L' = min(L, P + max_new_tokens)
+  int64_t pos = 0;  // current anchor s
   int64_t blocks = 0;
   bool active = true;
 };
@@ -254,16 +254,16 @@ absl::StatusOr<EvalResult> RunReplay(const BlockScorer& scorer, const data::Eval
 }  // namespace
 
 absl::Status CheckCompatible(const model::DrafterModel& drafter,
-                             const weights::TargetTensors& target,
-                             const data::EvalDataset& dataset, const EvalOptions& options) {
+                             const weights::TargetTensors& target, const data::EvalDataset& dataset,
+                             const EvalOptions& options) {
   const model::DrafterConfig& cfg = drafter.config();
   RETURN_IF_ERROR(dataset.CheckLayers(cfg.target_layer_ids));
   const int64_t k = cfg.num_target_features();
   if (dataset.hidden_size() != target.hidden_size) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "dataset hidden size ", dataset.hidden_size(), " does not match the target's ",
-        target.hidden_size, " (embed_tokens [", target.vocab_size, ", ", target.hidden_size,
-        "]): the features were captured from another model"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("dataset hidden size ", dataset.hidden_size(), " does not match the target's ",
+                     target.hidden_size, " (embed_tokens [", target.vocab_size, ", ",
+                     target.hidden_size, "]): the features were captured from another model"));
   }
   if (drafter.fc_in_features() != k * dataset.hidden_size()) {
     return absl::FailedPreconditionError(absl::StrCat(
@@ -292,14 +292,14 @@ absl::Status CheckCompatible(const model::DrafterModel& drafter,
         "'zlab-current'");
   }
   if (cfg.is_dflash2() && cfg.vocab_size != target.vocab_size) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "drafter's candidate selector codebooks cover ", cfg.vocab_size,
-        " tokens (vocab_size); the target's vocabulary has ", target.vocab_size));
+    return absl::FailedPreconditionError(
+        absl::StrCat("drafter's candidate selector codebooks cover ", cfg.vocab_size,
+                     " tokens (vocab_size); the target's vocabulary has ", target.vocab_size));
   }
   if (drafter.device() != target.embed.device()) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "drafter is on ", drafter.device().str(), " but the target is on ",
-        target.embed.device().str(), "; load both on one device"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("drafter is on ", drafter.device().str(), " but the target is on ",
+                     target.embed.device().str(), "; load both on one device"));
   }
   return absl::OkStatus();
 }
@@ -331,9 +331,9 @@ absl::StatusOr<EvalResult> Evaluate(const model::DrafterModel& drafter,
   result->semantics_reference = model::SemanticsReference(options.semantics);
   result->selector_top_k = cfg.selector_top_k;
   if (options.semantics == model::Semantics::kZlab2025 && cfg.is_causal.has_value()) {
-    result->warnings.push_back(absl::StrCat(
-        "config sets is_causal ", *cfg.is_causal ? "true" : "false",
-        "; zlab-2025 ignores it (every layer bidirectional in the block)"));
+    result->warnings.push_back(
+        absl::StrCat("config sets is_causal ", *cfg.is_causal ? "true" : "false",
+                     "; zlab-2025 ignores it (every layer bidirectional in the block)"));
   }
   return result;
 }

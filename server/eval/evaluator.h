@@ -8,8 +8,8 @@
 
 #include "absl/status/statusor.h"
 #include "data/eval_dataset.h"
-#include "types/eval_types.h"
 #include "model/drafter_model.h"
+#include "types/eval_types.h"
 #include "weights/target_tensors.h"
 
 namespace dflash::eval {
@@ -22,14 +22,12 @@ namespace dflash::eval {
 // request's own block size is outside [2, the drafter's block size] (the
 // request must change, not the server's state).
 absl::Status CheckCompatible(const model::DrafterModel& drafter,
-                             const weights::TargetTensors& target,
-                             const data::EvalDataset& dataset,
+                             const weights::TargetTensors& target, const data::EvalDataset& dataset,
                              const EvalOptions& options);
 
 absl::StatusOr<EvalResult> Evaluate(const model::DrafterModel& drafter,
                                     const weights::TargetTensors& target,
-                                    const data::EvalDataset& dataset,
-                                    const EvalOptions& options,
+                                    const data::EvalDataset& dataset, const EvalOptions& options,
                                     const ProgressFn& progress = nullptr);
 
 }  // namespace dflash::eval

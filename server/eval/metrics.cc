@@ -8,7 +8,9 @@
 namespace dflash::eval {
 namespace {
 
-double Ratio(double num, int64_t den) { return den > 0 ? num / den : 0.0; }
+double Ratio(double num, int64_t den) {
+  return den > 0 ? num / den : 0.0;
+}
 
 }  // namespace
 
@@ -40,8 +42,7 @@ SampleSummary& MetricsAccumulator::Slot(int64_t sample) {
   return samples_.back();
 }
 
-void MetricsAccumulator::BeginSample(int64_t sample, int64_t length,
-                                     int64_t first_response) {
+void MetricsAccumulator::BeginSample(int64_t sample, int64_t length, int64_t first_response) {
   SampleSummary& s = Slot(sample);
   s.length = length;
   s.first_response_position = first_response;
@@ -50,8 +51,8 @@ void MetricsAccumulator::BeginSample(int64_t sample, int64_t length,
 void MetricsAccumulator::Add(const BlockOutcome& block) {
   // A block never has more than B-1 draft positions; extra entries would be a
   // caller bug and are ignored rather than overrunning the tables.
-  const int64_t exists = std::min<int64_t>(
-      static_cast<int64_t>(block.correct.size()), block_size_ - 1);
+  const int64_t exists =
+      std::min<int64_t>(static_cast<int64_t>(block.correct.size()), block_size_ - 1);
   const int64_t n = std::min(LeadingMatches(block.correct), exists);
   for (int64_t j = 1; j <= exists; ++j) {
     PositionMetrics& p = positions_[j - 1];

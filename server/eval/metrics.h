@@ -15,7 +15,7 @@ namespace dflash::eval {
 // the positions j = 1.. that exist (a truncated block at the end of a
 // sequence has fewer than B-1). cross_entropy is empty or the same length.
 struct BlockOutcome {
-  int64_t sample = 0;      // dataset sample index
+  int64_t sample = 0;  // dataset sample index
   int64_t anchor = 0;
   std::vector<uint8_t> correct;
   std::vector<float> cross_entropy;
@@ -57,7 +57,7 @@ class MetricsAccumulator {
   std::vector<PositionMetrics> positions_;
   std::vector<double> ce_sum_;
   std::vector<int64_t> histogram_;
-  std::vector<SampleSummary> samples_;  // in BeginSample order
+  std::vector<SampleSummary> samples_;               // in BeginSample order
   std::unordered_map<int64_t, size_t> sample_slot_;  // sample -> samples_ index
   int64_t blocks_ = 0, tokens_ = 0, accept_sum_ = 0;
   // DFlash 2.

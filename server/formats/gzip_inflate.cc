@@ -29,8 +29,8 @@ bool IsGzip(absl::string_view data) {
          static_cast<uint8_t>(data[1]) == 0x8b;
 }
 
-absl::StatusOr<std::string> Gunzip(absl::string_view data,
-                                   absl::string_view what, int64_t max_output) {
+absl::StatusOr<std::string> Gunzip(absl::string_view data, absl::string_view what,
+                                   int64_t max_output) {
   if (!IsGzip(data)) {
     return absl::InvalidArgumentError(
         absl::StrCat("'", what, "' is not gzip data (no 1f 8b magic)"));
@@ -49,16 +49,15 @@ absl::StatusOr<std::string> Gunzip(absl::string_view data,
     while (true) {
       if (out_len == out.size()) {
         if (out.size() > limit) {
-          return absl::ResourceExhaustedError(absl::StrCat(
-              "'", what, "' decompresses to more than ", limit,
-              " bytes (the limit for gzip-compressed checkpoints)"));
+          return absl::ResourceExhaustedError(
+              absl::StrCat("'", what, "' decompresses to more than ", limit,
+                           " bytes (the limit for gzip-compressed checkpoints)"));
         }
         out.resize(std::min(limit + 1, out.size() * 2));
       }
       size_t in_n = std::min(kChunk, data.size() - in_pos);
       size_t out_n = std::min(kChunk, out.size() - out_len);
-      inf.zs.next_in =
-          reinterpret_cast<Bytef*>(const_cast<char*>(data.data() + in_pos));
+      inf.zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data() + in_pos));
       inf.zs.avail_in = static_cast<uInt>(in_n);
       inf.zs.next_out = reinterpret_cast<Bytef*>(&out[out_len]);
       inf.zs.avail_out = static_cast<uInt>(out_n);
@@ -74,19 +73,17 @@ absl::StatusOr<std::string> Gunzip(absl::string_view data,
         continue;
       }
       if (rc == Z_BUF_ERROR && in_pos == data.size() && inf.zs.avail_out > 0) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("'", what, "' is a truncated gzip file (ends after ",
-                         data.size(), " bytes)"));
+        return absl::InvalidArgumentError(absl::StrCat(
+            "'", what, "' is a truncated gzip file (ends after ", data.size(), " bytes)"));
       }
       if (rc != Z_OK && rc != Z_BUF_ERROR) {
         return absl::InvalidArgumentError(absl::StrCat(
-            "'", what, "' is a corrupt gzip file: ",
-            inf.zs.msg != nullptr ? inf.zs.msg : "inflate failed"));
+            "'", what,
+            "' is a corrupt gzip file: ", inf.zs.msg != nullptr ? inf.zs.msg : "inflate failed"));
       }
     }
   } catch (const std::bad_alloc&) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat("out of memory decompressing '", what, "'"));
+    return absl::ResourceExhaustedError(absl::StrCat("out of memory decompressing '", what, "'"));
   }
   out.resize(out_len);
   return out;

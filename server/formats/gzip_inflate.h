@@ -20,8 +20,7 @@ bool IsGzip(absl::string_view data);
 // Decompresses every gzip member of `data`. Output above max_output bytes ->
 // ResourceExhausted; corrupt or truncated data -> InvalidArgument. `what`
 // names the input in messages.
-absl::StatusOr<std::string> Gunzip(absl::string_view data,
-                                   absl::string_view what,
+absl::StatusOr<std::string> Gunzip(absl::string_view data, absl::string_view what,
                                    int64_t max_output = kMaxGunzipBytes);
 
 }  // namespace dflash::weights

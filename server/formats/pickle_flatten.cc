@@ -48,8 +48,7 @@ bool IsOptimizerState(const PickleValue& v) {
 }
 
 bool IsContainer(const PickleValue& v) {
-  return v.kind == PickleKind::kDict || v.kind == PickleKind::kList ||
-         v.kind == PickleKind::kTuple;
+  return v.kind == PickleKind::kDict || v.kind == PickleKind::kList || v.kind == PickleKind::kTuple;
 }
 
 std::string KeyText(const PickleValue& key) {
@@ -78,8 +77,7 @@ class Flattener {
     }
     const int64_t n = CountTensors(v);
     if (n == 0) {
-      out.skipped.push_back(
-          absl::StrCat(shown, " (", PickleKindName(v.kind), ", not a tensor)"));
+      out.skipped.push_back(absl::StrCat(shown, " (", PickleKindName(v.kind), ", not a tensor)"));
       return absl::OkStatus();
     }
     if (IsOptimizerState(v)) {
@@ -111,17 +109,16 @@ class Flattener {
  private:
   absl::Status Add(const PickleTensorRef& t, const std::string& name, FlatCheckpoint& out) {
     if (!names_.insert(name).second) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "two tensors are named '", name, "' after flattening nested dicts with '.'"));
+      return absl::InvalidArgumentError(absl::StrCat("two tensors are named '", name,
+                                                     "' after flattening nested dicts with '.'"));
     }
     int64_t extent = 0, numel = 0, nbytes = 0, storage_bytes = 0;
     if (!StorageExtent(t, &extent, &numel) ||
         __builtin_mul_overflow(numel, DTypeSize(t.storage.dtype), &nbytes) ||
         __builtin_mul_overflow(t.storage.numel, DTypeSize(t.storage.dtype), &storage_bytes)) {
-      return absl::InvalidArgumentError(absl::StrCat("tensor '", name, "' has sizes ",
-                                                     ShapeText(t.size), " and strides ",
-                                                     ShapeText(t.stride),
-                                                     " that overflow 64 bits"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("tensor '", name, "' has sizes ", ShapeText(t.size), " and strides ",
+                       ShapeText(t.stride), " that overflow 64 bits"));
     }
     if (extent > t.storage.numel) {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -148,9 +145,9 @@ absl::StatusOr<std::string> FindWrapper(const PickleValue& dict, Flattener& flat
       continue;
     }
     if (!found.empty()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "data.pkl holds tensors both under '", found, "' and under '", key,
-          "'; refusing to pick one"));
+      return absl::InvalidArgumentError(absl::StrCat("data.pkl holds tensors both under '", found,
+                                                     "' and under '", key,
+                                                     "'; refusing to pick one"));
     }
     found = key;
   }
@@ -183,9 +180,9 @@ absl::StatusOr<FlatCheckpoint> FlattenPickle(const PickleValue& root) {
     if (!outside.tensors.empty()) {
       return absl::InvalidArgumentError(absl::StrCat(
           "data.pkl holds tensors both inside the wrapper '", path, "' and outside it ('",
-          outside.tensors[0].name, "'", outside.tensors.size() > 1
-              ? absl::StrCat(" and ", outside.tensors.size() - 1, " more")
-              : "",
+          outside.tensors[0].name, "'",
+          outside.tensors.size() > 1 ? absl::StrCat(" and ", outside.tensors.size() - 1, " more")
+                                     : "",
           "); refusing to pick one"));
     }
     out.skipped.insert(out.skipped.end(), outside.skipped.begin(), outside.skipped.end());

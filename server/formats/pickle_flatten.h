@@ -35,16 +35,16 @@
 namespace dflash::weights {
 
 struct FlatTensor {
-  std::string name;   // flattened with '.', after unwrapping
+  std::string name;  // flattened with '.', after unwrapping
   PickleTensorRef ref;
   int64_t numel = 0;   // product of ref.size
   int64_t nbytes = 0;  // numel * element size
 };
 
 struct FlatCheckpoint {
-  std::vector<FlatTensor> tensors;     // in pickle order
-  std::vector<std::string> skipped;    // "step (int)", "optimizer (...)"
-  std::string unwrapped;               // "state_dict", "module", ...; "" when none
+  std::vector<FlatTensor> tensors;   // in pickle order
+  std::vector<std::string> skipped;  // "step (int)", "optimizer (...)"
+  std::string unwrapped;             // "state_dict", "module", ...; "" when none
 };
 
 // The top-level keys read as wrappers, in the order they are tried.

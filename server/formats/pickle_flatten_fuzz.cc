@@ -9,8 +9,8 @@
 #include "formats/pickle_reader.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  auto value = dflash::weights::ParsePickle(
-      absl::string_view(reinterpret_cast<const char*>(data), size));
+  auto value =
+      dflash::weights::ParsePickle(absl::string_view(reinterpret_cast<const char*>(data), size));
   if (value.ok()) (void)dflash::weights::FlattenPickle(**value);
   return 0;
 }

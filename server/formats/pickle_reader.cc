@@ -16,8 +16,7 @@ namespace {
 
 constexpr absl::string_view kOrderedDict = "collections.OrderedDict";
 constexpr absl::string_view kRebuildTensor = "torch._utils._rebuild_tensor_v2";
-constexpr absl::string_view kRebuildParameter =
-    "torch._utils._rebuild_parameter";
+constexpr absl::string_view kRebuildParameter = "torch._utils._rebuild_parameter";
 constexpr absl::string_view kRebuildParameterWithState =
     "torch._utils._rebuild_parameter_with_state";
 
@@ -30,20 +29,13 @@ struct AllowedGlobal {
   DType dtype;   // for storage classes
 };
 constexpr AllowedGlobal kAllowedGlobals[] = {
-    {kOrderedDict, false, DType::kF32},
-    {kRebuildTensor, false, DType::kF32},
-    {kRebuildParameter, false, DType::kF32},
-    {kRebuildParameterWithState, false, DType::kF32},
-    {"torch.FloatStorage", true, DType::kF32},
-    {"torch.DoubleStorage", true, DType::kF64},
-    {"torch.HalfStorage", true, DType::kF16},
-    {"torch.BFloat16Storage", true, DType::kBF16},
-    {"torch.LongStorage", true, DType::kI64},
-    {"torch.IntStorage", true, DType::kI32},
-    {"torch.ShortStorage", true, DType::kI16},
-    {"torch.CharStorage", true, DType::kI8},
-    {"torch.ByteStorage", true, DType::kU8},
-    {"torch.BoolStorage", true, DType::kBool},
+    {kOrderedDict, false, DType::kF32},        {kRebuildTensor, false, DType::kF32},
+    {kRebuildParameter, false, DType::kF32},   {kRebuildParameterWithState, false, DType::kF32},
+    {"torch.FloatStorage", true, DType::kF32}, {"torch.DoubleStorage", true, DType::kF64},
+    {"torch.HalfStorage", true, DType::kF16},  {"torch.BFloat16Storage", true, DType::kBF16},
+    {"torch.LongStorage", true, DType::kI64},  {"torch.IntStorage", true, DType::kI32},
+    {"torch.ShortStorage", true, DType::kI16}, {"torch.CharStorage", true, DType::kI8},
+    {"torch.ByteStorage", true, DType::kU8},   {"torch.BoolStorage", true, DType::kBool},
 };
 
 const AllowedGlobal* FindAllowedGlobal(absl::string_view full) {
@@ -64,8 +56,7 @@ constexpr size_t kMaxTensorDims = 64;
 PickleValuePtr Make(PickleKind kind) {
   auto v = std::make_shared<PickleValue>();
   v->kind = kind;
-  if (kind == PickleKind::kList || kind == PickleKind::kTuple ||
-      kind == PickleKind::kDict) {
+  if (kind == PickleKind::kList || kind == PickleKind::kTuple || kind == PickleKind::kDict) {
     v->depth = 1;
   }
   return v;
@@ -73,15 +64,14 @@ PickleValuePtr Make(PickleKind kind) {
 
 class Unpickler {
  public:
-  Unpickler(absl::string_view data, const PickleLimits& limits)
-      : data_(data), limits_(limits) {}
+  Unpickler(absl::string_view data, const PickleLimits& limits) : data_(data), limits_(limits) {}
 
   absl::StatusOr<PickleValuePtr> Run() {
     while (true) {
       op_pos_ = pos_;
       if (pos_ >= data_.size()) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "pickle: truncated at byte ", data_.size(), " (no STOP opcode)"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("pickle: truncated at byte ", data_.size(), " (no STOP opcode)"));
       }
       op_ = static_cast<uint8_t>(data_[pos_++]);
       if (op_ == '.') {  // STOP
@@ -97,18 +87,16 @@ class Unpickler {
   // ---- errors ----
   absl::Status Error(absl::string_view what) const {
     return absl::InvalidArgumentError(absl::StrCat(
-        "pickle: ", what,
-        absl::StrFormat(" (opcode 0x%02x at byte %d)", op_, op_pos_)));
+        "pickle: ", what, absl::StrFormat(" (opcode 0x%02x at byte %d)", op_, op_pos_)));
   }
   absl::Status Truncated(absl::string_view what) const {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "pickle: truncated at byte ", data_.size(), " (reading ", what,
-        absl::StrFormat(" for opcode 0x%02x at byte %d)", op_, op_pos_)));
+    return absl::InvalidArgumentError(
+        absl::StrCat("pickle: truncated at byte ", data_.size(), " (reading ", what,
+                     absl::StrFormat(" for opcode 0x%02x at byte %d)", op_, op_pos_)));
   }
 
   // ---- bounded reads ----
-  absl::Status ReadBytes(uint64_t n, absl::string_view what,
-                         absl::string_view* out) {
+  absl::Status ReadBytes(uint64_t n, absl::string_view what, absl::string_view* out) {
     if (n > data_.size() - pos_) return Truncated(what);
     *out = data_.substr(pos_, n);
     pos_ += n;
@@ -128,8 +116,7 @@ class Unpickler {
   absl::Status ReadLine(absl::string_view what, std::string* out) {
     size_t end = data_.find('\n', pos_);
     if (end == absl::string_view::npos) return Truncated(what);
-    if (end - pos_ > kMaxGlobalLine)
-      return Error(absl::StrCat(what, " is too long"));
+    if (end - pos_ > kMaxGlobalLine) return Error(absl::StrCat(what, " is too long"));
     *out = std::string(data_.substr(pos_, end - pos_));
     pos_ = end + 1;
     return absl::OkStatus();
@@ -138,8 +125,7 @@ class Unpickler {
   // ---- stack ----
   size_t Base() const { return marks_.empty() ? 0 : marks_.back(); }
   absl::Status Push(PickleValuePtr v) {
-    if (static_cast<int64_t>(stack_.size() + marks_.size()) >=
-        limits_.max_stack_size) {
+    if (static_cast<int64_t>(stack_.size() + marks_.size()) >= limits_.max_stack_size) {
       return Error(absl::StrCat("stack deeper than ", limits_.max_stack_size));
     }
     stack_.push_back(std::move(v));
@@ -172,10 +158,9 @@ class Unpickler {
   // structures impossible and keeps depth exact: a frozen value never grows.
   absl::Status Adopt(PickleValue& parent, const PickleValuePtr& child) {
     if (parent.frozen || child.get() == &parent) {
-      return Error(
-          absl::StrCat("a ", PickleKindName(parent.kind),
-                       " is modified after being placed in another value "
-                       "(recursive structures are not supported)"));
+      return Error(absl::StrCat("a ", PickleKindName(parent.kind),
+                                " is modified after being placed in another value "
+                                "(recursive structures are not supported)"));
     }
     child->frozen = true;
     parent.depth = std::max(parent.depth, child->depth + 1);
@@ -186,13 +171,11 @@ class Unpickler {
   }
   absl::Status CheckSize(size_t n) const {
     if (static_cast<int64_t>(n) > limits_.max_container_size) {
-      return Error(absl::StrCat("container with more than ",
-                                limits_.max_container_size, " items"));
+      return Error(absl::StrCat("container with more than ", limits_.max_container_size, " items"));
     }
     return absl::OkStatus();
   }
-  absl::StatusOr<PickleValuePtr> MakeSequence(
-      PickleKind kind, std::vector<PickleValuePtr> items) {
+  absl::StatusOr<PickleValuePtr> MakeSequence(PickleKind kind, std::vector<PickleValuePtr> items) {
     RETURN_IF_ERROR(CheckSize(items.size()));
     PickleValuePtr v = Make(kind);
     for (const PickleValuePtr& item : items) {
@@ -210,14 +193,13 @@ class Unpickler {
     list->items.push_back(std::move(item));
     return absl::OkStatus();
   }
-  absl::Status SetItem(const PickleValuePtr& dict, PickleValuePtr key,
-                       PickleValuePtr value) {
+  absl::Status SetItem(const PickleValuePtr& dict, PickleValuePtr key, PickleValuePtr value) {
     if (dict->kind != PickleKind::kDict) {
       return Error(absl::StrCat("SETITEM on a ", PickleKindName(dict->kind)));
     }
     if (key->kind != PickleKind::kString && key->kind != PickleKind::kInt) {
-      return Error(absl::StrCat("dict key must be a str or an int; got ",
-                                PickleKindName(key->kind)));
+      return Error(
+          absl::StrCat("dict key must be a str or an int; got ", PickleKindName(key->kind)));
     }
     RETURN_IF_ERROR(Adopt(*dict, value));
     key->frozen = true;
@@ -232,8 +214,7 @@ class Unpickler {
     dict->dict.emplace_back(std::move(key), std::move(value));
     return absl::OkStatus();
   }
-  absl::Status SetItems(const PickleValuePtr& dict,
-                        std::vector<PickleValuePtr> kv) {
+  absl::Status SetItems(const PickleValuePtr& dict, std::vector<PickleValuePtr> kv) {
     if (kv.size() % 2 != 0) return Error("odd number of items for a dict");
     for (size_t i = 0; i < kv.size(); i += 2) {
       RETURN_IF_ERROR(SetItem(dict, kv[i], kv[i + 1]));
@@ -245,8 +226,7 @@ class Unpickler {
   absl::Status Put(uint64_t index) {
     PickleValuePtr top;
     RETURN_IF_ERROR(Top(&top));
-    if (memo_.count(index) == 0 &&
-        static_cast<int64_t>(memo_.size()) >= limits_.max_memo_size) {
+    if (memo_.count(index) == 0 && static_cast<int64_t>(memo_.size()) >= limits_.max_memo_size) {
       return Error(absl::StrCat("memo larger than ", limits_.max_memo_size));
     }
     memo_[index] = std::move(top);
@@ -254,8 +234,7 @@ class Unpickler {
   }
   absl::Status Get(uint64_t index) {
     auto it = memo_.find(index);
-    if (it == memo_.end())
-      return Error(absl::StrCat("memo has no entry ", index));
+    if (it == memo_.end()) return Error(absl::StrCat("memo has no entry ", index));
     return Push(it->second);
   }
 
@@ -266,8 +245,8 @@ class Unpickler {
     const AllowedGlobal* allowed = FindAllowedGlobal(full);
     if (allowed == nullptr) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "pickle: global '", full, "' is not allowed (allowed: ",
-          AllowedGlobalsText(), ")", absl::StrFormat(" at byte %d", op_pos_)));
+          "pickle: global '", full, "' is not allowed (allowed: ", AllowedGlobalsText(), ")",
+          absl::StrFormat(" at byte %d", op_pos_)));
     }
     if (allowed->storage) v->storage.dtype = allowed->dtype;
     v->str = std::move(full);
@@ -282,26 +261,22 @@ class Unpickler {
     return true;
   }
 
-  absl::StatusOr<PickleValuePtr> RebuildTensor(
-      const std::vector<PickleValuePtr>& a) {
+  absl::StatusOr<PickleValuePtr> RebuildTensor(const std::vector<PickleValuePtr>& a) {
     if (a.size() < 6 || a.size() > 7) {
-      return Error(absl::StrCat(
-          "_rebuild_tensor_v2 takes 6 or 7 arguments; got ", a.size()));
+      return Error(absl::StrCat("_rebuild_tensor_v2 takes 6 or 7 arguments; got ", a.size()));
     }
     if (a[0]->kind != PickleKind::kStorage || a[1]->kind != PickleKind::kInt ||
         !IsIntTuple(*a[2]) || !IsIntTuple(*a[3])) {
-      return Error(absl::StrCat(
-          "_rebuild_tensor_v2 expects (storage, int, tuple of int, tuple of "
-          "int, "
-          "...); got (",
-          PickleKindName(a[0]->kind), ", ", PickleKindName(a[1]->kind), ", ",
-          PickleKindName(a[2]->kind), ", ", PickleKindName(a[3]->kind),
-          ", ...)"));
+      return Error(
+          absl::StrCat("_rebuild_tensor_v2 expects (storage, int, tuple of int, tuple of "
+                       "int, "
+                       "...); got (",
+                       PickleKindName(a[0]->kind), ", ", PickleKindName(a[1]->kind), ", ",
+                       PickleKindName(a[2]->kind), ", ", PickleKindName(a[3]->kind), ", ...)"));
     }
-    if (a[2]->items.size() != a[3]->items.size() ||
-        a[2]->items.size() > kMaxTensorDims) {
-      return Error(absl::StrCat("tensor has ", a[2]->items.size(),
-                                " sizes and ", a[3]->items.size(), " strides"));
+    if (a[2]->items.size() != a[3]->items.size() || a[2]->items.size() > kMaxTensorDims) {
+      return Error(absl::StrCat("tensor has ", a[2]->items.size(), " sizes and ",
+                                a[3]->items.size(), " strides"));
     }
     PickleValuePtr t = Make(PickleKind::kTensor);
     t->tensor.storage = a[0]->storage;
@@ -309,14 +284,12 @@ class Unpickler {
     for (size_t i = 0; i < a[2]->items.size(); ++i) {
       int64_t size = a[2]->items[i]->integer, stride = a[3]->items[i]->integer;
       if (size < 0 || stride < 0) {
-        return Error(absl::StrCat("tensor has negative size or stride ", size,
-                                  ", ", stride));
+        return Error(absl::StrCat("tensor has negative size or stride ", size, ", ", stride));
       }
       t->tensor.size.push_back(size);
       t->tensor.stride.push_back(stride);
     }
-    if (t->tensor.storage_offset < 0)
-      return Error("tensor has a negative offset");
+    if (t->tensor.storage_offset < 0) return Error("tensor has a negative offset");
     return t;
   }
 
@@ -335,8 +308,8 @@ class Unpickler {
     if (fn.str == kRebuildParameter || fn.str == kRebuildParameterWithState) {
       size_t want = fn.str == kRebuildParameter ? 3 : 4;
       if (args.size() != want || args[0]->kind != PickleKind::kTensor) {
-        return Error(absl::StrCat(fn.str, " expects (tensor, ...) with ", want,
-                                  " arguments; got ", args.size()));
+        return Error(absl::StrCat(fn.str, " expects (tensor, ...) with ", want, " arguments; got ",
+                                  args.size()));
       }
       return args[0];
     }
@@ -349,8 +322,7 @@ class Unpickler {
     RETURN_IF_ERROR(Pop(&fn));
     if (fn->kind != PickleKind::kGlobal || args->kind != PickleKind::kTuple) {
       return Error(absl::StrCat("REDUCE expects a global and a tuple; got ",
-                                PickleKindName(fn->kind), " and ",
-                                PickleKindName(args->kind)));
+                                PickleKindName(fn->kind), " and ", PickleKindName(args->kind)));
     }
     args->frozen = true;
     ASSIGN_OR_RETURN(PickleValuePtr result, Call(*fn, args->items));
@@ -361,13 +333,10 @@ class Unpickler {
     PickleValuePtr pid;
     RETURN_IF_ERROR(Pop(&pid));
     const auto& p = pid->items;
-    if (pid->kind != PickleKind::kTuple || p.size() != 5 ||
-        p[0]->kind != PickleKind::kString || p[0]->str != "storage" ||
-        p[1]->kind != PickleKind::kGlobal ||
-        !absl::EndsWith(p[1]->str, "Storage") ||
-        p[2]->kind != PickleKind::kString ||
-        p[3]->kind != PickleKind::kString || p[4]->kind != PickleKind::kInt ||
-        p[4]->integer < 0) {
+    if (pid->kind != PickleKind::kTuple || p.size() != 5 || p[0]->kind != PickleKind::kString ||
+        p[0]->str != "storage" || p[1]->kind != PickleKind::kGlobal ||
+        !absl::EndsWith(p[1]->str, "Storage") || p[2]->kind != PickleKind::kString ||
+        p[3]->kind != PickleKind::kString || p[4]->kind != PickleKind::kInt || p[4]->integer < 0) {
       return Error(
           "persistent id is not ('storage', torch.<Type>Storage, key, "
           "location, "
@@ -388,12 +357,11 @@ class Unpickler {
     RETURN_IF_ERROR(Top(&obj));
     // state_dict() pickles its _metadata attribute this way; we drop it.
     if (obj->kind != PickleKind::kDict || !obj->ordered_dict ||
-        (state->kind != PickleKind::kDict &&
-         state->kind != PickleKind::kNone)) {
-      return Error(absl::StrCat(
-          "BUILD is only supported on an OrderedDict with a "
-          "dict state; got ",
-          PickleKindName(obj->kind), " and ", PickleKindName(state->kind)));
+        (state->kind != PickleKind::kDict && state->kind != PickleKind::kNone)) {
+      return Error(
+          absl::StrCat("BUILD is only supported on an OrderedDict with a "
+                       "dict state; got ",
+                       PickleKindName(obj->kind), " and ", PickleKindName(state->kind)));
     }
     return absl::OkStatus();
   }
@@ -434,8 +402,7 @@ absl::Status Unpickler::Step() {
       uint8_t proto;
       RETURN_IF_ERROR(ReadLE("protocol", &proto));
       if (proto < 2 || proto > 5) {
-        return Error(
-            absl::StrCat("unsupported protocol ", proto, "; expected 2 to 5"));
+        return Error(absl::StrCat("unsupported protocol ", proto, "; expected 2 to 5"));
       }
       return absl::OkStatus();
     }
@@ -444,10 +411,8 @@ absl::Status Unpickler::Step() {
       return ReadLE("frame length", &n);
     }
     case '(':  // MARK
-      if (static_cast<int64_t>(stack_.size() + marks_.size()) >=
-          limits_.max_stack_size) {
-        return Error(
-            absl::StrCat("stack deeper than ", limits_.max_stack_size));
+      if (static_cast<int64_t>(stack_.size() + marks_.size()) >= limits_.max_stack_size) {
+        return Error(absl::StrCat("stack deeper than ", limits_.max_stack_size));
       }
       marks_.push_back(stack_.size());
       return absl::OkStatus();
@@ -463,8 +428,7 @@ absl::Status Unpickler::Step() {
       RETURN_IF_ERROR(PopMark(&items));
       ASSIGN_OR_RETURN(
           PickleValuePtr v,
-          MakeSequence(op_ == 't' ? PickleKind::kTuple : PickleKind::kList,
-                       std::move(items)));
+          MakeSequence(op_ == 't' ? PickleKind::kTuple : PickleKind::kList, std::move(items)));
       return Push(std::move(v));
     }
     case 0x85:    // TUPLE1
@@ -472,12 +436,10 @@ absl::Status Unpickler::Step() {
     case 0x87: {  // TUPLE3
       size_t n = op_ - 0x84;
       if (stack_.size() < Base() + n) return Error("stack underflow");
-      std::vector<PickleValuePtr> items(
-          std::make_move_iterator(stack_.end() - n),
-          std::make_move_iterator(stack_.end()));
+      std::vector<PickleValuePtr> items(std::make_move_iterator(stack_.end() - n),
+                                        std::make_move_iterator(stack_.end()));
       stack_.resize(stack_.size() - n);
-      ASSIGN_OR_RETURN(PickleValuePtr v,
-                       MakeSequence(PickleKind::kTuple, std::move(items)));
+      ASSIGN_OR_RETURN(PickleValuePtr v, MakeSequence(PickleKind::kTuple, std::move(items)));
       return Push(std::move(v));
     }
     case 'd': {  // DICT
@@ -537,8 +499,7 @@ absl::Status Unpickler::Step() {
       RETURN_IF_ERROR(ReadLE("long length", &n));
       absl::string_view b;
       RETURN_IF_ERROR(ReadBytes(n, "long", &b));
-      if (n > 8)
-        return Error(absl::StrCat("integer of ", n, " bytes is too large"));
+      if (n > 8) return Error(absl::StrCat("integer of ", n, " bytes is too large"));
       uint64_t v = 0;
       for (size_t i = 0; i < n; ++i) {
         v |= static_cast<uint64_t>(static_cast<uint8_t>(b[i])) << (8 * i);
@@ -552,8 +513,7 @@ absl::Status Unpickler::Step() {
       absl::string_view b;
       RETURN_IF_ERROR(ReadBytes(8, "float", &b));
       uint64_t bits = 0;
-      for (int i = 0; i < 8; ++i)
-        bits = (bits << 8) | static_cast<uint8_t>(b[i]);
+      for (int i = 0; i < 8; ++i) bits = (bits << 8) | static_cast<uint8_t>(b[i]);
       PickleValuePtr p = Make(PickleKind::kFloat);
       std::memcpy(&p->real, &bits, sizeof(bits));
       return Push(std::move(p));
@@ -626,8 +586,7 @@ absl::Status Unpickler::Step() {
       PickleValuePtr name, module;
       RETURN_IF_ERROR(Pop(&name));
       RETURN_IF_ERROR(Pop(&module));
-      if (name->kind != PickleKind::kString ||
-          module->kind != PickleKind::kString) {
+      if (name->kind != PickleKind::kString || module->kind != PickleKind::kString) {
         return Error("STACK_GLOBAL expects two str");
       }
       return PushGlobal(module->str, name->str);
@@ -652,9 +611,8 @@ absl::Status Unpickler::Step() {
       return Push(std::move(top));
     }
     default:
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "pickle: unknown or unsupported opcode 0x%02x at byte %d", op_,
-          op_pos_));
+      return absl::InvalidArgumentError(
+          absl::StrFormat("pickle: unknown or unsupported opcode 0x%02x at byte %d", op_, op_pos_));
   }
 }
 
@@ -692,16 +650,14 @@ std::string DescribePickleValue(const PickleValue& value) {
   switch (value.kind) {
     case PickleKind::kList:
     case PickleKind::kTuple:
-      return absl::StrCat(PickleKindName(value.kind), " of ",
-                          value.items.size());
+      return absl::StrCat(PickleKindName(value.kind), " of ", value.items.size());
     case PickleKind::kDict: return absl::StrCat("dict of ", value.dict.size());
     case PickleKind::kGlobal: return absl::StrCat("global ", value.str);
     default: return std::string(PickleKindName(value.kind));
   }
 }
 
-absl::StatusOr<PickleValuePtr> ParsePickle(absl::string_view data,
-                                           const PickleLimits& limits) {
+absl::StatusOr<PickleValuePtr> ParsePickle(absl::string_view data, const PickleLimits& limits) {
   return Unpickler(data, limits).Run();
 }
 

@@ -79,9 +79,9 @@ struct PickleValue {
   std::string str;                    // kString, kBytes; kGlobal: "module.name"
   std::vector<PickleValuePtr> items;  // list, tuple
   std::vector<std::pair<PickleValuePtr, PickleValuePtr>> dict;  // in order
-  bool ordered_dict = false;  // built by collections.OrderedDict
-  PickleStorageRef storage;   // kStorage
-  PickleTensorRef tensor;     // kTensor
+  bool ordered_dict = false;                                    // built by collections.OrderedDict
+  PickleStorageRef storage;                                     // kStorage
+  PickleTensorRef tensor;                                       // kTensor
 
   // Bookkeeping (see pickle_reader.cc).
   int depth = 0;        // 0 for scalars; containers: 1 + deepest child (>= 1)
@@ -106,8 +106,7 @@ struct PickleLimits {
 // unsupported input -> InvalidArgument starting with "pickle: ", e.g.
 // "pickle: global 'os.system' is not allowed (allowed: ...)",
 // "pickle: unknown opcode 0xff at byte 12", "pickle: truncated at byte 40".
-absl::StatusOr<PickleValuePtr> ParsePickle(absl::string_view data,
-                                           const PickleLimits& limits = {});
+absl::StatusOr<PickleValuePtr> ParsePickle(absl::string_view data, const PickleLimits& limits = {});
 
 // "int", "dict with 3 entries", ...: a short description for messages.
 std::string DescribePickleValue(const PickleValue& value);

@@ -7,8 +7,8 @@
 #include "formats/pickle_reader.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  auto result = dflash::weights::ParsePickle(
-      absl::string_view(reinterpret_cast<const char*>(data), size));
+  auto result =
+      dflash::weights::ParsePickle(absl::string_view(reinterpret_cast<const char*>(data), size));
   if (result.ok()) (void)dflash::weights::DescribePickleValue(**result);
   return 0;
 }

@@ -54,8 +54,10 @@ bool NestsTooDeep(absl::string_view text) {
   for (size_t i = 0; i < text.size(); ++i) {
     char c = text[i];
     if (in_string) {
-      if (c == '\\') ++i;
-      else if (c == '"') in_string = false;
+      if (c == '\\')
+        ++i;
+      else if (c == '"')
+        in_string = false;
     } else if (c == '"') {
       in_string = true;
     } else if (c == '[' || c == '{') {
@@ -69,8 +71,8 @@ bool NestsTooDeep(absl::string_view text) {
 
 absl::StatusOr<Json> ParseJsonObject(absl::string_view text) {
   if (NestsTooDeep(text)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "header JSON nests deeper than ", kMaxJsonDepth, " levels"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("header JSON nests deeper than ", kMaxJsonDepth, " levels"));
   }
   Json j;
   try {
@@ -79,16 +81,14 @@ absl::StatusOr<Json> ParseJsonObject(absl::string_view text) {
     // e.what() is "[json.exception.parse_error.101] parse error at ...".
     std::string what = e.what();
     if (auto pos = what.find("] "); pos != std::string::npos) what.erase(0, pos + 2);
-    return absl::InvalidArgumentError(
-        absl::StrCat("header is not valid JSON: ", what));
+    return absl::InvalidArgumentError(absl::StrCat("header is not valid JSON: ", what));
   } catch (const std::exception& e) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("header is not valid JSON: ", e.what()));
+    return absl::InvalidArgumentError(absl::StrCat("header is not valid JSON: ", e.what()));
   }
   if (!j.is_object()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "header JSON is ", JsonKind(j),
-        "; expected an object of tensor name -> {dtype, shape, data_offsets}"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("header JSON is ", JsonKind(j),
+                     "; expected an object of tensor name -> {dtype, shape, data_offsets}"));
   }
   return j;
 }
@@ -112,15 +112,14 @@ bool AsNonNegative(const Json& j, uint64_t max, uint64_t* out) {
 
 absl::StatusOr<std::map<std::string, std::string>> ParseMetadata(const Json& j) {
   if (!j.is_object()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "'__metadata__' is ", JsonKind(j), "; expected an object of strings"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("'__metadata__' is ", JsonKind(j), "; expected an object of strings"));
   }
   std::map<std::string, std::string> out;
   for (const auto& [key, value] : j.items()) {
     if (!value.is_string()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "'__metadata__' key '", key, "' holds ", JsonKind(value),
-          "; expected a string"));
+      return absl::InvalidArgumentError(absl::StrCat("'__metadata__' key '", key, "' holds ",
+                                                     JsonKind(value), "; expected a string"));
     }
     out.emplace(key, value.get<std::string>());
   }
@@ -164,13 +163,15 @@ absl::StatusOr<SafetensorsEntry> ParseEntry(const std::string& name, const Json&
                                         "; expected a non-negative integer"));
     }
     e.shape.push_back(static_cast<int64_t>(v));
-    if (v != 0 && bytes > kMax / v) overflow = true;
-    else bytes *= v;
+    if (v != 0 && bytes > kMax / v)
+      overflow = true;
+    else
+      bytes *= v;
   }
   // A zero dimension makes the product 0 whatever came before it.
   if (overflow && std::find(e.shape.begin(), e.shape.end(), 0) == e.shape.end()) {
-    return Invalid(name, absl::StrCat("shape ", ShapeText(e.shape), " of ",
-                                      DTypeName(e.dtype), " needs more than 2^63 bytes"));
+    return Invalid(name, absl::StrCat("shape ", ShapeText(e.shape), " of ", DTypeName(e.dtype),
+                                      " needs more than 2^63 bytes"));
   }
   if (overflow) bytes = 0;
 
@@ -185,28 +186,27 @@ absl::StatusOr<SafetensorsEntry> ParseEntry(const std::string& name, const Json&
   std::string offsets = absl::StrCat("data_offsets [", e.begin, ", ", e.end, "]");
   if (e.begin > e.end) return Invalid(name, absl::StrCat(offsets, " end before they begin"));
   if (e.end > data_bytes) {
-    return Invalid(name, absl::StrCat(offsets, " end past the data section (",
-                                      data_bytes, " bytes)"));
+    return Invalid(name,
+                   absl::StrCat(offsets, " end past the data section (", data_bytes, " bytes)"));
   }
   if (e.end - e.begin != bytes) {
-    return Invalid(name, absl::StrCat(offsets, " hold ", e.end - e.begin, " bytes; shape ",
-                                      ShapeText(e.shape), " of ", DTypeName(e.dtype),
-                                      " needs ", bytes));
+    return Invalid(
+        name, absl::StrCat(offsets, " hold ", e.end - e.begin, " bytes; shape ", ShapeText(e.shape),
+                           " of ", DTypeName(e.dtype), " needs ", bytes));
   }
   return e;
 }
 
 // Sorted ranges must tile [0, data_bytes) exactly (zero-size tensors may sit
 // on any boundary).
-absl::Status CheckCoverage(const std::vector<SafetensorsEntry>& entries,
-                           uint64_t data_bytes) {
+absl::Status CheckCoverage(const std::vector<SafetensorsEntry>& entries, uint64_t data_bytes) {
   uint64_t covered = 0;
   const SafetensorsEntry* prev = nullptr;
   for (const SafetensorsEntry& e : entries) {
     if (e.begin < covered) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "tensors '", prev->name, "' [", prev->begin, ", ", prev->end, "] and '", e.name,
-          "' [", e.begin, ", ", e.end, "] overlap"));
+      return absl::InvalidArgumentError(absl::StrCat("tensors '", prev->name, "' [", prev->begin,
+                                                     ", ", prev->end, "] and '", e.name, "' [",
+                                                     e.begin, ", ", e.end, "] overlap"));
     }
     if (e.begin > covered) {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -251,8 +251,8 @@ absl::Status ParseInto(absl::string_view header_json, uint64_t data_bytes,
 
 }  // namespace
 
-absl::StatusOr<std::vector<SafetensorsEntry>> ParseSafetensorsHeader(
-    absl::string_view header_json, uint64_t data_section_bytes) {
+absl::StatusOr<std::vector<SafetensorsEntry>> ParseSafetensorsHeader(absl::string_view header_json,
+                                                                     uint64_t data_section_bytes) {
   std::vector<SafetensorsEntry> entries;
   absl::Status st = ParseInto(header_json, data_section_bytes, &entries, nullptr);
   if (!st.ok()) return st;
@@ -269,14 +269,14 @@ absl::StatusOr<SafetensorsLayout> ParseSafetensorsBytes(absl::string_view file) 
   const auto* p = reinterpret_cast<const unsigned char*>(file.data());
   for (int i = 7; i >= 0; --i) layout.header_bytes = (layout.header_bytes << 8) | p[i];
   if (layout.header_bytes > kMaxSafetensorsHeaderBytes) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "header length ", layout.header_bytes, " exceeds the limit of ",
-        kMaxSafetensorsHeaderBytes, " bytes"));
+    return absl::InvalidArgumentError(absl::StrCat("header length ", layout.header_bytes,
+                                                   " exceeds the limit of ",
+                                                   kMaxSafetensorsHeaderBytes, " bytes"));
   }
   if (layout.header_bytes > file.size() - 8) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "header length ", layout.header_bytes, " runs past the end of the file (8 + ",
-        layout.header_bytes, " > ", file.size(), " bytes)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("header length ", layout.header_bytes, " runs past the end of the file (8 + ",
+                     layout.header_bytes, " > ", file.size(), " bytes)"));
   }
   layout.data_start = 8 + layout.header_bytes;
   layout.data_bytes = file.size() - layout.data_start;

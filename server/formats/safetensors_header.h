@@ -46,16 +46,16 @@ struct SafetensorsEntry {
 // Parses and validates a header's JSON given the size of the data section
 // that follows it. Entries come back in file order (sorted by begin, then
 // end, then name).
-absl::StatusOr<std::vector<SafetensorsEntry>> ParseSafetensorsHeader(
-    absl::string_view header_json, uint64_t data_section_bytes);
+absl::StatusOr<std::vector<SafetensorsEntry>> ParseSafetensorsHeader(absl::string_view header_json,
+                                                                     uint64_t data_section_bytes);
 
 // A whole file's layout: where the data section starts and what it holds.
 struct SafetensorsLayout {
-  uint64_t header_bytes = 0;  // the JSON's length as the file states it
-  uint64_t data_start = 0;    // 8 + header_bytes: file offset of the data
-  uint64_t data_bytes = 0;    // file size - data_start
-  std::vector<SafetensorsEntry> entries;       // file order
-  std::map<std::string, std::string> metadata; // "__metadata__", may be empty
+  uint64_t header_bytes = 0;                    // the JSON's length as the file states it
+  uint64_t data_start = 0;                      // 8 + header_bytes: file offset of the data
+  uint64_t data_bytes = 0;                      // file size - data_start
+  std::vector<SafetensorsEntry> entries;        // file order
+  std::map<std::string, std::string> metadata;  // "__metadata__", may be empty
 };
 
 // Validates a whole file's bytes (length prefix, cap, bounds, then the

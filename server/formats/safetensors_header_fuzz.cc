@@ -42,8 +42,10 @@ void CheckEntries(const std::vector<SafetensorsEntry>& entries, uint64_t data_by
 
 void TryHeader(absl::string_view json, uint64_t data_bytes) {
   auto entries = dflash::weights::ParseSafetensorsHeader(json, data_bytes);
-  if (entries.ok()) CheckEntries(*entries, data_bytes);
-  else CheckError(entries.status());
+  if (entries.ok())
+    CheckEntries(*entries, data_bytes);
+  else
+    CheckError(entries.status());
 }
 
 }  // namespace

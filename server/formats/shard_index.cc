@@ -49,15 +49,15 @@ absl::StatusOr<ShardIndex> ParseShardIndex(absl::string_view json_text,
   ShardIndex index;
   for (const auto& [tensor, shard_json] : wm->items()) {
     if (!shard_json.is_string()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "'", index_path, "': weight_map entry '", tensor,
-          "' is not a string; expected a shard file name"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("'", index_path, "': weight_map entry '", tensor,
+                       "' is not a string; expected a shard file name"));
     }
     std::string shard = shard_json.get<std::string>();
     if (!StaysInside(shard)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "'", index_path, "': shard '", shard, "' (for tensor '", tensor,
-          "') is not a file inside the index's directory"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("'", index_path, "': shard '", shard, "' (for tensor '", tensor,
+                       "') is not a file inside the index's directory"));
     }
     index.by_shard[shard].push_back(tensor);
     index.shard_of.emplace(tensor, shard);

@@ -39,7 +39,9 @@ uint64_t Le64(const char* p) {
   return v;
 }
 
-absl::Status Bad(absl::string_view what) { return absl::InvalidArgumentError(what); }
+absl::Status Bad(absl::string_view what) {
+  return absl::InvalidArgumentError(what);
+}
 
 // Fills the sizes and offset that the central header left at 0xffffffff
 // from the entry's zip64 extra field (tag 1, those fields in that order).
@@ -148,8 +150,8 @@ absl::StatusOr<ZipArchive> ZipArchive::Open(absl::string_view bytes) {
     if (e.compressed_size > cd_offset || e.local_header_offset > cd_offset - e.compressed_size ||
         cd_offset - e.compressed_size - e.local_header_offset < kLocalBytes) {
       return Bad(absl::StrCat("zip entry '", e.name, "' (local header at ", e.local_header_offset,
-                              ", ", e.compressed_size, " bytes) lies past the data (",
-                              cd_offset, " bytes)"));
+                              ", ", e.compressed_size, " bytes) lies past the data (", cd_offset,
+                              " bytes)"));
     }
     // Deflate turns at most 258 bytes into 2 bits (1032:1): a larger claim
     // is a lie meant to make a reader allocate, refused before it can.
@@ -185,8 +187,8 @@ absl::StatusOr<uint64_t> ZipArchive::DataOffset(const ZipEntry& e) const {
                             ") runs past the end of the archive (", size, " bytes)"));
   }
   if (absl::string_view(h + kLocalBytes, name_len) != e.name) {
-    return Bad(absl::StrCat("zip entry '", e.name, "': its local header at ", at,
-                            " names another entry"));
+    return Bad(
+        absl::StrCat("zip entry '", e.name, "': its local header at ", at, " names another entry"));
   }
   return data;
 }
@@ -230,8 +232,8 @@ absl::Status ZipArchive::ReadInto(const ZipEntry& e, char* out, uint64_t size) c
     const char* msg = zs.msg;
     inflateEnd(&zs);
     if (out_pos > size) {
-      return Bad(absl::StrCat("zip entry '", e.name, "' inflates to more than its declared ",
-                              size, " bytes"));
+      return Bad(absl::StrCat("zip entry '", e.name, "' inflates to more than its declared ", size,
+                              " bytes"));
     }
     if (rc != Z_STREAM_END) {
       return Bad(absl::StrCat("zip entry '", e.name, "' is corrupt deflate data",

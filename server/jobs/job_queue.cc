@@ -20,17 +20,18 @@ int64_t NowMicros() {
       .count();
 }
 
-double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+double Seconds(Clock::duration d) {
+  return std::chrono::duration<double>(d).count();
+}
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<JobQueue>> JobQueue::Create(store::ResultStore& store,
-                                                           Runner runner,
+absl::StatusOr<std::unique_ptr<JobQueue>> JobQueue::Create(store::ResultStore& store, Runner runner,
                                                            JobQueueOptions options) {
   if (options.max_queued < 1 || options.concurrent_jobs < 1) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "max_queued and concurrent_jobs must be >= 1; got ", options.max_queued, " and ",
-        options.concurrent_jobs));
+    return absl::InvalidArgumentError(
+        absl::StrCat("max_queued and concurrent_jobs must be >= 1; got ", options.max_queued,
+                     " and ", options.concurrent_jobs));
   }
   RETURN_IF_ERROR(store.MarkInterruptedOnStartup(NowMicros()).status());
   ASSIGN_OR_RETURN(std::string last_id, store.MaxId());
@@ -47,7 +48,9 @@ JobQueue::JobQueue(store::ResultStore& store, Runner runner, JobQueueOptions opt
   for (int i = 0; i < options_.concurrent_jobs; ++i) threads_.emplace_back([this] { RunLoop(); });
 }
 
-JobQueue::~JobQueue() { Shutdown(std::chrono::milliseconds(0)); }
+JobQueue::~JobQueue() {
+  Shutdown(std::chrono::milliseconds(0));
+}
 
 absl::StatusOr<JobRecord> JobQueue::Submit(JobRecord job) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -98,8 +101,7 @@ absl::StatusOr<jobs::JobPage> JobQueue::List(const jobs::ListQuery& query) {
   return page;
 }
 
-absl::StatusOr<JobRecord> JobQueue::Cancel(const std::string& id,
-                                           std::chrono::milliseconds wait) {
+absl::StatusOr<JobRecord> JobQueue::Cancel(const std::string& id, std::chrono::milliseconds wait) {
   std::unique_lock<std::mutex> lock(mu_);
   auto it = active_.find(id);
   if (it == active_.end()) {
@@ -181,8 +183,7 @@ void JobQueue::Publish(const JobRecord& record) {
 }
 
 std::vector<std::string> JobQueue::UnfinishedJobsWhere(
-    const std::function<bool(const jobs::JobRequest&)>& uses,
-    const std::string& except_id) const {
+    const std::function<bool(const jobs::JobRequest&)>& uses, const std::string& except_id) const {
   std::vector<std::string> ids;
   std::lock_guard<std::mutex> lock(mu_);
   for (const auto& [id, job] : active_) {
@@ -230,10 +231,10 @@ bool JobQueue::OnProgress(Job& job, const eval::EvalProgress& p) {
   out.samples_total = p.samples_total;
   out.blocks_total_is_bound = p.blocks_total_is_bound;
   out.elapsed_seconds = Seconds(now - job.started);
-  out.eta_seconds = p.blocks_done > 0
-                        ? out.elapsed_seconds * static_cast<double>(p.blocks_total - p.blocks_done) /
-                              static_cast<double>(p.blocks_done)
-                        : 0;
+  out.eta_seconds = p.blocks_done > 0 ? out.elapsed_seconds *
+                                            static_cast<double>(p.blocks_total - p.blocks_done) /
+                                            static_cast<double>(p.blocks_done)
+                                      : 0;
   if (now - job.last_publish >= options_.progress_interval) {
     job.last_publish = now;
     Publish(job.record);
@@ -249,8 +250,8 @@ void JobQueue::RunOne(const std::shared_ptr<Job>& job) {
   }
   // Not fatal: the final Put below rewrites the whole record.
   store_.Put(record).IgnoreError();
-  absl::StatusOr<eval::EvalResult> result = runner_(
-      record, [this, job](const eval::EvalProgress& p) { return OnProgress(*job, p); });
+  absl::StatusOr<eval::EvalResult> result =
+      runner_(record, [this, job](const eval::EvalProgress& p) { return OnProgress(*job, p); });
 
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -263,8 +264,10 @@ void JobQueue::RunOne(const std::shared_ptr<Job>& job) {
       // Done is done: the last progress report may precede the last sample.
       record.progress.blocks_done = record.progress.blocks_total;
       record.progress.samples_done = record.progress.samples_total;
-      if (!result->drafter_fingerprint.empty()) record.drafter_fingerprint = result->drafter_fingerprint;
-      if (!result->dataset_fingerprint.empty()) record.dataset_fingerprint = result->dataset_fingerprint;
+      if (!result->drafter_fingerprint.empty())
+        record.drafter_fingerprint = result->drafter_fingerprint;
+      if (!result->dataset_fingerprint.empty())
+        record.dataset_fingerprint = result->dataset_fingerprint;
       record.device = result->device;
       record.dtype = result->dtype;
       record.result = *std::move(result);

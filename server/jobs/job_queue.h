@@ -23,25 +23,25 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "types/eval_types.h"
 #include "jobs/job_id.h"
 #include "store/result_store.h"
+#include "types/eval_types.h"
 
 namespace dflash::jobs {
 
 // Runs one job. `progress` is the evaluator's ProgressFn: it records progress
 // and returns false when the job must stop (cancelled, or the server is
 // stopping); the runner then returns CancelledError.
-using Runner = std::function<absl::StatusOr<eval::EvalResult>(
-    const jobs::JobRecord& job, const eval::ProgressFn& progress)>;
+using Runner = std::function<absl::StatusOr<eval::EvalResult>(const jobs::JobRecord& job,
+                                                              const eval::ProgressFn& progress)>;
 
 // Called with a copy of the record on every change. Runs under the queue's
 // lock: it must be quick and must not call back into the queue.
 using WatchFn = std::function<void(const jobs::JobRecord&)>;
 
 struct JobQueueOptions {
-  int max_queued = 64;       // QUEUED jobs at most; more is RESOURCE_EXHAUSTED
-  int concurrent_jobs = 1;   // runner threads
+  int max_queued = 64;      // QUEUED jobs at most; more is RESOURCE_EXHAUSTED
+  int concurrent_jobs = 1;  // runner threads
   std::string server_version;
   // Watchers get progress (not state changes) at most this often.
   std::chrono::milliseconds progress_interval{200};
@@ -51,8 +51,7 @@ class JobQueue {
  public:
   // Marks the jobs a crash left QUEUED or RUNNING as INTERRUPTED, then starts
   // the runners. `store` must outlive the queue.
-  static absl::StatusOr<std::unique_ptr<JobQueue>> Create(store::ResultStore& store,
-                                                          Runner runner,
+  static absl::StatusOr<std::unique_ptr<JobQueue>> Create(store::ResultStore& store, Runner runner,
                                                           JobQueueOptions options);
   ~JobQueue();  // Shutdown(0)
   JobQueue(const JobQueue&) = delete;
@@ -100,8 +99,7 @@ class JobQueue {
     std::chrono::steady_clock::time_point started, last_publish;
   };
 
-  JobQueue(store::ResultStore& store, Runner runner, JobQueueOptions options,
-           std::string last_id);
+  JobQueue(store::ResultStore& store, Runner runner, JobQueueOptions options, std::string last_id);
   void RunLoop();
   void RunOne(const std::shared_ptr<Job>& job);
   bool OnProgress(Job& job, const eval::EvalProgress& p);

@@ -49,8 +49,8 @@ absl::StatusOr<std::unique_ptr<HttpExposer>> HttpExposer::Start(const std::strin
   addr.sin_family = AF_INET;
   addr.sin_port = htons(static_cast<uint16_t>(port));
   if (inet_pton(AF_INET, host.c_str(), &addr.sin_addr) != 1) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "metrics address '", listen, "': host '", host, "' is not an IPv4 address"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("metrics address '", listen, "': host '", host, "' is not an IPv4 address"));
   }
   const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return absl::InternalError(absl::StrCat("socket: ", std::strerror(errno)));
@@ -59,8 +59,7 @@ absl::StatusOr<std::unique_ptr<HttpExposer>> HttpExposer::Start(const std::strin
   if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 || ::listen(fd, 16) != 0) {
     const std::string why = std::strerror(errno);
     close(fd);
-    return absl::UnavailableError(
-        absl::StrCat("cannot serve metrics on '", listen, "': ", why));
+    return absl::UnavailableError(absl::StrCat("cannot serve metrics on '", listen, "': ", why));
   }
   socklen_t len = sizeof(addr);
   getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
@@ -118,9 +117,8 @@ void HttpExposer::Handle(int client) {
   // "GET /metrics HTTP/1.1", possibly with a query string.
   const bool get = line.rfind("GET ", 0) == 0;
   const size_t path_end = line.find_first_of(" ?", 4);
-  const std::string path = get ? line.substr(4, path_end == std::string::npos ? std::string::npos
-                                                                               : path_end - 4)
-                               : "";
+  const std::string path =
+      get ? line.substr(4, path_end == std::string::npos ? std::string::npos : path_end - 4) : "";
   if (!get) {
     WriteAll(client, Response("405 Method Not Allowed", "text/plain", "GET only\n"));
   } else if (path != "/metrics") {

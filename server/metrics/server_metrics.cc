@@ -1,6 +1,5 @@
 #include "metrics/server_metrics.h"
 
-
 #include <cmath>
 #include <exception>
 #include <vector>
@@ -35,7 +34,9 @@ Histogram::BucketBoundaries SecondsBuckets(double first, int n) {
   return b;
 }
 
-std::string Code(absl::StatusCode code) { return absl::StatusCodeToString(code); }
+std::string Code(absl::StatusCode code) {
+  return absl::StatusCodeToString(code);
+}
 
 }  // namespace
 
@@ -131,10 +132,7 @@ class ServerMetrics::CoreCollector final : public prometheus::Collectable {
                           .Name("dflash_evald_device_memory_total_bytes")
                           .Help("device memory in total, by device")
                           .Register(registry_)),
-        jobs_(BuildGauge()
-                  .Name("dflash_evald_jobs")
-                  .Help("jobs by state")
-                  .Register(registry_)),
+        jobs_(BuildGauge().Name("dflash_evald_jobs").Help("jobs by state").Register(registry_)),
         queue_(BuildGauge()
                    .Name("dflash_evald_job_queue_length")
                    .Help("jobs waiting to run")
@@ -267,7 +265,9 @@ void ServerMetrics::OnEval(absl::StatusCode code, double seconds, const EvalCoun
   }
 }
 
-void ServerMetrics::SetReady(bool ready) { families_->ready.Add({}).Set(ready ? 1 : 0); }
+void ServerMetrics::SetReady(bool ready) {
+  families_->ready.Add({}).Set(ready ? 1 : 0);
+}
 
 std::string ServerMetrics::Render() {
   std::vector<prometheus::MetricFamily> all = registry_->Collect();

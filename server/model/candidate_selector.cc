@@ -15,7 +15,7 @@ at::Tensor SelectorScores(const SelectorWeights& w, const at::Tensor& eta,
   at::Tensor a = w.predecessor.index_select(0, predecessors).to(at::kFloat) * eta;  // [nb, r]
   at::Tensor bc = w.successor.index_select(0, candidates.reshape({-1}))
                       .to(at::kFloat)
-                      .view({nb, k, -1});                                          // [nb, k, r]
+                      .view({nb, k, -1});  // [nb, k, r]
   return unary + at::bmm(bc, a.unsqueeze(-1)).squeeze(-1);
 }
 

@@ -12,9 +12,8 @@ absl::StatusOr<bool> Read(const Json& obj, const std::string& key, const std::st
   auto it = obj.find(key);
   if (it == obj.end() || it->is_null()) return false;
   if (!ok(*it)) {
-    return absl::InvalidArgumentError(absl::StrCat("config field '", where, "' must be ",
-                                                   wanted, "; got ", it->type_name(), " ",
-                                                   it->dump()));
+    return absl::InvalidArgumentError(absl::StrCat("config field '", where, "' must be ", wanted,
+                                                   "; got ", it->type_name(), " ", it->dump()));
   }
   *out = it->get<T>();
   return true;
@@ -24,23 +23,26 @@ absl::StatusOr<bool> Read(const Json& obj, const std::string& key, const std::st
 
 absl::StatusOr<bool> ReadInt(const Json& obj, const std::string& key, const std::string& where,
                              int64_t* out) {
-  return Read(obj, key, where, "an integer",
-              [](const Json& j) { return j.is_number_integer(); }, out);
+  return Read(
+      obj, key, where, "an integer", [](const Json& j) { return j.is_number_integer(); }, out);
 }
 
-absl::StatusOr<bool> ReadDouble(const Json& obj, const std::string& key,
-                                const std::string& where, double* out) {
-  return Read(obj, key, where, "a number", [](const Json& j) { return j.is_number(); }, out);
+absl::StatusOr<bool> ReadDouble(const Json& obj, const std::string& key, const std::string& where,
+                                double* out) {
+  return Read(
+      obj, key, where, "a number", [](const Json& j) { return j.is_number(); }, out);
 }
 
 absl::StatusOr<bool> ReadBool(const Json& obj, const std::string& key, const std::string& where,
                               bool* out) {
-  return Read(obj, key, where, "a boolean", [](const Json& j) { return j.is_boolean(); }, out);
+  return Read(
+      obj, key, where, "a boolean", [](const Json& j) { return j.is_boolean(); }, out);
 }
 
-absl::StatusOr<bool> ReadString(const Json& obj, const std::string& key,
-                                const std::string& where, std::string* out) {
-  return Read(obj, key, where, "a string", [](const Json& j) { return j.is_string(); }, out);
+absl::StatusOr<bool> ReadString(const Json& obj, const std::string& key, const std::string& where,
+                                std::string* out) {
+  return Read(
+      obj, key, where, "a string", [](const Json& j) { return j.is_string(); }, out);
 }
 
 absl::Status Missing(const std::string& where) {

@@ -20,12 +20,12 @@ using Json = nlohmann::json;
 
 absl::StatusOr<bool> ReadInt(const Json& obj, const std::string& key, const std::string& where,
                              int64_t* out);
-absl::StatusOr<bool> ReadDouble(const Json& obj, const std::string& key,
-                                const std::string& where, double* out);
+absl::StatusOr<bool> ReadDouble(const Json& obj, const std::string& key, const std::string& where,
+                                double* out);
 absl::StatusOr<bool> ReadBool(const Json& obj, const std::string& key, const std::string& where,
                               bool* out);
-absl::StatusOr<bool> ReadString(const Json& obj, const std::string& key,
-                                const std::string& where, std::string* out);
+absl::StatusOr<bool> ReadString(const Json& obj, const std::string& key, const std::string& where,
+                                std::string* out);
 
 // "config field 'X' is missing".
 absl::Status Missing(const std::string& where);

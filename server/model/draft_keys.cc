@@ -20,22 +20,41 @@ using Json = nlohmann::json;
 
 // Keys this service reads (here or in drafter_config.cc).
 const std::set<std::string>& ImplementedKeys() {
-  static const std::set<std::string> keys = {
-      "hidden_size", "num_attention_heads", "num_key_value_heads", "head_dim",
-      "intermediate_size", "num_hidden_layers", "rms_norm_eps", "attention_bias",
-      "vocab_size", "dtype", "torch_dtype", "rope_theta", "rope_scaling", "rope_parameters",
-      "partial_rotary_factor", "max_position_embeddings", "layer_types", "sliding_window",
-      "use_sliding_window", "max_window_layers", "is_causal", "dflash_config",
-      "num_target_layers", "architectures", "hidden_act", "mlp_bias"};
+  static const std::set<std::string> keys = {"hidden_size",
+                                             "num_attention_heads",
+                                             "num_key_value_heads",
+                                             "head_dim",
+                                             "intermediate_size",
+                                             "num_hidden_layers",
+                                             "rms_norm_eps",
+                                             "attention_bias",
+                                             "vocab_size",
+                                             "dtype",
+                                             "torch_dtype",
+                                             "rope_theta",
+                                             "rope_scaling",
+                                             "rope_parameters",
+                                             "partial_rotary_factor",
+                                             "max_position_embeddings",
+                                             "layer_types",
+                                             "sliding_window",
+                                             "use_sliding_window",
+                                             "max_window_layers",
+                                             "is_causal",
+                                             "dflash_config",
+                                             "num_target_layers",
+                                             "architectures",
+                                             "hidden_act",
+                                             "mlp_bias"};
   return keys;
 }
 
 // The draft keys: read from dflash_config, else the top level.
 const std::vector<std::string>& DraftKeyNames() {
   static const std::vector<std::string> keys = {
-      "block_size", "target_layer_ids", "mask_token_id", "input_embedding_scale",
+      "block_size",        "target_layer_ids",        "mask_token_id",    "input_embedding_scale",
       "output_multiplier", "final_logit_softcapping", "conv_kernel_size", "conv_group_size",
-      "selector_rank", "selector_top_k"};
+      "selector_rank",     "selector_top_k"};
   return keys;
 }
 const std::vector<std::string>& DFlash2KeyNames() {
@@ -46,15 +65,41 @@ const std::vector<std::string>& DFlash2KeyNames() {
 
 // Keys of HF/transformers configs that do not change a drafter's forward.
 const std::set<std::string>& HarmlessKeys() {
-  static const std::set<std::string> keys = {
-      "model_type", "transformers_version", "_name_or_path", "name_or_path", "auto_map",
-      "attention_dropout", "initializer_range", "use_cache", "tie_word_embeddings",
-      "bos_token_id", "eos_token_id", "pad_token_id", "output_attentions",
-      "output_hidden_states", "return_dict", "torchscript", "use_return_dict", "pruned_heads",
-      "id2label", "label2id", "problem_type", "tokenizer_class", "is_encoder_decoder",
-      "chunk_size_feed_forward", "task_specific_params", "tf_legacy_loss", "use_bfloat16",
-      "add_cross_attention", "cross_attention_hidden_size", "finetuning_task", "prefix",
-      "sep_token_id", "decoder_start_token_id", "architectures_note", "target_hidden_size"};
+  static const std::set<std::string> keys = {"model_type",
+                                             "transformers_version",
+                                             "_name_or_path",
+                                             "name_or_path",
+                                             "auto_map",
+                                             "attention_dropout",
+                                             "initializer_range",
+                                             "use_cache",
+                                             "tie_word_embeddings",
+                                             "bos_token_id",
+                                             "eos_token_id",
+                                             "pad_token_id",
+                                             "output_attentions",
+                                             "output_hidden_states",
+                                             "return_dict",
+                                             "torchscript",
+                                             "use_return_dict",
+                                             "pruned_heads",
+                                             "id2label",
+                                             "label2id",
+                                             "problem_type",
+                                             "tokenizer_class",
+                                             "is_encoder_decoder",
+                                             "chunk_size_feed_forward",
+                                             "task_specific_params",
+                                             "tf_legacy_loss",
+                                             "use_bfloat16",
+                                             "add_cross_attention",
+                                             "cross_attention_hidden_size",
+                                             "finetuning_task",
+                                             "prefix",
+                                             "sep_token_id",
+                                             "decoder_start_token_id",
+                                             "architectures_note",
+                                             "target_hidden_size"};
   return keys;
 }
 
@@ -120,14 +165,13 @@ class DraftKeyReader {
   void Record(const std::string& key, const std::string& value, const std::string& source) {
     cfg_.draft_keys.push_back({key, value, source});
   }
-  void Default(const std::string& key, const std::string& value) {
-    Record(key, value, "default");
-  }
+  void Default(const std::string& key, const std::string& value) { Record(key, value, "default"); }
+
  private:
   absl::Status WrongType(const Found& f, const char* wanted) const {
-    return absl::InvalidArgumentError(absl::StrCat("config field '", f.where, "' must be ",
-                                                   wanted, "; got ", f.value->type_name(),
-                                                   " ", f.value->dump()));
+    return absl::InvalidArgumentError(absl::StrCat("config field '", f.where, "' must be ", wanted,
+                                                   "; got ", f.value->type_name(), " ",
+                                                   f.value->dump()));
   }
 
   const Json& root_;
@@ -171,18 +215,16 @@ absl::Status ParseTargetLayerIds(DraftKeyReader& r, DrafterConfig& cfg) {
   if (f.value == nullptr) {
     std::string why = "z-lab's current model.py requires it (the formula fallback is gone)";
     if (cfg.num_target_layers > 0) {
-      absl::StrAppend(&why, "; the old formula would have guessed [",
-                      absl::StrJoin(OldFormulaLayerIds(cfg.num_target_layers,
-                                                       cfg.num_hidden_layers),
-                                    ", "),
-                      "]: add the list the drafter was trained on to dflash_config");
+      absl::StrAppend(
+          &why, "; the old formula would have guessed [",
+          absl::StrJoin(OldFormulaLayerIds(cfg.num_target_layers, cfg.num_hidden_layers), ", "),
+          "]: add the list the drafter was trained on to dflash_config");
     }
     return MissingDraftKey("target_layer_ids", why);
   }
   if (!f.value->is_array()) {
-    return absl::InvalidArgumentError(absl::StrCat("config field '", f.where,
-                                                   "' must be an array of integers; got ",
-                                                   f.value->type_name()));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "config field '", f.where, "' must be an array of integers; got ", f.value->type_name()));
   }
   if (f.value->empty()) {
     return absl::InvalidArgumentError(absl::StrCat("config field '", f.where, "' is empty"));
@@ -190,9 +232,8 @@ absl::Status ParseTargetLayerIds(DraftKeyReader& r, DrafterConfig& cfg) {
   for (size_t i = 0; i < f.value->size(); ++i) {
     const Json& e = (*f.value)[i];
     if (!e.is_number_integer() || e.get<int64_t>() < 0) {
-      return absl::InvalidArgumentError(absl::StrCat("config field '", f.where, "[", i,
-                                                     "]' must be a non-negative integer; got ",
-                                                     e.dump()));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "config field '", f.where, "[", i, "]' must be a non-negative integer; got ", e.dump()));
     }
     cfg.target_layer_ids.push_back(static_cast<int>(e.get<int64_t>()));
   }
@@ -201,26 +242,25 @@ absl::Status ParseTargetLayerIds(DraftKeyReader& r, DrafterConfig& cfg) {
 }
 
 absl::Status ParseScales(DraftKeyReader& r, DrafterConfig& cfg) {
-  for (auto [key, out] : {std::pair<const char*, double*>{"input_embedding_scale",
-                                                          &cfg.input_embedding_scale},
-                          {"output_multiplier", &cfg.output_multiplier}}) {
+  for (auto [key, out] :
+       {std::pair<const char*, double*>{"input_embedding_scale", &cfg.input_embedding_scale},
+        {"output_multiplier", &cfg.output_multiplier}}) {
     ASSIGN_OR_RETURN(bool has, r.Number(key, out));
     if (!has) {
       r.Default(key, "1.0");
     } else if (!(*out > 0)) {
-      return absl::InvalidArgumentError(absl::StrCat("config field '", r.Find(key).where,
-                                                     "' must be positive; got ", *out));
+      return absl::InvalidArgumentError(
+          absl::StrCat("config field '", r.Find(key).where, "' must be positive; got ", *out));
     }
   }
-  ASSIGN_OR_RETURN(bool has_cap, r.Number("final_logit_softcapping",
-                                          &cfg.final_logit_softcapping));
+  ASSIGN_OR_RETURN(bool has_cap, r.Number("final_logit_softcapping", &cfg.final_logit_softcapping));
   if (!has_cap) {
     r.Default("final_logit_softcapping", "none");
   } else if (!(cfg.final_logit_softcapping > 0)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "config field '", r.Find("final_logit_softcapping").where,
-        "' must be positive when set; got ", cfg.final_logit_softcapping,
-        " (null or absent disables the softcap)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("config field '", r.Find("final_logit_softcapping").where,
+                     "' must be positive when set; got ", cfg.final_logit_softcapping,
+                     " (null or absent disables the softcap)"));
   }
   return absl::OkStatus();
 }
@@ -231,18 +271,18 @@ absl::Status ParseDFlash2Keys(DraftKeyReader& r, DrafterConfig& cfg) {
       const Found f = r.Find(key);
       if (f.value != nullptr) {
         return absl::InvalidArgumentError(absl::StrCat(
-            "config field '", f.where, "' is a DFlash 2 key, but architectures does not name "
+            "config field '", f.where,
+            "' is a DFlash 2 key, but architectures does not name "
             "DFlash2DraftModel; set architectures to [\"DFlash2DraftModel\"] if this is a "
             "DFlash 2 drafter"));
       }
     }
     return absl::OkStatus();
   }
-  const std::map<std::string, int64_t*> fields = {
-      {"conv_kernel_size", &cfg.conv_kernel_size},
-      {"conv_group_size", &cfg.conv_group_size},
-      {"selector_rank", &cfg.selector_rank},
-      {"selector_top_k", &cfg.selector_top_k}};
+  const std::map<std::string, int64_t*> fields = {{"conv_kernel_size", &cfg.conv_kernel_size},
+                                                  {"conv_group_size", &cfg.conv_group_size},
+                                                  {"selector_rank", &cfg.selector_rank},
+                                                  {"selector_top_k", &cfg.selector_top_k}};
   for (const std::string& key : DFlash2KeyNames()) {
     int64_t* out = fields.at(key);
     ASSIGN_OR_RETURN(bool has, r.Int(key, out));
@@ -250,9 +290,9 @@ absl::Status ParseDFlash2Keys(DraftKeyReader& r, DrafterConfig& cfg) {
     RETURN_IF_ERROR(PositiveDraftInt(r, key, out));
   }
   if (cfg.hidden_size % cfg.conv_group_size != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "config field '", r.Find("conv_group_size").where, "' (", cfg.conv_group_size,
-        ") does not divide hidden_size (", cfg.hidden_size, ")"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("config field '", r.Find("conv_group_size").where, "' (", cfg.conv_group_size,
+                     ") does not divide hidden_size (", cfg.hidden_size, ")"));
   }
   if (cfg.vocab_size <= 0) {
     return absl::InvalidArgumentError(
@@ -260,9 +300,9 @@ absl::Status ParseDFlash2Keys(DraftKeyReader& r, DrafterConfig& cfg) {
         "[vocab_size, selector_rank]");
   }
   if (cfg.selector_top_k > cfg.vocab_size) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "config field '", r.Find("selector_top_k").where, "' (", cfg.selector_top_k,
-        ") is above the vocabulary size (", cfg.vocab_size, ")"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("config field '", r.Find("selector_top_k").where, "' (", cfg.selector_top_k,
+                     ") is above the vocabulary size (", cfg.vocab_size, ")"));
   }
   return absl::OkStatus();
 }
@@ -279,8 +319,8 @@ absl::Status ParseFamily(const Json& root, DrafterConfig& cfg) {
   bool dflash1 = false, dflash2 = false;
   for (const Json& e : *it) {
     if (!e.is_string()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "config field 'architectures' must be an array of strings; got ", e.dump()));
+      return absl::InvalidArgumentError(
+          absl::StrCat("config field 'architectures' must be an array of strings; got ", e.dump()));
     }
     dflash1 |= e.get<std::string>() == "DFlashDraftModel";
     dflash2 |= e.get<std::string>() == "DFlash2DraftModel";
@@ -304,8 +344,8 @@ absl::Status ParseDraftKeys(const Json& root, DrafterConfig& cfg) {
   auto it = root.find("dflash_config");
   if (it != root.end() && !it->is_null()) {
     if (!it->is_object()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "config field 'dflash_config' must be an object; got ", it->type_name()));
+      return absl::InvalidArgumentError(
+          absl::StrCat("config field 'dflash_config' must be an object; got ", it->type_name()));
     }
     dc = &*it;
   }
@@ -339,8 +379,8 @@ absl::Status CheckTopLevelKeys(const Json& root, DrafterConfig& cfg) {
   std::string act = "silu";
   RETURN_IF_ERROR(config_fields::ReadString(root, "hidden_act", "hidden_act", &act).status());
   if (act != "silu") {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "config field 'hidden_act' is '", act, "'; only silu (Qwen3's MLP) is implemented"));
+    return absl::InvalidArgumentError(absl::StrCat("config field 'hidden_act' is '", act,
+                                                   "'; only silu (Qwen3's MLP) is implemented"));
   }
   bool mlp_bias = false;
   RETURN_IF_ERROR(config_fields::ReadBool(root, "mlp_bias", "mlp_bias", &mlp_bias).status());
@@ -356,8 +396,7 @@ absl::Status CheckTopLevelKeys(const Json& root, DrafterConfig& cfg) {
       return absl::InvalidArgumentError(
           absl::StrCat("config field '", key, "' is present: ", refused->second));
     }
-    if (ImplementedKeys().count(key) ||
-        std::find(draft.begin(), draft.end(), key) != draft.end() ||
+    if (ImplementedKeys().count(key) || std::find(draft.begin(), draft.end(), key) != draft.end() ||
         refused != RefusedKeys().end()) {
       continue;
     }

@@ -26,7 +26,9 @@ using config_fields::ReadString;
 using config_fields::RequireInt;
 using config_fields::RequirePositive;
 
-const char* JsonTypeName(const Json& j) { return j.type_name(); }
+const char* JsonTypeName(const Json& j) {
+  return j.type_name();
+}
 
 // Reads the rope block: 5.x `rope_parameters` or 4.x `rope_theta` +
 // `rope_scaling`. Resolves HF's yarn conventions into `RopeConfig` so that
@@ -40,9 +42,8 @@ absl::Status ParseRope(const Json& root, DrafterConfig& cfg) {
   auto rs = root.find("rope_scaling");
   if (rp != root.end() && !rp->is_null()) {
     if (!rp->is_object()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("config field 'rope_parameters' must be an object; got ",
-                       JsonTypeName(*rp)));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "config field 'rope_parameters' must be an object; got ", JsonTypeName(*rp)));
     }
     if (rp->contains("full_attention") || rp->contains("sliding_attention")) {
       return absl::InvalidArgumentError(
@@ -53,86 +54,72 @@ absl::Status ParseRope(const Json& root, DrafterConfig& cfg) {
   } else if (rs != root.end() && !rs->is_null()) {
     if (!rs->is_object()) {
       return absl::InvalidArgumentError(
-          absl::StrCat("config field 'rope_scaling' must be an object; got ",
-                       JsonTypeName(*rs)));
+          absl::StrCat("config field 'rope_scaling' must be an object; got ", JsonTypeName(*rs)));
     }
     params = &*rs;
     prefix = "rope_scaling.";
   }
   // theta: inside rope_parameters (5.x) or at top level (4.x).
   ASSIGN_OR_RETURN(bool has_theta,
-                   ReadDouble(*params, "rope_theta", prefix + "rope_theta",
-                              &rope.theta));
+                   ReadDouble(*params, "rope_theta", prefix + "rope_theta", &rope.theta));
   if (!has_theta) {
-    ASSIGN_OR_RETURN(has_theta,
-                     ReadDouble(root, "rope_theta", "rope_theta", &rope.theta));
+    ASSIGN_OR_RETURN(has_theta, ReadDouble(root, "rope_theta", "rope_theta", &rope.theta));
   }
   if (!has_theta) return Missing(prefix.empty() ? "rope_theta" : prefix + "rope_theta");
   if (!(rope.theta > 1.0)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "config field 'rope_theta' must be greater than 1; got ", rope.theta));
+    return absl::InvalidArgumentError(
+        absl::StrCat("config field 'rope_theta' must be greater than 1; got ", rope.theta));
   }
 
   std::string type = "default";
-  ASSIGN_OR_RETURN(bool has_type,
-                   ReadString(*params, "rope_type", prefix + "rope_type", &type));
+  ASSIGN_OR_RETURN(bool has_type, ReadString(*params, "rope_type", prefix + "rope_type", &type));
   if (!has_type) {
     ASSIGN_OR_RETURN(has_type, ReadString(*params, "type", prefix + "type", &type));
   }
   if (!has_type && !prefix.empty() && prefix != "rope_parameters.") {
     return Missing(prefix + "rope_type");
   }
-  if (type != "default" && type != "linear" && type != "llama3" &&
-      type != "yarn") {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "unknown rope_type '", type, "' (known: default, linear, llama3, yarn)"));
+  if (type != "default" && type != "linear" && type != "llama3" && type != "yarn") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown rope_type '", type, "' (known: default, linear, llama3, yarn)"));
   }
   rope.type = type;
   if (type == "default") return absl::OkStatus();
 
-  ASSIGN_OR_RETURN(bool has_factor,
-                   ReadDouble(*params, "factor", prefix + "factor", &rope.factor));
+  ASSIGN_OR_RETURN(bool has_factor, ReadDouble(*params, "factor", prefix + "factor", &rope.factor));
   if (!has_factor) return Missing(prefix + "factor");
   if (!(rope.factor > 0.0)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "config field '", prefix, "factor' must be positive; got ", rope.factor));
+    return absl::InvalidArgumentError(
+        absl::StrCat("config field '", prefix, "factor' must be positive; got ", rope.factor));
   }
   double partial = 1.0;
   ASSIGN_OR_RETURN(bool has_partial,
-                   ReadDouble(root, "partial_rotary_factor",
-                              "partial_rotary_factor", &partial));
+                   ReadDouble(root, "partial_rotary_factor", "partial_rotary_factor", &partial));
   if (has_partial && partial != 1.0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "config field 'partial_rotary_factor' is ", partial,
-        "; only 1.0 is supported"));
+    return absl::InvalidArgumentError(absl::StrCat("config field 'partial_rotary_factor' is ",
+                                                   partial, "; only 1.0 is supported"));
   }
   if (type == "linear") return absl::OkStatus();
 
   int64_t max_pos = 0;
   ASSIGN_OR_RETURN(bool has_max_pos,
-                   ReadInt(root, "max_position_embeddings",
-                           "max_position_embeddings", &max_pos));
-  ASSIGN_OR_RETURN(bool has_orig,
-                   ReadInt(*params, "original_max_position_embeddings",
-                           prefix + "original_max_position_embeddings",
-                           &rope.original_max_position_embeddings));
+                   ReadInt(root, "max_position_embeddings", "max_position_embeddings", &max_pos));
+  ASSIGN_OR_RETURN(bool has_orig, ReadInt(*params, "original_max_position_embeddings",
+                                          prefix + "original_max_position_embeddings",
+                                          &rope.original_max_position_embeddings));
   if (type == "llama3") {
-    ASSIGN_OR_RETURN(bool has_low,
-                     ReadDouble(*params, "low_freq_factor",
-                                prefix + "low_freq_factor", &rope.low_freq_factor));
+    ASSIGN_OR_RETURN(bool has_low, ReadDouble(*params, "low_freq_factor",
+                                              prefix + "low_freq_factor", &rope.low_freq_factor));
     if (!has_low) return Missing(prefix + "low_freq_factor");
     ASSIGN_OR_RETURN(bool has_high,
-                     ReadDouble(*params, "high_freq_factor",
-                                prefix + "high_freq_factor",
+                     ReadDouble(*params, "high_freq_factor", prefix + "high_freq_factor",
                                 &rope.high_freq_factor));
     if (!has_high) return Missing(prefix + "high_freq_factor");
     if (!has_orig) return Missing(prefix + "original_max_position_embeddings");
-    if (!(rope.high_freq_factor > rope.low_freq_factor) ||
-        !(rope.low_freq_factor > 0.0)) {
+    if (!(rope.high_freq_factor > rope.low_freq_factor) || !(rope.low_freq_factor > 0.0)) {
       return absl::InvalidArgumentError(absl::StrCat(
           "config fields '", prefix, "low_freq_factor' (", rope.low_freq_factor,
-          ") and 'high_freq_factor' (", rope.high_freq_factor,
-          ") must satisfy 0 < low < high"));
+          ") and 'high_freq_factor' (", rope.high_freq_factor, ") must satisfy 0 < low < high"));
     }
     return RequirePositive(prefix + "original_max_position_embeddings",
                            rope.original_max_position_embeddings);
@@ -146,13 +133,12 @@ absl::Status ParseRope(const Json& root, DrafterConfig& cfg) {
     RETURN_IF_ERROR(RequirePositive(prefix + "original_max_position_embeddings",
                                     rope.original_max_position_embeddings));
     if (has_max_pos) {
-      const double derived = static_cast<double>(max_pos) /
-                             rope.original_max_position_embeddings;
+      const double derived = static_cast<double>(max_pos) / rope.original_max_position_embeddings;
       if (derived != rope.factor) {
-        cfg.warnings.push_back(absl::StrCat(
-            "yarn factor ", rope.factor, " replaced by max_position_embeddings / "
-            "original_max_position_embeddings = ", derived,
-            " (as transformers does)"));
+        cfg.warnings.push_back(absl::StrCat("yarn factor ", rope.factor,
+                                            " replaced by max_position_embeddings / "
+                                            "original_max_position_embeddings = ",
+                                            derived, " (as transformers does)"));
       }
       rope.factor = derived;
     }
@@ -160,30 +146,25 @@ absl::Status ParseRope(const Json& root, DrafterConfig& cfg) {
     if (!has_max_pos) return Missing(prefix + "original_max_position_embeddings");
     rope.original_max_position_embeddings = max_pos;
   }
-  RETURN_IF_ERROR(ReadDouble(*params, "beta_fast", prefix + "beta_fast",
-                             &rope.beta_fast).status());
-  RETURN_IF_ERROR(ReadDouble(*params, "beta_slow", prefix + "beta_slow",
-                             &rope.beta_slow).status());
+  RETURN_IF_ERROR(ReadDouble(*params, "beta_fast", prefix + "beta_fast", &rope.beta_fast).status());
+  RETURN_IF_ERROR(ReadDouble(*params, "beta_slow", prefix + "beta_slow", &rope.beta_slow).status());
   // HF: `get("beta_fast") or 32` — a zero means the default too.
   if (rope.beta_fast == 0.0) rope.beta_fast = 32.0;
   if (rope.beta_slow == 0.0) rope.beta_slow = 1.0;
-  RETURN_IF_ERROR(ReadDouble(*params, "attention_factor",
-                             prefix + "attention_factor", &rope.attention_factor)
-                      .status());
+  RETURN_IF_ERROR(
+      ReadDouble(*params, "attention_factor", prefix + "attention_factor", &rope.attention_factor)
+          .status());
   bool truncate = true;
-  RETURN_IF_ERROR(ReadBool(*params, "truncate", prefix + "truncate", &truncate)
-                      .status());
+  RETURN_IF_ERROR(ReadBool(*params, "truncate", prefix + "truncate", &truncate).status());
   if (!truncate) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "config field '", prefix, "truncate' is false; not supported"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("config field '", prefix, "truncate' is false; not supported"));
   }
   if (rope.attention_factor == 0.0) {
     double mscale = 0.0, mscale_all_dim = 0.0;
+    RETURN_IF_ERROR(ReadDouble(*params, "mscale", prefix + "mscale", &mscale).status());
     RETURN_IF_ERROR(
-        ReadDouble(*params, "mscale", prefix + "mscale", &mscale).status());
-    RETURN_IF_ERROR(ReadDouble(*params, "mscale_all_dim",
-                               prefix + "mscale_all_dim", &mscale_all_dim)
-                        .status());
+        ReadDouble(*params, "mscale_all_dim", prefix + "mscale_all_dim", &mscale_all_dim).status());
     if (mscale != 0.0 && mscale_all_dim != 0.0) {
       auto get_mscale = [&](double m) {
         return rope.factor <= 1.0 ? 1.0 : 0.1 * m * std::log(rope.factor) + 1.0;
@@ -201,28 +182,25 @@ absl::Status ParseLayerTypes(const Json& root, DrafterConfig& cfg) {
   if (lt != root.end() && !lt->is_null()) {
     if (!lt->is_array()) {
       return absl::InvalidArgumentError(
-          absl::StrCat("config field 'layer_types' must be an array; got ",
-                       JsonTypeName(*lt)));
+          absl::StrCat("config field 'layer_types' must be an array; got ", JsonTypeName(*lt)));
     }
     if (static_cast<int64_t>(lt->size()) != n) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "config field 'layer_types' has ", lt->size(),
-          " entries; expected num_hidden_layers = ", n));
+      return absl::InvalidArgumentError(absl::StrCat("config field 'layer_types' has ", lt->size(),
+                                                     " entries; expected num_hidden_layers = ", n));
     }
     for (int64_t i = 0; i < n; ++i) {
       const Json& e = (*lt)[i];
       const std::string where = absl::StrCat("layer_types[", i, "]");
       if (!e.is_string()) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "config field '", where, "' must be a string; got ", JsonTypeName(e)));
+        return absl::InvalidArgumentError(
+            absl::StrCat("config field '", where, "' must be a string; got ", JsonTypeName(e)));
       }
       const std::string s = e.get<std::string>();
       if (s == "sliding_attention") {
         cfg.sliding[i] = true;
       } else if (s != "full_attention") {
         return absl::InvalidArgumentError(absl::StrCat(
-            "config field '", where, "' is '", s,
-            "' (known: full_attention, sliding_attention)"));
+            "config field '", where, "' is '", s, "' (known: full_attention, sliding_attention)"));
       }
     }
   }
@@ -235,12 +213,11 @@ absl::Status ParseLayerTypes(const Json& root, DrafterConfig& cfg) {
   cfg.use_sliding_window = !has_use || use_sliding;
   if ((lt == root.end() || lt->is_null()) && has_use && use_sliding) {
     int64_t max_window_layers = 0;
-    RETURN_IF_ERROR(ReadInt(root, "max_window_layers", "max_window_layers",
-                            &max_window_layers).status());
+    RETURN_IF_ERROR(
+        ReadInt(root, "max_window_layers", "max_window_layers", &max_window_layers).status());
     for (int64_t i = max_window_layers; i < n; ++i) cfg.sliding[i] = true;
   }
-  RETURN_IF_ERROR(ReadInt(root, "sliding_window", "sliding_window",
-                          &cfg.sliding_window).status());
+  RETURN_IF_ERROR(ReadInt(root, "sliding_window", "sliding_window", &cfg.sliding_window).status());
   bool is_causal = false;
   ASSIGN_OR_RETURN(bool has_causal, ReadBool(root, "is_causal", "is_causal", &is_causal));
   if (has_causal) cfg.is_causal = is_causal;
@@ -249,9 +226,10 @@ absl::Status ParseLayerTypes(const Json& root, DrafterConfig& cfg) {
   if (!cfg.use_sliding_window) {
     cfg.sliding_window = 0;
   } else if (any_sliding && cfg.sliding_window <= 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "config field 'sliding_window' must be positive when layers use "
-        "sliding_attention; got ", cfg.sliding_window));
+    return absl::InvalidArgumentError(
+        absl::StrCat("config field 'sliding_window' must be positive when layers use "
+                     "sliding_attention; got ",
+                     cfg.sliding_window));
   }
   if (!any_sliding) cfg.sliding_window = 0;
   return absl::OkStatus();
@@ -264,70 +242,62 @@ absl::StatusOr<DrafterConfig> ParseDrafterConfig(const std::string& json_text) {
   try {
     root = Json::parse(json_text);
   } catch (const Json::exception& e) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("config is not valid JSON: ", e.what()));
+    return absl::InvalidArgumentError(absl::StrCat("config is not valid JSON: ", e.what()));
   }
   if (!root.is_object()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "config must be a JSON object; got ", JsonTypeName(root)));
+    return absl::InvalidArgumentError(
+        absl::StrCat("config must be a JSON object; got ", JsonTypeName(root)));
   }
   DrafterConfig cfg;
   RETURN_IF_ERROR(RequireInt(root, "hidden_size", "hidden_size", &cfg.hidden_size));
   RETURN_IF_ERROR(RequirePositive("hidden_size", cfg.hidden_size));
-  RETURN_IF_ERROR(RequireInt(root, "num_attention_heads", "num_attention_heads",
-                             &cfg.num_attention_heads));
+  RETURN_IF_ERROR(
+      RequireInt(root, "num_attention_heads", "num_attention_heads", &cfg.num_attention_heads));
   RETURN_IF_ERROR(RequirePositive("num_attention_heads", cfg.num_attention_heads));
-  ASSIGN_OR_RETURN(bool has_kv,
-                   ReadInt(root, "num_key_value_heads", "num_key_value_heads",
-                           &cfg.num_key_value_heads));
+  ASSIGN_OR_RETURN(bool has_kv, ReadInt(root, "num_key_value_heads", "num_key_value_heads",
+                                        &cfg.num_key_value_heads));
   if (!has_kv) cfg.num_key_value_heads = cfg.num_attention_heads;
   RETURN_IF_ERROR(RequirePositive("num_key_value_heads", cfg.num_key_value_heads));
   if (cfg.num_attention_heads % cfg.num_key_value_heads != 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         "config field 'num_attention_heads' (", cfg.num_attention_heads,
-        ") is not a multiple of 'num_key_value_heads' (",
-        cfg.num_key_value_heads, ")"));
+        ") is not a multiple of 'num_key_value_heads' (", cfg.num_key_value_heads, ")"));
   }
-  ASSIGN_OR_RETURN(bool has_hd,
-                   ReadInt(root, "head_dim", "head_dim", &cfg.head_dim));
+  ASSIGN_OR_RETURN(bool has_hd, ReadInt(root, "head_dim", "head_dim", &cfg.head_dim));
   if (!has_hd) {
     if (cfg.hidden_size % cfg.num_attention_heads != 0) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "config field 'head_dim' is missing and hidden_size (",
-          cfg.hidden_size, ") is not divisible by num_attention_heads (",
-          cfg.num_attention_heads, ")"));
+          "config field 'head_dim' is missing and hidden_size (", cfg.hidden_size,
+          ") is not divisible by num_attention_heads (", cfg.num_attention_heads, ")"));
     }
     cfg.head_dim = cfg.hidden_size / cfg.num_attention_heads;
   }
   RETURN_IF_ERROR(RequirePositive("head_dim", cfg.head_dim));
   if (cfg.head_dim % 2 != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "config field 'head_dim' must be even for RoPE; got ", cfg.head_dim));
+    return absl::InvalidArgumentError(
+        absl::StrCat("config field 'head_dim' must be even for RoPE; got ", cfg.head_dim));
   }
-  RETURN_IF_ERROR(RequireInt(root, "intermediate_size", "intermediate_size",
-                             &cfg.intermediate_size));
-  RETURN_IF_ERROR(RequirePositive("intermediate_size", cfg.intermediate_size));
-  RETURN_IF_ERROR(RequireInt(root, "num_hidden_layers", "num_hidden_layers",
-                             &cfg.num_hidden_layers));
-  RETURN_IF_ERROR(RequirePositive("num_hidden_layers", cfg.num_hidden_layers));
   RETURN_IF_ERROR(
-      ReadDouble(root, "rms_norm_eps", "rms_norm_eps", &cfg.rms_norm_eps).status());
+      RequireInt(root, "intermediate_size", "intermediate_size", &cfg.intermediate_size));
+  RETURN_IF_ERROR(RequirePositive("intermediate_size", cfg.intermediate_size));
+  RETURN_IF_ERROR(
+      RequireInt(root, "num_hidden_layers", "num_hidden_layers", &cfg.num_hidden_layers));
+  RETURN_IF_ERROR(RequirePositive("num_hidden_layers", cfg.num_hidden_layers));
+  RETURN_IF_ERROR(ReadDouble(root, "rms_norm_eps", "rms_norm_eps", &cfg.rms_norm_eps).status());
   if (!(cfg.rms_norm_eps > 0.0)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "config field 'rms_norm_eps' must be positive; got ", cfg.rms_norm_eps));
+    return absl::InvalidArgumentError(
+        absl::StrCat("config field 'rms_norm_eps' must be positive; got ", cfg.rms_norm_eps));
   }
-  RETURN_IF_ERROR(ReadBool(root, "attention_bias", "attention_bias",
-                           &cfg.attention_bias).status());
+  RETURN_IF_ERROR(ReadBool(root, "attention_bias", "attention_bias", &cfg.attention_bias).status());
   RETURN_IF_ERROR(ReadInt(root, "vocab_size", "vocab_size", &cfg.vocab_size).status());
   ASSIGN_OR_RETURN(bool has_dtype, ReadString(root, "dtype", "dtype", &cfg.dtype));
   if (!has_dtype) {
-    RETURN_IF_ERROR(
-        ReadString(root, "torch_dtype", "torch_dtype", &cfg.dtype).status());
+    RETURN_IF_ERROR(ReadString(root, "torch_dtype", "torch_dtype", &cfg.dtype).status());
   }
   RETURN_IF_ERROR(ParseRope(root, cfg));
   RETURN_IF_ERROR(ParseLayerTypes(root, cfg));
-  RETURN_IF_ERROR(ReadInt(root, "num_target_layers", "num_target_layers",
-                          &cfg.num_target_layers).status());
+  RETURN_IF_ERROR(
+      ReadInt(root, "num_target_layers", "num_target_layers", &cfg.num_target_layers).status());
   RETURN_IF_ERROR(internal::ParseFamily(root, cfg));
   RETURN_IF_ERROR(internal::ParseDraftKeys(root, cfg));
   RETURN_IF_ERROR(internal::CheckTopLevelKeys(root, cfg));
@@ -337,13 +307,11 @@ absl::StatusOr<DrafterConfig> ParseDrafterConfig(const std::string& json_text) {
 absl::StatusOr<DrafterConfig> ParseDrafterConfigFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
-    return absl::NotFoundError(
-        absl::StrCat("drafter config '", path, "' cannot be opened"));
+    return absl::NotFoundError(absl::StrCat("drafter config '", path, "' cannot be opened"));
   }
   std::stringstream ss;
   ss << in.rdbuf();
-  ASSIGN_OR_RETURN(DrafterConfig cfg, ParseDrafterConfig(ss.str()),
-                   "drafter config '", path, "'");
+  ASSIGN_OR_RETURN(DrafterConfig cfg, ParseDrafterConfig(ss.str()), "drafter config '", path, "'");
   return cfg;
 }
 
@@ -370,8 +338,7 @@ std::vector<std::string> DescribeDraftKeys(const DrafterConfig& c) {
   }
   out.push_back(absl::StrCat(
       "attention inside the block (zlab-current): ", absl::StrJoin(layers, "; "),
-      c.is_causal.has_value() ? absl::StrCat(" (is_causal ", *c.is_causal ? "true" : "false",
-                                             ")")
+      c.is_causal.has_value() ? absl::StrCat(" (is_causal ", *c.is_causal ? "true" : "false", ")")
                               : " (is_causal absent: sliding layers causal)",
       c.use_sliding_window ? "" : "; use_sliding_window false: no window"));
   if (!c.skipped_keys.empty()) {
@@ -385,17 +352,14 @@ std::string DescribeConfig(const DrafterConfig& c) {
   int64_t n_sliding = 0;
   for (bool s : c.sliding) n_sliding += s ? 1 : 0;
   const int64_t n_full = c.num_hidden_layers - n_sliding;
-  std::string layers =
-      n_sliding > 0
-          ? absl::StrCat(n_sliding, " sliding W=", c.sliding_window, ", ",
-                         n_full, " full")
-          : absl::StrCat(n_full, " full");
+  std::string layers = n_sliding > 0 ? absl::StrCat(n_sliding, " sliding W=", c.sliding_window,
+                                                    ", ", n_full, " full")
+                                     : absl::StrCat(n_full, " full");
   std::string out = absl::StrCat(
-      FamilyName(c.family), ", ", c.num_hidden_layers, " layers (", layers, "), H=", c.hidden_size, ", ",
-      c.num_attention_heads, "/", c.num_key_value_heads, " heads x ",
-      c.head_dim, ", I=", c.intermediate_size, ", B=", c.block_size,
-      ", target layers [", absl::StrJoin(c.target_layer_ids, ", "), "]",
-      ", mask ", c.mask_token_id);
+      FamilyName(c.family), ", ", c.num_hidden_layers, " layers (", layers, "), H=", c.hidden_size,
+      ", ", c.num_attention_heads, "/", c.num_key_value_heads, " heads x ", c.head_dim,
+      ", I=", c.intermediate_size, ", B=", c.block_size, ", target layers [",
+      absl::StrJoin(c.target_layer_ids, ", "), "]", ", mask ", c.mask_token_id);
   if (c.is_dflash2()) {
     absl::StrAppend(&out, ", conv K=", c.conv_kernel_size, " gs=", c.conv_group_size,
                     ", selector r=", c.selector_rank, " k=", c.selector_top_k);

@@ -22,7 +22,7 @@ namespace dflash::model {
 struct RopeConfig {
   std::string type = "default";  // default | linear | llama3 | yarn
   double theta = 10000.0;
-  double factor = 1.0;           // linear, llama3, yarn
+  double factor = 1.0;  // linear, llama3, yarn
   // llama3
   double low_freq_factor = 1.0;
   double high_freq_factor = 4.0;
@@ -48,49 +48,45 @@ struct DraftKey {
 
 struct DrafterConfig {
   DrafterFamily family = DrafterFamily::kDFlash1;  // from `architectures`
-  int64_t hidden_size = 0;           // H
-  int64_t num_attention_heads = 0;   // nh
-  int64_t num_key_value_heads = 0;   // nkv
-  int64_t head_dim = 0;              // d (default H / nh)
-  int64_t intermediate_size = 0;     // I
-  int64_t num_hidden_layers = 0;     // n
+  int64_t hidden_size = 0;                         // H
+  int64_t num_attention_heads = 0;                 // nh
+  int64_t num_key_value_heads = 0;                 // nkv
+  int64_t head_dim = 0;                            // d (default H / nh)
+  int64_t intermediate_size = 0;                   // I
+  int64_t num_hidden_layers = 0;                   // n
   double rms_norm_eps = 1e-6;
   bool attention_bias = false;
   RopeConfig rope;
-  std::vector<bool> sliding;         // per layer: true = sliding_attention
-  int64_t sliding_window = 0;        // W (0 = none)
+  std::vector<bool> sliding;   // per layer: true = sliding_attention
+  int64_t sliding_window = 0;  // W (0 = none)
   // Top-level is_causal: absent = sliding layers causal, full layers
   // bidirectional (zlab-current); true/false = every layer.
   std::optional<bool> is_causal;
   // use_sliding_window false: no layer has a window (the layer types still
   // decide causality under zlab-current).
   bool use_sliding_window = true;
-  int64_t block_size = 16;           // B
-  std::vector<int> target_layer_ids; // K ids, in order
+  int64_t block_size = 16;            // B
+  std::vector<int> target_layer_ids;  // K ids, in order
   int64_t mask_token_id = -1;
   // Draft keys of DFlash 1 and 2 (dflash_config first, then top level).
   double input_embedding_scale = 1.0;  // multiplies the block's embeddings
   double output_multiplier = 1.0;      // multiplies the lm_head logits
   double final_logit_softcapping = 0;  // c > 0: logits = c * tanh(logits / c)
   // DFlash 2 only (0 for DFlash 1).
-  int64_t conv_kernel_size = 0;        // K taps
-  int64_t conv_group_size = 0;         // gs channels per dynamic coefficient
-  int64_t selector_rank = 0;           // r
-  int64_t selector_top_k = 0;          // k candidates per slot
-  std::vector<DraftKey> draft_keys;    // every draft key, in reading order
+  int64_t conv_kernel_size = 0;           // K taps
+  int64_t conv_group_size = 0;            // gs channels per dynamic coefficient
+  int64_t selector_rank = 0;              // r
+  int64_t selector_top_k = 0;             // k candidates per slot
+  std::vector<DraftKey> draft_keys;       // every draft key, in reading order
   std::vector<std::string> skipped_keys;  // present, known not to matter
   int64_t num_target_layers = 0;
-  int64_t vocab_size = 0;            // informational; the target decides
-  std::string dtype;                 // stored dtype as written ("bfloat16")
-  std::vector<std::string> warnings; // e.g. unknown top-level keys
+  int64_t vocab_size = 0;             // informational; the target decides
+  std::string dtype;                  // stored dtype as written ("bfloat16")
+  std::vector<std::string> warnings;  // e.g. unknown top-level keys
 
-  int64_t num_target_features() const {
-    return static_cast<int64_t>(target_layer_ids.size());
-  }
+  int64_t num_target_features() const { return static_cast<int64_t>(target_layer_ids.size()); }
   bool is_dflash2() const { return family == DrafterFamily::kDFlash2; }
-  int64_t conv_groups() const {
-    return conv_group_size > 0 ? hidden_size / conv_group_size : 0;
-  }
+  int64_t conv_groups() const { return conv_group_size > 0 ? hidden_size / conv_group_size : 0; }
 };
 
 // Parses config.json text. InvalidArgument names the field and what was wrong

@@ -19,9 +19,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     return 0;
   }
   // What the rest of the server relies on after a successful parse.
-  if (cfg->hidden_size <= 0 || cfg->num_attention_heads <= 0 ||
-      cfg->num_key_value_heads <= 0 || cfg->head_dim <= 0 ||
-      cfg->num_attention_heads % cfg->num_key_value_heads != 0 ||
+  if (cfg->hidden_size <= 0 || cfg->num_attention_heads <= 0 || cfg->num_key_value_heads <= 0 ||
+      cfg->head_dim <= 0 || cfg->num_attention_heads % cfg->num_key_value_heads != 0 ||
       static_cast<int64_t>(cfg->sliding.size()) != cfg->num_hidden_layers ||
       cfg->target_layer_ids.empty() || cfg->block_size < 1) {
     __builtin_trap();

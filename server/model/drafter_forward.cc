@@ -44,19 +44,17 @@ constexpr double kNegInf = -std::numeric_limits<double>::infinity();
 // folded into the row dimension of each kv head.
 at::Tensor FoldRows(const at::Tensor& t, int64_t G) {  // t: [ng, nkv, R, X]
   const int64_t ng = t.size(0), nkv = t.size(1), R = t.size(2), X = t.size(3);
-  return t.view({G, ng / G, nkv, R, X}).permute({0, 2, 1, 3, 4})
-      .reshape({G, nkv, (ng / G) * R, X});
+  return t.view({G, ng / G, nkv, R, X}).permute({0, 2, 1, 3, 4}).reshape({G, nkv, (ng / G) * R, X});
 }
 at::Tensor UnfoldRows(const at::Tensor& t, int64_t ng, int64_t R) {  // [G, nkv, nbpg*R, X]
   const int64_t G = t.size(0), nkv = t.size(1), X = t.size(3);
-  return t.view({G, nkv, ng / G, R, X}).permute({0, 2, 1, 3, 4})
-      .reshape({ng, nkv, R, X});
+  return t.view({G, nkv, ng / G, R, X}).permute({0, 2, 1, 3, 4}).reshape({ng, nkv, R, X});
 }
 
 // A set of blocks attended together. kc/vc: [G, nkv, lc, d] with G == 1
 // (blocks share one sequence) or G == ng (one sequence per block).
 struct Group {
-  at::Tensor idx;         // [ng] block indices (device); undefined = all, in order
+  at::Tensor idx;  // [ng] block indices (device); undefined = all, in order
   int64_t ng = 0;
   int64_t seq = -1;       // shared sequence, or -1 for one sequence per block
   at::Tensor seq_idx;     // [ng] when seq == -1
@@ -95,25 +93,22 @@ at::Tensor ForGroup(const at::Tensor& mask, const at::Tensor& idx) {
 // Scores, masks, fp32 softmax and weighted sum for one group.
 // q: [ng, nkv, g*B, d]; kb, vb: [ng, nkv, B, d]. Returns [ng, nkv, g*B, d].
 at::Tensor Attend(const at::Tensor& q, const at::Tensor& kb, const at::Tensor& vb,
-                  const at::Tensor& kc, const at::Tensor& vc,
-                  const at::Tensor& ctx_mask, const at::Tensor& blk_mask,
-                  int64_t g, double scale) {
+                  const at::Tensor& kc, const at::Tensor& vc, const at::Tensor& ctx_mask,
+                  const at::Tensor& blk_mask, int64_t g, double scale) {
   const int64_t ng = q.size(0), nkv = q.size(1), R = q.size(2), d = q.size(3);
   const int64_t B = kb.size(2);
   const int64_t lc = kc.defined() ? kc.size(2) : 0;
   // As HF eager: matmul in the model dtype, scaled, masked, fp32 softmax.
   at::Tensor sb = (at::matmul(q, kb.transpose(-1, -2)) * scale).to(at::kFloat);
   if (blk_mask.defined()) {
-    sb = sb.view({ng, nkv, g, B, B}).masked_fill(blk_mask, kNegInf)
-             .view({ng, nkv, R, B});
+    sb = sb.view({ng, nkv, g, B, B}).masked_fill(blk_mask, kNegInf).view({ng, nkv, R, B});
   }
   at::Tensor scores = sb;
   if (lc > 0) {
     const int64_t G = kc.size(0);
     at::Tensor sc = at::matmul(FoldRows(q, G), kc.transpose(-1, -2)) * scale;
     sc = UnfoldRows(sc, ng, R).to(at::kFloat);
-    sc = sc.view({ng, nkv, g, B, lc}).masked_fill(ctx_mask, kNegInf)
-             .view({ng, nkv, R, lc});
+    sc = sc.view({ng, nkv, g, B, lc}).masked_fill(ctx_mask, kNegInf).view({ng, nkv, R, lc});
     scores = at::cat({sc, sb}, -1);
   }
   at::Tensor p = at::softmax(scores, -1).to(q.scalar_type());
@@ -134,7 +129,7 @@ std::vector<AttentionRule> AttentionRules(const DrafterConfig& c, Semantics sema
     const bool sliding = c.sliding[i];
     AttentionRule& r = rules[i];
     r.window = sliding ? c.sliding_window : 0;  // 0 when use_sliding_window is false
-    if (semantics == Semantics::kZlab2025) {  // bidirectional, context-only window
+    if (semantics == Semantics::kZlab2025) {    // bidirectional, context-only window
       r.window_in_block = false;
       continue;
     }
@@ -144,9 +139,11 @@ std::vector<AttentionRule> AttentionRules(const DrafterConfig& c, Semantics sema
   return rules;
 }
 
-absl::StatusOr<at::Tensor> DrafterModel::ForwardBlocks(
-    const at::Tensor& x0, const at::Tensor& anchors, const at::Tensor& seq,
-    const ContextCache& context, const BlockOptions& options) const {
+absl::StatusOr<at::Tensor> DrafterModel::ForwardBlocks(const at::Tensor& x0,
+                                                       const at::Tensor& anchors,
+                                                       const at::Tensor& seq,
+                                                       const ContextCache& context,
+                                                       const BlockOptions& options) const {
   const DrafterConfig& c = config_;
   const c10::ScalarType dtype = fc_.scalar_type();
   // Blocks may be shorter than the drafter's block_size (a B=16 drafter
@@ -154,35 +151,33 @@ absl::StatusOr<at::Tensor> DrafterModel::ForwardBlocks(
   const int64_t H = c.hidden_size;
   const int64_t B = x0.defined() && x0.dim() == 3 ? x0.size(1) : 0;
   if (!x0.defined() || x0.dim() != 3 || B < 1 || B > c.block_size || x0.size(2) != H) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "block inputs x0 have shape ",
-        x0.defined() ? ShapeText(x0.sizes())
-                     : "(undefined)",
-        "; expected [nb, B, ", H, "] with 1 <= B <= block_size ", c.block_size,
-        " (hidden ", H, ")"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("block inputs x0 have shape ",
+                     x0.defined() ? ShapeText(x0.sizes()) : "(undefined)", "; expected [nb, B, ", H,
+                     "] with 1 <= B <= block_size ", c.block_size, " (hidden ", H, ")"));
   }
   if (x0.scalar_type() != dtype || x0.device() != fc_.device()) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "block inputs x0 are ", c10::toString(x0.scalar_type()), " on ",
-        x0.device().str(), "; expected ", c10::toString(dtype), " on ",
-        fc_.device().str()));
+        "block inputs x0 are ", c10::toString(x0.scalar_type()), " on ", x0.device().str(),
+        "; expected ", c10::toString(dtype), " on ", fc_.device().str()));
   }
   const int64_t nb = x0.size(0);
   for (const auto& [t, name] : {std::pair<const at::Tensor*, const char*>{&anchors, "anchors"},
-                                {&seq, "seq"}, {&options.lengths, "lengths"}}) {
+                                {&seq, "seq"},
+                                {&options.lengths, "lengths"}}) {
     if (t == &options.lengths && !t->defined()) continue;
     if (!t->defined() || t->dim() != 1 || t->size(0) != nb ||
         !at::isIntegralType(t->scalar_type(), /*includeBool=*/false)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          name, " must be an integer tensor of shape [", nb, "] (one per block)"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(name, " must be an integer tensor of shape [", nb, "] (one per block)"));
     }
   }
   const int64_t S = static_cast<int64_t>(context.lengths.size());
   if (static_cast<int64_t>(context.k.size()) != c.num_hidden_layers ||
       context.v.size() != context.k.size()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "context cache holds ", context.k.size(), " layers; the drafter has ",
-        c.num_hidden_layers));
+    return absl::InvalidArgumentError(absl::StrCat("context cache holds ", context.k.size(),
+                                                   " layers; the drafter has ",
+                                                   c.num_hidden_layers));
   }
   ASSIGN_OR_RETURN(auto host, TorchGuard("reading block anchors", [&] {
                      return std::make_pair(anchors.to(at::kCPU, at::kLong).contiguous(),
@@ -195,8 +190,8 @@ absl::StatusOr<at::Tensor> DrafterModel::ForwardBlocks(
     const int64_t* l_ptr = len.data_ptr<int64_t>();
     for (int64_t b = 0; b < nb; ++b) {
       if (l_ptr[b] < 1 || l_ptr[b] > B) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "block ", b, " has length ", l_ptr[b], "; expected 1..", B));
+        return absl::InvalidArgumentError(
+            absl::StrCat("block ", b, " has length ", l_ptr[b], "; expected 1..", B));
       }
     }
   }
@@ -205,14 +200,13 @@ absl::StatusOr<at::Tensor> DrafterModel::ForwardBlocks(
   std::map<int64_t, std::vector<int64_t>> by_seq;
   for (int64_t b = 0; b < nb; ++b) {
     if (s_ptr[b] < 0 || s_ptr[b] >= S) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "block ", b, " reads sequence ", s_ptr[b], "; the context holds ", S,
-          " sequences"));
+      return absl::InvalidArgumentError(absl::StrCat("block ", b, " reads sequence ", s_ptr[b],
+                                                     "; the context holds ", S, " sequences"));
     }
     if (a_ptr[b] < 0 || a_ptr[b] > context.lengths[s_ptr[b]]) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "block ", b, " has anchor ", a_ptr[b], "; sequence ", s_ptr[b],
-          " has ", context.lengths[s_ptr[b]], " context positions"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("block ", b, " has anchor ", a_ptr[b], "; sequence ", s_ptr[b], " has ",
+                       context.lengths[s_ptr[b]], " context positions"));
     }
     by_seq[s_ptr[b]].push_back(b);
   }
@@ -238,10 +232,9 @@ absl::StatusOr<at::Tensor> DrafterModel::ForwardBlocks(
 
     // Groups and their context masks, shared by all layers.
     auto make_masks = [&](Group& grp, const at::Tensor& a) {  // a: [ng]
-      at::Tensor key = at::arange(grp.lc, lopt);                      // [lc]
-      at::Tensor p = a.unsqueeze(1) + j;                              // [ng, B]
-      at::Tensor full = (key.view({1, 1, -1}) >= a.view({-1, 1, 1}))
-                            .expand({grp.ng, B, grp.lc});
+      at::Tensor key = at::arange(grp.lc, lopt);              // [lc]
+      at::Tensor p = a.unsqueeze(1) + j;                      // [ng, B]
+      at::Tensor full = (key.view({1, 1, -1}) >= a.view({-1, 1, 1})).expand({grp.ng, B, grp.lc});
       grp.full_mask = full.reshape({grp.ng, 1, 1, B, grp.lc});
       if (any_window) {
         at::Tensor win = (p.unsqueeze(2) - key.view({1, 1, -1})) >= W;
@@ -271,10 +264,10 @@ absl::StatusOr<at::Tensor> DrafterModel::ForwardBlocks(
     std::vector<at::Tensor> blk_masks(rules.size());
     for (size_t li = 0; li < rules.size(); ++li) {
       size_t same = 0;
-      while (same < li && (rules[same].causal != rules[li].causal ||
-                           rules[same].window != rules[li].window ||
-                           rules[same].window_in_block != rules[li].window_in_block ||
-                           rules[same].two_sided != rules[li].two_sided)) {
+      while (same < li &&
+             (rules[same].causal != rules[li].causal || rules[same].window != rules[li].window ||
+              rules[same].window_in_block != rules[li].window_in_block ||
+              rules[same].two_sided != rules[li].two_sided)) {
         ++same;
       }
       blk_masks[li] = same < li ? blk_masks[same] : BlockMask(rules[li], lengths, B, lopt);
@@ -292,16 +285,15 @@ absl::StatusOr<at::Tensor> DrafterModel::ForwardBlocks(
         std::tie(y, d_attn) =
             DynamicConv{l[kAttnConvBase], l[kAttnConvProj], c.conv_group_size}.Prepare(y);
       }
-      at::Tensor q = RmsNorm(Linear(y, l[kWq], l[kBq]).view({nb, B, nh, d}), l[kQNorm],
-                             c.rms_norm_eps);
+      at::Tensor q =
+          RmsNorm(Linear(y, l[kWq], l[kBq]).view({nb, B, nh, d}), l[kQNorm], c.rms_norm_eps);
       q = ApplyRope(q, cos, sin);
-      at::Tensor kb = RmsNorm(Linear(y, l[kWk], l[kBk]).view({nb, B, nkv, d}), l[kKNorm],
-                              c.rms_norm_eps);
-      kb = ApplyRope(kb, cos, sin).permute({0, 2, 1, 3});        // [nb, nkv, B, d]
+      at::Tensor kb =
+          RmsNorm(Linear(y, l[kWk], l[kBk]).view({nb, B, nkv, d}), l[kKNorm], c.rms_norm_eps);
+      kb = ApplyRope(kb, cos, sin).permute({0, 2, 1, 3});  // [nb, nkv, B, d]
       at::Tensor vb = Linear(y, l[kWv], l[kBv]).view({nb, B, nkv, d}).permute({0, 2, 1, 3});
       // Query head h = kv_head * g + i, as HF's repeat_kv.
-      q = q.view({nb, B, nkv, g, d}).permute({0, 2, 3, 1, 4})
-              .reshape({nb, nkv, g * B, d});
+      q = q.view({nb, B, nkv, g, d}).permute({0, 2, 3, 1, 4}).reshape({nb, nkv, g * B, d});
       const at::Tensor& ck = context.k[li];  // [S, L, nkv, d]
       const at::Tensor& cv = context.v[li];
       at::Tensor attn;
@@ -312,8 +304,8 @@ absl::StatusOr<at::Tensor> DrafterModel::ForwardBlocks(
           kc = ck.narrow(1, 0, grp.lc).index_select(0, grp.seq_idx).permute({0, 2, 1, 3});
           vc = cv.narrow(1, 0, grp.lc).index_select(0, grp.seq_idx).permute({0, 2, 1, 3});
         }
-        attn = Attend(q, kb, vb, kc, vc, windowed ? grp.slide_mask : grp.full_mask, blk_mask,
-                      g, scale);
+        attn = Attend(q, kb, vb, kc, vc, windowed ? grp.slide_mask : grp.full_mask, blk_mask, g,
+                      scale);
       } else {
         attn = at::empty_like(q);
         for (const Group& grp : groups) {
@@ -322,15 +314,14 @@ absl::StatusOr<at::Tensor> DrafterModel::ForwardBlocks(
             kc = ck[grp.seq].narrow(0, 0, grp.lc).permute({1, 0, 2}).unsqueeze(0);
             vc = cv[grp.seq].narrow(0, 0, grp.lc).permute({1, 0, 2}).unsqueeze(0);
           }
-          at::Tensor out = Attend(q.index_select(0, grp.idx), kb.index_select(0, grp.idx),
-                                  vb.index_select(0, grp.idx), kc, vc,
-                                  windowed ? grp.slide_mask : grp.full_mask,
-                                  ForGroup(blk_mask, grp.idx), g, scale);
+          at::Tensor out =
+              Attend(q.index_select(0, grp.idx), kb.index_select(0, grp.idx),
+                     vb.index_select(0, grp.idx), kc, vc, windowed ? grp.slide_mask : grp.full_mask,
+                     ForGroup(blk_mask, grp.idx), g, scale);
           attn.index_copy_(0, grp.idx, out);
         }
       }
-      attn = attn.view({nb, nkv, g, B, d}).permute({0, 3, 1, 2, 4})
-                 .reshape({nb, B, nh * d});
+      attn = attn.view({nb, nkv, g, B, d}).permute({0, 3, 1, 2, 4}).reshape({nb, B, nh * d});
       at::Tensor a = Linear(attn, l[kWo], l[kBo]);
       if (dflash2) {
         a = DynamicConv{l[kAttnConvBase], l[kAttnConvProj], c.conv_group_size}.Finish(a, d_attn);
@@ -342,8 +333,8 @@ absl::StatusOr<at::Tensor> DrafterModel::ForwardBlocks(
         std::tie(h, d_mlp) =
             DynamicConv{l[kMlpConvBase], l[kMlpConvProj], c.conv_group_size}.Prepare(h);
       }
-      at::Tensor f = at::linear(at::silu(at::linear(h, l[kGate])) * at::linear(h, l[kUp]),
-                                l[kDown]);
+      at::Tensor f =
+          at::linear(at::silu(at::linear(h, l[kGate])) * at::linear(h, l[kUp]), l[kDown]);
       if (dflash2) {
         f = DynamicConv{l[kMlpConvBase], l[kMlpConvProj], c.conv_group_size}.Finish(f, d_mlp);
       }

@@ -22,40 +22,39 @@
 namespace dflash::model {
 namespace {
 
-std::string DTypeStr(c10::ScalarType t) { return c10::toString(t); }
+std::string DTypeStr(c10::ScalarType t) {
+  return c10::toString(t);
+}
 
 }  // namespace
 
-absl::StatusOr<DrafterModel> DrafterModel::Create(
-    DrafterConfig config, std::map<std::string, at::Tensor> weights) {
+absl::StatusOr<DrafterModel> DrafterModel::Create(DrafterConfig config,
+                                                  std::map<std::string, at::Tensor> weights) {
   const DrafterConfig& c = config;
   if (c.num_hidden_layers <= 0 || c.hidden_size <= 0 || c.head_dim <= 0 ||
-      c.num_key_value_heads <= 0 ||
-      c.num_attention_heads % c.num_key_value_heads != 0 ||
+      c.num_key_value_heads <= 0 || c.num_attention_heads % c.num_key_value_heads != 0 ||
       c.num_target_features() == 0 ||
       static_cast<int64_t>(c.sliding.size()) != c.num_hidden_layers) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "drafter config is inconsistent: ", DescribeConfig(c)));
+    return absl::InvalidArgumentError(
+        absl::StrCat("drafter config is inconsistent: ", DescribeConfig(c)));
   }
   auto fc_it = weights.find("fc.weight");
   if (fc_it == weights.end() || !fc_it->second.defined()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "drafter tensor 'fc.weight' is missing (expected shape [",
-        c.hidden_size, ", ", c.num_target_features(), " * target hidden size])"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("drafter tensor 'fc.weight' is missing (expected shape [", c.hidden_size, ", ",
+                     c.num_target_features(), " * target hidden size])"));
   }
   const at::Tensor& fc = fc_it->second;
   const int64_t K = c.num_target_features();
   if (fc.dim() != 2 || fc.size(0) != c.hidden_size || fc.size(1) % K != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "tensor 'fc.weight' has shape ", ShapeText(fc.sizes()), "; expected [",
-        c.hidden_size, ", ", K, " * target hidden size] for ", K,
-        " target layers"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("tensor 'fc.weight' has shape ", ShapeText(fc.sizes()), "; expected [",
+                     c.hidden_size, ", ", K, " * target hidden size] for ", K, " target layers"));
   }
   const c10::ScalarType dtype = fc.scalar_type();
   if (dtype != at::kFloat && dtype != at::kBFloat16 && dtype != at::kHalf) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "tensor 'fc.weight' has dtype ", DTypeStr(dtype),
-        "; expected Float, BFloat16 or Half"));
+    return absl::InvalidArgumentError(absl::StrCat("tensor 'fc.weight' has dtype ", DTypeStr(dtype),
+                                                   "; expected Float, BFloat16 or Half"));
   }
   const c10::Device device = fc.device();
 
@@ -65,33 +64,32 @@ absl::StatusOr<DrafterModel> DrafterModel::Create(
     auto it = weights.find(spec.name);
     if (it == weights.end() || !it->second.defined()) {
       if (!spec.required) continue;
-      return absl::InvalidArgumentError(absl::StrCat(
-          "drafter tensor '", spec.name, "' is missing (expected shape ",
-          ShapeText(spec.shape), ")"));
+      return absl::InvalidArgumentError(absl::StrCat("drafter tensor '", spec.name,
+                                                     "' is missing (expected shape ",
+                                                     ShapeText(spec.shape), ")"));
     }
     const at::Tensor& t = it->second;
     if (t.sizes() != at::IntArrayRef(spec.shape)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("tensor '", spec.name, "' has shape ", ShapeText(t.sizes()),
-                       "; expected ", ShapeText(spec.shape)));
+      return absl::InvalidArgumentError(absl::StrCat("tensor '", spec.name, "' has shape ",
+                                                     ShapeText(t.sizes()), "; expected ",
+                                                     ShapeText(spec.shape)));
     }
     if (t.scalar_type() != dtype) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "tensor '", spec.name, "' has dtype ", DTypeStr(t.scalar_type()),
-          "; expected ", DTypeStr(dtype), " (the dtype of fc.weight)"));
+      return absl::InvalidArgumentError(absl::StrCat("tensor '", spec.name, "' has dtype ",
+                                                     DTypeStr(t.scalar_type()), "; expected ",
+                                                     DTypeStr(dtype), " (the dtype of fc.weight)"));
     }
     if (t.device() != device) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "tensor '", spec.name, "' is on ", t.device().str(), "; expected ",
-          device.str(), " (the device of fc.weight)"));
+      return absl::InvalidArgumentError(absl::StrCat("tensor '", spec.name, "' is on ",
+                                                     t.device().str(), "; expected ", device.str(),
+                                                     " (the device of fc.weight)"));
     }
   }
   for (const auto& [name, t] : weights) {
     if (!expected.count(name)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "unexpected drafter tensor '", name, "' (shape ",
-          ShapeText(t.sizes()), ")",
-          c.attention_bias ? "" : "; attention_bias is false in config.json"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("unexpected drafter tensor '", name, "' (shape ", ShapeText(t.sizes()), ")",
+                       c.attention_bias ? "" : "; attention_bias is false in config.json"));
     }
   }
   ASSIGN_OR_RETURN(RopeTables rope, ComputeRope(c.rope, c.head_dim));
@@ -119,9 +117,8 @@ absl::StatusOr<DrafterModel> DrafterModel::Create(
     m.selector_.top_k = m.config_.selector_top_k;
   }
   m.attention_scaling_ = rope.attention_scaling;
-  ASSIGN_OR_RETURN(m.inv_freq_, TorchGuard("moving rope tables", [&] {
-                     return InvFreqTensor(rope).to(device);
-                   }));
+  ASSIGN_OR_RETURN(m.inv_freq_, TorchGuard("moving rope tables",
+                                           [&] { return InvFreqTensor(rope).to(device); }));
   return m;
 }
 
@@ -150,17 +147,16 @@ absl::StatusOr<ContextCache> DrafterModel::EncodeContext(
   for (size_t s = 0; s < features.size(); ++s) {
     const at::Tensor& f = features[s];
     if (!f.defined() || f.dim() != 2 || f.size(1) != fc_.size(1)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "context features of sequence ", s, " have shape ",
-          f.defined() ? ShapeText(f.sizes()) : "(undefined)", "; expected [L, ",
-          fc_.size(1), "] (", c.num_target_features(), " target layers x ",
-          fc_.size(1) / c.num_target_features(), ")"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("context features of sequence ", s, " have shape ",
+                       f.defined() ? ShapeText(f.sizes()) : "(undefined)", "; expected [L, ",
+                       fc_.size(1), "] (", c.num_target_features(), " target layers x ",
+                       fc_.size(1) / c.num_target_features(), ")"));
     }
     if (f.scalar_type() != dtype || f.device() != fc_.device()) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "context features of sequence ", s, " are ", DTypeStr(f.scalar_type()),
-          " on ", f.device().str(), "; expected ", DTypeStr(dtype), " on ",
-          fc_.device().str()));
+          "context features of sequence ", s, " are ", DTypeStr(f.scalar_type()), " on ",
+          f.device().str(), "; expected ", DTypeStr(dtype), " on ", fc_.device().str()));
     }
     cache.lengths.push_back(f.size(0));
     cache.max_len = std::max(cache.max_len, f.size(0));

@@ -27,8 +27,8 @@ namespace dflash::model {
 // and shared by every block of those sequences. RoPE is already applied
 // (positions 0..len-1). Shorter sequences are zero-padded to max_len.
 struct ContextCache {
-  std::vector<at::Tensor> k;   // per layer: [S, max_len, nkv, d]
-  std::vector<at::Tensor> v;   // per layer: [S, max_len, nkv, d]
+  std::vector<at::Tensor> k;     // per layer: [S, max_len, nkv, d]
+  std::vector<at::Tensor> v;     // per layer: [S, max_len, nkv, d]
   std::vector<int64_t> lengths;  // per sequence
   int64_t max_len = 0;
 };
@@ -70,8 +70,8 @@ class DrafterModel {
   // `weights` maps schema names (dflash-semantics §1, no prefix) to tensors
   // already on the target device and in the compute dtype. Checks every
   // required tensor's presence and shape (InvalidArgument otherwise).
-  static absl::StatusOr<DrafterModel> Create(
-      DrafterConfig config, std::map<std::string, at::Tensor> weights);
+  static absl::StatusOr<DrafterModel> Create(DrafterConfig config,
+                                             std::map<std::string, at::Tensor> weights);
 
   const DrafterConfig& config() const { return config_; }
 
@@ -79,8 +79,7 @@ class DrafterModel {
   // columns already selected and ordered as target_layer_ids says.
   // Computes ctx = RMSNorm_hidden_norm(features @ fc^T) and per layer
   // k = RoPE(RMSNorm_knorm(ctx @ Wk^T)), v = ctx @ Wv^T.
-  absl::StatusOr<ContextCache> EncodeContext(
-      const std::vector<at::Tensor>& features) const;
+  absl::StatusOr<ContextCache> EncodeContext(const std::vector<at::Tensor>& features) const;
 
   // x0:      [nb, B, H]  block input embeddings (target embed of
   //                      [t[a], m, ..., m]), model dtype
@@ -88,10 +87,8 @@ class DrafterModel {
   //                      the block sees context positions < a
   // seq:     [nb] int64  which ContextCache sequence each block reads
   // Returns [nb, B, H] after the final norm (model dtype).
-  absl::StatusOr<at::Tensor> ForwardBlocks(const at::Tensor& x0,
-                                           const at::Tensor& anchors,
-                                           const at::Tensor& seq,
-                                           const ContextCache& context,
+  absl::StatusOr<at::Tensor> ForwardBlocks(const at::Tensor& x0, const at::Tensor& anchors,
+                                           const at::Tensor& seq, const ContextCache& context,
                                            const BlockOptions& options = {}) const;
 
   // The selector of a DFlash 2 drafter; nullptr for DFlash 1.
@@ -117,7 +114,7 @@ class DrafterModel {
   at::Tensor fc_, hidden_norm_, norm_;
   std::vector<Layer> layers_;
   SelectorWeights selector_;
-  at::Tensor inv_freq_;  // fp32 [d/2], rope type applied
+  at::Tensor inv_freq_;             // fp32 [d/2], rope type applied
   double attention_scaling_ = 1.0;  // yarn mscale on cos/sin
 };
 

@@ -49,17 +49,25 @@ std::vector<int64_t> LayerShape(const DrafterConfig& c, LayerTensor t) {
   const int64_t q_out = c.num_attention_heads * d, kv_out = c.num_key_value_heads * d;
   const int64_t K = c.conv_kernel_size, G = c.conv_groups();
   switch (t) {
-    case kInputNorm: case kPostNorm: case kBo: return {H};
+    case kInputNorm:
+    case kPostNorm:
+    case kBo: return {H};
     case kWq: return {q_out, H};
-    case kWk: case kWv: return {kv_out, H};
+    case kWk:
+    case kWv: return {kv_out, H};
     case kWo: return {H, q_out};
     case kBq: return {q_out};
-    case kBk: case kBv: return {kv_out};
-    case kQNorm: case kKNorm: return {d};
-    case kGate: case kUp: return {I, H};
+    case kBk:
+    case kBv: return {kv_out};
+    case kQNorm:
+    case kKNorm: return {d};
+    case kGate:
+    case kUp: return {I, H};
     case kDown: return {H, I};
-    case kAttnConvBase: case kMlpConvBase: return {2, K, H};             // [side, tap, channel]
-    case kAttnConvProj: case kMlpConvProj: return {2 * K * G, H};        // rows (side, tap, group)
+    case kAttnConvBase:
+    case kMlpConvBase: return {2, K, H};  // [side, tap, channel]
+    case kAttnConvProj:
+    case kMlpConvProj: return {2 * K * G, H};  // rows (side, tap, group)
     case kNumLayerTensors: break;
   }
   return {};
@@ -81,8 +89,7 @@ std::string LayerTensorName(int64_t layer, LayerTensor t) {
   return absl::StrCat("layers.", layer, ".", kLayerTable[t].suffix);
 }
 
-std::vector<weights::TensorSpec> DrafterSchema(const DrafterConfig& c,
-                                               int64_t target_hidden_size) {
+std::vector<weights::TensorSpec> DrafterSchema(const DrafterConfig& c, int64_t target_hidden_size) {
   const int64_t H = c.hidden_size;
   std::vector<weights::TensorSpec> s;
   s.push_back({kFcWeight, {H, c.num_target_features() * target_hidden_size}});
@@ -119,8 +126,7 @@ std::vector<weights::IgnoreRule> DrafterIgnoreRules() {
       {"lm_head.weight",
        "the drafter borrows the target's lm_head (a copy saved with the "
        "drafter is not used)"},
-      {"rotary_emb.inv_freq",
-       "RoPE frequencies are recomputed from config.json"},
+      {"rotary_emb.inv_freq", "RoPE frequencies are recomputed from config.json"},
   };
 }
 
@@ -140,7 +146,8 @@ void ExplainFamilyMismatch(const DrafterConfig& c, weights::WeightReport& report
   if (c.is_dflash2() && schema2 > 0 && missing2 == schema2 && report.missing == missing2) {
     line = absl::StrCat(
         "config.json describes a DFlash 2 drafter (DFlash2DraftModel) but the checkpoint "
-        "holds DFlash 1 weights: none of its ", schema2,
+        "holds DFlash 1 weights: none of its ",
+        schema2,
         " DFlash 2 tensors (layers.*.attention_conv.*, layers.*.mlp_conv.*, "
         "candidate_selector.*) is present");
     drop = "missing ";
@@ -158,10 +165,9 @@ void ExplainFamilyMismatch(const DrafterConfig& c, weights::WeightReport& report
                          [&](const std::string& l) { return IsLineAbout(l, drop); }),
           p.end());
   auto& f = report.facts;
-  f.erase(std::remove_if(f.begin(), f.end(),
-                         [](const std::string& l) {
-                           return absl::StartsWith(l, "allowed: unexpected");
-                         }),
+  f.erase(std::remove_if(
+              f.begin(), f.end(),
+              [](const std::string& l) { return absl::StartsWith(l, "allowed: unexpected"); }),
           f.end());
   p.insert(p.begin(), line);
   report.ok = false;

@@ -21,8 +21,25 @@ namespace dflash::model {
 // Per-layer tensors, in schema order. Biases exist only with attention_bias;
 // the convs only in DFlash 2.
 enum LayerTensor : int {
-  kInputNorm, kPostNorm, kWq, kWk, kWv, kWo, kBq, kBk, kBv, kBo, kQNorm, kKNorm,
-  kGate, kUp, kDown, kAttnConvBase, kAttnConvProj, kMlpConvBase, kMlpConvProj,
+  kInputNorm,
+  kPostNorm,
+  kWq,
+  kWk,
+  kWv,
+  kWo,
+  kBq,
+  kBk,
+  kBv,
+  kBo,
+  kQNorm,
+  kKNorm,
+  kGate,
+  kUp,
+  kDown,
+  kAttnConvBase,
+  kAttnConvProj,
+  kMlpConvBase,
+  kMlpConvProj,
   kNumLayerTensors
 };
 

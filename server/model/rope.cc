@@ -35,8 +35,8 @@ void Llama3(const RopeConfig& r, std::vector<double>& f) {
       x = x / r.factor;
       continue;
     }
-    const double smooth = (old_len / wavelen - r.low_freq_factor) /
-                          (r.high_freq_factor - r.low_freq_factor);
+    const double smooth =
+        (old_len / wavelen - r.low_freq_factor) / (r.high_freq_factor - r.low_freq_factor);
     x = (1 - smooth) * x / r.factor + smooth * x;
   }
 }
@@ -62,8 +62,7 @@ void Yarn(const RopeConfig& r, int64_t d, std::vector<double>& f) {
     const double extrapolation_factor = 1.0 - ramp;
     const double extrapolation = f[i];
     const double interpolation = f[i] / r.factor;
-    f[i] = interpolation * (1 - extrapolation_factor) +
-           extrapolation * extrapolation_factor;
+    f[i] = interpolation * (1 - extrapolation_factor) + extrapolation * extrapolation_factor;
   }
 }
 
@@ -80,9 +79,8 @@ absl::StatusOr<RopeTables> ComputeRope(const RopeConfig& rope, int64_t head_dim)
   }
   if (rope.type != "default" && rope.type != "linear" && rope.type != "llama3" &&
       rope.type != "yarn") {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "unknown rope_type '", rope.type,
-        "' (known: default, linear, llama3, yarn)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown rope_type '", rope.type, "' (known: default, linear, llama3, yarn)"));
   }
   RopeTables t;
   t.inv_freq = DefaultInvFreq(rope.theta, head_dim);
@@ -96,10 +94,9 @@ absl::StatusOr<RopeTables> ComputeRope(const RopeConfig& rope, int64_t head_dim)
     return t;
   }
   if (rope.original_max_position_embeddings <= 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "rope type '", rope.type,
-        "' needs original_max_position_embeddings > 0; got ",
-        rope.original_max_position_embeddings));
+    return absl::InvalidArgumentError(
+        absl::StrCat("rope type '", rope.type, "' needs original_max_position_embeddings > 0; got ",
+                     rope.original_max_position_embeddings));
   }
   if (rope.type == "llama3") {
     Llama3(rope, t.inv_freq);
@@ -107,10 +104,9 @@ absl::StatusOr<RopeTables> ComputeRope(const RopeConfig& rope, int64_t head_dim)
   }
   if (rope.type == "yarn") {
     Yarn(rope, head_dim, t.inv_freq);
-    t.attention_scaling =
-        rope.attention_factor != 0.0
-            ? rope.attention_factor
-            : (rope.factor <= 1.0 ? 1.0 : 0.1 * std::log(rope.factor) + 1.0);
+    t.attention_scaling = rope.attention_factor != 0.0
+                              ? rope.attention_factor
+                              : (rope.factor <= 1.0 ? 1.0 : 0.1 * std::log(rope.factor) + 1.0);
   }
   return t;
 }
@@ -124,8 +120,7 @@ at::Tensor InvFreqTensor(const RopeTables& tables) {
 }
 
 std::pair<at::Tensor, at::Tensor> RopeCosSin(const at::Tensor& positions,
-                                             const at::Tensor& inv_freq,
-                                             double scaling,
+                                             const at::Tensor& inv_freq, double scaling,
                                              c10::ScalarType dtype) {
   // [..., 1] x [d/2] -> [..., d/2], fp32 product as HF's float matmul.
   at::Tensor angles = positions.to(at::kFloat).unsqueeze(-1) * inv_freq;
@@ -139,8 +134,7 @@ std::pair<at::Tensor, at::Tensor> RopeCosSin(const at::Tensor& positions,
   return {cos.to(dtype), sin.to(dtype)};
 }
 
-at::Tensor ApplyRope(const at::Tensor& x, const at::Tensor& cos,
-                     const at::Tensor& sin) {
+at::Tensor ApplyRope(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) {
   const int64_t half = x.size(-1) / 2;
   at::Tensor x1 = x.narrow(-1, 0, half);
   at::Tensor x2 = x.narrow(-1, half, half);

@@ -21,8 +21,8 @@
 namespace dflash::model {
 
 struct RopeTables {
-  std::vector<double> inv_freq;   // [d/2], exact values before the fp32 cast
-  double attention_scaling = 1.0; // yarn's mscale; multiplies cos and sin
+  std::vector<double> inv_freq;    // [d/2], exact values before the fp32 cast
+  double attention_scaling = 1.0;  // yarn's mscale; multiplies cos and sin
 };
 
 // InvalidArgument on an unknown type or unusable parameters.
@@ -35,13 +35,11 @@ at::Tensor InvFreqTensor(const RopeTables& tables);
 // same device. Returns cos, sin of shape [..., d] (halves duplicated), scaled
 // by `scaling` in fp32 and then cast to `dtype`.
 std::pair<at::Tensor, at::Tensor> RopeCosSin(const at::Tensor& positions,
-                                             const at::Tensor& inv_freq,
-                                             double scaling,
+                                             const at::Tensor& inv_freq, double scaling,
                                              c10::ScalarType dtype);
 
 // x * cos + rotate_half(x) * sin, rotate_half(x) = [-x2, x1]. cos/sin must
 // broadcast against x (e.g. [..., 1, d] for x [..., heads, d]).
-at::Tensor ApplyRope(const at::Tensor& x, const at::Tensor& cos,
-                     const at::Tensor& sin);
+at::Tensor ApplyRope(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin);
 
 }  // namespace dflash::model

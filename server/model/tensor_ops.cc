@@ -20,9 +20,8 @@ at::Tensor Convolve(const at::Tensor& y, const at::Tensor& base, const at::Tenso
     } else if (tap >= L) {
       values = at::zeros_like(blocks);
     } else {
-      values = at::cat({at::zeros({nb, tap, G, group_size}, blocks.options()),
-                        blocks.narrow(1, 0, L - tap)},
-                       1);
+      values = at::cat(
+          {at::zeros({nb, tap, G, group_size}, blocks.options()), blocks.narrow(1, 0, L - tap)}, 1);
     }
     at::Tensor kernel = base[tap].view({1, 1, G, group_size}).to(y.scalar_type());
     out = out + kernel * values;

@@ -33,8 +33,8 @@ std::string RequestId(const grpc::CallbackServerContext* ctx) {
 }
 
 // Logs one line per call: method, peer, status, duration.
-void LogCall(const char* method, const grpc::CallbackServerContext* ctx,
-             const absl::Status& status, Clock::time_point start) {
+void LogCall(const char* method, const grpc::CallbackServerContext* ctx, const absl::Status& status,
+             Clock::time_point start) {
   const double ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
   ScopedLogFields fields({{"method", method},
                           {"peer", ctx->peer()},
@@ -45,9 +45,8 @@ void LogCall(const char* method, const grpc::CallbackServerContext* ctx,
   if (status.ok()) {
     spdlog::info("rpc {} peer={} status=OK duration_ms={:.1f}", method, ctx->peer(), ms);
   } else {
-    spdlog::warn("rpc {} peer={} status={} duration_ms={:.1f} message=\"{}\"", method,
-                 ctx->peer(), absl::StatusCodeToString(status.code()), ms,
-                 BoundedMessage(status.message()));
+    spdlog::warn("rpc {} peer={} status={} duration_ms={:.1f} message=\"{}\"", method, ctx->peer(),
+                 absl::StatusCodeToString(status.code()), ms, BoundedMessage(status.message()));
   }
 }
 
@@ -70,8 +69,8 @@ absl::Status EvalService::Authorize(const Ctx* ctx, const char* method) const {
 
 template <typename Req, typename Resp>
 grpc::ServerUnaryReactor* EvalService::Unary(const char* method, Where where,
-                                             Handler<Req, Resp> handler, Ctx* ctx,
-                                             const Bytes* raw, Bytes* out) {
+                                             Handler<Req, Resp> handler, Ctx* ctx, const Bytes* raw,
+                                             Bytes* out) {
   const Clock::time_point start = Clock::now();
   grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
   auto finish = [ctx, reactor, method, start](const absl::Status& status) {
@@ -111,14 +110,12 @@ grpc::ServerUnaryReactor* EvalService::Unary(const char* method, Where where,
 }
 
 grpc::ServerUnaryReactor* EvalService::GetServerInfo(Ctx* ctx, const Bytes* req, Bytes* resp) {
-  return Unary("GetServerInfo", Where::kInline, &EvalService::HandleGetServerInfo, ctx, req,
-               resp);
+  return Unary("GetServerInfo", Where::kInline, &EvalService::HandleGetServerInfo, ctx, req, resp);
 }
 
-grpc::ServerUnaryReactor* EvalService::ValidateCheckpoint(Ctx* ctx, const Bytes* req,
-                                                          Bytes* resp) {
-  return Unary("ValidateCheckpoint", Where::kPool, &EvalService::HandleValidateCheckpoint, ctx,
-               req, resp);
+grpc::ServerUnaryReactor* EvalService::ValidateCheckpoint(Ctx* ctx, const Bytes* req, Bytes* resp) {
+  return Unary("ValidateCheckpoint", Where::kPool, &EvalService::HandleValidateCheckpoint, ctx, req,
+               resp);
 }
 
 grpc::ServerUnaryReactor* EvalService::LoadDrafter(Ctx* ctx, const Bytes* req, Bytes* resp) {
@@ -146,8 +143,7 @@ grpc::ServerUnaryReactor* EvalService::UnloadDataset(Ctx* ctx, const Bytes* req,
 }
 
 grpc::ServerUnaryReactor* EvalService::ListResources(Ctx* ctx, const Bytes* req, Bytes* resp) {
-  return Unary("ListResources", Where::kInline, &EvalService::HandleListResources, ctx, req,
-               resp);
+  return Unary("ListResources", Where::kInline, &EvalService::HandleListResources, ctx, req, resp);
 }
 
 grpc::ServerUnaryReactor* EvalService::RunEval(Ctx* ctx, const Bytes* req, Bytes* resp) {
@@ -280,10 +276,9 @@ absl::Status EvalService::HandleRunEval(Ctx* ctx, const pb::RunEvalRequest& req,
   if (!req.has_request()) return absl::InvalidArgumentError("request is required");
   ASSIGN_OR_RETURN(core::EvalParams params, FromProto(req.request()));
   // A client that hangs up stops the evaluation at the next chunk.
-  ASSIGN_OR_RETURN(eval::EvalResult result,
-                   core_.RunEval(params, [ctx](const eval::EvalProgress&) {
-                     return !ctx->IsCancelled();
-                   }));
+  ASSIGN_OR_RETURN(eval::EvalResult result, core_.RunEval(params, [ctx](const eval::EvalProgress&) {
+    return !ctx->IsCancelled();
+  }));
   ToProto(result, resp);
   return absl::OkStatus();
 }

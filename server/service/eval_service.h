@@ -38,22 +38,24 @@ struct ServiceOptions {
 // Every DrafterEval method as a raw (bytes in, bytes out) callback method.
 using RawCallbackService = pb::DrafterEval::WithRawCallbackMethod_GetServerInfo<
     pb::DrafterEval::WithRawCallbackMethod_ValidateCheckpoint<
-    pb::DrafterEval::WithRawCallbackMethod_LoadDrafter<
-    pb::DrafterEval::WithRawCallbackMethod_UnloadDrafter<
-    pb::DrafterEval::WithRawCallbackMethod_LoadTarget<
-    pb::DrafterEval::WithRawCallbackMethod_UnloadTarget<
-    pb::DrafterEval::WithRawCallbackMethod_LoadDataset<
-    pb::DrafterEval::WithRawCallbackMethod_UnloadDataset<
-    pb::DrafterEval::WithRawCallbackMethod_ListResources<
-    pb::DrafterEval::WithRawCallbackMethod_RunEval<
-    pb::DrafterEval::WithRawCallbackMethod_SubmitEval<
-    pb::DrafterEval::WithRawCallbackMethod_GetEval<
-    pb::DrafterEval::WithRawCallbackMethod_ListEvals<
-    pb::DrafterEval::WithRawCallbackMethod_WatchEval<
-    pb::DrafterEval::WithRawCallbackMethod_CancelEval<
-    pb::DrafterEval::WithRawCallbackMethod_ResubmitEval<
-    pb::DrafterEval::WithRawCallbackMethod_CompareEvals<
-    pb::DrafterEval::Service>>>>>>>>>>>>>>>>>;
+        pb::DrafterEval::WithRawCallbackMethod_LoadDrafter<pb::DrafterEval::WithRawCallbackMethod_UnloadDrafter<
+            pb::DrafterEval::WithRawCallbackMethod_LoadTarget<
+                pb::DrafterEval::WithRawCallbackMethod_UnloadTarget<
+                    pb::DrafterEval::WithRawCallbackMethod_LoadDataset<
+                        pb::DrafterEval::WithRawCallbackMethod_UnloadDataset<
+                            pb::DrafterEval::WithRawCallbackMethod_ListResources<
+                                pb::DrafterEval::WithRawCallbackMethod_RunEval<
+                                    pb::DrafterEval::WithRawCallbackMethod_SubmitEval<
+                                        pb::DrafterEval::WithRawCallbackMethod_GetEval<
+                                            pb::DrafterEval::WithRawCallbackMethod_ListEvals<
+                                                pb::DrafterEval::WithRawCallbackMethod_WatchEval<
+                                                    pb::DrafterEval::WithRawCallbackMethod_CancelEval<
+                                                        pb::DrafterEval::
+                                                            WithRawCallbackMethod_ResubmitEval<
+                                                                pb::DrafterEval::
+                                                                    WithRawCallbackMethod_CompareEvals<
+                                                                        pb::DrafterEval::
+                                                                            Service>>>>>>>>>>>>>>>>>;
 
 class EvalService final : public RawCallbackService {
  public:

@@ -8,8 +8,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/status_macros.h"
-#include "types/semantics.h"
 #include "dflash/eval/v1/label_key.h"
+#include "types/semantics.h"
 
 namespace dflash::service {
 namespace {
@@ -58,9 +58,8 @@ absl::Status NonNegative(absl::string_view field, int64_t value) {
 // kMaxLabels.
 absl::Status CheckLabels(const google::protobuf::Map<std::string, std::string>& labels) {
   if (labels.size() > kMaxLabels) {
-    return absl::InvalidArgumentError(absl::StrCat("labels has ", labels.size(),
-                                                   " entries; at most ", kMaxLabels,
-                                                   " are allowed"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "labels has ", labels.size(), " entries; at most ", kMaxLabels, " are allowed"));
   }
   // Sorted, so the first bad label reported does not depend on hashing.
   const std::map<std::string, std::string> sorted(labels.begin(), labels.end());
@@ -79,15 +78,14 @@ absl::Status CheckLabels(const google::protobuf::Map<std::string, std::string>& 
 
 absl::Status CheckName(absl::string_view field, absl::string_view value) {
   if (value.size() > kMaxNameBytes) {
-    return absl::InvalidArgumentError(absl::StrCat(field, " is ", value.size(),
-                                                   " bytes long; at most ", kMaxNameBytes,
-                                                   " are allowed"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        field, " is ", value.size(), " bytes long; at most ", kMaxNameBytes, " are allowed"));
   }
   for (size_t i = 0; i < value.size(); ++i) {
     const auto c = static_cast<unsigned char>(value[i]);
     if (c < 0x20 || c == 0x7F) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          field, " contains control character ", absl::StrFormat("0x%02x", c), " at byte ", i));
+      return absl::InvalidArgumentError(absl::StrCat(field, " contains control character ",
+                                                     absl::StrFormat("0x%02x", c), " at byte ", i));
     }
   }
   return absl::OkStatus();
@@ -124,9 +122,8 @@ absl::StatusOr<core::ResourceKind> KindFromProto(pb::ResourceKind kind) {
     case pb::RESOURCE_KIND_DRAFTER: return core::ResourceKind::kDrafter;
     case pb::RESOURCE_KIND_DATASET: return core::ResourceKind::kDataset;
     default:
-      return absl::InvalidArgumentError(
-          absl::StrCat("resource kind ", static_cast<int>(kind),
-                       " is not one of target, drafter, dataset"));
+      return absl::InvalidArgumentError(absl::StrCat("resource kind ", static_cast<int>(kind),
+                                                     " is not one of target, drafter, dataset"));
   }
 }
 
@@ -325,9 +322,8 @@ absl::StatusOr<core::LoadDatasetParams> FromProto(const pb::LoadDatasetRequest& 
     p.layer_ids[key] = std::vector<int>(ids.ids().begin(), ids.ids().end());
   }
   if (total > kMaxLayerIds) {
-    return absl::InvalidArgumentError(absl::StrCat("layer_ids lists ", total,
-                                                   " layers; at most ", kMaxLayerIds,
-                                                   " are allowed"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("layer_ids lists ", total, " layers; at most ", kMaxLayerIds, " are allowed"));
   }
   return p;
 }
@@ -356,8 +352,8 @@ absl::StatusOr<core::EvalParams> FromProto(const pb::EvalRequest& in) {
     case pb::ANCHOR_STRATEGY_RANDOM: o.anchors = eval::AnchorStrategy::kRandom; break;
     case pb::ANCHOR_STRATEGY_ALL: o.anchors = eval::AnchorStrategy::kAll; break;
     default:
-      return absl::InvalidArgumentError(absl::StrCat(
-          "anchors ", static_cast<int>(in.anchors()), " is not even, random or all"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("anchors ", static_cast<int>(in.anchors()), " is not even, random or all"));
   }
   for (auto [field, v] : {std::pair<const char*, int64_t>{"max_samples", in.max_samples()},
                           {"max_blocks", in.max_blocks()},
@@ -372,9 +368,9 @@ absl::StatusOr<core::EvalParams> FromProto(const pb::EvalRequest& in) {
   o.max_new_tokens = in.max_new_tokens();
   auto semantics = model::ParseSemantics(in.semantics());
   if (!semantics.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "semantics must be zlab-current or zlab-2025 (empty = zlab-current); got '",
-        in.semantics(), "'"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("semantics must be zlab-current or zlab-2025 (empty = zlab-current); got '",
+                     in.semantics(), "'"));
   }
   o.semantics = *semantics;
   return p;
@@ -479,16 +475,16 @@ absl::StatusOr<jobs::ListQuery> FromProto(const pb::ListEvalsRequest& in) {
   }
   RETURN_IF_ERROR(NonNegative("page_size", in.page_size()));
   if (in.page_size() > kMaxPageSize) {
-    return absl::InvalidArgumentError(absl::StrCat("page_size must be <= ", kMaxPageSize,
-                                                   "; got ", in.page_size()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("page_size must be <= ", kMaxPageSize, "; got ", in.page_size()));
   }
   RETURN_IF_ERROR(CheckName("page_token", in.page_token()));
   RETURN_IF_ERROR(CheckName("run", in.run()));
   RETURN_IF_ERROR(NonNegative("min_step", in.min_step()));
   RETURN_IF_ERROR(NonNegative("max_step", in.max_step()));
   if (in.min_step() > 0 && in.max_step() > 0 && in.min_step() > in.max_step()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "min_step ", in.min_step(), " is greater than max_step ", in.max_step()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("min_step ", in.min_step(), " is greater than max_step ", in.max_step()));
   }
   RETURN_IF_ERROR(CheckLabels(in.labels()));
   q.drafter = in.drafter();
@@ -505,8 +501,8 @@ absl::StatusOr<jobs::ListQuery> FromProto(const pb::ListEvalsRequest& in) {
 
 absl::StatusOr<std::vector<std::string>> JobIdsFromProto(const pb::CompareEvalsRequest& in) {
   if (in.ids_size() > kMaxCompareJobs) {
-    return absl::InvalidArgumentError(absl::StrCat("compare takes at most ", kMaxCompareJobs,
-                                                   " job ids; got ", in.ids_size()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("compare takes at most ", kMaxCompareJobs, " job ids; got ", in.ids_size()));
   }
   std::vector<std::string> ids;
   std::map<std::string, int> seen;

@@ -8,10 +8,10 @@
 #include "absl/status/statusor.h"
 #include "core/eval_core.h"
 #include "core/job_service.h"
-#include "types/job_types.h"
 #include "dflash/eval/v1/eval.pb.h"
 #include "dflash/eval/v1/resources.pb.h"
 #include "dflash/eval/v1/service.pb.h"
+#include "types/job_types.h"
 
 namespace dflash::service {
 

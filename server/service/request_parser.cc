@@ -143,13 +143,13 @@ class WireWalker {
           const absl::string_view value = wire_.substr(pos_, body_end - pos_);
           if (const size_t bad = InvalidUtf8At(value); bad != absl::string_view::npos) {
             return Bad(name, " is not valid UTF-8 (byte ",
-                       absl::StrFormat("0x%02x", static_cast<uint8_t>(value[bad])),
-                       " at offset ", bad, " of the value)");
+                       absl::StrFormat("0x%02x", static_cast<uint8_t>(value[bad])), " at offset ",
+                       bad, " of the value)");
           }
         } else if (f != nullptr && f->type() == FieldDescriptor::TYPE_MESSAGE) {
           // The schema has no recursive messages, so the depth is bounded.
-          if (absl::Status s = Message(*f->message_type(), body_end,
-                                       absl::StrCat(prefix, f->name(), "."));
+          if (absl::Status s =
+                  Message(*f->message_type(), body_end, absl::StrCat(prefix, f->name(), "."));
               !s.ok()) {
             return s;
           }
@@ -205,8 +205,7 @@ class WireWalker {
       case FieldDescriptor::TYPE_BOOL:
         if (v > 1) return Bad(name, " holds ", v, "; a bool is 0 or 1");
         return absl::OkStatus();
-      default:
-        return absl::OkStatus();
+      default: return absl::OkStatus();
     }
   }
 

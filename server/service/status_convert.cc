@@ -26,10 +26,10 @@ std::string FixHintText(FixHint hint) {
 grpc::Status ToGrpcStatus(const absl::Status& status) {
   if (status.ok()) return grpc::Status::OK;
   std::optional<FixHint> hint = GetFixHint(status);
-  return grpc::Status(static_cast<grpc::StatusCode>(status.code()),
-                      BoundedMessage(hint.has_value()
-                                         ? absl::StrCat(status.message(), " ", FixHintText(*hint))
-                                         : std::string(status.message())));
+  return grpc::Status(
+      static_cast<grpc::StatusCode>(status.code()),
+      BoundedMessage(hint.has_value() ? absl::StrCat(status.message(), " ", FixHintText(*hint))
+                                      : std::string(status.message())));
 }
 
 std::string BoundedMessage(absl::string_view message) {

@@ -5,9 +5,9 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
-#include "absl/strings/strip.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 
 namespace dflash::service {
 namespace {
@@ -45,15 +45,15 @@ absl::StatusOr<TokenAuth> TokenAuth::FromText(absl::string_view text, absl::stri
     line = absl::StripAsciiWhitespace(line);
     // The token itself never goes into a message.
     if (line.size() < kMinTokenLength) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "token on line ", line_no, " of ", where, " has ", line.size(),
-          " characters; expected at least ", kMinTokenLength));
+      return absl::InvalidArgumentError(
+          absl::StrCat("token on line ", line_no, " of ", where, " has ", line.size(),
+                       " characters; expected at least ", kMinTokenLength));
     }
     for (char c : line) {
       if (c < 0x21 || c > 0x7e) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "token on line ", line_no, " of ", where,
-            " has a character that cannot go in a header; expected printable ASCII"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("token on line ", line_no, " of ", where,
+                         " has a character that cannot go in a header; expected printable ASCII"));
       }
     }
     (read_only ? auth.read_only_ : auth.full_).emplace_back(line);
@@ -100,8 +100,7 @@ absl::Status TokenAuth::Check(const std::multimap<grpc::string_ref, grpc::string
   if (full) return absl::OkStatus();
   if (!read_only) return unauthenticated;
   if (IsReadOnlyMethod(method)) return absl::OkStatus();
-  return absl::PermissionDeniedError(
-      absl::StrCat("read-only token cannot call ", method));
+  return absl::PermissionDeniedError(absl::StrCat("read-only token cannot call ", method));
 }
 
 }  // namespace dflash::service

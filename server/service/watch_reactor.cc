@@ -22,7 +22,8 @@ WatchReactor::WatchReactor(core::JobService* jobs, grpc::CallbackServerContext* 
     return;
   }
   if (jobs_ == nullptr) {
-    FinishLocked(ToGrpcStatus(absl::UnimplementedError("this server was started without a job service")));
+    FinishLocked(
+        ToGrpcStatus(absl::UnimplementedError("this server was started without a job service")));
     return;
   }
   // OnChange may run (on a runner thread) before Watch returns; until
@@ -85,8 +86,8 @@ void WatchReactor::FinishLocked(const grpc::Status& status) {
   finished_ = true;
   const double ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start_).count();
-  spdlog::info("rpc WatchEval peer={} id={} status={} messages={} duration_ms={:.1f}",
-               ctx_->peer(), id_, static_cast<int>(status.error_code()), writes_, ms);
+  spdlog::info("rpc WatchEval peer={} id={} status={} messages={} duration_ms={:.1f}", ctx_->peer(),
+               id_, static_cast<int>(status.error_code()), writes_, ms);
   Finish(status);
 }
 

@@ -47,7 +47,7 @@ class WatchReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
 
   std::mutex mu_;
   std::optional<jobs::JobRecord> pending_;  // newest change not yet written
-  grpc::ByteBuffer message_;                 // the write in flight (an EvalJob)
+  grpc::ByteBuffer message_;                // the write in flight (an EvalJob)
   bool started_ = false;
   bool writing_ = false;
   bool wrote_final_ = false;

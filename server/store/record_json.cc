@@ -143,8 +143,8 @@ eval::EvalResult ResultFromJson(const json& j) {
   // Results stored before DFlash 2 support were DFlash 1 under the older rules.
   r.family = j.value("family", "DFlash 1");
   r.semantics = j.value("semantics", "zlab-2025");
-  r.semantics_reference = j.value(
-      "semantics_reference", model::SemanticsReference(model::Semantics::kZlab2025));
+  r.semantics_reference =
+      j.value("semantics_reference", model::SemanticsReference(model::Semantics::kZlab2025));
   r.selector_top_k = j.value("selector_top_k", int64_t{0});
   r.unary_accept_length_pooled = j.value("unary_accept_length_pooled", 0.0);
   r.oracle_accept_length_pooled = j.value("oracle_accept_length_pooled", 0.0);
@@ -160,35 +160,34 @@ eval::EvalResult ResultFromJson(const json& j) {
 
 std::string RecordToJson(const jobs::JobRecord& r) {
   const jobs::JobRequest& q = r.request;
-  json j = {
-      {"id", r.id},
-      {"state", jobs::JobStateName(r.state)},
-      {"request",
-       {{"drafter", q.params.drafter},
-        {"checkpoint_path", q.params.checkpoint_path},
-        {"dataset", q.params.dataset},
-        {"target", q.params.target},
-        {"options", OptionsToJson(q.params.options)},
-        {"run", q.run},
-        {"step", q.step},
-        {"labels", q.labels},
-        {"unload_after", q.unload_after}}},
-      {"progress",
-       {r.progress.blocks_done, r.progress.blocks_total, r.progress.samples_done,
-        r.progress.samples_total, r.progress.elapsed_seconds, r.progress.eta_seconds,
-        r.progress.blocks_total_is_bound}},
-      {"error_code", r.error_code},
-      {"error_message", r.error_message},
-      {"create_unix_micros", r.create_unix_micros},
-      {"start_unix_micros", r.start_unix_micros},
-      {"end_unix_micros", r.end_unix_micros},
-      {"server_version", r.server_version},
-      {"device", r.device},
-      {"dtype", r.dtype},
-      {"drafter_fingerprint", r.drafter_fingerprint},
-      {"dataset_fingerprint", r.dataset_fingerprint},
-      {"interrupted_by_restart", r.interrupted_by_restart},
-      {"resubmitted_from", r.resubmitted_from}};
+  json j = {{"id", r.id},
+            {"state", jobs::JobStateName(r.state)},
+            {"request",
+             {{"drafter", q.params.drafter},
+              {"checkpoint_path", q.params.checkpoint_path},
+              {"dataset", q.params.dataset},
+              {"target", q.params.target},
+              {"options", OptionsToJson(q.params.options)},
+              {"run", q.run},
+              {"step", q.step},
+              {"labels", q.labels},
+              {"unload_after", q.unload_after}}},
+            {"progress",
+             {r.progress.blocks_done, r.progress.blocks_total, r.progress.samples_done,
+              r.progress.samples_total, r.progress.elapsed_seconds, r.progress.eta_seconds,
+              r.progress.blocks_total_is_bound}},
+            {"error_code", r.error_code},
+            {"error_message", r.error_message},
+            {"create_unix_micros", r.create_unix_micros},
+            {"start_unix_micros", r.start_unix_micros},
+            {"end_unix_micros", r.end_unix_micros},
+            {"server_version", r.server_version},
+            {"device", r.device},
+            {"dtype", r.dtype},
+            {"drafter_fingerprint", r.drafter_fingerprint},
+            {"dataset_fingerprint", r.dataset_fingerprint},
+            {"interrupted_by_restart", r.interrupted_by_restart},
+            {"resubmitted_from", r.resubmitted_from}};
   if (r.result) j["result"] = ResultToJson(*r.result);
   return j.dump();
 }
@@ -234,8 +233,7 @@ absl::StatusOr<jobs::JobRecord> RecordFromJson(const std::string& text) {
     if (j.contains("result")) r.result = ResultFromJson(j.at("result"));
     return r;
   } catch (const json::exception& e) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("stored job record is malformed: ", e.what()));
+    return absl::InvalidArgumentError(absl::StrCat("stored job record is malformed: ", e.what()));
   }
 }
 

@@ -32,8 +32,8 @@ class Stmt {
 
   absl::Status status(absl::string_view what) const {
     if (rc_ == SQLITE_OK) return absl::OkStatus();
-    return absl::InternalError(absl::StrCat("results store: preparing ", what, ": ",
-                                            sqlite3_errmsg(db_)));
+    return absl::InternalError(
+        absl::StrCat("results store: preparing ", what, ": ", sqlite3_errmsg(db_)));
   }
   void Bind(const std::vector<Value>& values) {
     for (size_t i = 0; i < values.size(); ++i) {
@@ -124,9 +124,10 @@ absl::Status ParseToken(const std::string& token, bool by_step, int64_t* key, st
         absl::StrCat("page_token '", token, "' is not a token this server issued"));
   }
   if ((parts[0] == "s") != by_step) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "page_token '", token, "' was issued for ", parts[0] == "s" ? "order_by_step" : "newest-first",
-        " order; repeat the query with the same order"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("page_token '", token, "' was issued for ",
+                     parts[0] == "s" ? "order_by_step" : "newest-first",
+                     " order; repeat the query with the same order"));
   }
   *id = parts[2];
   return absl::OkStatus();
@@ -137,10 +138,9 @@ absl::Status ParseToken(const std::string& token, bool by_step, int64_t* key, st
 absl::StatusOr<std::unique_ptr<SqliteResultStore>> SqliteResultStore::Open(
     const std::string& path) {
   sqlite3* db = nullptr;
-  const int rc = sqlite3_open_v2(path.c_str(), &db,
-                                 SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
-                                     SQLITE_OPEN_FULLMUTEX,
-                                 nullptr);
+  const int rc =
+      sqlite3_open_v2(path.c_str(), &db,
+                      SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, nullptr);
   if (rc != SQLITE_OK) {
     std::string message = db ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
     sqlite3_close_v2(db);
@@ -175,15 +175,16 @@ absl::Status SqliteResultStore::InitSchema() {
   RETURN_IF_ERROR(Exec(db_, "PRAGMA synchronous=NORMAL"));
   RETURN_IF_ERROR(Exec(db_, "BEGIN IMMEDIATE"));
   absl::Status status = [&]() -> absl::Status {
-    RETURN_IF_ERROR(Exec(db_, "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)"));
+    RETURN_IF_ERROR(
+        Exec(db_, "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)"));
     Stmt get(db_, "SELECT version FROM schema_version");
     RETURN_IF_ERROR(get.status("schema version"));
     if (get.Step() == SQLITE_ROW) {
       const int64_t version = get.Int(0);
       if (version > kSchemaVersion) {
-        return absl::FailedPreconditionError(absl::StrCat(
-            "schema version ", version, " is newer than this server's (", kSchemaVersion,
-            "); use a newer dflash-evald or another --state-dir"));
+        return absl::FailedPreconditionError(
+            absl::StrCat("schema version ", version, " is newer than this server's (",
+                         kSchemaVersion, "); use a newer dflash-evald or another --state-dir"));
       }
       // Migrations from older versions go here; version 1 is the first.
       return absl::OkStatus();
@@ -205,8 +206,9 @@ absl::Status SqliteResultStore::PutLocked(const jobs::JobRecord& r) {
            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
   RETURN_IF_ERROR(put.status("insert"));
   put.Bind({r.id, std::string(jobs::JobStateName(r.state)), r.create_unix_micros, r.request.run,
-            r.request.step, r.request.params.drafter, r.request.params.checkpoint_path, r.request.params.dataset,
-            r.drafter_fingerprint, r.dataset_fingerprint, RecordToJson(r)});
+            r.request.step, r.request.params.drafter, r.request.params.checkpoint_path,
+            r.request.params.dataset, r.drafter_fingerprint, r.dataset_fingerprint,
+            RecordToJson(r)});
   RETURN_IF_ERROR(Run(db_, put, "writing job"));
   Stmt clear(db_, "DELETE FROM job_labels WHERE job_id = ?");
   RETURN_IF_ERROR(clear.status("labels"));
@@ -225,8 +227,9 @@ absl::Status SqliteResultStore::Put(const jobs::JobRecord& record) {
   if (record.id.empty()) return absl::InvalidArgumentError("job record has no id");
   std::lock_guard<std::mutex> lock(mu_);
   // A final result is fsync'ed with its commit; progress updates need not be.
-  RETURN_IF_ERROR(Exec(db_, record.state == jobs::JobState::kSucceeded ? "PRAGMA synchronous=FULL"
-                                                                 : "PRAGMA synchronous=NORMAL"));
+  RETURN_IF_ERROR(Exec(db_, record.state == jobs::JobState::kSucceeded
+                                ? "PRAGMA synchronous=FULL"
+                                : "PRAGMA synchronous=NORMAL"));
   RETURN_IF_ERROR(Exec(db_, "BEGIN IMMEDIATE"));
   absl::Status status = PutLocked(record);
   if (!status.ok()) {
@@ -244,8 +247,8 @@ absl::StatusOr<jobs::JobRecord> SqliteResultStore::Get(const std::string& id) {
   const int rc = get.Step();
   if (rc == SQLITE_DONE) return absl::NotFoundError(absl::StrCat("no job with id '", id, "'"));
   if (rc != SQLITE_ROW) {
-    return absl::InternalError(absl::StrCat("results store: reading job '", id, "': ",
-                                            sqlite3_errmsg(db_)));
+    return absl::InternalError(
+        absl::StrCat("results store: reading job '", id, "': ", sqlite3_errmsg(db_)));
   }
   return RecordFromJson(get.Text(0));
 }
@@ -294,9 +297,10 @@ absl::StatusOr<jobs::JobPage> SqliteResultStore::List(const jobs::ListQuery& q) 
   const int page_size = std::clamp(q.page_size <= 0 ? 50 : q.page_size, 1, 1000);
   std::string sql = "SELECT record, step, create_micros, id FROM jobs";
   if (!where.empty()) absl::StrAppend(&sql, " WHERE ", absl::StrJoin(where, " AND "));
-  absl::StrAppend(&sql,
-                  q.order_by_step ? " ORDER BY step ASC, id ASC" : " ORDER BY create_micros DESC, id DESC",
-                  " LIMIT ", page_size + 1);
+  absl::StrAppend(
+      &sql,
+      q.order_by_step ? " ORDER BY step ASC, id ASC" : " ORDER BY create_micros DESC, id DESC",
+      " LIMIT ", page_size + 1);
 
   std::lock_guard<std::mutex> lock(mu_);
   Stmt list(db_, sql);

@@ -17,8 +17,8 @@ enum class AnchorStrategy { kEven, kRandom, kAll };
 
 struct EvalOptions {
   Mode mode = Mode::kAnchor;
-  int64_t max_samples = 0;     // 0 = all
-  int64_t max_blocks = 0;      // per sample; 0 = no limit
+  int64_t max_samples = 0;  // 0 = all
+  int64_t max_blocks = 0;   // per sample; 0 = no limit
   AnchorStrategy anchors = AnchorStrategy::kEven;
   uint64_t seed = 0;
   int64_t block_size = 0;      // 0 = the drafter's; must be <= the drafter's
@@ -43,12 +43,12 @@ struct PositionMetrics {
   double mean_cross_entropy = 0;    // anchor mode; 0 when not computed
   int64_t cross_entropy_counted = 0;
   // DFlash 2 only (dflash2-semantics §5); zero for DFlash 1.
-  int64_t unary_correct = 0;        // argmax(logits[j]) == label
-  double unary_accuracy = 0;        // unary_correct / counted
-  int64_t covered = 0;              // label among the selector's top-k candidates
-  double coverage = 0;              // covered / counted
-  int64_t tf_correct = 0;           // teacher-forced selector picks the covered label
-  double tf_accuracy = 0;           // tf_correct / covered
+  int64_t unary_correct = 0;  // argmax(logits[j]) == label
+  double unary_accuracy = 0;  // unary_correct / counted
+  int64_t covered = 0;        // label among the selector's top-k candidates
+  double coverage = 0;        // covered / counted
+  int64_t tf_correct = 0;     // teacher-forced selector picks the covered label
+  double tf_accuracy = 0;     // tf_correct / covered
 };
 
 // Where each block's first miss happened (DFlash 2); the three add up to the
@@ -62,10 +62,10 @@ struct FirstMissSplit {
 struct SampleSummary {
   int64_t sample_index = 0;
   int64_t blocks = 0;
-  double mean_accept_length = 0;   // mean of (n + 1) over its blocks
-  int64_t length = 0;              // L
+  double mean_accept_length = 0;        // mean of (n + 1) over its blocks
+  int64_t length = 0;                   // L
   int64_t first_response_position = 0;  // P
-  int64_t accepted_total = 0;      // sum of (n + 1): replay adds up to L' - P
+  int64_t accepted_total = 0;           // sum of (n + 1): replay adds up to L' - P
 };
 
 struct EvalResult {
@@ -74,13 +74,13 @@ struct EvalResult {
   std::string semantics;            // "zlab-current" / "zlab-2025"
   std::string semantics_reference;  // the reference the rules come from
   int64_t block_size = 0;
-  int64_t samples = 0;             // samples with at least one block
+  int64_t samples = 0;  // samples with at least one block
   int64_t blocks = 0;
-  int64_t tokens_scored = 0;       // positions compared
+  int64_t tokens_scored = 0;  // positions compared
   // A block's accept value is n + 1 (+1 = the target's bonus token); under
   // zlab-current in replay it is min(n + 1, L' - s - 1), as z-lab's loop records.
-  double accept_length_pooled = 0; // mean over blocks of the accept value
-  double tau = 0;                  // mean over samples of the per-sample mean
+  double accept_length_pooled = 0;  // mean over blocks of the accept value
+  double tau = 0;                   // mean over samples of the per-sample mean
   std::vector<PositionMetrics> positions;
   std::vector<int64_t> accepted_histogram;  // [n], n = 0..B-1
   std::vector<SampleSummary> per_sample;

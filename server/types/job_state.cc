@@ -16,13 +16,13 @@ const char* JobStateName(JobState state) {
 }
 
 absl::StatusOr<JobState> ParseJobState(absl::string_view name) {
-  for (JobState s : {JobState::kQueued, JobState::kRunning, JobState::kSucceeded,
-                     JobState::kFailed, JobState::kCancelled, JobState::kInterrupted}) {
+  for (JobState s : {JobState::kQueued, JobState::kRunning, JobState::kSucceeded, JobState::kFailed,
+                     JobState::kCancelled, JobState::kInterrupted}) {
     if (name == JobStateName(s)) return s;
   }
-  return absl::InvalidArgumentError(absl::StrCat(
-      "job state '", name,
-      "' is not one of QUEUED, RUNNING, SUCCEEDED, FAILED, CANCELLED, INTERRUPTED"));
+  return absl::InvalidArgumentError(
+      absl::StrCat("job state '", name,
+                   "' is not one of QUEUED, RUNNING, SUCCEEDED, FAILED, CANCELLED, INTERRUPTED"));
 }
 
 bool IsTerminal(JobState state) {

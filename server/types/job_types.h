@@ -62,8 +62,8 @@ struct ListQuery {
   std::string drafter;  // matches the request's drafter, checkpoint path or drafter fingerprint
   std::string dataset;  // matches the request's dataset or the dataset fingerprint
   std::string run;
-  std::optional<int64_t> min_step, max_step;    // inclusive
-  std::map<std::string, std::string> labels;    // every one must match exactly
+  std::optional<int64_t> min_step, max_step;  // inclusive
+  std::map<std::string, std::string> labels;  // every one must match exactly
   bool order_by_step = false;  // false: newest first; true: step ascending, then oldest first
   int page_size = 50;          // clamped to [1, 1000]
   std::string page_token;      // from a previous page with the same order

@@ -54,12 +54,9 @@ absl::StatusOr<Kind> DetectKind(const std::string& path) {
 absl::StatusOr<TensorSourcePtr> OpenFile(const std::string& path) {
   ASSIGN_OR_RETURN(Kind kind, DetectKind(path));
   switch (kind) {
-    case Kind::kTorch:
-      return OpenTorchPt(path);
-    case Kind::kShardedIndex:
-      return OpenShardedSafetensors(path);
-    case Kind::kSafetensors:
-      return OpenSafetensors(path);
+    case Kind::kTorch: return OpenTorchPt(path);
+    case Kind::kShardedIndex: return OpenShardedSafetensors(path);
+    case Kind::kSafetensors: return OpenSafetensors(path);
   }
   return absl::InternalError("unreachable");
 }
@@ -89,15 +86,15 @@ absl::StatusOr<std::string> WeightsInDirectory(const std::string& dir) {
     if (group->size() == 1) return (fs::path(dir) / (*group)[0]).string();
     if (group->size() > 1) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "checkpoint directory '", dir, "' holds several weight files (",
-          QuoteList(*group), ") and no model.safetensors.index.json; pass the file "
+          "checkpoint directory '", dir, "' holds several weight files (", QuoteList(*group),
+          ") and no model.safetensors.index.json; pass the file "
           "to use"));
     }
   }
-  return absl::NotFoundError(absl::StrCat(
-      "checkpoint directory '", dir,
-      "' has no weights: looked for model.safetensors.index.json, model.safetensors, "
-      "*.safetensors, *.pt, *.pth, *.bin, *.ckpt"));
+  return absl::NotFoundError(
+      absl::StrCat("checkpoint directory '", dir,
+                   "' has no weights: looked for model.safetensors.index.json, model.safetensors, "
+                   "*.safetensors, *.pt, *.pth, *.bin, *.ckpt"));
 }
 
 }  // namespace
@@ -113,18 +110,17 @@ absl::StatusOr<OpenedCheckpoint> OpenCheckpoint(const std::string& path,
   OpenedCheckpoint out;
   if (!config_path.empty()) {
     if (!fs::is_regular_file(config_path, ec)) {
-      return absl::NotFoundError(
-          absl::StrCat("config '", config_path, "' (given for checkpoint '", path,
-                       "') does not exist"));
+      return absl::NotFoundError(absl::StrCat("config '", config_path, "' (given for checkpoint '",
+                                              path, "') does not exist"));
     }
     out.config_path = config_path;
   } else {
     const fs::path beside =
         (is_dir ? fs::path(path) : fs::path(path).parent_path()) / "config.json";
     if (!fs::is_regular_file(beside, ec)) {
-      return absl::NotFoundError(absl::StrCat(
-          "checkpoint '", path, "': no config.json at '", beside.string(),
-          "'; put it there or pass the config path"));
+      return absl::NotFoundError(absl::StrCat("checkpoint '", path, "': no config.json at '",
+                                              beside.string(),
+                                              "'; put it there or pass the config path"));
     }
     out.config_path = beside.string();
   }

@@ -58,15 +58,14 @@ uint64_t HashBytes64(const void* data, size_t size, uint64_t seed) {
     std::memcpy(tail, p + i, size - i);
     b = Lane(b, Load64(tail), kMul1);
   }
-  const uint64_t x = Finalise(a) ^ (Finalise(b) * 3) ^ (Finalise(c) * 5) ^
-                     (Finalise(d) * 7) ^ (Finalise(e) * 9) ^ (Finalise(f) * 11) ^
-                     (Finalise(g) * 13) ^ (Finalise(h) * 15) ^ static_cast<uint64_t>(size);
+  const uint64_t x = Finalise(a) ^ (Finalise(b) * 3) ^ (Finalise(c) * 5) ^ (Finalise(d) * 7) ^
+                     (Finalise(e) * 9) ^ (Finalise(f) * 11) ^ (Finalise(g) * 13) ^
+                     (Finalise(h) * 15) ^ static_cast<uint64_t>(size);
   return Finalise(x);
 }
 
 void Fingerprinter::AddTensor(absl::string_view name, absl::string_view dtype,
-                              const std::vector<int64_t>& shape,
-                              const void* data, size_t nbytes) {
+                              const std::vector<int64_t>& shape, const void* data, size_t nbytes) {
   // Length-prefixed metadata so that ("ab","c") and ("a","bc") differ.
   std::string meta = absl::StrCat(name.size(), ":", name, "|", dtype, "|");
   for (int64_t d : shape) absl::StrAppend(&meta, d, ",");

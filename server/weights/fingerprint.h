@@ -25,9 +25,8 @@ uint64_t HashBytes64(const void* data, size_t size, uint64_t seed);
 class Fingerprinter {
  public:
   // Tensors must be added in a canonical order (callers sort by name).
-  void AddTensor(absl::string_view name, absl::string_view dtype,
-                 const std::vector<int64_t>& shape, const void* data,
-                 size_t nbytes);
+  void AddTensor(absl::string_view name, absl::string_view dtype, const std::vector<int64_t>& shape,
+                 const void* data, size_t nbytes);
   uint64_t value() const { return state_; }
   // "h64:" + 16 lower-case hex digits.
   std::string Hex() const;

@@ -41,8 +41,7 @@ size_t EditDistance(absl::string_view a, absl::string_view b) {
 }  // namespace
 
 std::vector<std::string> NearestNames(absl::string_view wanted,
-                                      const std::vector<std::string>& present,
-                                      int limit) {
+                                      const std::vector<std::string>& present, int limit) {
   if (limit <= 0) return {};
   struct Scored {
     int suffix;

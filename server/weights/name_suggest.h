@@ -4,16 +4,15 @@
 #pragma once
 
 #include <string>
-#include "absl/strings/string_view.h"
 #include <vector>
+#include "absl/strings/string_view.h"
 
 namespace dflash::weights {
 
 // Up to `limit` names from `present`, best first: longest shared dot-suffix,
 // then smallest edit distance.
 std::vector<std::string> NearestNames(absl::string_view wanted,
-                                      const std::vector<std::string>& present,
-                                      int limit = 3);
+                                      const std::vector<std::string>& present, int limit = 3);
 
 // "'a', 'b', 'c'" or "(none)".
 std::string QuoteList(const std::vector<std::string>& names);

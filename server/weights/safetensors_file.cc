@@ -2,7 +2,6 @@
 
 #include "weights/dtype_torch.h"
 
-
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -20,8 +19,8 @@
 #include "common/mapped_file.h"
 #include "common/status_macros.h"
 #include "common/torch_guard.h"
-#include "weights/name_suggest.h"
 #include "formats/shard_index.h"
+#include "weights/name_suggest.h"
 
 namespace dflash::weights {
 namespace {
@@ -58,9 +57,8 @@ absl::StatusOr<at::Tensor> ReadSlot(const Slot& slot) {
     for (uint64_t i = 0; i < e.nbytes(); ++i) {
       if (static_cast<unsigned char>(src[i]) > 1) {
         return absl::InvalidArgumentError(absl::StrCat(
-            "'", slot.file->path(), "': tensor '", e.name, "': BOOL element ", i,
-            " is byte ", static_cast<int>(static_cast<unsigned char>(src[i])),
-            "; expected 0 or 1"));
+            "'", slot.file->path(), "': tensor '", e.name, "': BOOL element ", i, " is byte ",
+            static_cast<int>(static_cast<unsigned char>(src[i])), "; expected 0 or 1"));
       }
     }
   }
@@ -74,7 +72,8 @@ absl::StatusOr<at::Tensor> ReadSlot(const Slot& slot) {
       return t;
     }
     std::shared_ptr<MappedFile> keep = slot.file;
-    return at::from_blob(const_cast<char*>(src), e.shape, [keep](void*) {}, options);
+    return at::from_blob(
+        const_cast<char*>(src), e.shape, [keep](void*) {}, options);
   });
 }
 
@@ -84,8 +83,7 @@ class MappedSource final : public TensorSource {
   MappedSource(std::string format, std::string path)
       : format_(std::move(format)), path_(std::move(path)) {}
 
-  void Add(const std::shared_ptr<MappedFile>& file, uint64_t data_start,
-           SafetensorsEntry entry) {
+  void Add(const std::shared_ptr<MappedFile>& file, uint64_t data_start, SafetensorsEntry entry) {
     TensorInfo info;
     info.name = entry.name;
     info.dtype = entry.dtype;
@@ -120,13 +118,13 @@ class MappedSource final : public TensorSource {
     if (it != by_name_.end()) return ReadSlot(slots_[it->second]);
     auto un = unopened_.find(std::string(name));
     if (un != unopened_.end()) {
-      return absl::NotFoundError(absl::StrCat(
-          "tensor '", name, "' is in shard '", un->second, "' of '", path_,
-          "', which was not opened (the source was opened for other names)"));
+      return absl::NotFoundError(
+          absl::StrCat("tensor '", name, "' is in shard '", un->second, "' of '", path_,
+                       "', which was not opened (the source was opened for other names)"));
     }
     return absl::NotFoundError(absl::StrCat(
-        "no tensor '", name, "' in '", path_, "'; nearest: ",
-        QuoteList(NearestNames(name, all_names_.empty() ? names() : all_names_))));
+        "no tensor '", name, "' in '", path_,
+        "'; nearest: ", QuoteList(NearestNames(name, all_names_.empty() ? names() : all_names_))));
   }
 
  private:
@@ -142,9 +140,9 @@ class MappedSource final : public TensorSource {
 absl::StatusOr<ShardIndex> ReadIndex(const std::string& index_path) {
   ASSIGN_OR_RETURN(std::shared_ptr<MappedFile> file, MappedFile::Open(index_path));
   if (file->size() > kMaxSafetensorsHeaderBytes) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "'", index_path, "': index is ", file->size(), " bytes; the limit is ",
-        kMaxSafetensorsHeaderBytes));
+    return absl::InvalidArgumentError(absl::StrCat("'", index_path, "': index is ", file->size(),
+                                                   " bytes; the limit is ",
+                                                   kMaxSafetensorsHeaderBytes));
   }
   return ParseShardIndex(file->bytes(), index_path);
 }
@@ -160,8 +158,8 @@ absl::StatusOr<TensorSourcePtr> OpenSafetensors(const std::string& path) {
   return TensorSourcePtr(std::move(source));
 }
 
-absl::StatusOr<TensorSourcePtr> OpenShardedSafetensors(
-    const std::string& index_path, const std::vector<std::string>& names) {
+absl::StatusOr<TensorSourcePtr> OpenShardedSafetensors(const std::string& index_path,
+                                                       const std::vector<std::string>& names) {
   ASSIGN_OR_RETURN(ShardIndex index, ReadIndex(index_path));
   const std::map<std::string, std::vector<std::string>>& by_shard = index.by_shard;
   const std::map<std::string, std::string>& shard_of = index.shard_of;
@@ -185,9 +183,9 @@ absl::StatusOr<TensorSourcePtr> OpenShardedSafetensors(
     const std::string shard_path = (dir / shard).string();
     absl::StatusOr<OpenedFile> opened = OpenFile(shard_path);
     if (absl::IsNotFound(opened.status())) {
-      return absl::NotFoundError(absl::StrCat(
-          "'", index_path, "': shard '", shard, "' (holding tensor '", tensors.front(),
-          "') is missing: ", opened.status().message()));
+      return absl::NotFoundError(absl::StrCat("'", index_path, "': shard '", shard,
+                                              "' (holding tensor '", tensors.front(),
+                                              "') is missing: ", opened.status().message()));
     }
     if (!opened.ok()) return opened.status();
 
@@ -201,8 +199,7 @@ absl::StatusOr<TensorSourcePtr> OpenShardedSafetensors(
       if (in_shard.count(t) == 0) {
         return absl::InvalidArgumentError(absl::StrCat(
             "'", index_path, "' maps tensor '", t, "' to shard '", shard,
-            "', whose header lacks it; nearest there: ",
-            QuoteList(NearestNames(t, shard_names))));
+            "', whose header lacks it; nearest there: ", QuoteList(NearestNames(t, shard_names))));
       }
     }
     // File order within the shard; tensors the index does not name are left out.

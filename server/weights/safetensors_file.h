@@ -10,8 +10,8 @@
 
 #include <cstdint>
 #include <string>
-#include "absl/strings/string_view.h"
 #include <vector>
+#include "absl/strings/string_view.h"
 
 #include "absl/status/statusor.h"
 #include "formats/safetensors_header.h"  // SafetensorsEntry, ParseSafetensorsHeader
@@ -28,8 +28,8 @@ namespace dflash::weights {
 // tensor never reach the file, but a later Read() of the same name in this
 // process sees them (they share the mapped pages); clone() before mutating
 // if that matters. (Only where the kernel refuses a writable private map,
-// under strict overcommit, is the map read-only; mutate clones there.) Data whose file offset is not a multiple of its element
-// size is copied into a fresh aligned tensor instead.
+// under strict overcommit, is the map read-only; mutate clones there.) Data whose file offset is
+// not a multiple of its element size is copied into a fresh aligned tensor instead.
 absl::StatusOr<TensorSourcePtr> OpenSafetensors(const std::string& path);
 
 // Opens a sharded checkpoint from its index JSON
@@ -49,7 +49,7 @@ absl::StatusOr<TensorSourcePtr> OpenSafetensors(const std::string& path);
 //  - Read() of a tensor the index places in an unopened shard is NotFound
 //    saying so; of an unknown name, NotFound with the nearest index names.
 //  - TensorInfo::file is the shard's path; path() is the index path.
-absl::StatusOr<TensorSourcePtr> OpenShardedSafetensors(
-    const std::string& index_path, const std::vector<std::string>& names = {});
+absl::StatusOr<TensorSourcePtr> OpenShardedSafetensors(const std::string& index_path,
+                                                       const std::vector<std::string>& names = {});
 
 }  // namespace dflash::weights

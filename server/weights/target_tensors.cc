@@ -37,8 +37,8 @@ constexpr Family kFamilies[] = {
     {"qwen3", "model.embed_tokens.weight", "lm_head.weight", "model.norm.weight"},
     {"qwen3.5-multimodal", "model.language_model.embed_tokens.weight", "lm_head.weight",
      "model.language_model.norm.weight"},
-    {"legacy-wrapper", "language_model.model.embed_tokens.weight",
-     "language_model.lm_head.weight", "language_model.model.norm.weight"},
+    {"legacy-wrapper", "language_model.model.embed_tokens.weight", "language_model.lm_head.weight",
+     "language_model.model.norm.weight"},
 };
 
 absl::StatusOr<json> ReadJson(const std::string& path, absl::string_view what) {
@@ -48,8 +48,7 @@ absl::StatusOr<json> ReadJson(const std::string& path, absl::string_view what) {
   ss << in.rdbuf();
   json j = json::parse(ss.str(), nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(what, " '", path, "' is not a JSON object"));
+    return absl::InvalidArgumentError(absl::StrCat(what, " '", path, "' is not a JSON object"));
   }
   return j;
 }
@@ -80,9 +79,9 @@ absl::StatusOr<std::optional<int64_t>> ConfigInt(const json& config, const char*
   const json* v = ConfigField(config, key, &where);
   if (v == nullptr) return std::optional<int64_t>();
   if (!v->is_number_integer() || v->get<int64_t>() <= 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "'", config_path, "': ", key, " (", where, ") is ", v->dump(),
-        "; expected a positive integer"));
+    return absl::InvalidArgumentError(absl::StrCat("'", config_path, "': ", key, " (", where,
+                                                   ") is ", v->dump(),
+                                                   "; expected a positive integer"));
   }
   return std::optional<int64_t>(v->get<int64_t>());
 }
@@ -107,11 +106,10 @@ std::string FirstPresent(const std::vector<std::string>& candidates,
 
 absl::Status NotFoundTensor(const std::string& dir, absl::string_view role,
                             const std::vector<std::string>& tried,
-                            const std::vector<std::string>& names,
-                            absl::string_view extra = "") {
-  return absl::NotFoundError(absl::StrCat(
-      "target '", dir, "': no ", role, " tensor; tried ", QuoteList(tried),
-      "; nearest present: ", QuoteList(NearestNames(tried[0], names)), extra));
+                            const std::vector<std::string>& names, absl::string_view extra = "") {
+  return absl::NotFoundError(
+      absl::StrCat("target '", dir, "': no ", role, " tensor; tried ", QuoteList(tried),
+                   "; nearest present: ", QuoteList(NearestNames(tried[0], names)), extra));
 }
 
 }  // namespace
@@ -119,13 +117,11 @@ absl::Status NotFoundTensor(const std::string& dir, absl::string_view role,
 absl::StatusOr<TargetTensors> LoadTargetTensors(const std::string& model_dir,
                                                 const TargetLoadOptions& options) {
   const std::string config_path = (fs::path(model_dir) / "config.json").string();
-  ASSIGN_OR_RETURN(json config, ReadJson(config_path, "config.json"),
-                   "target '", model_dir, "'");
+  ASSIGN_OR_RETURN(json config, ReadJson(config_path, "config.json"), "target '", model_dir, "'");
 
   // All tensor names first (from the index alone when sharded), so that only
   // the shards holding the needed tensors are ever opened.
-  const std::string index_path =
-      (fs::path(model_dir) / "model.safetensors.index.json").string();
+  const std::string index_path = (fs::path(model_dir) / "model.safetensors.index.json").string();
   const std::string single_path = (fs::path(model_dir) / "model.safetensors").string();
   std::vector<std::string> names;
   TensorSourcePtr single;
@@ -134,9 +130,8 @@ absl::StatusOr<TargetTensors> LoadTargetTensors(const std::string& model_dir,
     ASSIGN_OR_RETURN(json index, ReadJson(index_path, "index"), "target '", model_dir, "'");
     auto map = index.find("weight_map");
     if (map == index.end() || !map->is_object()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("target '", model_dir, "': index '", index_path,
-                       "' has no \"weight_map\" object"));
+      return absl::InvalidArgumentError(absl::StrCat("target '", model_dir, "': index '",
+                                                     index_path, "' has no \"weight_map\" object"));
     }
     for (auto it = map->begin(); it != map->end(); ++it) names.push_back(it.key());
   } else if (fs::exists(single_path)) {
@@ -154,15 +149,14 @@ absl::StatusOr<TargetTensors> LoadTargetTensors(const std::string& model_dir,
     if (present.count(f.embed)) families.push_back(&f);
   }
   if (families.empty()) {
-    return NotFoundTensor(model_dir, "embed_tokens", Tried(&Family::embed, kFamilies[0]),
-                          names);
+    return NotFoundTensor(model_dir, "embed_tokens", Tried(&Family::embed, kFamilies[0]), names);
   }
   if (families.size() > 1) {
     std::vector<std::string> found;
     for (const Family* f : families) found.push_back(f->embed);
-    return absl::InvalidArgumentError(absl::StrCat(
-        "target '", model_dir, "': several embed_tokens tensors (", QuoteList(found),
-        "); cannot tell which the language model uses"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("target '", model_dir, "': several embed_tokens tensors (", QuoteList(found),
+                     "); cannot tell which the language model uses"));
   }
   const Family& family = *families[0];
   TargetTensors out;
@@ -172,30 +166,33 @@ absl::StatusOr<TargetTensors> LoadTargetTensors(const std::string& model_dir,
   std::string tie_where;
   const json* tie_json = ConfigField(config, "tie_word_embeddings", &tie_where);
   if (tie_json != nullptr && !tie_json->is_boolean()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "'", config_path, "': tie_word_embeddings (", tie_where, ") is ",
-        tie_json->dump(), "; expected true or false"));
+    return absl::InvalidArgumentError(absl::StrCat("'", config_path, "': tie_word_embeddings (",
+                                                   tie_where, ") is ", tie_json->dump(),
+                                                   "; expected true or false"));
   }
   out.tied = tie_json != nullptr && tie_json->get<bool>();
   const std::vector<std::string> lm_tried = Tried(&Family::lm_head, family);
   if (out.tied) {
     out.lm_head_name = out.embed_name;
-    out.facts.push_back(absl::StrCat("lm_head tied to embed_tokens (tie_word_embeddings "
-                                     "true at ", tie_where, ")"));
+    out.facts.push_back(
+        absl::StrCat("lm_head tied to embed_tokens (tie_word_embeddings "
+                     "true at ",
+                     tie_where, ")"));
     const std::string stored = FirstPresent(lm_tried, present);
     if (!stored.empty()) {
-      out.facts.push_back(absl::StrCat("'", stored, "' present but unused: tied models "
+      out.facts.push_back(absl::StrCat("'", stored,
+                                       "' present but unused: tied models "
                                        "use embed_tokens, as transformers does"));
     }
   } else {
     out.lm_head_name = FirstPresent(lm_tried, present);
     if (out.lm_head_name.empty()) {
       const std::string why =
-          tie_json == nullptr
-              ? absl::StrCat("; config.json does not set tie_word_embeddings (treated as "
-                             "false): if the model ties its embeddings, set "
-                             "\"tie_word_embeddings\": true")
-              : absl::StrCat("; tie_word_embeddings is false at ", tie_where);
+          tie_json == nullptr ? absl::StrCat(
+                                    "; config.json does not set tie_word_embeddings (treated as "
+                                    "false): if the model ties its embeddings, set "
+                                    "\"tie_word_embeddings\": true")
+                              : absl::StrCat("; tie_word_embeddings is false at ", tie_where);
       return NotFoundTensor(model_dir, "lm_head", lm_tried, names, why);
     }
   }
@@ -212,8 +209,8 @@ absl::StatusOr<TargetTensors> LoadTargetTensors(const std::string& model_dir,
   if (options.load_norm) needed.push_back(out.norm_name);
   TensorSourcePtr source;
   if (sharded) {
-    ASSIGN_OR_RETURN(source, OpenShardedSafetensors(index_path, needed),
-                     "target '", model_dir, "'");
+    ASSIGN_OR_RETURN(source, OpenShardedSafetensors(index_path, needed), "target '", model_dir,
+                     "'");
   } else {
     source = std::move(single);
   }
@@ -221,14 +218,13 @@ absl::StatusOr<TargetTensors> LoadTargetTensors(const std::string& model_dir,
   for (const std::string& n : needed) {
     const TensorInfo* info = source->Find(n);
     if (info == nullptr) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "target '", model_dir, "': the index names '", n,
-          "' but its shard does not list it"));
+      return absl::InvalidArgumentError(absl::StrCat("target '", model_dir, "': the index names '",
+                                                     n, "' but its shard does not list it"));
     }
     if (!IsFloatingPoint(info->dtype)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "target '", model_dir, "': tensor '", n, "' has dtype ", DTypeName(info->dtype),
-          "; expected a floating-point type"));
+      return absl::InvalidArgumentError(absl::StrCat("target '", model_dir, "': tensor '", n,
+                                                     "' has dtype ", DTypeName(info->dtype),
+                                                     "; expected a floating-point type"));
     }
     infos.push_back(info);
   }
@@ -236,9 +232,9 @@ absl::StatusOr<TargetTensors> LoadTargetTensors(const std::string& model_dir,
   // Shapes, checked from the headers before any data is read.
   const TensorInfo& embed = *infos[0];
   if (embed.shape.size() != 2) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "target '", model_dir, "': embed_tokens '", embed.name, "' has shape ",
-        ShapeText(embed.shape), "; expected [vocab_size, hidden_size]"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("target '", model_dir, "': embed_tokens '", embed.name, "' has shape ",
+                     ShapeText(embed.shape), "; expected [vocab_size, hidden_size]"));
   }
   ASSIGN_OR_RETURN(std::optional<int64_t> vocab, ConfigInt(config, "vocab_size", config_path));
   ASSIGN_OR_RETURN(std::optional<int64_t> hidden, ConfigInt(config, "hidden_size", config_path));
@@ -247,17 +243,17 @@ absl::StatusOr<TargetTensors> LoadTargetTensors(const std::string& model_dir,
   if (!vocab) out.facts.push_back("config.json has no vocab_size; taken from embed_tokens");
   if (!hidden) out.facts.push_back("config.json has no hidden_size; taken from embed_tokens");
   const std::vector<int64_t> want = {out.vocab_size, out.hidden_size};
-  const std::string want_why = absl::StrCat("expected ", ShapeText(want),
-                                            " from config.json (vocab_size, hidden_size)");
+  const std::string want_why =
+      absl::StrCat("expected ", ShapeText(want), " from config.json (vocab_size, hidden_size)");
   if (embed.shape != want) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "target '", model_dir, "': embed_tokens '", embed.name, "' has shape ",
-        ShapeText(embed.shape), "; ", want_why));
+    return absl::InvalidArgumentError(absl::StrCat("target '", model_dir, "': embed_tokens '",
+                                                   embed.name, "' has shape ",
+                                                   ShapeText(embed.shape), "; ", want_why));
   }
   if (!out.tied && infos[1]->shape != want) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "target '", model_dir, "': lm_head '", infos[1]->name, "' has shape ",
-        ShapeText(infos[1]->shape), "; ", want_why));
+    return absl::InvalidArgumentError(absl::StrCat("target '", model_dir, "': lm_head '",
+                                                   infos[1]->name, "' has shape ",
+                                                   ShapeText(infos[1]->shape), "; ", want_why));
   }
   if (options.load_norm && infos.back()->shape != std::vector<int64_t>{out.hidden_size}) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -270,8 +266,8 @@ absl::StatusOr<TargetTensors> LoadTargetTensors(const std::string& model_dir,
   std::vector<at::Tensor> loaded;
   for (const TensorInfo* info : infos) {
     ASSIGN_OR_RETURN(at::Tensor t, source->Read(info->name), "target '", model_dir, "'");
-    ASSIGN_OR_RETURN(t, TorchGuard("reading", [&] { return t.cpu().contiguous(); }),
-                     "target '", model_dir, "': tensor '", info->name, "'");
+    ASSIGN_OR_RETURN(t, TorchGuard("reading", [&] { return t.cpu().contiguous(); }), "target '",
+                     model_dir, "': tensor '", info->name, "'");
     const std::string role = info->name == out.embed_name     ? "embed_tokens"
                              : info->name == out.lm_head_name ? "lm_head"
                                                               : "norm";
@@ -282,10 +278,11 @@ absl::StatusOr<TargetTensors> LoadTargetTensors(const std::string& model_dir,
                                      DTypeName(info->dtype), " from ",
                                      fs::path(info->file).filename().string()));
     ASSIGN_OR_RETURN(at::Tensor converted,
-                     TorchGuard("converting", [&] {
-                       // Owned memory, never a view of the mapped shard.
-                       return t.to(options.device, options.dtype, false, /*copy=*/true);
-                     }),
+                     TorchGuard("converting",
+                                [&] {
+                                  // Owned memory, never a view of the mapped shard.
+                                  return t.to(options.device, options.dtype, false, /*copy=*/true);
+                                }),
                      "target '", model_dir, "': tensor '", info->name, "'");
     loaded.push_back(converted);
     t = at::Tensor();
@@ -296,11 +293,11 @@ absl::StatusOr<TargetTensors> LoadTargetTensors(const std::string& model_dir,
   out.lm_head = out.tied ? out.embed : loaded[1];
   if (options.load_norm) out.norm = loaded.back();
   out.fingerprint = fp.Hex();
-  out.facts.insert(out.facts.begin(),
-                   absl::StrCat("naming family ", out.family, "; vocab_size ", out.vocab_size,
-                                ", hidden_size ", out.hidden_size, "; read ", out.bytes_read,
-                                " bytes from ", sharded ? "a sharded" : "a single",
-                                " safetensors checkpoint"));
+  out.facts.insert(
+      out.facts.begin(),
+      absl::StrCat("naming family ", out.family, "; vocab_size ", out.vocab_size, ", hidden_size ",
+                   out.hidden_size, "; read ", out.bytes_read, " bytes from ",
+                   sharded ? "a sharded" : "a single", " safetensors checkpoint"));
   return out;
 }
 

@@ -17,14 +17,14 @@
 namespace dflash::weights {
 
 struct TargetTensors {
-  at::Tensor embed;     // [V, H_t]
-  at::Tensor lm_head;   // [V, H_t] (the same storage as embed when tied)
-  at::Tensor norm;      // [H_t], undefined unless asked for
+  at::Tensor embed;    // [V, H_t]
+  at::Tensor lm_head;  // [V, H_t] (the same storage as embed when tied)
+  at::Tensor norm;     // [H_t], undefined unless asked for
   int64_t vocab_size = 0;
   int64_t hidden_size = 0;
   bool tied = false;
   std::string embed_name, lm_head_name, norm_name;  // as found in the checkpoint
-  std::string family;   // "qwen3", "qwen3.5-multimodal", "legacy-wrapper"
+  std::string family;  // "qwen3", "qwen3.5-multimodal", "legacy-wrapper"
   int64_t bytes_read = 0;
   std::string fingerprint;
   std::vector<std::string> facts;

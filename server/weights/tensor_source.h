@@ -11,8 +11,8 @@
 #include <cstdint>
 #include <memory>
 #include <string>
-#include "absl/strings/string_view.h"
 #include <vector>
+#include "absl/strings/string_view.h"
 
 #include <ATen/core/Tensor.h>
 
@@ -22,11 +22,11 @@
 namespace dflash::weights {
 
 struct TensorInfo {
-  std::string name;            // as stored, after flattening nested dicts with '.'
+  std::string name;  // as stored, after flattening nested dicts with '.'
   DType dtype = DType::kF32;
   std::vector<int64_t> shape;
-  std::string file;            // the file that holds the bytes
-  int64_t nbytes = 0;          // numel * element size
+  std::string file;    // the file that holds the bytes
+  int64_t nbytes = 0;  // numel * element size
 };
 
 class TensorSource {

@@ -80,16 +80,11 @@ bool AllFiniteUnguarded(const at::Tensor& t) {
     const void* d = t.data_ptr();
     const int64_t n = t.numel();
     switch (t.scalar_type()) {
-      case at::kFloat:
-        return AllFiniteBits<uint32_t, 0x7f800000u>(d, n);
-      case at::kDouble:
-        return AllFiniteBits<uint64_t, 0x7ff0000000000000ull>(d, n);
-      case at::kHalf:
-        return AllFiniteBits<uint16_t, 0x7c00>(d, n);
-      case at::kBFloat16:
-        return AllFiniteBits<uint16_t, 0x7f80>(d, n);
-      default:
-        break;
+      case at::kFloat: return AllFiniteBits<uint32_t, 0x7f800000u>(d, n);
+      case at::kDouble: return AllFiniteBits<uint64_t, 0x7ff0000000000000ull>(d, n);
+      case at::kHalf: return AllFiniteBits<uint16_t, 0x7c00>(d, n);
+      case at::kBFloat16: return AllFiniteBits<uint16_t, 0x7f80>(d, n);
+      default: break;
     }
   }
   if (!at::isFloatingType(t.scalar_type()) && !at::isComplexType(t.scalar_type())) {
@@ -105,8 +100,7 @@ absl::StatusOr<bool> AllFinite(const at::Tensor& t) {
 }
 
 absl::StatusOr<TensorStats> ComputeTensorStats(const at::Tensor& t) {
-  return TorchGuard("computing tensor statistics",
-                    [&] { return ComputeUnguarded(t); });
+  return TorchGuard("computing tensor statistics", [&] { return ComputeUnguarded(t); });
 }
 
 }  // namespace dflash::weights

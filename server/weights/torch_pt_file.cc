@@ -21,10 +21,10 @@
 #include "common/mapped_file.h"
 #include "common/status_macros.h"
 #include "formats/gzip_inflate.h"
-#include "weights/name_suggest.h"
 #include "formats/pickle_flatten.h"
 #include "formats/pickle_reader.h"
 #include "formats/zip_archive.h"
+#include "weights/name_suggest.h"
 
 namespace dflash::weights {
 namespace {
@@ -44,8 +44,8 @@ at::Tensor MapRecord(const MappedFile& map, uint64_t offset, int64_t numel, uint
                      const at::TensorOptions& options) {
   std::optional<MappedFile::Pages> pages = map.MapPages(offset, nbytes);
   if (!pages.has_value()) return at::Tensor();
-  return at::from_blob(pages->data, {numel},
-                       [pages = *pages](void*) { MappedFile::Unmap(pages); }, options);
+  return at::from_blob(
+      pages->data, {numel}, [pages = *pages](void*) { MappedFile::Unmap(pages); }, options);
 }
 
 std::string ExceptionText(const std::exception& e) {
@@ -101,38 +101,36 @@ class TorchPtFile final : public TensorSource {
   absl::StatusOr<at::Tensor> Read(absl::string_view name) const override {
     auto it = index_.find(std::string(name));
     if (it == index_.end()) {
-      return absl::NotFoundError(absl::StrCat("tensor '", name, "' not found in '", path_,
-                                              "'; nearest present: ",
-                                              QuoteList(NearestNames(name, names()))));
+      return absl::NotFoundError(
+          absl::StrCat("tensor '", name, "' not found in '", path_,
+                       "'; nearest present: ", QuoteList(NearestNames(name, names()))));
     }
     const Entry& e = entries_[it->second];
     try {
       return Materialize(e);
     } catch (const std::bad_alloc&) {
-      return absl::ResourceExhaustedError(absl::StrCat(
-          "out of memory reading tensor '", name, "' from '", path_, "'"));
+      return absl::ResourceExhaustedError(
+          absl::StrCat("out of memory reading tensor '", name, "' from '", path_, "'"));
     } catch (const std::exception& ex) {
-      return absl::InvalidArgumentError(absl::StrCat("reading tensor '", name,
-                                                     "' from '", path_,
-                                                     "': ", ExceptionText(ex)));
+      return absl::InvalidArgumentError(
+          absl::StrCat("reading tensor '", name, "' from '", path_, "': ", ExceptionText(ex)));
     }
   }
 
  private:
   absl::StatusOr<at::Tensor> Materialize(const Entry& e) const {
     const PickleTensorRef& t = e.ref;
-    const at::TensorOptions options =
-        at::TensorOptions().dtype(ToScalarType(t.storage.dtype));
+    const at::TensorOptions options = at::TensorOptions().dtype(ToScalarType(t.storage.dtype));
     const int64_t want = t.storage.numel * DTypeSize(t.storage.dtype);
     const std::string record = absl::StrCat("data/", t.storage.key);
     const ZipEntry* zipped = zip_.Find(prefix_ + record);  // present: checked at open
     // The declared size is checked before any memory is taken, so a small
     // deflated record cannot expand into more than the pickle asked for.
     if (zipped->uncompressed_size != static_cast<uint64_t>(want)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "tensor '", e.info.name, "': storage record '", record, "' in '", path_,
-          "' holds ", zipped->uncompressed_size, " bytes; expected ", want, " (",
-          t.storage.numel, " elements of ", DTypeName(t.storage.dtype), ")"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("tensor '", e.info.name, "': storage record '", record, "' in '", path_,
+                       "' holds ", zipped->uncompressed_size, " bytes; expected ", want, " (",
+                       t.storage.numel, " elements of ", DTypeName(t.storage.dtype), ")"));
     }
     if (want == 0) return at::empty(t.size, options);
     at::Tensor storage;
@@ -140,11 +138,11 @@ class TorchPtFile final : public TensorSource {
         zipped->method == 0 && zipped->compressed_size == static_cast<uint64_t>(want)) {
       // Zero-copy: a stored record is the storage's bytes, in place in the
       // file (the load then costs no allocation, page zeroing or copy).
-      ASSIGN_OR_RETURN(uint64_t offset, zip_.DataOffset(*zipped), "reading tensor '",
-                       e.info.name, "' from '", path_, "'");
+      ASSIGN_OR_RETURN(uint64_t offset, zip_.DataOffset(*zipped), "reading tensor '", e.info.name,
+                       "' from '", path_, "'");
       if (offset % static_cast<uint64_t>(DTypeSize(t.storage.dtype)) == 0) {
-        storage = MapRecord(*bytes_.map, offset, t.storage.numel, static_cast<uint64_t>(want),
-                            options);
+        storage =
+            MapRecord(*bytes_.map, offset, t.storage.numel, static_cast<uint64_t>(want), options);
       }
     }
     if (!storage.defined()) {
@@ -156,8 +154,7 @@ class TorchPtFile final : public TensorSource {
     at::Tensor view = storage.as_strided(t.size, t.stride, t.storage_offset);
     // Zero-copy when the tensor is exactly its whole storage; otherwise copy
     // out (views, transposes, shared storages) and let the record go.
-    if (t.storage_offset == 0 && view.numel() == t.storage.numel &&
-        view.is_contiguous()) {
+    if (t.storage_offset == 0 && view.numel() == t.storage.numel && view.is_contiguous()) {
       return view;
     }
     return view.clone(at::MemoryFormat::Contiguous);
@@ -182,20 +179,19 @@ absl::Status NotZip(const std::string& path, absl::string_view head) {
                      "which is not supported; ",
                      kConvertHint));
   }
-  return absl::InvalidArgumentError(absl::StrCat(
-      "'", path,
-      "' is not a torch.save zip archive (no PK zip magic); if it was "
-      "written by torch.save, ",
-      kConvertHint));
+  return absl::InvalidArgumentError(
+      absl::StrCat("'", path,
+                   "' is not a torch.save zip archive (no PK zip magic); if it was "
+                   "written by torch.save, ",
+                   kConvertHint));
 }
 
 // Reads a whole record of at most `max` bytes (checked before allocating).
-absl::StatusOr<std::string> ReadSmall(const ZipArchive& zip, const ZipEntry& e,
-                                      uint64_t max, const std::string& path) {
+absl::StatusOr<std::string> ReadSmall(const ZipArchive& zip, const ZipEntry& e, uint64_t max,
+                                      const std::string& path) {
   if (e.uncompressed_size > max) {
-    return absl::InvalidArgumentError(absl::StrCat("'", path, "': ", e.name, " is ",
-                                                   e.uncompressed_size, " bytes; the limit is ",
-                                                   max));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "'", path, "': ", e.name, " is ", e.uncompressed_size, " bytes; the limit is ", max));
   }
   std::string out(e.uncompressed_size, '\0');
   RETURN_IF_ERROR(zip.ReadInto(e, out.data(), out.size()), "reading '", path, "'");
@@ -214,25 +210,22 @@ absl::StatusOr<TensorSourcePtr> OpenArchive(const std::string& path, ArchiveByte
   if (zip.entries().empty() || zip.entries()[0].name.find('/') == std::string::npos) {
     return absl::InvalidArgumentError(absl::StrCat(
         "'", path, "' is not a valid torch.save zip archive: ",
-        zip.entries().empty() ? "it holds no files"
-                              : absl::StrCat("its first entry '", zip.entries()[0].name,
-                                             "' is not in a folder")));
+        zip.entries().empty()
+            ? "it holds no files"
+            : absl::StrCat("its first entry '", zip.entries()[0].name, "' is not in a folder")));
   }
-  const std::string prefix =
-      zip.entries()[0].name.substr(0, zip.entries()[0].name.find('/') + 1);
+  const std::string prefix = zip.entries()[0].name.substr(0, zip.entries()[0].name.find('/') + 1);
   if (const ZipEntry* order = zip.Find(prefix + "byteorder")) {
     ASSIGN_OR_RETURN(std::string text, ReadSmall(zip, *order, 16, path));
     if (text != "little") {
       return absl::InvalidArgumentError(
-          absl::StrCat("'", path, "' was saved with byte order '", text,
-                       "'; expected 'little'"));
+          absl::StrCat("'", path, "' was saved with byte order '", text, "'; expected 'little'"));
     }
   }
   const ZipEntry* pkl = zip.Find(prefix + "data.pkl");
   if (pkl == nullptr) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "'", path,
-        "' is a zip archive without data.pkl; not a torch.save file"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("'", path, "' is a zip archive without data.pkl; not a torch.save file"));
   }
   ASSIGN_OR_RETURN(std::string pickle, ReadSmall(zip, *pkl, kMaxPickleBytes, path));
   ASSIGN_OR_RETURN(PickleValuePtr root, ParsePickle(pickle), "reading '", path, "'");
@@ -240,19 +233,18 @@ absl::StatusOr<TensorSourcePtr> OpenArchive(const std::string& path, ArchiveByte
   for (const FlatTensor& t : flat.tensors) {
     std::string record = absl::StrCat("data/", t.ref.storage.key);
     if (zip.Find(prefix + record) == nullptr) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "reading '", path, "': tensor '", t.name, "' refers to record '",
-          record, "', which the archive lacks"));
+      return absl::InvalidArgumentError(absl::StrCat("reading '", path, "': tensor '", t.name,
+                                                     "' refers to record '", record,
+                                                     "', which the archive lacks"));
     }
   }
-  return TensorSourcePtr(std::make_unique<TorchPtFile>(
-      path, std::move(bytes), std::move(zip), prefix, std::move(flat)));
+  return TensorSourcePtr(std::make_unique<TorchPtFile>(path, std::move(bytes), std::move(zip),
+                                                       prefix, std::move(flat)));
 }
 
 absl::StatusOr<std::string> ReadWholeFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
-  std::string bytes((std::istreambuf_iterator<char>(in)),
-                    std::istreambuf_iterator<char>());
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   if (!in.good() && !in.eof()) {
     return absl::InvalidArgumentError(absl::StrCat("cannot read '", path, "'"));
   }
@@ -264,8 +256,7 @@ absl::StatusOr<std::string> ReadWholeFile(const std::string& path) {
 absl::StatusOr<TensorSourcePtr> OpenTorchPt(const std::string& path) {
   struct stat st;
   if (::stat(path.c_str(), &st) != 0) {
-    return absl::NotFoundError(
-        absl::StrCat("torch checkpoint '", path, "' does not exist"));
+    return absl::NotFoundError(absl::StrCat("torch checkpoint '", path, "' does not exist"));
   }
   if (!S_ISREG(st.st_mode)) {
     return absl::InvalidArgumentError(
@@ -277,8 +268,7 @@ absl::StatusOr<TensorSourcePtr> OpenTorchPt(const std::string& path) {
   absl::string_view head(head_buf, static_cast<size_t>(in.gcount()));
   in.close();
   if (head.empty()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("torch checkpoint '", path, "' is empty"));
+    return absl::InvalidArgumentError(absl::StrCat("torch checkpoint '", path, "' is empty"));
   }
   try {
     ArchiveBytes bytes;
@@ -300,11 +290,10 @@ absl::StatusOr<TensorSourcePtr> OpenTorchPt(const std::string& path) {
     }
     return OpenArchive(path, std::move(bytes));
   } catch (const std::bad_alloc&) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat("out of memory opening '", path, "'"));
+    return absl::ResourceExhaustedError(absl::StrCat("out of memory opening '", path, "'"));
   } catch (const std::exception& e) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "'", path, "' is not a valid torch.save zip archive: ", ExceptionText(e)));
+    return absl::InvalidArgumentError(
+        absl::StrCat("'", path, "' is not a valid torch.save zip archive: ", ExceptionText(e)));
   }
 }
 

@@ -29,8 +29,7 @@ namespace {
 constexpr int kMaxLinesPerCategory = 20;
 
 // Shape mismatch detail: "looks transposed", or which dimension differs.
-std::string ShapeHint(const std::vector<int64_t>& got,
-                      const std::vector<int64_t>& want) {
+std::string ShapeHint(const std::vector<int64_t>& got, const std::vector<int64_t>& want) {
   if (got.size() != want.size()) {
     return absl::StrCat("rank ", got.size(), " vs expected rank ", want.size());
   }
@@ -46,13 +45,12 @@ std::string ShapeHint(const std::vector<int64_t>& got,
   }
   if (count != 1 || want[differing] == 0) return "";
   const int64_t g = std::gcd(got[differing], want[differing]);
-  return absl::StrCat("dim ", differing, " is ", got[differing], ", expected ",
-                      want[differing], " (ratio ", got[differing] / g, "/",
-                      want[differing] / g, ")");
+  return absl::StrCat("dim ", differing, " is ", got[differing], ", expected ", want[differing],
+                      " (ratio ", got[differing] / g, "/", want[differing] / g, ")");
 }
 
-void AddCapped(const std::vector<std::string>& lines,
-               absl::string_view what, std::vector<std::string>* out) {
+void AddCapped(const std::vector<std::string>& lines, absl::string_view what,
+               std::vector<std::string>* out) {
   for (size_t i = 0; i < lines.size(); ++i) {
     if (static_cast<int>(i) == kMaxLinesPerCategory) {
       out->push_back(absl::StrCat("... and ", lines.size() - i, " more ", what));
@@ -82,16 +80,16 @@ enum class Stats { kCompute, kSkip };
 
 // Reads one FOUND tensor, checks it still has the validated shape and adds
 // it to the fingerprint (and its statistics with Stats::kCompute).
-absl::StatusOr<at::Tensor> ReadAndDigest(const TensorSource& source, TensorEntry& e,
-                                         Stats stats, Fingerprinter& fp) {
+absl::StatusOr<at::Tensor> ReadAndDigest(const TensorSource& source, TensorEntry& e, Stats stats,
+                                         Fingerprinter& fp) {
   ASSIGN_OR_RETURN(at::Tensor t, source.Read(e.stored_name));
-  ASSIGN_OR_RETURN(t, TorchGuard("reading", [&] { return t.cpu().contiguous(); }),
-                   "tensor '", e.stored_name, "'");
+  ASSIGN_OR_RETURN(t, TorchGuard("reading", [&] { return t.cpu().contiguous(); }), "tensor '",
+                   e.stored_name, "'");
   const std::vector<int64_t> shape(t.sizes().begin(), t.sizes().end());
   if (shape != e.shape) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "tensor '", e.stored_name, "' now has shape ", ShapeText(shape),
-        "; it had ", ShapeText(e.shape), " when validated (file changed?)"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("tensor '", e.stored_name, "' now has shape ", ShapeText(shape), "; it had ",
+                     ShapeText(e.shape), " when validated (file changed?)"));
   }
   if (stats == Stats::kCompute && !e.has_stats) {
     ASSIGN_OR_RETURN(e.stats, ComputeTensorStats(t), "tensor '", e.stored_name, "'");
@@ -109,13 +107,13 @@ void ReportStats(WeightReport& report, const std::vector<TensorEntry*>& entries,
     const TensorEntry& e = *entry;
     if (!e.has_stats) continue;
     if (e.stats.nan_count + e.stats.inf_count > 0) {
-      bad_values->push_back(absl::StrCat(
-          "tensor '", e.name, "'", StoredAs(e), " holds ", e.stats.nan_count,
-          " NaN and ", e.stats.inf_count, " Inf values"));
+      bad_values->push_back(absl::StrCat("tensor '", e.name, "'", StoredAs(e), " holds ",
+                                         e.stats.nan_count, " NaN and ", e.stats.inf_count,
+                                         " Inf values"));
     }
     if (e.stats.all_zero) {
-      report.facts.push_back(absl::StrCat("warning: tensor '", e.name,
-                                          "' is all zeros (untrained or zeroed?)"));
+      report.facts.push_back(
+          absl::StrCat("warning: tensor '", e.name, "' is all zeros (untrained or zeroed?)"));
     }
   }
 }
@@ -147,9 +145,9 @@ absl::StatusOr<WeightReport> ValidateWeightMap(const TensorSource& source,
     if (normalised[i] != stored[i].name) ++stripped_count;
     auto [it, inserted] = by_name.emplace(normalised[i], i);
     if (!inserted) {
-      ambiguous.push_back(absl::StrCat(
-          "tensors '", stored[it->second].name, "' and '", stored[i].name,
-          "' both read as '", normalised[i], "'; refusing to pick one"));
+      ambiguous.push_back(absl::StrCat("tensors '", stored[it->second].name, "' and '",
+                                       stored[i].name, "' both read as '", normalised[i],
+                                       "'; refusing to pick one"));
     }
   }
 
@@ -201,10 +199,9 @@ absl::StatusOr<WeightReport> ValidateWeightMap(const TensorSource& source,
     if (t.shape != s.shape) {
       e.status = EntryStatus::kShapeMismatch;
       const std::string hint = ShapeHint(t.shape, s.shape);
-      e.reason = absl::StrCat("has shape ", ShapeText(t.shape), "; expected ",
-                              ShapeText(s.shape), hint.empty() ? "" : "; ", hint);
-      mismatch_lines.push_back(absl::StrCat("tensor '", e.name, "'", StoredAs(e),
-                                            " ", e.reason));
+      e.reason = absl::StrCat("has shape ", ShapeText(t.shape), "; expected ", ShapeText(s.shape),
+                              hint.empty() ? "" : "; ", hint);
+      mismatch_lines.push_back(absl::StrCat("tensor '", e.name, "'", StoredAs(e), " ", e.reason));
       ++report.shape_mismatches;
     } else if (!IsFloatingPoint(t.dtype)) {
       e.status = EntryStatus::kDtypeMismatch;
@@ -262,27 +259,26 @@ absl::StatusOr<WeightReport> ValidateWeightMap(const TensorSource& source,
     } else {
       e.reason = absl::StrCat("not in the schema; nearest schema names: ",
                               QuoteList(NearestNames(e.name, schema_names)));
-      unexpected_lines.push_back(absl::StrCat("unexpected tensor '", e.name, "'",
-                                              StoredAs(e), " ", ShapeText(e.shape), ": ",
-                                              e.reason));
+      unexpected_lines.push_back(absl::StrCat("unexpected tensor '", e.name, "'", StoredAs(e), " ",
+                                              ShapeText(e.shape), ": ", e.reason));
     }
     report.tensors.push_back(std::move(e));
   }
   std::vector<std::string> extra_layer_lines;
   for (const auto& [layer, count] : extra_layer_counts) {
-    extra_layer_lines.push_back(absl::StrCat(
-        "unexpected: ", count, " tensors of layer ", layer, " ('layers.", layer,
-        ".*'); the schema has ", LayerRange(schema_layers),
-        ": does num_hidden_layers in the config match the checkpoint?"));
+    extra_layer_lines.push_back(
+        absl::StrCat("unexpected: ", count, " tensors of layer ", layer, " ('layers.", layer,
+                     ".*'); the schema has ", LayerRange(schema_layers),
+                     ": does num_hidden_layers in the config match the checkpoint?"));
   }
 
   // Missing: a layer with every tensor missing is one line.
   std::set<size_t> grouped;
   for (const auto& [layer, idx] : missing_by_layer) {
     if (static_cast<int>(idx.size()) == schema_count_by_layer[layer] && idx.size() > 1) {
-      missing_lines.push_back(absl::StrCat(
-          "missing all ", idx.size(), " tensors of layer ", layer, " ('layers.", layer,
-          ".*'); the checkpoint has ", LayerRange(stored_layers)));
+      missing_lines.push_back(absl::StrCat("missing all ", idx.size(), " tensors of layer ", layer,
+                                           " ('layers.", layer, ".*'); the checkpoint has ",
+                                           LayerRange(stored_layers)));
       grouped.insert(idx.begin(), idx.end());
     }
   }
@@ -299,8 +295,8 @@ absl::StatusOr<WeightReport> ValidateWeightMap(const TensorSource& source,
     e.reason = absl::StrCat("not in the checkpoint; nearest present: ", QuoteList(near));
     if (grouped.count(i) == 0) {
       missing_lines.push_back(absl::StrCat("missing tensor '", e.name, "' ",
-                                           ShapeText(e.expected_shape), "; nearest present: ",
-                                           QuoteList(near)));
+                                           ShapeText(e.expected_shape),
+                                           "; nearest present: ", QuoteList(near)));
     }
   }
 
@@ -311,10 +307,10 @@ absl::StatusOr<WeightReport> ValidateWeightMap(const TensorSource& source,
       const TensorInfo* info = source.Find(e->stored_name);
       if (options.max_tensor_bytes > 0 && info != nullptr &&
           info->nbytes > options.max_tensor_bytes) {
-        return absl::ResourceExhaustedError(absl::StrCat(
-            "tensor '", e->stored_name, "' in '", source.path(), "' is ", info->nbytes,
-            " bytes; reading it for statistics would exceed the resident budget of ",
-            options.max_tensor_bytes, " bytes"));
+        return absl::ResourceExhaustedError(
+            absl::StrCat("tensor '", e->stored_name, "' in '", source.path(), "' is ", info->nbytes,
+                         " bytes; reading it for statistics would exceed the resident budget of ",
+                         options.max_tensor_bytes, " bytes"));
       }
       ASSIGN_OR_RETURN(at::Tensor t, ReadAndDigest(source, *e, Stats::kCompute, fp));
     }
@@ -328,8 +324,7 @@ absl::StatusOr<WeightReport> ValidateWeightMap(const TensorSource& source,
   AddCapped(bad_values, "tensors with NaN/Inf", &report.problems);
   AddCapped(ambiguous, "ambiguous names", &report.problems);
   std::vector<std::string> unexpected_all = extra_layer_lines;
-  unexpected_all.insert(unexpected_all.end(), unexpected_lines.begin(),
-                        unexpected_lines.end());
+  unexpected_all.insert(unexpected_all.end(), unexpected_lines.begin(), unexpected_lines.end());
   if (options.allow_unexpected) {
     for (const std::string& l : unexpected_all) {
       report.facts.push_back(absl::StrCat("allowed: ", l));
@@ -337,8 +332,7 @@ absl::StatusOr<WeightReport> ValidateWeightMap(const TensorSource& source,
   } else {
     AddCapped(unexpected_all, "unexpected tensors", &report.problems);
   }
-  report.ok = report.missing == 0 && report.shape_mismatches == 0 &&
-              report.dtype_mismatches == 0 &&
+  report.ok = report.missing == 0 && report.shape_mismatches == 0 && report.dtype_mismatches == 0 &&
               bad_values.empty() && ambiguous.empty() &&
               (report.unexpected == 0 || options.allow_unexpected);
 
@@ -349,16 +343,14 @@ absl::StatusOr<WeightReport> ValidateWeightMap(const TensorSource& source,
     optional_absent += e.status == EntryStatus::kOptionalAbsent;
   }
   std::vector<std::string> facts = {
-      absl::StrCat("format ", report.format, ": ", stored.size(),
-                   " tensors in the checkpoint, ", schema.size(),
-                   " in the schema (", required, " required)"),
-      absl::StrCat("found ", report.found, ", missing ", report.missing,
-                   ", shape mismatches ", report.shape_mismatches,
+      absl::StrCat("format ", report.format, ": ", stored.size(), " tensors in the checkpoint, ",
+                   schema.size(), " in the schema (", required, " required)"),
+      absl::StrCat("found ", report.found, ", missing ", report.missing, ", shape mismatches ",
+                   report.shape_mismatches,
                    report.dtype_mismatches > 0
                        ? absl::StrCat(", dtype mismatches ", report.dtype_mismatches)
                        : "",
-                   ", unexpected ",
-                   report.unexpected, ", ignored ", report.ignored,
+                   ", unexpected ", report.unexpected, ", ignored ", report.ignored,
                    ", optional absent ", optional_absent)};
   if (!report.unwrapped_wrapper.empty()) {
     facts.push_back(absl::StrCat("unwrapped the training wrapper '", report.unwrapped_wrapper,
@@ -377,33 +369,32 @@ absl::StatusOr<WeightReport> ValidateWeightMap(const TensorSource& source,
   }
   std::vector<std::string> dtype_parts;
   for (const auto& [d, c] : dtypes) dtype_parts.push_back(absl::StrCat(d, " x ", c));
-  facts.push_back(absl::StrFormat("used tensors: %d bytes (%.1f MiB)%s%s",
-                                  report.tensor_bytes, report.tensor_bytes / 1048576.0,
-                                  dtype_parts.empty() ? "" : ", ",
+  facts.push_back(absl::StrFormat("used tensors: %d bytes (%.1f MiB)%s%s", report.tensor_bytes,
+                                  report.tensor_bytes / 1048576.0, dtype_parts.empty() ? "" : ", ",
                                   absl::StrJoin(dtype_parts, ", ")));
   if (!report.skipped_entries.empty()) {
-    facts.push_back(absl::StrCat("skipped ", report.skipped_entries.size(),
-                                 " non-tensor entries (",
-                                 QuoteList(std::vector<std::string>(
-                                     report.skipped_entries.begin(),
-                                     report.skipped_entries.begin() +
-                                         std::min<size_t>(5, report.skipped_entries.size()))),
-                                 report.skipped_entries.size() > 5 ? ", ..." : "", ")"));
+    facts.push_back(absl::StrCat(
+        "skipped ", report.skipped_entries.size(), " non-tensor entries (",
+        QuoteList(std::vector<std::string>(
+            report.skipped_entries.begin(),
+            report.skipped_entries.begin() + std::min<size_t>(5, report.skipped_entries.size()))),
+        report.skipped_entries.size() > 5 ? ", ..." : "", ")"));
   }
   report.facts.insert(report.facts.begin(), facts.begin(), facts.end());
   return report;
 }
 
-absl::StatusOr<std::map<std::string, at::Tensor>> LoadValidatedWeights(
-    const TensorSource& source, WeightReport& report, c10::ScalarType dtype,
-    c10::Device device) {
+absl::StatusOr<std::map<std::string, at::Tensor>> LoadValidatedWeights(const TensorSource& source,
+                                                                       WeightReport& report,
+                                                                       c10::ScalarType dtype,
+                                                                       c10::Device device) {
   if (!report.ok) {
     std::string first = report.problems.empty() ? "report not ok" : report.problems[0];
-    return absl::FailedPreconditionError(absl::StrCat(
-        "weights of '", report.path, "' did not validate: ", first,
-        report.problems.size() > 1
-            ? absl::StrCat(" (and ", report.problems.size() - 1, " more problems)")
-            : ""));
+    return absl::FailedPreconditionError(
+        absl::StrCat("weights of '", report.path, "' did not validate: ", first,
+                     report.problems.size() > 1
+                         ? absl::StrCat(" (and ", report.problems.size() - 1, " more problems)")
+                         : ""));
   }
   std::map<std::string, at::Tensor> out;
   Fingerprinter fp;
@@ -425,18 +416,18 @@ absl::StatusOr<std::map<std::string, at::Tensor>> LoadValidatedWeights(
     // copy=true: resident weights own their memory. A tensor read in place
     // from a mapped file would turn a later in-place rewrite of that file
     // (torch.save truncates first) into SIGBUS in a running server.
-    ASSIGN_OR_RETURN(out[e->name],
-                     TorchGuard("converting",
-                                [&] { return t.to(device, dtype, false, /*copy=*/true); }),
-                     "tensor '", e->name, "'");
+    ASSIGN_OR_RETURN(
+        out[e->name],
+        TorchGuard("converting", [&] { return t.to(device, dtype, false, /*copy=*/true); }),
+        "tensor '", e->name, "'");
     t = at::Tensor();  // the copy is all we keep: let the file's pages go
     source.ReleaseBytes(e->stored_name);
   }
   const std::string now = fp.Hex();
   if (!report.fingerprint.empty() && report.fingerprint != now) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "checkpoint '", report.path, "' changed since it was validated: fingerprint ",
-        report.fingerprint, " then, ", now, " now"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("checkpoint '", report.path, "' changed since it was validated: fingerprint ",
+                     report.fingerprint, " then, ", now, " now"));
   }
   report.fingerprint = now;
   std::vector<std::string> bad_values;
@@ -445,8 +436,8 @@ absl::StatusOr<std::map<std::string, at::Tensor>> LoadValidatedWeights(
     report.ok = false;
     report.problems.insert(report.problems.begin(), bad_values.begin(), bad_values.end());
     // Bad content, like a wrong shape (STYLE.md): InvalidArgument.
-    return absl::InvalidArgumentError(absl::StrCat(
-        "weights of '", report.path, "' are not usable: ", bad_values[0]));
+    return absl::InvalidArgumentError(
+        absl::StrCat("weights of '", report.path, "' are not usable: ", bad_values[0]));
   }
   return out;
 }

@@ -19,9 +19,9 @@
 namespace dflash::weights {
 
 struct ValidateOptions {
-  bool allow_unexpected = false;  // strict by default
-  bool compute_stats = false;     // reads every tensor
-  std::vector<IgnoreRule> ignore; // tensors present on purpose but unused
+  bool allow_unexpected = false;   // strict by default
+  bool compute_stats = false;      // reads every tensor
+  std::vector<IgnoreRule> ignore;  // tensors present on purpose but unused
   // compute_stats reads one tensor at a time; one larger than this (the
   // server's resident budget) is refused before it is read. 0: no limit.
   int64_t max_tensor_bytes = 0;
@@ -41,8 +41,9 @@ absl::StatusOr<WeightReport> ValidateWeightMap(const TensorSource& source,
 // InvalidArgument: bad content); statistics of clean tensors are left to
 // ValidateWeightMap's compute_stats. FailedPrecondition when the report is
 // not ok or the file changed since it was validated.
-absl::StatusOr<std::map<std::string, at::Tensor>> LoadValidatedWeights(
-    const TensorSource& source, WeightReport& report, c10::ScalarType dtype,
-    c10::Device device);
+absl::StatusOr<std::map<std::string, at::Tensor>> LoadValidatedWeights(const TensorSource& source,
+                                                                       WeightReport& report,
+                                                                       c10::ScalarType dtype,
+                                                                       c10::Device device);
 
 }  // namespace dflash::weights

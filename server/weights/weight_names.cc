@@ -12,8 +12,8 @@ namespace dflash::weights {
 namespace {
 
 // Leading wrappers added by training frameworks, in any order and nesting.
-constexpr absl::string_view kWrapperPrefixes[] = {
-    "module.", "_orig_mod.", "_fsdp_wrapped_module.", "model.", "draft_model."};
+constexpr absl::string_view kWrapperPrefixes[] = {"module.", "_orig_mod.", "_fsdp_wrapped_module.",
+                                                  "model.", "draft_model."};
 // Wrapper segments FSDP / activation checkpointing insert inside names.
 constexpr absl::string_view kInfixWrappers[] = {"_fsdp_wrapped_module",
                                                 "_checkpoint_wrapped_module"};
@@ -28,9 +28,7 @@ bool HasInfixWrapper(const std::string& name) {
 }  // namespace
 
 std::string Normalise(const std::string& name, const Normalisation& n) {
-  std::string rest = absl::StartsWith(name, n.prefix)
-                         ? name.substr(n.prefix.size())
-                         : name;
+  std::string rest = absl::StartsWith(name, n.prefix) ? name.substr(n.prefix.size()) : name;
   if (!n.drop_infix) return rest;
   std::vector<absl::string_view> parts = absl::StrSplit(rest, '.');
   parts.erase(std::remove_if(parts.begin(), parts.end(),

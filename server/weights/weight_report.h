@@ -26,10 +26,10 @@ enum class EntryStatus {
 };
 
 struct TensorEntry {
-  std::string name;          // schema name (or normalised name when unexpected)
-  std::string stored_name;   // name in the file
+  std::string name;         // schema name (or normalised name when unexpected)
+  std::string stored_name;  // name in the file
   EntryStatus status = EntryStatus::kFound;
-  std::string dtype;         // stored dtype, safetensors spelling
+  std::string dtype;  // stored dtype, safetensors spelling
   std::vector<int64_t> shape;
   std::vector<int64_t> expected_shape;
   std::string source_file;

@@ -11,9 +11,9 @@
 namespace dflash::weights {
 
 struct TensorSpec {
-  std::string name;             // schema name: "layers.0.self_attn.q_proj.weight"
-  std::vector<int64_t> shape;   // expected shape
-  bool required = true;         // optional tensors (biases) may be absent
+  std::string name;            // schema name: "layers.0.self_attn.q_proj.weight"
+  std::vector<int64_t> shape;  // expected shape
+  bool required = true;        // optional tensors (biases) may be absent
   // Other names the same tensor goes by (a codebook saved with ".weight");
   // the first one present is used, and the entry keeps the schema name.
   std::vector<std::string> aliases;
@@ -21,8 +21,8 @@ struct TensorSpec {
 
 // A tensor present in the file that the model does not use, on purpose.
 struct IgnoreRule {
-  std::string suffix;           // matched against the normalised name's end
-  std::string reason;           // "the drafter borrows the target's embed_tokens"
+  std::string suffix;  // matched against the normalised name's end
+  std::string reason;  // "the drafter borrows the target's embed_tokens"
 };
 
 }  // namespace dflash::weights

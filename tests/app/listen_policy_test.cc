@@ -11,13 +11,13 @@ using ::dflash::testing::StatusIs;
 using ::testing::HasSubstr;
 
 TEST(ListenPolicyTest, LoopbackAddresses) {
-  for (const char* a : {"127.0.0.1:50051", "127.1.2.3:0", "localhost:80", "LOCALHOST:1",
-                        "[::1]:50051", "ipv4:127.0.0.1:5", "ipv6:[::1]:5", "::1",
-                        "[::ffff:127.0.0.1]:1"}) {
+  for (const char* a :
+       {"127.0.0.1:50051", "127.1.2.3:0", "localhost:80", "LOCALHOST:1", "[::1]:50051",
+        "ipv4:127.0.0.1:5", "ipv6:[::1]:5", "::1", "[::ffff:127.0.0.1]:1"}) {
     EXPECT_TRUE(IsLoopbackListen(a)) << a;
   }
-  for (const char* a : {"0.0.0.0:50051", "[::]:50051", "10.0.0.1:1", "128.0.0.1:1",
-                        "example.com:1", ":50051", "localhost.evil.com:1", "[::2]:1"}) {
+  for (const char* a : {"0.0.0.0:50051", "[::]:50051", "10.0.0.1:1", "128.0.0.1:1", "example.com:1",
+                        ":50051", "localhost.evil.com:1", "[::2]:1"}) {
     EXPECT_FALSE(IsLoopbackListen(a)) << a;
   }
 }

@@ -125,9 +125,9 @@ TEST_F(ServerConfigTest, ReadsJson) {
 
 TEST_F(ServerConfigTest, FlagsGivenOverrideTheFileOthersKeepIt) {
   Parse({"--config", Write("c.yaml", kYaml), "--listen", "127.0.0.1:1", "--data-root", "/x"});
-  EXPECT_EQ(config_.listen, "127.0.0.1:1");          // flag wins
+  EXPECT_EQ(config_.listen, "127.0.0.1:1");            // flag wins
   EXPECT_THAT(config_.data_roots, ElementsAre("/x"));  // a list is replaced, not merged
-  EXPECT_EQ(config_.workers, 2);                     // from the file
+  EXPECT_EQ(config_.workers, 2);                       // from the file
   EXPECT_EQ(config_.state_dir, "/var/lib/x");
 }
 
@@ -191,14 +191,14 @@ TEST_F(ServerConfigTest, WrongShapesAndValues) {
               HasSubstr("config key 'preload.targets[0]' needs a 'path'"));
   EXPECT_THAT(ParseError({"--config", Write("b.yaml", "listen: {a: 1}\n")}),
               HasSubstr("config key 'listen' must be a single value"));
-  EXPECT_THAT(ParseError({"--config",
-                          Write("c.yaml", "preload:\n  datasets:\n    - {path: /d, max_samples: x}\n")}),
-              HasSubstr("config key 'preload.datasets[0].max_samples' must be an integer; got 'x'"));
+  EXPECT_THAT(
+      ParseError({"--config",
+                  Write("c.yaml", "preload:\n  datasets:\n    - {path: /d, max_samples: x}\n")}),
+      HasSubstr("config key 'preload.datasets[0].max_samples' must be an integer; got 'x'"));
   EXPECT_THAT(ParseError({"--config", Write("d.yaml", "preload: [1]\n")}),
               HasSubstr("config key 'preload' must be a mapping"));
   // Validators run on file values as on flags.
-  EXPECT_THAT(ParseError({"--config", Write("e.yaml", "log_format: xml\n")}),
-              HasSubstr("xml"));
+  EXPECT_THAT(ParseError({"--config", Write("e.yaml", "log_format: xml\n")}), HasSubstr("xml"));
   EXPECT_THAT(ParseError({"--config", Write("f.yaml", "workers: 0\n")}), HasSubstr("workers"));
 }
 

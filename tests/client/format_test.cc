@@ -42,8 +42,8 @@ TEST(FormatTest, EvalResultShowsTablesAndTheBonusToken) {
   EXPECT_THAT(s, HasSubstr("accept length (pooled over blocks) 2.500"));
   EXPECT_THAT(s, HasSubstr("tau (z-lab: mean over samples) 2.250"));
   EXPECT_THAT(s, HasSubstr("+ 1 bonus token from the target"));
-  EXPECT_THAT(s, HasSubstr("     1        10   1.0000     0.5000      0.5000  " +
-                           std::string(30, '#')));
+  EXPECT_THAT(
+      s, HasSubstr("     1        10   1.0000     0.5000      0.5000  " + std::string(30, '#')));
   EXPECT_THAT(s, HasSubstr("  n=2          5  " + std::string(15, '#') + std::string(15, '.')));
 }
 
@@ -75,8 +75,8 @@ TEST(FormatTest, JsonUsesTheProtoMapping) {
   r.set_bytes(5);
   const std::string j = ToJson(r);
   EXPECT_THAT(j, HasSubstr("\"name\": \"x\""));
-  EXPECT_THAT(j, HasSubstr("\"bytes\": \"5\""));       // int64 as a string, per the mapping
-  EXPECT_THAT(j, HasSubstr("\"sourcePath\": \"\""));   // defaults printed
+  EXPECT_THAT(j, HasSubstr("\"bytes\": \"5\""));      // int64 as a string, per the mapping
+  EXPECT_THAT(j, HasSubstr("\"sourcePath\": \"\""));  // defaults printed
 }
 
 pb::EvalJob DoneJob(const std::string& id, const std::string& drafter, int64_t step,
@@ -145,8 +145,9 @@ TEST(FormatJobsTest, StatusShowsStateRequestTimingsAndError) {
   interrupted.set_id("job-2");
   interrupted.set_state(pb::JOB_STATE_INTERRUPTED);
   interrupted.set_interrupted_by_restart(true);
-  EXPECT_THAT(FormatJobOutcome(interrupted),
-              HasSubstr("INTERRUPTED (the server stopped while it ran; 'dflash-eval resubmit job-2'"));
+  EXPECT_THAT(
+      FormatJobOutcome(interrupted),
+      HasSubstr("INTERRUPTED (the server stopped while it ran; 'dflash-eval resubmit job-2'"));
 }
 
 TEST(FormatJobsTest, ListIsATableWithTheNextPage) {
@@ -160,8 +161,10 @@ TEST(FormatJobsTest, ListIsATableWithTheNextPage) {
   list.set_next_page_token("tok");
   const std::string s = FormatJobList(list);
   EXPECT_THAT(s, HasSubstr("ID    STATE       DRAFTER"));
-  EXPECT_THAT(s, HasSubstr("job-2 SUCCEEDED   step-200             gsm8k        run-a             200    3.250  2024-05-01 12:03:04Z\n"));
-  EXPECT_THAT(s, HasSubstr("job-1 QUEUED      m                    d            -                   -        -  -\n"));
+  EXPECT_THAT(s, HasSubstr("job-2 SUCCEEDED   step-200             gsm8k        run-a             "
+                           "200    3.250  2024-05-01 12:03:04Z\n"));
+  EXPECT_THAT(s, HasSubstr("job-1 QUEUED      m                    d            -                  "
+                           " -        -  -\n"));
   EXPECT_THAT(s, HasSubstr("more: --page-token tok\n"));
   EXPECT_LT(s.find("job-2"), s.find("job-1"));  // the server's order kept
   EXPECT_EQ(FormatJobList(pb::ListEvalsResponse()), "no evaluations\n");
@@ -188,8 +191,14 @@ TEST(FormatJobsTest, HistoryHasStepAcceptLengthAndFirstPositions) {
   const std::string s = FormatHistory("run-a", jobs);
   EXPECT_THAT(s, HasSubstr("run run-a: 2 evaluation(s)\n"));
   EXPECT_THAT(s, HasSubstr("      STEP ACCEPT LEN     TAU   ACC@1   ACC@2   ACC@3   ACC@4"));
-  EXPECT_THAT(s, HasSubstr("       100      2.500   2.400  0.8000  0.5000  0.4000  0.3000  gsm8k        job-a\n"));
-  EXPECT_THAT(s, HasSubstr("       200      2.750   2.650  0.8500       -       -       -  gsm8k        job-b\n"));
+  EXPECT_THAT(
+      s,
+      HasSubstr(
+          "       100      2.500   2.400  0.8000  0.5000  0.4000  0.3000  gsm8k        job-a\n"));
+  EXPECT_THAT(
+      s,
+      HasSubstr(
+          "       200      2.750   2.650  0.8500       -       -       -  gsm8k        job-b\n"));
   EXPECT_EQ(FormatHistory("x", {}), "no finished evaluations for run 'x'\n");
 }
 

@@ -30,7 +30,8 @@ std::string XmlProblem(const std::string& xml) {
       if (xml[i] == '&') {
         const size_t semi = xml.find(';', i);
         const std::string ent = xml.substr(i, semi == std::string::npos ? 1 : semi - i + 1);
-        if (ent != "&amp;" && ent != "&lt;" && ent != "&gt;" && ent != "&quot;" && ent != "&apos;") {
+        if (ent != "&amp;" && ent != "&lt;" && ent != "&gt;" && ent != "&quot;" &&
+            ent != "&apos;") {
           return "bad entity " + ent;
         }
       }
@@ -46,14 +47,14 @@ std::string XmlProblem(const std::string& xml) {
     i = end + 1;
     if (tag.empty()) return "empty tag";
     if (tag[0] == '/') {
-      if (stack.empty() || stack.back() != tag.substr(1)) return "unbalanced </" + tag.substr(1) + ">";
+      if (stack.empty() || stack.back() != tag.substr(1))
+        return "unbalanced </" + tag.substr(1) + ">";
       stack.pop_back();
       continue;
     }
     const bool self_closing = tag.back() == '/';
     if (self_closing) tag.pop_back();
-    static const std::regex kTag(
-        R"(^([A-Za-z][\w:.-]*)(\s+[A-Za-z][\w:.-]*="[^"<]*")*\s*$)");
+    static const std::regex kTag(R"(^([A-Za-z][\w:.-]*)(\s+[A-Za-z][\w:.-]*="[^"<]*")*\s*$)");
     std::smatch m;
     if (!std::regex_match(tag, m, kTag)) return "malformed tag <" + tag + ">";
     if (stack.empty()) ++roots;
@@ -129,18 +130,19 @@ TEST(SvgChartTest, HigherValuesAreDrawnHigher) {
   c.series.push_back({"s", {{0, 1}, {1, 2}}});
   const std::string svg = RenderLineChart(c);
   std::smatch m;
-  ASSERT_TRUE(std::regex_search(svg, m, std::regex(R"re(points="([\d.]+),([\d.]+) ([\d.]+),([\d.]+)")re")));
+  ASSERT_TRUE(
+      std::regex_search(svg, m, std::regex(R"re(points="([\d.]+),([\d.]+) ([\d.]+),([\d.]+)")re")));
   EXPECT_LT(std::stod(m[1]), std::stod(m[3]));  // x grows to the right
   EXPECT_GT(std::stod(m[2]), std::stod(m[4]));  // y grows upwards (smaller svg y)
 }
 
 TEST(SvgChartTest, DegenerateInputsStayFinite) {
   const std::vector<std::vector<std::pair<double, double>>> cases = {
-      {},                                  // empty series
-      {{100, 2.5}},                        // one point
-      {{1, 3}, {2, 3}, {3, 3}},            // all equal
-      {{5, 0}, {5, 0}},                    // one x, zero y
-      {{1, NAN}, {2, INFINITY}, {3, 1}},   // non-finite values are skipped
+      {},                                 // empty series
+      {{100, 2.5}},                       // one point
+      {{1, 3}, {2, 3}, {3, 3}},           // all equal
+      {{5, 0}, {5, 0}},                   // one x, zero y
+      {{1, NAN}, {2, INFINITY}, {3, 1}},  // non-finite values are skipped
   };
   for (size_t i = 0; i < cases.size(); ++i) {
     LineChart c;

@@ -177,17 +177,17 @@ TEST_F(EvalCoreImplTest, UnloadErrors) {
   LoadAll(*core);
   EXPECT_THAT(core->Unload(ResourceKind::kDrafter, ""),
               StatusIs(absl::StatusCode::kInvalidArgument, Eq("unload: name is empty")));
-  EXPECT_THAT(core->Unload(ResourceKind::kDrafter, "x"),
-              StatusIs(absl::StatusCode::kNotFound,
-                       Eq("no resident drafter named 'x' (resident: m)")));
-  EXPECT_THAT(core->Unload(ResourceKind::kTarget, "m"),
-              StatusIs(absl::StatusCode::kNotFound,
-                       Eq("no resident target named 'm' (resident: t)")));
+  EXPECT_THAT(
+      core->Unload(ResourceKind::kDrafter, "x"),
+      StatusIs(absl::StatusCode::kNotFound, Eq("no resident drafter named 'x' (resident: m)")));
+  EXPECT_THAT(
+      core->Unload(ResourceKind::kTarget, "m"),
+      StatusIs(absl::StatusCode::kNotFound, Eq("no resident target named 'm' (resident: t)")));
   ASSERT_OK_AND_ASSIGN(ResourceInfo gone, core->Unload(ResourceKind::kDrafter, "m"));
   EXPECT_EQ(gone.name, "m");
-  EXPECT_THAT(core->Unload(ResourceKind::kDrafter, "m"),
-              StatusIs(absl::StatusCode::kNotFound,
-                       Eq("no resident drafter named 'm' (resident: none)")));
+  EXPECT_THAT(
+      core->Unload(ResourceKind::kDrafter, "m"),
+      StatusIs(absl::StatusCode::kNotFound, Eq("no resident drafter named 'm' (resident: none)")));
   EXPECT_TRUE(core->ListResources(ResourceKind::kDrafter).empty());
 }
 
@@ -287,9 +287,9 @@ TEST_F(EvalCoreImplTest, RunEvalArgumentErrors) {
   EvalParams unknown = Eval();
   unknown.target = "t";
   unknown.drafter = "x";
-  EXPECT_THAT(core->RunEval(unknown, nullptr),
-              StatusIs(absl::StatusCode::kNotFound,
-                       Eq("no resident drafter named 'x' (resident: m)")));
+  EXPECT_THAT(
+      core->RunEval(unknown, nullptr),
+      StatusIs(absl::StatusCode::kNotFound, Eq("no resident drafter named 'x' (resident: m)")));
   EvalParams outside = Eval();
   outside.target = "t";
   outside.drafter.clear();
@@ -331,8 +331,7 @@ TEST_F(EvalCoreImplTest, RunEvalEqualsEvaluateOnTheSameObjects) {
     data::DatasetLoadOptions lo;
     lo.path = root_ + "/datasets/data";
     ASSERT_OK_AND_ASSIGN(data::EvalDataset ds, data::EvalDataset::Load(lo));
-    ASSERT_OK_AND_ASSIGN(eval::EvalResult want,
-                         eval::Evaluate(m, world_->Target(), ds, p.options));
+    ASSERT_OK_AND_ASSIGN(eval::EvalResult want, eval::Evaluate(m, world_->Target(), ds, p.options));
     EXPECT_EQ(got.blocks, want.blocks);
     EXPECT_EQ(got.accepted_histogram, want.accepted_histogram);
     EXPECT_DOUBLE_EQ(got.accept_length_pooled, want.accept_length_pooled);
@@ -380,7 +379,8 @@ TEST_F(EvalCoreImplTest, DrafterNotMatchingItsConfigIsNotLoaded) {
   std::ofstream(dir + "/config.json") << dflash::testing::TinyConfigJson(three);
   EXPECT_THAT(core->LoadDrafter(Drafter("bad", "bad")),
               StatusIs(absl::StatusCode::kFailedPrecondition,
-                       StartsWith("checkpoint '" + dir + "' does not match its config (11 "
+                       StartsWith("checkpoint '" + dir +
+                                  "' does not match its config (11 "
                                   "missing, 0 shape mismatch(es), 0 unexpected); nothing was "
                                   "loaded:\n  - ")));
   EXPECT_TRUE(core->ListResources(ResourceKind::kDrafter).empty());

@@ -22,10 +22,10 @@ namespace {
 
 using ::dflash::testing::StatusIs;
 using ::dflash::testing::TempDir;
-using ::testing::ElementsAre;
-using ::testing::Eq;
 using jobs::JobRecord;
 using jobs::JobState;
+using ::testing::ElementsAre;
+using ::testing::Eq;
 
 // RunEval blocks until Release() when `hold` is set; records every call.
 class GatedCore : public dflash::testing::FakeEvalCore {
@@ -157,22 +157,21 @@ TEST_F(JobServiceImplTest, SubmitChecksAgainstWhatIsResident) {
   no_data.dataset.clear();
   EXPECT_THAT(service_->Submit(no_data),
               StatusIs(absl::StatusCode::kInvalidArgument, Eq("dataset is required")));
-  EXPECT_THAT(service_->Submit(Request("x")),
-              StatusIs(absl::StatusCode::kNotFound,
-                       Eq("no resident drafter named 'x' (resident: m)")));
+  EXPECT_THAT(
+      service_->Submit(Request("x")),
+      StatusIs(absl::StatusCode::kNotFound, Eq("no resident drafter named 'x' (resident: m)")));
   jobs::JobRequest other_data = Request();
   other_data.dataset = "e";
-  EXPECT_THAT(service_->Submit(other_data),
-              StatusIs(absl::StatusCode::kNotFound,
-                       Eq("no resident dataset named 'e' (resident: d)")));
+  EXPECT_THAT(
+      service_->Submit(other_data),
+      StatusIs(absl::StatusCode::kNotFound, Eq("no resident dataset named 'e' (resident: d)")));
   core_.resources.push_back(Resident(ResourceKind::kTarget, "t2", "h64:t2"));
   EXPECT_THAT(service_->Submit(Request()),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        Eq("several targets are resident (t, t2); name one with --target")));
   core_.resources = {Resident(ResourceKind::kDataset, "d", "h64:d")};
-  EXPECT_THAT(service_->Submit(Request()),
-              StatusIs(absl::StatusCode::kFailedPrecondition,
-                       Eq("no target is loaded; load one first")));
+  EXPECT_THAT(service_->Submit(Request()), StatusIs(absl::StatusCode::kFailedPrecondition,
+                                                    Eq("no target is loaded; load one first")));
 }
 
 TEST_F(JobServiceImplTest, JobRunsRunEvalWithTheRequest) {
@@ -243,9 +242,8 @@ TEST_F(JobServiceImplTest, UnloadAfterFreesTheDrafterUnlessAnotherJobUsesIt) {
   core_.Release();
   const JobRecord a = WaitDone(first.id);
   ASSERT_TRUE(a.result.has_value());
-  EXPECT_THAT(a.result->warnings,
-              ElementsAre("unload_after: drafter 'm' kept resident; jobs " + second.id +
-                          " use it"));
+  EXPECT_THAT(a.result->warnings, ElementsAre("unload_after: drafter 'm' kept resident; jobs " +
+                                              second.id + " use it"));
   const JobRecord b = WaitDone(second.id);
   ASSERT_TRUE(b.result.has_value());
   EXPECT_TRUE(b.result->warnings.empty());
@@ -263,15 +261,13 @@ TEST_F(JobServiceImplTest, ResubmitAndCompare) {
   EXPECT_NE(b.id, a.id);
   ASSERT_EQ(WaitDone(b.id).state, JobState::kSucceeded);
 
-  EXPECT_THAT(service_->Compare({a.id}),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       Eq("compare needs at least two job ids; got 1")));
+  EXPECT_THAT(service_->Compare({a.id}), StatusIs(absl::StatusCode::kInvalidArgument,
+                                                  Eq("compare needs at least two job ids; got 1")));
   ASSERT_OK_AND_ASSIGN(Comparison c, service_->Compare({a.id, b.id}));
   ASSERT_EQ(c.jobs.size(), 2u);
   EXPECT_THAT(c.accept_length, ElementsAre(2.5, 3.0));
   EXPECT_THAT(c.accept_length_delta, ElementsAre(0.0, 0.5));
-  EXPECT_THAT(c.warnings,
-              ElementsAre("different modes: " + a.id + " replay, " + b.id + " anchor"));
+  EXPECT_THAT(c.warnings, ElementsAre("different modes: " + a.id + " replay, " + b.id + " anchor"));
 
   core_.next_error = absl::InternalError("boom");
   ASSERT_OK_AND_ASSIGN(JobRecord failed, service_->Submit(Request()));

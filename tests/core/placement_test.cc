@@ -65,8 +65,7 @@ TEST_F(PlacementTest, BadRequestDevices) {
   for (const char* bad : {"gpu", "cuda:x", "cuda:-1", "CPU"}) {
     EXPECT_THAT(ResolveRequestDevice(bad, "cpu"),
                 StatusIs(absl::StatusCode::kInvalidArgument,
-                         Eq(std::string("device '") + bad +
-                            "' is not one of cpu, cuda, cuda:N")));
+                         Eq(std::string("device '") + bad + "' is not one of cpu, cuda, cuda:N")));
   }
   EXPECT_THAT(ResolvePlacement("cpu", "int8", "cpu"),
               StatusIs(absl::StatusCode::kInvalidArgument,
@@ -79,9 +78,9 @@ TEST_F(PlacementTest, CudaRequestWithoutCuda) {
     EXPECT_EQ(d, "cuda:0");
     return;
   }
-  EXPECT_THAT(ResolveRequestDevice("cuda:0", "cpu"),
-              StatusIs(absl::StatusCode::kFailedPrecondition,
-                       HasSubstr("cuda:0: CUDA is not available")));
+  EXPECT_THAT(
+      ResolveRequestDevice("cuda:0", "cpu"),
+      StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("cuda:0: CUDA is not available")));
   ASSERT_OK_AND_ASSIGN(std::string d, ResolveRequestDevice("cpu", "cuda:0"));
   EXPECT_EQ(d, "cpu");
 }

@@ -39,12 +39,13 @@ TEST_F(ResidentBudgetTest, ResidentBytesAddsEveryKind) {
 TEST_F(ResidentBudgetTest, FitsUpToTheBudgetExactly) {
   EXPECT_THAT(CheckResidentBudget(r_, 0, "drafter", "x", int64_t{1} << 60, "b"), IsOk());
   EXPECT_THAT(CheckResidentBudget(r_, 2000, "drafter", "x", 770, "b"), IsOk());
-  EXPECT_THAT(CheckResidentBudget(r_, 2000, "drafter", "x", 771, "estimated from the tensor headers"),
-              StatusIs(absl::StatusCode::kResourceExhausted,
-                       Eq("loading drafter 'x' needs 771 bytes (0.00 GiB) (estimated from the "
-                          "tensor headers) but 1230 bytes (0.00 GiB) of the 2000 bytes (0.00 "
-                          "GiB) budget (--max-resident-bytes) is resident; unload something "
-                          "first")));
+  EXPECT_THAT(
+      CheckResidentBudget(r_, 2000, "drafter", "x", 771, "estimated from the tensor headers"),
+      StatusIs(absl::StatusCode::kResourceExhausted,
+               Eq("loading drafter 'x' needs 771 bytes (0.00 GiB) (estimated from the "
+                  "tensor headers) but 1230 bytes (0.00 GiB) of the 2000 bytes (0.00 "
+                  "GiB) budget (--max-resident-bytes) is resident; unload something "
+                  "first")));
   // Already over budget: nothing fits, not even 0 bytes more.
   EXPECT_THAT(CheckResidentBudget(r_, 1000, "dataset", "d2", 0, "b"),
               StatusIs(absl::StatusCode::kResourceExhausted, ::testing::_));

@@ -17,16 +17,18 @@ class DatasetManifestTest : public ::testing::Test {};
 
 TEST_F(DatasetManifestTest, ParsesFullManifest) {
   ASSERT_OK_AND_ASSIGN(auto m, ParseManifest(R"({"name": "gsm8k", "hidden_size": 5120,
-      "features": {"hidden_states": [1, 16, 31, 46, 61]}, "extra": 1})", "/d/dataset.json"));
+      "features": {"hidden_states": [1, 16, 31, 46, 61]}, "extra": 1})",
+                                             "/d/dataset.json"));
   EXPECT_EQ(m.name, "gsm8k");
   EXPECT_EQ(m.hidden_size, 5120);
   EXPECT_THAT(m.features, ElementsAre(Pair("hidden_states", ElementsAre(1, 16, 31, 46, 61))));
 }
 
 TEST_F(DatasetManifestTest, CanonicalGroupOrder) {
-  ASSERT_OK_AND_ASSIGN(auto m, ParseManifest(
-      R"({"features": {"hidden_state": [61], "zz": [70], "aux_hidden_state": [1, 16]}})",
-      "m"));
+  ASSERT_OK_AND_ASSIGN(
+      auto m,
+      ParseManifest(
+          R"({"features": {"hidden_state": [61], "zz": [70], "aux_hidden_state": [1, 16]}})", "m"));
   EXPECT_EQ(m.name, "");
   EXPECT_EQ(m.hidden_size, 0);
   ASSERT_EQ(m.features.size(), 3u);
@@ -38,16 +40,15 @@ TEST_F(DatasetManifestTest, CanonicalGroupOrder) {
 TEST_F(DatasetManifestTest, Defects) {
   const auto bad = [](const char* json) { return ParseManifest(json, "/d/dataset.json"); };
   const auto kInvalid = absl::StatusCode::kInvalidArgument;
-  EXPECT_THAT(bad("{"), StatusIs(kInvalid, HasSubstr(
-                            "manifest '/d/dataset.json': is not valid JSON")));
+  EXPECT_THAT(bad("{"),
+              StatusIs(kInvalid, HasSubstr("manifest '/d/dataset.json': is not valid JSON")));
   EXPECT_THAT(bad("[1]"), StatusIs(kInvalid, HasSubstr("must be a JSON object")));
-  EXPECT_THAT(bad(R"({"name": "x"})"),
-              StatusIs(kInvalid, HasSubstr("needs an object 'features'")));
+  EXPECT_THAT(bad(R"({"name": "x"})"), StatusIs(kInvalid, HasSubstr("needs an object 'features'")));
   EXPECT_THAT(bad(R"({"features": {}})"),
               StatusIs(kInvalid, HasSubstr("declares no feature keys")));
-  EXPECT_THAT(bad(R"({"features": {"hidden_states": 5}})"),
-              StatusIs(kInvalid, HasSubstr(
-                  "feature 'hidden_states' must be a list of layer ids; got 5")));
+  EXPECT_THAT(
+      bad(R"({"features": {"hidden_states": 5}})"),
+      StatusIs(kInvalid, HasSubstr("feature 'hidden_states' must be a list of layer ids; got 5")));
   EXPECT_THAT(bad(R"({"features": {"hidden_states": []}})"),
               StatusIs(kInvalid, HasSubstr("feature 'hidden_states' lists no layers")));
   EXPECT_THAT(bad(R"({"features": {"hidden_states": [1, "2"]}})"),
@@ -56,9 +57,10 @@ TEST_F(DatasetManifestTest, Defects) {
               StatusIs(kInvalid, HasSubstr("non-integer layer id 2.5")));
   EXPECT_THAT(bad(R"({"features": {"hidden_states": [-1]}})"),
               StatusIs(kInvalid, HasSubstr("lists layer -1; layer ids must be >= 0")));
-  EXPECT_THAT(bad(R"({"features": {"aux_hidden_state": [1, 16], "hidden_state": [16]}})"),
-              StatusIs(kInvalid, HasSubstr(
-                  "layer 16 is declared twice (in 'aux_hidden_state' and 'hidden_state')")));
+  EXPECT_THAT(
+      bad(R"({"features": {"aux_hidden_state": [1, 16], "hidden_state": [16]}})"),
+      StatusIs(kInvalid,
+               HasSubstr("layer 16 is declared twice (in 'aux_hidden_state' and 'hidden_state')")));
   EXPECT_THAT(bad(R"({"features": {"hidden_states": [3, 3]}})"),
               StatusIs(kInvalid, HasSubstr("layer 3 is declared twice")));
   EXPECT_THAT(bad(R"({"features": {"input_ids": [3]}})"),

@@ -40,7 +40,9 @@ int RunPython(const std::string& args) {
   return std::system(cmd.c_str());
 }
 
-int64_t LengthOf(int64_t sample) { return 12 + sample % 5; }
+int64_t LengthOf(int64_t sample) {
+  return 12 + sample % 5;
+}
 
 // The fixture's value(sample, p, layer, c) for `layers`, as [L, K*H] float.
 at::Tensor Expected(int64_t sample, const std::vector<int>& layers) {
@@ -59,7 +61,9 @@ double MaxDiff(const at::Tensor& a, const at::Tensor& b) {
 
 // Made by ctest's fixture step before this test (test_util/python_fixtures.h);
 // shared, so read-only.
-std::string FixtureRoot() { return testing::PythonFixtureDir("make_dataset_fixtures"); }
+std::string FixtureRoot() {
+  return testing::PythonFixtureDir("make_dataset_fixtures");
+}
 
 class EvalDatasetTest : public ::testing::Test {
  protected:
@@ -132,13 +136,12 @@ TEST_F(EvalDatasetTest, CollidingIndicesOrderByFolder) {
 }
 
 TEST_F(EvalDatasetTest, MissingManifestSaysWhatToDeclare) {
-  EXPECT_THAT(
-      EvalDataset::Load(Options("no_manifest")),
-      StatusIs(absl::StatusCode::kFailedPrecondition,
-               ::testing::AllOf(
-                   HasSubstr("does not say which target layers its features hold"),
-                   HasSubstr("no_manifest/dataset.json"),
-                   HasSubstr(R"("features": {"hidden_states": [1, 16, 31, 46, 61]})"))));
+  EXPECT_THAT(EvalDataset::Load(Options("no_manifest")),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       ::testing::AllOf(
+                           HasSubstr("does not say which target layers its features hold"),
+                           HasSubstr("no_manifest/dataset.json"),
+                           HasSubstr(R"("features": {"hidden_states": [1, 16, 31, 46, 61]})"))));
 }
 
 TEST_F(EvalDatasetTest, RequestLayerIdsReplaceTheManifest) {
@@ -195,11 +198,13 @@ TEST_F(EvalDatasetTest, EachBadSampleIsNamed) {
       {"bad_length", "'loss_mask' has length 12; 'input_ids' has length 13"},
       {"bad_mask", "'loss_mask' holds 2 at position 5; expected only 0 or 1"},
       {"bad_token", "'input_ids' holds token id 1000 at position 4; expected [0, 1000)"},
-      {"bad_width", "'hidden_states' has width 36; expected 5 layers x hidden size 8 = 40 "
-                    "(hidden_size from the manifest)"},
+      {"bad_width",
+       "'hidden_states' has width 36; expected 5 layers x hidden size 8 = 40 "
+       "(hidden_size from the manifest)"},
       {"bad_missing", "declared feature 'hidden_states' is missing; the file holds ["},
-      {"bad_dtype", "'hidden_states' has dtype Double; the dataset's other features "
-                    "are Float"},
+      {"bad_dtype",
+       "'hidden_states' has dtype Double; the dataset's other features "
+       "are Float"},
   };
   for (const BadCase& c : cases) {
     SCOPED_TRACE(c.dir);
@@ -243,8 +248,8 @@ TEST_F(EvalDatasetTest, EagleLayoutServesAllFiveLayers) {
               StatusIs(absl::StatusCode::kFailedPrecondition,
                        HasSubstr("drafter needs layers 3, 62; dataset holds "
                                  "[1, 16, 31, 46, 61]")));
-  EXPECT_THAT(ds.Features(9, {1}), StatusIs(absl::StatusCode::kInvalidArgument,
-                                            HasSubstr("sample 9 is out of range")));
+  EXPECT_THAT(ds.Features(9, {1}),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("sample 9 is out of range")));
 }
 
 TEST_F(EvalDatasetTest, FourLayerCacheRefusesFiveLayerDrafter) {
@@ -337,7 +342,9 @@ TEST_F(EvalDatasetTest, FingerprintIsStableAndSeesEveryValue) {
   fs::copy(Join("dflash"), copy.path(), fs::copy_options::recursive);
   const std::string file = copy.Join("rows_0-4/data_10.ckpt");
   ASSERT_EQ(RunPython("-c \"import torch,sys; p=sys.argv[1]; d=torch.load(p); "
-                      "d['hidden_states'][3, 5] += 1; torch.save(d, p)\" " + file), 0);
+                      "d['hidden_states'][3, 5] += 1; torch.save(d, p)\" " +
+                      file),
+            0);
   DatasetLoadOptions oc;
   oc.path = copy.path();
   ASSERT_OK_AND_ASSIGN(EvalDataset changed, EvalDataset::Load(oc));
@@ -346,7 +353,9 @@ TEST_F(EvalDatasetTest, FingerprintIsStableAndSeesEveryValue) {
   // One mask bit changed.
   ASSERT_EQ(RunPython("-c \"import torch,sys; p=sys.argv[1]; d=torch.load(p); "
                       "d['hidden_states'][3, 5] -= 1; d['loss_mask'][0] = 1; "
-                      "torch.save(d, p)\" " + file), 0);
+                      "torch.save(d, p)\" " +
+                      file),
+            0);
   ASSERT_OK_AND_ASSIGN(EvalDataset mask_changed, EvalDataset::Load(oc));
   EXPECT_NE(mask_changed.fingerprint(), a.fingerprint());
   EXPECT_NE(mask_changed.fingerprint(), changed.fingerprint());

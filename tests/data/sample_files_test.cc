@@ -41,15 +41,14 @@ TEST_F(SampleFilesTest, NameParts) {
   EXPECT_EQ(FileNameIndex("data_17.ckpt.gz"), 17);
   EXPECT_EQ(FileNameIndex("shard3_sample0042.pt"), 42);  // the last integer
   EXPECT_EQ(FileNameIndex("sample.pt"), -1);
-  EXPECT_EQ(FolderIndex("rows_5000-10000"), 5000);       // the first integer
+  EXPECT_EQ(FolderIndex("rows_5000-10000"), 5000);  // the first integer
   EXPECT_EQ(FolderIndex("train"), -1);
 }
 
 TEST_F(SampleFilesTest, DistinctIndicesOrderByIndexNotText) {
-  auto v = OrderSampleFiles({"b/data_10.ckpt", "a/data_2.ckpt", "data_0.ckpt",
-                             "z/data_1.pt"});
-  EXPECT_THAT(Files(v), ::testing::ElementsAre("data_0.ckpt", "z/data_1.pt",
-                                               "a/data_2.ckpt", "b/data_10.ckpt"));
+  auto v = OrderSampleFiles({"b/data_10.ckpt", "a/data_2.ckpt", "data_0.ckpt", "z/data_1.pt"});
+  EXPECT_THAT(Files(v), ::testing::ElementsAre("data_0.ckpt", "z/data_1.pt", "a/data_2.ckpt",
+                                               "b/data_10.ckpt"));
   EXPECT_THAT(Indices(v), ::testing::ElementsAre(0, 1, 2, 10));
 }
 
@@ -57,10 +56,10 @@ TEST_F(SampleFilesTest, CollidingIndicesOrderByFolderThenIndex) {
   auto v = OrderSampleFiles({"rows_5000-10000/data_1.ckpt", "rows_0-5000/data_10.ckpt",
                              "rows_5000-10000/data_0.ckpt", "rows_0-5000/data_1.ckpt",
                              "rows_0-5000/data_2.ckpt"});
-  EXPECT_THAT(Files(v), ::testing::ElementsAre(
-                            "rows_0-5000/data_1.ckpt", "rows_0-5000/data_2.ckpt",
-                            "rows_0-5000/data_10.ckpt", "rows_5000-10000/data_0.ckpt",
-                            "rows_5000-10000/data_1.ckpt"));
+  EXPECT_THAT(Files(v),
+              ::testing::ElementsAre("rows_0-5000/data_1.ckpt", "rows_0-5000/data_2.ckpt",
+                                     "rows_0-5000/data_10.ckpt", "rows_5000-10000/data_0.ckpt",
+                                     "rows_5000-10000/data_1.ckpt"));
   EXPECT_THAT(Indices(v), ::testing::ElementsAre(0, 1, 2, 3, 4));
 }
 
@@ -87,11 +86,10 @@ TEST_F(SampleFilesTest, ListsRecursivelyAndSkipsOtherFiles) {
 TEST_F(SampleFilesTest, MissingDirectoryIsNotFound) {
   testing::TempDir dir;
   EXPECT_THAT(ListSampleFiles(dir.Join("nope")),
-              StatusIs(absl::StatusCode::kNotFound,
-                       HasSubstr("is not an existing directory")));
+              StatusIs(absl::StatusCode::kNotFound, HasSubstr("is not an existing directory")));
   const std::string file = dir.WriteFile("data_0.ckpt", "x");
-  EXPECT_THAT(ListSampleFiles(file), StatusIs(absl::StatusCode::kNotFound,
-                                              HasSubstr("is not an existing directory")));
+  EXPECT_THAT(ListSampleFiles(file),
+              StatusIs(absl::StatusCode::kNotFound, HasSubstr("is not an existing directory")));
 }
 
 }  // namespace

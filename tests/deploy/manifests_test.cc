@@ -24,7 +24,9 @@ namespace {
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 
-std::string Source() { return testing::BinaryFromEnv("DFLASH_SOURCE_DIR"); }
+std::string Source() {
+  return testing::BinaryFromEnv("DFLASH_SOURCE_DIR");
+}
 
 std::string ReadFile(const std::string& path) {
   std::ifstream in(path);
@@ -113,7 +115,8 @@ TEST(ManifestsTest, ServerPodsAskForAGpuProbeGrpcHealthAndAreScraped) {
   const YAML::Node c = containers[0];
   EXPECT_TRUE(c["image"].IsScalar());
   std::map<std::string, int> ports;  // name -> containerPort
-  for (const auto& p : c["ports"]) ports[p["name"].as<std::string>()] = p["containerPort"].as<int>();
+  for (const auto& p : c["ports"])
+    ports[p["name"].as<std::string>()] = p["containerPort"].as<int>();
   ASSERT_EQ(ports.count("grpc"), 1u);
   ASSERT_EQ(ports.count("metrics"), 1u);
   EXPECT_EQ(ann["prometheus.io/port"].as<std::string>(""), std::to_string(ports["metrics"]));
@@ -201,8 +204,9 @@ TEST(ManifestsTest, DockerfileKeepsItsPinsUserHealthcheckAndVolume) {
 
 TEST(ManifestsTest, SystemdUnitIsHardened) {
   const std::string unit = ReadFile(Source() + "/deploy/dflash-evald.service");
-  for (const char* line : {"User=dflash", "ProtectSystem=strict", "ReadWritePaths=/var/lib/dflash-evald",
-                           "Restart=on-failure", "NoNewPrivileges=yes"}) {
+  for (const char* line :
+       {"User=dflash", "ProtectSystem=strict", "ReadWritePaths=/var/lib/dflash-evald",
+        "Restart=on-failure", "NoNewPrivileges=yes"}) {
     EXPECT_THAT(unit, HasSubstr(std::string("\n") + line + "\n")) << line;
   }
 }

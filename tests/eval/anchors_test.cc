@@ -18,21 +18,19 @@ std::vector<int64_t> Eligible(const std::vector<uint8_t>& m) {
   return EligibleAnchors(m.data(), static_cast<int64_t>(m.size()));
 }
 
-std::vector<int64_t> Select(const std::vector<uint8_t>& m, AnchorStrategy s,
-                            int64_t max_blocks, uint64_t seed = 0,
-                            int64_t sample = 0) {
-  return SelectAnchors(m.data(), static_cast<int64_t>(m.size()), s, max_blocks,
-                       seed, sample);
+std::vector<int64_t> Select(const std::vector<uint8_t>& m, AnchorStrategy s, int64_t max_blocks,
+                            uint64_t seed = 0, int64_t sample = 0) {
+  return SelectAnchors(m.data(), static_cast<int64_t>(m.size()), s, max_blocks, seed, sample);
 }
 
 class AnchorsTest : public ::testing::Test {};
 
 TEST_F(AnchorsTest, EligibleNeedsTwoConsecutiveMaskedPositions) {
   EXPECT_THAT(Eligible({0, 0, 1, 1, 1, 0, 1, 1}), ElementsAre(2, 3, 6));
-  EXPECT_THAT(Eligible({1, 1, 0}), ElementsAre(0));          // mask starts at 0
-  EXPECT_THAT(Eligible({0, 0, 1, 0}), IsEmpty());            // a single 1
-  EXPECT_THAT(Eligible({0, 0, 0, 1}), IsEmpty());            // 1 only at last position
-  EXPECT_THAT(Eligible({0, 1, 1, 1}), ElementsAre(1, 2));    // trailing 1s: not L-1
+  EXPECT_THAT(Eligible({1, 1, 0}), ElementsAre(0));        // mask starts at 0
+  EXPECT_THAT(Eligible({0, 0, 1, 0}), IsEmpty());          // a single 1
+  EXPECT_THAT(Eligible({0, 0, 0, 1}), IsEmpty());          // 1 only at last position
+  EXPECT_THAT(Eligible({0, 1, 1, 1}), ElementsAre(1, 2));  // trailing 1s: not L-1
   EXPECT_THAT(Eligible({1}), IsEmpty());
   EXPECT_THAT(Eligible({}), IsEmpty());
 }
@@ -82,10 +80,8 @@ TEST_F(AnchorsTest, RandomPicksArePinned) {
   // Pinned so that a change to the PRNG or its seeding is noticed: the
   // anchors chosen for a (seed, sample) are part of reproducible results.
   std::vector<uint8_t> m(32, 1);
-  EXPECT_THAT(Select(m, AnchorStrategy::kRandom, 4, 0, 0),
-              ElementsAre(2, 13, 24, 30));
-  EXPECT_THAT(Select(m, AnchorStrategy::kRandom, 4, 1234, 7),
-              ElementsAre(9, 19, 27, 30));
+  EXPECT_THAT(Select(m, AnchorStrategy::kRandom, 4, 0, 0), ElementsAre(2, 13, 24, 30));
+  EXPECT_THAT(Select(m, AnchorStrategy::kRandom, 4, 1234, 7), ElementsAre(9, 19, 27, 30));
 }
 
 TEST_F(AnchorsTest, RandomIsRoughlyUniform) {

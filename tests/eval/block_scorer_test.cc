@@ -27,8 +27,8 @@ using ::dflash::eval::testing::ReferenceDrafts;
 using ::dflash::testing::TempDir;
 using ::dflash::testing::TinySpec;
 using ::dflash::testing::TinyWorld;
-using ::testing::ElementsAre;
 using model::Semantics;
+using ::testing::ElementsAre;
 
 class BlockScorerTest : public ::testing::Test {
  protected:
@@ -108,7 +108,7 @@ TEST_F(BlockScorerTest, EncodeSamplesPadsToTheLongest) {
   ASSERT_OK_AND_ASSIGN(model::ContextCache ctx, scorer.EncodeSamples({3, 1}));
   EXPECT_THAT(ctx.lengths, ElementsAre(17, 11));
   EXPECT_EQ(ctx.max_len, 17);
-  ASSERT_EQ(ctx.k.size(), 2u);  // one per drafter layer
+  ASSERT_EQ(ctx.k.size(), 2u);                              // one per drafter layer
   EXPECT_THAT(ctx.k[0].sizes(), ElementsAre(2, 17, 1, 8));  // [S, max_len, nkv, d]
 }
 
@@ -117,9 +117,8 @@ TEST_F(BlockScorerTest, ScoresBlocksOfSeveralSequencesUnderZlab2025) {
   ASSERT_OK_AND_ASSIGN(model::ContextCache ctx, scorer.EncodeSamples({0, 3}));
   // Sample 0 (L = 14), sample 3 (L = 17); full blocks, truncated ones, one
   // at L - 1 (nothing to compare) and one cut by a shorter end (L').
-  const std::vector<BlockRequest> blocks = {Req(0, 0, 3, 14),  Req(1, 3, 5, 17),
-                                            Req(0, 0, 12, 14), Req(1, 3, 16, 17),
-                                            Req(1, 3, 7, 9),   Req(0, 0, 0, 14)};
+  const std::vector<BlockRequest> blocks = {Req(0, 0, 3, 14),  Req(1, 3, 5, 17), Req(0, 0, 12, 14),
+                                            Req(1, 3, 16, 17), Req(1, 3, 7, 9),  Req(0, 0, 0, 14)};
   ASSERT_OK_AND_ASSIGN(std::vector<BlockScore> got,
                        scorer.Score(blocks, ctx, CrossEntropy::kCompute));
   ASSERT_EQ(got.size(), blocks.size());
@@ -136,8 +135,8 @@ TEST_F(BlockScorerTest, ScoresBlocksOfSeveralSequencesUnderZlab2025) {
 TEST_F(BlockScorerTest, ZlabCurrentShortensTheLastBlocks) {
   const BlockScorer scorer = Scorer(Semantics::kZlabCurrent);
   ASSERT_OK_AND_ASSIGN(model::ContextCache ctx, scorer.EncodeSamples({0}));
-  const std::vector<BlockRequest> blocks = {Req(0, 0, 5, 14), Req(0, 0, 11, 14),
-                                            Req(0, 0, 12, 14), Req(0, 0, 6, 8)};
+  const std::vector<BlockRequest> blocks = {Req(0, 0, 5, 14), Req(0, 0, 11, 14), Req(0, 0, 12, 14),
+                                            Req(0, 0, 6, 8)};
   ASSERT_OK_AND_ASSIGN(std::vector<BlockScore> got,
                        scorer.Score(blocks, ctx, CrossEntropy::kCompute));
   // Lengths min(B, end - a): 4, 3, 2, 2; the reference runs the same

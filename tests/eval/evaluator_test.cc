@@ -27,8 +27,8 @@
 namespace dflash::eval {
 namespace {
 
-using ::dflash::eval::testing::Expected;
 using ::dflash::eval::testing::ExpectAnchorAll;
+using ::dflash::eval::testing::Expected;
 using ::dflash::eval::testing::ExpectReplay;
 using ::dflash::eval::testing::ReferenceDrafts;
 using ::dflash::eval::testing::WalkOptions;
@@ -36,9 +36,9 @@ using ::dflash::testing::StatusIs;
 using ::dflash::testing::TempDir;
 using ::dflash::testing::TinySpec;
 using ::dflash::testing::TinyWorld;
+using model::Semantics;
 using ::testing::ElementsAre;
 using ::testing::Eq;
-using model::Semantics;
 
 constexpr int64_t kB = 4;
 
@@ -225,8 +225,8 @@ TEST_F(EvaluatorTest, ReplayMaxNewTokensShortensTheSequence) {
       const int64_t L = static_cast<int64_t>(world_->tokens[s].size());
       const int64_t P = world_->spec.prompts[s];
       const int64_t end = std::min(L, P + 5);  // L'
-      EXPECT_EQ(r.per_sample[s].accepted_total,
-                end - P - (sem == Semantics::kZlabCurrent ? 1 : 0)) << s;
+      EXPECT_EQ(r.per_sample[s].accepted_total, end - P - (sem == Semantics::kZlabCurrent ? 1 : 0))
+          << s;
     }
   }
 }
@@ -338,10 +338,11 @@ TEST_F(EvaluatorTest, ProgressReturningFalseCancels) {
                 StatusIs(absl::StatusCode::kCancelled, Eq("evaluation cancelled")));
     EXPECT_EQ(calls, 2);
     calls = 0;
-    EXPECT_THAT(Run(Options(mode, Semantics::kZlabCurrent), [&](const EvalProgress&) {
-                  ++calls;
-                  return false;
-                }),
+    EXPECT_THAT(Run(Options(mode, Semantics::kZlabCurrent),
+                    [&](const EvalProgress&) {
+                      ++calls;
+                      return false;
+                    }),
                 StatusIs(absl::StatusCode::kCancelled, Eq("evaluation cancelled")));
     EXPECT_EQ(calls, 1);  // refused on the totals, before any scoring
   }

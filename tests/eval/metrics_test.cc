@@ -11,8 +11,7 @@ namespace {
 
 using ::testing::ElementsAre;
 
-BlockOutcome Block(int64_t sample, std::vector<uint8_t> correct,
-                   std::vector<float> ce = {}) {
+BlockOutcome Block(int64_t sample, std::vector<uint8_t> correct, std::vector<float> ce = {}) {
   BlockOutcome b;
   b.sample = sample;
   b.correct = std::move(correct);
@@ -161,8 +160,8 @@ TEST_F(MetricsAccumulatorTest, CrossEntropyPerPosition) {
 // A replay walk: block at s drafts positions s+1 .. min(s+B-1, L-1),
 // records n + 1 and moves to s + n + 1. correct_at[p] says whether the draft
 // for position p matches.
-void Walk(MetricsAccumulator& acc, int64_t sample, int64_t length,
-          int64_t first, int64_t block_size, const std::vector<uint8_t>& correct_at) {
+void Walk(MetricsAccumulator& acc, int64_t sample, int64_t length, int64_t first,
+          int64_t block_size, const std::vector<uint8_t>& correct_at) {
   acc.BeginSample(sample, length, first);
   for (int64_t s = first; s < length;) {
     BlockOutcome b = Block(sample, {});

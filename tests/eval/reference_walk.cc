@@ -89,7 +89,8 @@ Expected ExpectReplay(ReferenceDrafts& ref, const TinyWorld& w, const WalkOption
     if (P >= 0) {
       const int64_t end = o.max_new_tokens > 0 ? std::min(L, P + o.max_new_tokens) : L;
       int64_t pos = P;
-      while ((current ? pos + 1 < end : pos < end) && (o.max_blocks <= 0 || blocks < o.max_blocks)) {
+      while ((current ? pos + 1 < end : pos < end) &&
+             (o.max_blocks <= 0 || blocks < o.max_blocks)) {
         const int64_t len = current ? std::min(B, end - pos) : B;
         ExpectedBlock e = Compare(ref.Block(s, pos, len), w, s, pos, end, &ex.min_margin);
         e.value = current ? std::min(e.n + 1, end - pos - 1) : e.n + 1;
@@ -144,7 +145,8 @@ void DesignTokens(TinyWorld& w, int64_t B) {
       if (pos + k + 1 < L) {
         // A miss at k + 1: any token other than the draft there.
         w.tokens[s][pos + k + 1] = (drafts[k] + 1 + step) % filler_mod;
-        if (w.tokens[s][pos + k + 1] == drafts[k]) w.tokens[s][pos + k + 1] = (drafts[k] + 2) % filler_mod;
+        if (w.tokens[s][pos + k + 1] == drafts[k])
+          w.tokens[s][pos + k + 1] = (drafts[k] + 2) % filler_mod;
       }
       pos += k + 1;
       ++step;

@@ -11,8 +11,8 @@
 #include <tuple>
 #include <vector>
 
-#include "types/semantics.h"
 #include "test_util/tiny_world.h"
+#include "types/semantics.h"
 
 namespace dflash::eval::testing {
 
@@ -46,9 +46,9 @@ struct ExpectedBlock {
 };
 
 struct Expected {
-  std::vector<ExpectedBlock> blocks;  // in sample, then anchor order
+  std::vector<ExpectedBlock> blocks;                 // in sample, then anchor order
   std::vector<int64_t> sample_blocks, sample_total;  // per sample
-  double min_margin = 1e300;          // over compared positions
+  double min_margin = 1e300;                         // over compared positions
 };
 
 struct WalkOptions {

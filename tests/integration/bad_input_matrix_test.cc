@@ -53,7 +53,6 @@ constexpr char kTooManyStreams[] =
     "too many WatchEval streams open (2); the server allows 2 (--max-concurrent-streams); poll "
     "with GetEval instead";
 
-
 // A request message built by `fill`, serialized.
 template <typename M>
 std::string Msg(const std::function<void(M&)>& fill) {
@@ -111,8 +110,8 @@ std::vector<Case> MatrixCases(const MatrixContext& ctx) {
   const std::string& data = ctx.data;
   const std::string& D = ctx.data_canon;
   const std::string& done_id = ctx.done_id;
-  const std::string huge(10 << 20, 'x');     // 10 MiB: over --max-request-bytes (8 MiB)
-  const std::string long_name(300, 'n');     // over the 256-byte limit on names and ids
+  const std::string huge(10 << 20, 'x');  // 10 MiB: over --max-request-bytes (8 MiB)
+  const std::string long_name(300, 'n');  // over the 256-byte limit on names and ids
   const std::string long_path = D + "/" + std::string(5000, 'p');
   std::string deep_path;  // 3999 bytes in folders of 99 (a name is at most 255)
   while (deep_path.size() < 3999) deep_path += std::string(99, 'q') + "/";
@@ -130,8 +129,9 @@ std::vector<Case> MatrixCases(const MatrixContext& ctx) {
   const std::string kDTypes = " is not a DType: 0 (the default), 1 (fp32), 2 (fp16) or 3 (bf16)";
   // A string field holding bad_utf8.
   auto not_utf8 = [](const std::string& type, const std::string& field) {
-    return Parse(type, "field '" + field + "' (1) is not valid UTF-8 (byte 0xff at offset 3 of "
-                                           "the value)");
+    return Parse(type, "field '" + field +
+                           "' (1) is not valid UTF-8 (byte 0xff at offset 3 of "
+                           "the value)");
   };
   const std::string int32_range = ", which does not fit in an int32 (-2147483648 to 2147483647)";
   const std::string enum_range = ", which does not fit in an enum (-2147483648 to 2147483647)";
@@ -171,22 +171,19 @@ std::vector<Case> MatrixCases(const MatrixContext& ctx) {
       {"ValidateCheckpoint", "path: outside the roots",
        Msg<VReq>([](VReq& r) { r.set_path("/etc"); }), Code::PERMISSION_DENIED,
        "path '/etc' is outside the server's data roots"},
-      {"ValidateCheckpoint", "path: NUL byte",
-       Msg<VReq>([&](VReq& r) { r.set_path(nul_path); }), Code::INVALID_ARGUMENT,
-       "path contains a NUL byte"},
+      {"ValidateCheckpoint", "path: NUL byte", Msg<VReq>([&](VReq& r) { r.set_path(nul_path); }),
+       Code::INVALID_ARGUMENT, "path contains a NUL byte"},
       {"ValidateCheckpoint", "path: longer than PATH_MAX",
        Msg<VReq>([&](VReq& r) { r.set_path(long_path); }), Code::INVALID_ARGUMENT,
        absl::StrCat("path is ", long_path.size(), " bytes long; at most 4096 are allowed")},
       {"ValidateCheckpoint", "path: 10 MiB", Msg<VReq>([&](VReq& r) { r.set_path(huge); }),
        Code::RESOURCE_EXHAUSTED, TooBig(Msg<VReq>([&](VReq& r) { r.set_path(huge); }))},
-      {"ValidateCheckpoint", "config_path: outside the roots",
-       Msg<VReq>([&](VReq& r) {
+      {"ValidateCheckpoint", "config_path: outside the roots", Msg<VReq>([&](VReq& r) {
          r.set_path(data + "/drafter");
          r.set_config_path("/etc/hostname");
        }),
        Code::PERMISSION_DENIED, "config_path '/etc/hostname' is outside the server's data roots"},
-      {"ValidateCheckpoint", "config_path: absent file",
-       Msg<VReq>([&](VReq& r) {
+      {"ValidateCheckpoint", "config_path: absent file", Msg<VReq>([&](VReq& r) {
          r.set_path(data + "/drafter");
          r.set_config_path(data + "/no-config.json");
        }),
@@ -198,8 +195,9 @@ std::vector<Case> MatrixCases(const MatrixContext& ctx) {
          r.set_path(data + "/drafter");
          r.set_config_path(data + "/" + deep_path);
        }),
-       Code::NOT_FOUND, Cut("config '" + D + "/" + deep_path + "' (given for checkpoint '" + D +
-                            "/drafter') does not exist")},
+       Code::NOT_FOUND,
+       Cut("config '" + D + "/" + deep_path + "' (given for checkpoint '" + D +
+           "/drafter') does not exist")},
       {"ValidateCheckpoint", "path: wrong wire type (varint)", VarintField(1, 5),
        Code::INVALID_ARGUMENT,
        Parse("ValidateCheckpointRequest",
@@ -222,52 +220,44 @@ std::vector<Case> MatrixCases(const MatrixContext& ctx) {
       {"LoadDrafter", "path: absent file",
        Msg<DReq>([&](DReq& r) { r.set_path(data + "/no-such-drafter"); }), Code::NOT_FOUND,
        "checkpoint '" + D + "/no-such-drafter' does not exist"},
-      {"LoadDrafter", "name: taken by another drafter",
-       Msg<DReq>([&](DReq& r) {
+      {"LoadDrafter", "name: taken by another drafter", Msg<DReq>([&](DReq& r) {
          r.set_path(data + "/no-such-drafter");
          r.set_name("m");
        }),
        Code::ALREADY_EXISTS,
        "a different drafter is already resident as 'm' (from " + D +
            "/drafter); unload it or choose another name (--name)"},
-      {"LoadDrafter", "name: control character",
-       Msg<DReq>([&](DReq& r) {
+      {"LoadDrafter", "name: control character", Msg<DReq>([&](DReq& r) {
          r.set_path(data + "/drafter");
          r.set_name("m\nforged log line");
        }),
        Code::INVALID_ARGUMENT, "name contains control character 0x0a at byte 1"},
-      {"LoadDrafter", "name: 300 bytes",
-       Msg<DReq>([&](DReq& r) {
+      {"LoadDrafter", "name: 300 bytes", Msg<DReq>([&](DReq& r) {
          r.set_path(data + "/drafter");
          r.set_name(long_name);
        }),
        Code::INVALID_ARGUMENT, "name is 300 bytes long; at most 256 are allowed"},
-      {"LoadDrafter", "dtype: 99 (out of range)",
-       Msg<DReq>([&](DReq& r) {
+      {"LoadDrafter", "dtype: 99 (out of range)", Msg<DReq>([&](DReq& r) {
          r.set_path(data + "/drafter");
          r.set_dtype(static_cast<pb::DType>(99));
        }),
        Code::INVALID_ARGUMENT, "dtype 99" + kDTypes},
-      {"LoadDrafter", "dtype: -1",
-       Msg<DReq>([&](DReq& r) {
+      {"LoadDrafter", "dtype: -1", Msg<DReq>([&](DReq& r) {
          r.set_path(data + "/drafter");
          r.set_dtype(static_cast<pb::DType>(-1));
        }),
        Code::INVALID_ARGUMENT, "dtype -1" + kDTypes},
-      {"LoadDrafter", "device: unknown",
-       Msg<DReq>([&](DReq& r) {
+      {"LoadDrafter", "device: unknown", Msg<DReq>([&](DReq& r) {
          r.set_path(data + "/drafter");
          r.set_device("tpu");
        }),
        Code::INVALID_ARGUMENT, "device 'tpu' is not one of cpu, cuda, cuda:N"},
-      {"LoadDrafter", "device: negative index",
-       Msg<DReq>([&](DReq& r) {
+      {"LoadDrafter", "device: negative index", Msg<DReq>([&](DReq& r) {
          r.set_path(data + "/drafter");
          r.set_device("cuda:-1");
        }),
        Code::INVALID_ARGUMENT, "device 'cuda:-1' is not one of cpu, cuda, cuda:N"},
-      {"LoadDrafter", "device: auto (a server flag only)",
-       Msg<DReq>([&](DReq& r) {
+      {"LoadDrafter", "device: auto (a server flag only)", Msg<DReq>([&](DReq& r) {
          r.set_path(data + "/drafter");
          r.set_device("auto");
        }),
@@ -289,20 +279,17 @@ std::vector<Case> MatrixCases(const MatrixContext& ctx) {
        Msg<TReq>([&](TReq& r) { r.set_path(data + "/no-such-target"); }), Code::NOT_FOUND,
        "target '" + D + "/no-such-target': no config.json at '" + D +
            "/no-such-target/config.json'"},
-      {"LoadTarget", "dtype: 42",
-       Msg<TReq>([&](TReq& r) {
+      {"LoadTarget", "dtype: 42", Msg<TReq>([&](TReq& r) {
          r.set_path(data + "/target");
          r.set_dtype(static_cast<pb::DType>(42));
        }),
        Code::INVALID_ARGUMENT, "dtype 42" + kDTypes},
-      {"LoadTarget", "device: unknown",
-       Msg<TReq>([&](TReq& r) {
+      {"LoadTarget", "device: unknown", Msg<TReq>([&](TReq& r) {
          r.set_path(data + "/target");
          r.set_device("gpu0");
        }),
        Code::INVALID_ARGUMENT, "device 'gpu0' is not one of cpu, cuda, cuda:N"},
-      {"LoadTarget", "name: DEL character",
-       Msg<TReq>([&](TReq& r) {
+      {"LoadTarget", "name: DEL character", Msg<TReq>([&](TReq& r) {
          r.set_path(data + "/target");
          r.set_name("t\x7F");
        }),
@@ -320,14 +307,12 @@ std::vector<Case> MatrixCases(const MatrixContext& ctx) {
       {"LoadDataset", "path: absent",
        Msg<SReq>([&](SReq& r) { r.set_path(data + "/no-such-dataset"); }), Code::NOT_FOUND,
        "dataset path '" + D + "/no-such-dataset' is not an existing directory"},
-      {"LoadDataset", "max_samples: -1",
-       Msg<SReq>([&](SReq& r) {
+      {"LoadDataset", "max_samples: -1", Msg<SReq>([&](SReq& r) {
          r.set_path(data + "/dataset");
          r.set_max_samples(-1);
        }),
        Code::INVALID_ARGUMENT, "max_samples must be >= 0; got -1"},
-      {"LoadDataset", "max_samples: INT32_MIN",
-       Msg<SReq>([&](SReq& r) {
+      {"LoadDataset", "max_samples: INT32_MIN", Msg<SReq>([&](SReq& r) {
          r.set_path(data + "/dataset");
          r.set_max_samples(kInt32Min);
        }),
@@ -335,44 +320,38 @@ std::vector<Case> MatrixCases(const MatrixContext& ctx) {
       {"LoadDataset", "max_samples: 2^62 (raw)", VarintField(5, k2to62), Code::INVALID_ARGUMENT,
        Parse("LoadDatasetRequest",
              "field 'max_samples' (5) holds 4611686018427387904" + int32_range)},
-      {"LoadDataset", "dtype: 7",
-       Msg<SReq>([&](SReq& r) {
+      {"LoadDataset", "dtype: 7", Msg<SReq>([&](SReq& r) {
          r.set_path(data + "/dataset");
          r.set_dtype(static_cast<pb::DType>(7));
        }),
        Code::INVALID_ARGUMENT, "dtype 7" + kDTypes},
-      {"LoadDataset", "layer_ids: empty list",
-       Msg<SReq>([&](SReq& r) {
+      {"LoadDataset", "layer_ids: empty list", Msg<SReq>([&](SReq& r) {
          r.set_path(data + "/dataset");
          r.set_name("d2");
          (*r.mutable_layer_ids())["hidden_states"];
        }),
        Code::INVALID_ARGUMENT, "request layer_ids: feature 'hidden_states' lists no layers"},
-      {"LoadDataset", "layer_ids: empty key",
-       Msg<SReq>([&](SReq& r) {
+      {"LoadDataset", "layer_ids: empty key", Msg<SReq>([&](SReq& r) {
          r.set_path(data + "/dataset");
          r.set_name("d2");
          (*r.mutable_layer_ids())[""].add_ids(1);
        }),
        Code::INVALID_ARGUMENT, "request layer_ids: '' cannot be a feature key"},
-      {"LoadDataset", "layer_ids: negative id",
-       Msg<SReq>([&](SReq& r) {
+      {"LoadDataset", "layer_ids: negative id", Msg<SReq>([&](SReq& r) {
          r.set_path(data + "/dataset");
          r.set_name("d2");
          (*r.mutable_layer_ids())["hidden_states"].add_ids(-1);
        }),
        Code::INVALID_ARGUMENT,
        "request layer_ids: feature 'hidden_states' lists layer -1; layer ids must be >= 0"},
-      {"LoadDataset", "layer_ids: 100k ids",
-       Msg<SReq>([&](SReq& r) {
+      {"LoadDataset", "layer_ids: 100k ids", Msg<SReq>([&](SReq& r) {
          r.set_path(data + "/dataset");
          r.set_name("d2");
          auto& ids = (*r.mutable_layer_ids())["hidden_states"];
          for (int i = 0; i < 100'000; ++i) ids.add_ids(i);
        }),
        Code::INVALID_ARGUMENT, "layer_ids lists 100000 layers; at most 1024 are allowed"},
-      {"LoadDataset", "layer_ids: 17 feature keys",
-       Msg<SReq>([&](SReq& r) {
+      {"LoadDataset", "layer_ids: 17 feature keys", Msg<SReq>([&](SReq& r) {
          r.set_path(data + "/dataset");
          r.set_name("d2");
          for (int i = 0; i < 17; ++i) (*r.mutable_layer_ids())[absl::StrCat("f", i)].add_ids(i);
@@ -382,13 +361,11 @@ std::vector<Case> MatrixCases(const MatrixContext& ctx) {
        LenField(2, data + "/dataset") +
            LenField(3, LenField(1, "hidden_states") + LenField(2, LenField(1, "\x01\x80"))),
        Code::INVALID_ARGUMENT,
-       Parse("LoadDatasetRequest",
-             absl::StrCat("field 'layer_ids.value.ids' (1) at byte ",
-                          LenField(2, data + "/dataset").size() + 2 +
-                              LenField(1, "hidden_states").size() + 2,
-                          " packs a varint that is truncated"))},
-      {"LoadDataset", "skip_bad_samples: wrong wire type", LenField(6, "1"),
-       Code::INVALID_ARGUMENT,
+       Parse("LoadDatasetRequest", absl::StrCat("field 'layer_ids.value.ids' (1) at byte ",
+                                                LenField(2, data + "/dataset").size() + 2 +
+                                                    LenField(1, "hidden_states").size() + 2,
+                                                " packs a varint that is truncated"))},
+      {"LoadDataset", "skip_bad_samples: wrong wire type", LenField(6, "1"), Code::INVALID_ARGUMENT,
        Parse("LoadDatasetRequest",
              "field 'skip_bad_samples' (6) has wire type 2 (length-delimited); expected 0 "
              "(varint)")},
@@ -413,13 +390,13 @@ std::vector<Case> MatrixCases(const MatrixContext& ctx) {
        Code::RESOURCE_EXHAUSTED, TooBig(Msg<UReq>([&](UReq& r) { r.set_name(huge); }))},
 
       // --- ListResources
-      {"ListResources", "kind: 99",
-       Msg<pb::ListResourcesRequest>(
-           [](auto& r) { r.set_kind(static_cast<pb::ResourceKind>(99)); }),
+      {"ListResources", "kind: 99", Msg<pb::ListResourcesRequest>([](auto& r) {
+         r.set_kind(static_cast<pb::ResourceKind>(99));
+       }),
        Code::INVALID_ARGUMENT, "resource kind 99 is not one of target, drafter, dataset"},
-      {"ListResources", "kind: -1",
-       Msg<pb::ListResourcesRequest>(
-           [](auto& r) { r.set_kind(static_cast<pb::ResourceKind>(-1)); }),
+      {"ListResources", "kind: -1", Msg<pb::ListResourcesRequest>([](auto& r) {
+         r.set_kind(static_cast<pb::ResourceKind>(-1));
+       }),
        Code::INVALID_ARGUMENT, "resource kind -1 is not one of target, drafter, dataset"},
       {"ListResources", "kind: 2^62 (raw)", VarintField(1, k2to62), Code::INVALID_ARGUMENT,
        Parse("ListResourcesRequest", "field 'kind' (1) holds 4611686018427387904" + enum_range)},
@@ -448,14 +425,14 @@ std::vector<Case> MatrixCases(const MatrixContext& ctx) {
        EvalMsg<RReq>([](pb::EvalRequest& r) { r.set_target("no-such"); }), Code::NOT_FOUND,
        "no resident target named 'no-such' (resident: t)"},
       {"RunEval", "drafter: 300 bytes",
-       EvalMsg<RReq>([&](pb::EvalRequest& r) { r.set_drafter(long_name); }),
-       Code::INVALID_ARGUMENT, "drafter is 300 bytes long; at most 256 are allowed"},
+       EvalMsg<RReq>([&](pb::EvalRequest& r) { r.set_drafter(long_name); }), Code::INVALID_ARGUMENT,
+       "drafter is 300 bytes long; at most 256 are allowed"},
       {"RunEval", "mode: 99",
        EvalMsg<RReq>([](pb::EvalRequest& r) { r.set_mode(static_cast<pb::EvalMode>(99)); }),
        Code::INVALID_ARGUMENT, "mode 99 is not anchor or replay"},
-      {"RunEval", "anchors: -5",
-       EvalMsg<RReq>(
-           [](pb::EvalRequest& r) { r.set_anchors(static_cast<pb::AnchorStrategy>(-5)); }),
+      {"RunEval", "anchors: -5", EvalMsg<RReq>([](pb::EvalRequest& r) {
+         r.set_anchors(static_cast<pb::AnchorStrategy>(-5));
+       }),
        Code::INVALID_ARGUMENT, "anchors -5 is not even, random or all"},
       {"RunEval", "max_samples: -1",
        EvalMsg<RReq>([](pb::EvalRequest& r) { r.set_max_samples(-1); }), Code::INVALID_ARGUMENT,
@@ -463,27 +440,23 @@ std::vector<Case> MatrixCases(const MatrixContext& ctx) {
       {"RunEval", "max_blocks: INT32_MIN",
        EvalMsg<RReq>([&](pb::EvalRequest& r) { r.set_max_blocks(kInt32Min); }),
        Code::INVALID_ARGUMENT, "max_blocks must be >= 0; got -2147483648"},
-      {"RunEval", "block_size: -1",
-       EvalMsg<RReq>([](pb::EvalRequest& r) { r.set_block_size(-1); }), Code::INVALID_ARGUMENT,
-       "block_size must be >= 0; got -1"},
+      {"RunEval", "block_size: -1", EvalMsg<RReq>([](pb::EvalRequest& r) { r.set_block_size(-1); }),
+       Code::INVALID_ARGUMENT, "block_size must be >= 0; got -1"},
       {"RunEval", "max_new_tokens: -1",
-       EvalMsg<RReq>([](pb::EvalRequest& r) { r.set_max_new_tokens(-1); }),
-       Code::INVALID_ARGUMENT, "max_new_tokens must be >= 0; got -1"},
-      {"RunEval", "block_size: 1",
-       EvalMsg<RReq>([](pb::EvalRequest& r) { r.set_block_size(1); }), Code::INVALID_ARGUMENT,
-       "block_size 1 must be in [2, 8] (the drafter's block size)"},
+       EvalMsg<RReq>([](pb::EvalRequest& r) { r.set_max_new_tokens(-1); }), Code::INVALID_ARGUMENT,
+       "max_new_tokens must be >= 0; got -1"},
+      {"RunEval", "block_size: 1", EvalMsg<RReq>([](pb::EvalRequest& r) { r.set_block_size(1); }),
+       Code::INVALID_ARGUMENT, "block_size 1 must be in [2, 8] (the drafter's block size)"},
       {"RunEval", "block_size: INT32_MAX",
        EvalMsg<RReq>([&](pb::EvalRequest& r) { r.set_block_size(kInt32Max); }),
        Code::INVALID_ARGUMENT,
        "block_size 2147483647 must be in [2, 8] (the drafter's block size)"},
-      {"RunEval", "checkpoint_path: outside the roots",
-       EvalMsg<RReq>([](pb::EvalRequest& r) {
+      {"RunEval", "checkpoint_path: outside the roots", EvalMsg<RReq>([](pb::EvalRequest& r) {
          r.clear_drafter();
          r.set_checkpoint_path("/etc");
        }),
        Code::PERMISSION_DENIED, "checkpoint_path '/etc' is outside the server's data roots"},
-      {"RunEval", "checkpoint_path: absent",
-       EvalMsg<RReq>([&](pb::EvalRequest& r) {
+      {"RunEval", "checkpoint_path: absent", EvalMsg<RReq>([&](pb::EvalRequest& r) {
          r.clear_drafter();
          r.set_checkpoint_path(data + "/no-such-drafter");
        }),
@@ -547,14 +520,12 @@ std::vector<Case> MatrixCases(const MatrixContext& ctx) {
       {"SubmitEval", "labels: value with a newline",
        EvalMsg<QReq>([](pb::EvalRequest& r) { (*r.mutable_labels())["lr"] = "3e-4\nx"; }),
        Code::INVALID_ARGUMENT, "labels['lr'] contains control character 0x0a at byte 4"},
-      {"SubmitEval", "labels: 100k entries",
-       EvalMsg<QReq>([](pb::EvalRequest& r) {
+      {"SubmitEval", "labels: 100k entries", EvalMsg<QReq>([](pb::EvalRequest& r) {
          for (int i = 0; i < 100'000; ++i) (*r.mutable_labels())[absl::StrCat("k", i)] = "v";
        }),
        Code::INVALID_ARGUMENT, "labels has 100000 entries; at most 64 are allowed"},
       {"SubmitEval", "labels value: invalid UTF-8 (raw)",
-       LenField(1, LenField(14, LenField(1, "k") + LenField(2, bad_utf8))),
-       Code::INVALID_ARGUMENT,
+       LenField(1, LenField(14, LenField(1, "k") + LenField(2, bad_utf8))), Code::INVALID_ARGUMENT,
        Parse("SubmitEvalRequest",
              "field 'request.labels.value' (2) is not valid UTF-8 (byte 0xff at offset 3 of the "
              "value)")},
@@ -570,8 +541,8 @@ std::vector<Case> MatrixCases(const MatrixContext& ctx) {
       {"GetEval", "id: missing", "", Code::INVALID_ARGUMENT, "id is empty"},
       {"GetEval", "id: unknown", id_msg(pb::GetEvalRequest(), "ev-no-such"), Code::NOT_FOUND,
        "no job with id 'ev-no-such'"},
-      {"GetEval", "id: 300 bytes", id_msg(pb::GetEvalRequest(), long_name),
-       Code::INVALID_ARGUMENT, "id is 300 bytes long; at most 256 are allowed"},
+      {"GetEval", "id: 300 bytes", id_msg(pb::GetEvalRequest(), long_name), Code::INVALID_ARGUMENT,
+       "id is 300 bytes long; at most 256 are allowed"},
       {"GetEval", "id: control character", id_msg(pb::GetEvalRequest(), "ev\r"),
        Code::INVALID_ARGUMENT, "id contains control character 0x0d at byte 2"},
       {"GetEval", "id: wrong wire type (varint)", VarintField(1, 1), Code::INVALID_ARGUMENT,
@@ -604,8 +575,7 @@ std::vector<Case> MatrixCases(const MatrixContext& ctx) {
        Code::INVALID_ARGUMENT, "min_step must be >= 0; got -1"},
       {"ListEvals", "max_step: INT64_MIN", Msg<LReq>([&](LReq& r) { r.set_max_step(kInt64Min); }),
        Code::INVALID_ARGUMENT, "max_step must be >= 0; got -9223372036854775808"},
-      {"ListEvals", "min_step > max_step",
-       Msg<LReq>([](LReq& r) {
+      {"ListEvals", "min_step > max_step", Msg<LReq>([](LReq& r) {
          r.set_min_step(10);
          r.set_max_step(5);
        }),
@@ -613,10 +583,9 @@ std::vector<Case> MatrixCases(const MatrixContext& ctx) {
       {"ListEvals", "min_step: INT64_MAX (valid: an empty page)",
        Msg<LReq>([&](LReq& r) { r.set_min_step(kInt64Max); }), Code::OK, ""},
       {"ListEvals", "labels: empty key",
-       Msg<LReq>([](LReq& r) { (*r.mutable_labels())[""] = "x"; }),
-       Code::INVALID_ARGUMENT, "labels key '' is not 1 to 63 letters, digits, '_', '-', '.', '/'"},
-      {"ListEvals", "labels: 100k entries",
-       Msg<LReq>([](LReq& r) {
+       Msg<LReq>([](LReq& r) { (*r.mutable_labels())[""] = "x"; }), Code::INVALID_ARGUMENT,
+       "labels key '' is not 1 to 63 letters, digits, '_', '-', '.', '/'"},
+      {"ListEvals", "labels: 100k entries", Msg<LReq>([](LReq& r) {
          for (int i = 0; i < 100'000; ++i) (*r.mutable_labels())[absl::StrCat("k", i)] = "v";
        }),
        Code::INVALID_ARGUMENT, "labels has 100000 entries; at most 64 are allowed"},
@@ -641,15 +610,15 @@ std::vector<Case> MatrixCases(const MatrixContext& ctx) {
 
       // --- CancelEval
       {"CancelEval", "id: missing", "", Code::INVALID_ARGUMENT, "id is empty"},
-      {"CancelEval", "id: unknown", id_msg(pb::CancelEvalRequest(), "ev-no-such"),
-       Code::NOT_FOUND, "no job with id 'ev-no-such'"},
+      {"CancelEval", "id: unknown", id_msg(pb::CancelEvalRequest(), "ev-no-such"), Code::NOT_FOUND,
+       "no job with id 'ev-no-such'"},
       {"CancelEval", "id: a finished job", id_msg(pb::CancelEvalRequest(), done_id),
        Code::FAILED_PRECONDITION,
        "job " + done_id + " already finished (SUCCEEDED); nothing to cancel"},
       {"CancelEval", "id: invalid UTF-8", LenField(1, bad_utf8), Code::INVALID_ARGUMENT,
        not_utf8("CancelEvalRequest", "id")},
-      {"CancelEval", "id: 10 MiB", id_msg(pb::CancelEvalRequest(), huge),
-       Code::RESOURCE_EXHAUSTED, TooBig(id_msg(pb::CancelEvalRequest(), huge))},
+      {"CancelEval", "id: 10 MiB", id_msg(pb::CancelEvalRequest(), huge), Code::RESOURCE_EXHAUSTED,
+       TooBig(id_msg(pb::CancelEvalRequest(), huge))},
 
       // --- ResubmitEval
       {"ResubmitEval", "id: missing", "", Code::INVALID_ARGUMENT, "id is empty"},
@@ -689,7 +658,9 @@ struct CaseName {
   size_t index = 0;
   std::string rpc, what;
 };
-void PrintTo(const CaseName& c, std::ostream* os) { *os << c.rpc << " " << c.what; }
+void PrintTo(const CaseName& c, std::ostream* os) {
+  *os << c.rpc << " " << c.what;
+}
 
 // The table's names, built once from a placeholder context.
 const std::vector<CaseName>& CaseNames() {
@@ -829,7 +800,8 @@ class MatrixServerTest : public testing::TinyServerTest {
   }
 
   // Polls GetEval until `done(job)` or 120 s.
-  static pb::EvalJob WaitFor(const std::string& id, const std::function<bool(const pb::EvalJob&)>& done) {
+  static pb::EvalJob WaitFor(const std::string& id,
+                             const std::function<bool(const pb::EvalJob&)>& done) {
     const auto deadline = std::chrono::steady_clock::now() + 120s;
     pb::EvalJob job = GetEval(id);
     while (!done(job) && std::chrono::steady_clock::now() < deadline) {
@@ -863,8 +835,7 @@ pb::DrafterEval::Stub* MatrixServerTest::stub_ = nullptr;
 // The matrix: one test per case, on one server. The suite first stores a
 // finished job (the cases about a finished job name it); afterwards
 // (TearDownTestSuite) that job is unchanged and still the only one.
-class BadInputMatrixTest : public MatrixServerTest,
-                           public ::testing::WithParamInterface<CaseName> {
+class BadInputMatrixTest : public MatrixServerTest, public ::testing::WithParamInterface<CaseName> {
  protected:
   static void SetUpTestSuite() {
     SetUpMatrixServer();
@@ -924,14 +895,14 @@ class BadInputMatrixTest : public MatrixServerTest,
 
     // The results store opens from outside the server and checks clean.
     const std::string db = dir_->Join("state") + "/results.sqlite3";
-    CommandResult check = RunCommand(
-        {BinaryFromEnv("DFLASH_FIXTURE_PY"), "-c",
-         "import sqlite3, sys\n"
-         "db = sqlite3.connect(sys.argv[1])\n"
-         "print(db.execute('PRAGMA integrity_check').fetchone()[0])\n"
-         "print(db.execute('SELECT id, state, step FROM jobs').fetchall())\n",
-         db},
-        {}, 60);
+    CommandResult check =
+        RunCommand({BinaryFromEnv("DFLASH_FIXTURE_PY"), "-c",
+                    "import sqlite3, sys\n"
+                    "db = sqlite3.connect(sys.argv[1])\n"
+                    "print(db.execute('PRAGMA integrity_check').fetchone()[0])\n"
+                    "print(db.execute('SELECT id, state, step FROM jobs').fetchall())\n",
+                    db},
+                   {}, 60);
     EXPECT_EQ(check.exit_code, 0) << check.err;
     EXPECT_EQ(check.out, "ok\n[('" + done_id + "', 'SUCCEEDED', 7)]\n") << check.err;
   }
@@ -1062,8 +1033,7 @@ TEST_F(StreamLimitTest, WatchEvalPastTheStreamLimitIsRefusedUntilOneCloses) {
     Stream s;
     third = open(s);
     ASSERT_FALSE(s.open) << "a third stream was accepted: " << s.first.DebugString();
-    if (third.error_message() == kTooManyStreams ||
-        std::chrono::steady_clock::now() > deadline) {
+    if (third.error_message() == kTooManyStreams || std::chrono::steady_clock::now() > deadline) {
       break;
     }
     std::this_thread::sleep_for(5ms);
@@ -1072,8 +1042,7 @@ TEST_F(StreamLimitTest, WatchEvalPastTheStreamLimitIsRefusedUntilOneCloses) {
   EXPECT_EQ(third.error_message(), kTooManyStreams);
 
   // State problems while the jobs wait and run.
-  Run({"ResubmitEval", "id: a queued job", LenField(1, queued_id),
-       Code::FAILED_PRECONDITION,
+  Run({"ResubmitEval", "id: a queued job", LenField(1, queued_id), Code::FAILED_PRECONDITION,
        "job " + queued_id + " is QUEUED; only finished jobs can be resubmitted (cancel it first)"});
   Run({"UnloadDataset", "name: used by a running job", LenField(1, "big"),
        Code::FAILED_PRECONDITION,
@@ -1122,9 +1091,12 @@ TEST_F(StreamLimitTest, WatchEvalPastTheStreamLimitIsRefusedUntilOneCloses) {
     pb::EvalJob cancelled;
     ASSERT_TRUE(stub_->CancelEval(&ctx, req, &cancelled).ok());
   }
-  EXPECT_EQ(WaitFor(long_id, [](const pb::EvalJob& j) {
-              return j.state() != pb::JOB_STATE_QUEUED && j.state() != pb::JOB_STATE_RUNNING;
-            }).state(),
+  EXPECT_EQ(WaitFor(long_id,
+                    [](const pb::EvalJob& j) {
+                      return j.state() != pb::JOB_STATE_QUEUED &&
+                             j.state() != pb::JOB_STATE_RUNNING;
+                    })
+                .state(),
             pb::JOB_STATE_CANCELLED);
   Reply unloaded = Call("UnloadDataset", LenField(1, "big"));
   EXPECT_TRUE(unloaded.status.ok()) << unloaded.status.error_message();

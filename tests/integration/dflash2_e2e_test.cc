@@ -40,9 +40,9 @@ class DFlash2E2eTest : public testing::TinyServerTest {
     EXPECT_TRUE(in.good()) << "no expected/" << name;
     return in.good() ? json::parse(in) : json::object();
   }
-  static json Eval(const std::string& drafter, const std::string& dataset,
-                   const std::string& mode, const std::string& semantics = "") {
-    std::vector<std::string> args = {"eval",   "--drafter", drafter, "--dataset", dataset,
+  static json Eval(const std::string& drafter, const std::string& dataset, const std::string& mode,
+                   const std::string& semantics = "") {
+    std::vector<std::string> args = {"eval",   "--drafter", drafter,     "--dataset", dataset,
                                      "--mode", mode,        "--anchors", "all"};
     if (!semantics.empty()) args.insert(args.end(), {"--semantics", semantics});
     return CliJson(args);

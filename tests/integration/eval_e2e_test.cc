@@ -4,8 +4,8 @@
 #include <signal.h>
 
 #include <filesystem>
-#include <functional>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -38,20 +38,18 @@ class EvalE2eTest : public testing::TinyServerTest {
     std::ifstream in(data_ + "/expected/" + name);
     return json::parse(in);
   }
-
 };
 
-
 TEST_F(EvalE2eTest, AnchorModeMatchesTheReference) {
-  json got = CliJson({"eval", "--drafter", "m", "--dataset", "d", "--mode", "anchor",
-                      "--anchors", "all", "--semantics", "zlab-2025"});
+  json got = CliJson({"eval", "--drafter", "m", "--dataset", "d", "--mode", "anchor", "--anchors",
+                      "all", "--semantics", "zlab-2025"});
   ExpectSameMetrics(got, Expected("anchor_all.json"));
   EXPECT_GT(got["acceptLengthPooled"].get<double>(), 1.0);  // the fixture is drafter-made
 }
 
 TEST_F(EvalE2eTest, ReplayModeMatchesTheReference) {
-  json got = CliJson({"eval", "--drafter", "m", "--dataset", "d", "--mode", "replay",
-                      "--semantics", "zlab-2025"});
+  json got = CliJson(
+      {"eval", "--drafter", "m", "--dataset", "d", "--mode", "replay", "--semantics", "zlab-2025"});
   ExpectSameMetrics(got, Expected("replay.json"));
 }
 
@@ -74,7 +72,8 @@ TEST_F(EvalE2eTest, MissingLayerIsRefusedWithBothLists) {
   ASSERT_EQ(Cli({"load-dataset", data_ + "/dataset-4layers", "--name", "four"}).exit_code, 0);
   CommandResult r = Cli({"eval", "--drafter", "m", "--dataset", "four"});
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_THAT(r.err, HasSubstr("FAILED_PRECONDITION: drafter needs layer 9; dataset holds [1, 3, 5, 7]"));
+  EXPECT_THAT(r.err,
+              HasSubstr("FAILED_PRECONDITION: drafter needs layer 9; dataset holds [1, 3, 5, 7]"));
 }
 
 TEST_F(EvalE2eTest, TrainingCheckpointValidatesAndLoadsThroughTheSameCall) {
@@ -84,8 +83,8 @@ TEST_F(EvalE2eTest, TrainingCheckpointValidatesAndLoadsThroughTheSameCall) {
   EXPECT_THAT(v.out, HasSubstr("stripped wrapper prefix"));
   EXPECT_THAT(v.out, HasSubstr("skipped (not tensors)"));
   // The same weights as the safetensors drafter: same numbers.
-  json got = CliJson({"eval", "--checkpoint", data_ + "/drafter-pt", "--dataset", "d",
-                      "--anchors", "all", "--semantics", "zlab-2025"});
+  json got = CliJson({"eval", "--checkpoint", data_ + "/drafter-pt", "--dataset", "d", "--anchors",
+                      "all", "--semantics", "zlab-2025"});
   ExpectSameMetrics(got, Expected("anchor_all.json"));
 }
 
@@ -94,7 +93,8 @@ TEST_F(EvalE2eTest, LoadingTheSameCheckpointTwiceReusesIt) {
   EXPECT_EQ(again["reused"], true);
   CommandResult other = Cli({"load-drafter", data_ + "/drafter-pt", "--name", "m"});
   EXPECT_EQ(other.exit_code, 1);
-  EXPECT_THAT(other.err, HasSubstr("ALREADY_EXISTS: a different drafter is already resident as 'm'"));
+  EXPECT_THAT(other.err,
+              HasSubstr("ALREADY_EXISTS: a different drafter is already resident as 'm'"));
 }
 
 TEST_F(EvalE2eTest, ListShowsEveryResidentObject) {
@@ -111,7 +111,8 @@ TEST_F(EvalE2eTest, ListShowsEveryResidentObject) {
 TEST_F(EvalE2eTest, PathsOutsideTheDataRootsAreRefused) {
   CommandResult r = Cli({"validate", "/etc"});
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_THAT(r.err, HasSubstr("PERMISSION_DENIED: path '/etc' is outside the server's data roots"));
+  EXPECT_THAT(r.err,
+              HasSubstr("PERMISSION_DENIED: path '/etc' is outside the server's data roots"));
   CommandResult up = Cli({"load-dataset", data_ + "/../../../etc"});
   EXPECT_EQ(up.exit_code, 1);
   EXPECT_THAT(up.err, HasSubstr("PERMISSION_DENIED"));
@@ -227,9 +228,16 @@ json ReferenceRun(const std::string& data, const std::vector<std::string>& args)
   testing::TempDir out;
   std::vector<std::string> argv = {
       BinaryFromEnv("DFLASH_FIXTURE_PY"),
-      BinaryFromEnv("DFLASH_SOURCE_DIR") + "/tools/dflash_ref/reference.py", "eval",
-      "--drafter", data + "/drafter", "--target", data + "/target", "--dataset",
-      data + "/dataset", "--json", out.Join("r.json")};
+      BinaryFromEnv("DFLASH_SOURCE_DIR") + "/tools/dflash_ref/reference.py",
+      "eval",
+      "--drafter",
+      data + "/drafter",
+      "--target",
+      data + "/target",
+      "--dataset",
+      data + "/dataset",
+      "--json",
+      out.Join("r.json")};
   argv.insert(argv.end(), args.begin(), args.end());
   CommandResult r = RunCommand(argv, {}, 300);
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
@@ -256,7 +264,9 @@ TEST_F(EvalE2eTest, ShorterBlocksAndLimitsMatchTheReference) {
 TEST_F(EvalE2eTest, BlockSizeAboveTheDraftersIsRefused) {
   CommandResult r = Cli({"eval", "--drafter", "m", "--dataset", "d", "--block-size", "64"});
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_THAT(r.err, HasSubstr("INVALID_ARGUMENT: block_size 64 must be in [2, 8] (the drafter's block size)"));
+  EXPECT_THAT(
+      r.err,
+      HasSubstr("INVALID_ARGUMENT: block_size 64 must be in [2, 8] (the drafter's block size)"));
 }
 
 TEST_F(EvalE2eTest, RewritingALoadedCheckpointInPlaceCannotCrashTheServer) {

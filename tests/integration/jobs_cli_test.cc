@@ -67,9 +67,7 @@ class JobsCliTest : public testing::TinyServerTest {
   static json WaitResult(const std::string& id) {
     return CliJson({"results", id, "--wait", "--progress", "none"});
   }
-
 };
-
 
 TEST_F(JobsCliTest, EvalWaitsThenPrintsTheResultAndTheJobId) {
   CommandResult r = Cli({"eval", "--drafter", "m", "--dataset", "d", "--mode", "replay"});
@@ -88,7 +86,8 @@ TEST_F(JobsCliTest, EvalWaitsThenPrintsTheResultAndTheJobId) {
 
   // --json: stdout is the EvalResult alone, the same numbers as --sync.
   json job_result = CliJson({"eval", "--drafter", "m", "--dataset", "d", "--mode", "replay"});
-  json sync_result = CliJson({"eval", "--sync", "--drafter", "m", "--dataset", "d", "--mode", "replay"});
+  json sync_result =
+      CliJson({"eval", "--sync", "--drafter", "m", "--dataset", "d", "--mode", "replay"});
   ASSERT_TRUE(job_result.contains("positions")) << job_result.dump();
   EXPECT_EQ(job_result["blocks"], sync_result["blocks"]);
   EXPECT_EQ(job_result["acceptLengthPooled"], sync_result["acceptLengthPooled"]);
@@ -97,8 +96,8 @@ TEST_F(JobsCliTest, EvalWaitsThenPrintsTheResultAndTheJobId) {
 }
 
 TEST_F(JobsCliTest, DetachThenStatusAndResults) {
-  const std::string id = Detached({"--drafter", "m", "--dataset", "d", "--anchors", "all",
-                                   "--run", "detach-run", "--step", "7", "--label", "lr=3e-4"});
+  const std::string id = Detached({"--drafter", "m", "--dataset", "d", "--anchors", "all", "--run",
+                                   "detach-run", "--step", "7", "--label", "lr=3e-4"});
   ASSERT_FALSE(id.empty());
   json result = WaitResult(id);
   EXPECT_GT(result["acceptLengthPooled"].get<double>(), 1.0);
@@ -124,9 +123,11 @@ TEST_F(JobsCliTest, DetachThenStatusAndResults) {
 }
 
 TEST_F(JobsCliTest, ListFiltersByRunNewestFirst) {
-  const std::string a = Detached({"--drafter", "m", "--dataset", "d", "--run", "list-run", "--step", "1"});
+  const std::string a =
+      Detached({"--drafter", "m", "--dataset", "d", "--run", "list-run", "--step", "1"});
   WaitResult(a);
-  const std::string b = Detached({"--drafter", "m", "--dataset", "d", "--run", "list-run", "--step", "2"});
+  const std::string b =
+      Detached({"--drafter", "m", "--dataset", "d", "--run", "list-run", "--step", "2"});
   WaitResult(b);
   CommandResult r = Cli({"list", "--run", "list-run"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -140,8 +141,8 @@ TEST_F(JobsCliTest, ListFiltersByRunNewestFirst) {
   json page = CliJson({"list", "--run", "list-run", "--limit", "1"});
   ASSERT_EQ(page["jobs"].size(), 1u);
   ASSERT_FALSE(page["nextPageToken"].get<std::string>().empty());
-  json next = CliJson({"list", "--run", "list-run", "--limit", "1", "--page-token",
-                       page["nextPageToken"]});
+  json next =
+      CliJson({"list", "--run", "list-run", "--limit", "1", "--page-token", page["nextPageToken"]});
   ASSERT_EQ(next["jobs"].size(), 1u);
   EXPECT_EQ(next["jobs"][0]["id"], a);
   EXPECT_EQ(CliJson({"list", "--run", "no-such-run"})["jobs"].size(), 0u);
@@ -174,8 +175,8 @@ TEST_F(JobsCliTest, HistoryIsOrderedByStepAndDrawsOneSeries) {
 
 TEST_F(JobsCliTest, CompareTwoJobsSideBySideWithAChart) {
   const std::string a = Detached({"--drafter", "m", "--dataset", "d", "--anchors", "all"});
-  const std::string b = Detached({"--checkpoint", data_ + "/drafter-pt", "--dataset", "d",
-                                  "--anchors", "all"});
+  const std::string b =
+      Detached({"--checkpoint", data_ + "/drafter-pt", "--dataset", "d", "--anchors", "all"});
   WaitResult(a);
   WaitResult(b);
   const std::string svg = dir_->Join("compare.svg");
@@ -240,9 +241,8 @@ TEST_F(JobsCliTest, CancelAndResubmit) {
 
 TEST_F(JobsCliTest, OneShotCheckpointWithLabelsAndUnloadAfter) {
   json before = CliJson({"ls", "--kind", "drafter"});
-  CommandResult r = Cli({"eval", "--checkpoint", data_ + "/drafter-pt", "--dataset", "d",
-                         "--run", "oneshot", "--step", "4000", "--label", "note=first",
-                         "--unload-after"});
+  CommandResult r = Cli({"eval", "--checkpoint", data_ + "/drafter-pt", "--dataset", "d", "--run",
+                         "oneshot", "--step", "4000", "--label", "note=first", "--unload-after"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("accept length (pooled over blocks)"));
   json after = CliJson({"ls", "--kind", "drafter"});
@@ -270,8 +270,8 @@ TEST_F(JobsCliTest, UsageErrorsNameTheProblem) {
   EXPECT_EQ(bad_key.exit_code, 64);
   EXPECT_THAT(bad_key.err, HasSubstr("eval: --label 'a b=1' is not KEY=VALUE with KEY of letters, "
                                      "digits, '_', '-', '.', '/' (at most 63)"));
-  CommandResult twice = Cli({"eval", "--drafter", "m", "--dataset", "d", "--label", "a=1",
-                             "--label", "a=2"});
+  CommandResult twice =
+      Cli({"eval", "--drafter", "m", "--dataset", "d", "--label", "a=1", "--label", "a=2"});
   EXPECT_EQ(twice.exit_code, 64);
   EXPECT_THAT(twice.err, HasSubstr("--label 'a' given twice"));
   CommandResult both = Cli({"eval", "--drafter", "m", "--dataset", "d", "--detach", "--sync"});

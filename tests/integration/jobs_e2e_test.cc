@@ -8,8 +8,8 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <set>
 #include <random>
+#include <set>
 #include <thread>
 
 #include <google/protobuf/util/message_differencer.h>
@@ -46,8 +46,8 @@ struct Client {
             grpc::CreateChannel(address, grpc::InsecureChannelCredentials()))) {}
 
   template <typename Req, typename Resp>
-  grpc::Status Call(grpc::Status (pb::DrafterEval::Stub::*method)(grpc::ClientContext*,
-                                                                   const Req&, Resp*),
+  grpc::Status Call(grpc::Status (pb::DrafterEval::Stub::*method)(grpc::ClientContext*, const Req&,
+                                                                  Resp*),
                     const Req& req, Resp* resp) {
     grpc::ClientContext ctx;
     ctx.set_deadline(std::chrono::system_clock::now() + 60s);
@@ -266,8 +266,8 @@ TEST_F(JobsE2eTest, ConcurrentClientsWatchCancelCompareAndHistory) {
   // Unloading what queued jobs use is refused, naming them.
   client::EvalClient admin(server->address(), 60s);
   auto unload = admin.Unload(pb::RESOURCE_KIND_DATASET, "big");
-  EXPECT_THAT(unload, testing::StatusIs(absl::StatusCode::kFailedPrecondition,
-                                        HasSubstr(longjob.id())));
+  EXPECT_THAT(unload,
+              testing::StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr(longjob.id())));
   unload = admin.Unload(pb::RESOURCE_KIND_DRAFTER, "m");
   EXPECT_THAT(unload, testing::StatusIs(absl::StatusCode::kFailedPrecondition,
                                         HasSubstr("is used by queued or running jobs")));
@@ -349,8 +349,7 @@ TEST_F(JobsE2eTest, ConcurrentClientsWatchCancelCompareAndHistory) {
   EXPECT_EQ(compared.accept_length_delta(0), 0);
   ASSERT_GT(compared.positions_size(), 0);
   EXPECT_EQ(compared.positions(0).accuracy_size(), 3);
-  EXPECT_THAT(absl::StrJoin(compared.warnings(), "\n"),
-              HasSubstr("scored on different datasets"));
+  EXPECT_THAT(absl::StrJoin(compared.warnings(), "\n"), HasSubstr("scored on different datasets"));
   EXPECT_THAT(absl::StrJoin(compared.warnings(), "\n"), HasSubstr("different sample limits"));
   cmp.add_ids(longjob.id());
   cs = main.Call(&pb::DrafterEval::Stub::CompareEvals, cmp, &compared);

@@ -11,12 +11,12 @@
 #include <signal.h>
 
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <regex>
 #include <set>
 #include <sstream>
 #include <string>
-#include <filesystem>
 #include <thread>
 
 #include <nlohmann/json.hpp>
@@ -117,8 +117,8 @@ preload:
     - {name: m, path: )" + data_ + R"(/drafter}
 )");
   const std::string state = dir_->Join("state-good");
-  ASSERT_OK_AND_ASSIGN(auto server, ServerProcess::Start(state, {"--config", config,
-                                                                 "--data-root", data_}));
+  ASSERT_OK_AND_ASSIGN(auto server,
+                       ServerProcess::Start(state, {"--config", config, "--data-root", data_}));
   // The port file comes before the preload; health says when it is done.
   CommandResult health;
   for (int i = 0; i < 100; ++i) {
@@ -140,7 +140,8 @@ preload:
   // The metrics port is in the log (port 0 picked a free one).
   std::smatch m;
   const std::string log = server->log();
-  ASSERT_TRUE(std::regex_search(log, m, std::regex(R"(metrics on http://127\.0\.0\.1:(\d+)/metrics)")))
+  ASSERT_TRUE(
+      std::regex_search(log, m, std::regex(R"(metrics on http://127\.0\.0\.1:(\d+)/metrics)")))
       << log;
   const int metrics_port = std::stoi(m[1]);
   const std::string before = HttpGet(metrics_port, "/metrics");
@@ -196,7 +197,8 @@ preload:
   }
   ASSERT_FALSE(files.empty());
   for (int k = 0; k < 400; ++k) {
-    fs::create_hard_link(files[k % files.size()], big + "/rows/data_" + std::to_string(k) + ".ckpt");
+    fs::create_hard_link(files[k % files.size()],
+                         big + "/rows/data_" + std::to_string(k) + ".ckpt");
   }
   ASSERT_EQ(Cli(*server, {"load-dataset", big, "--name", "big"}).exit_code, 0);
   CommandResult detached = Cli(*server, {"eval", "--detach", "--drafter", "m", "--dataset", "big",
@@ -248,21 +250,21 @@ TEST_F(OpsE2eTest, FailedPreloadExitsWithTheReason) {
   drafters:
     - {name: gone, path: )" + data_ + R"(/no-such-drafter}
 )");
-  CommandResult r = RunCommand({BinaryFromEnv("DFLASH_EVALD"), "--listen", "127.0.0.1:0",
-                                "--state-dir", dir_->Join("state-bad"), "--data-root", data_,
-                                "--config", config},
-                               {}, 120);
+  CommandResult r =
+      RunCommand({BinaryFromEnv("DFLASH_EVALD"), "--listen", "127.0.0.1:0", "--state-dir",
+                  dir_->Join("state-bad"), "--data-root", data_, "--config", config},
+                 {}, 120);
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
-  EXPECT_THAT(r.out + r.err, HasSubstr("preload of drafter 'gone' from '" + data_ +
-                                       "/no-such-drafter' failed: "));
+  EXPECT_THAT(r.out + r.err,
+              HasSubstr("preload of drafter 'gone' from '" + data_ + "/no-such-drafter' failed: "));
   EXPECT_THAT(r.out + r.err, Not(HasSubstr("serving dflash.eval.v1")));
 }
 
 TEST_F(OpsE2eTest, UnknownConfigKeyStopsTheServer) {
   const std::string config = WriteConfig("typo.yaml", "listen: 127.0.0.1:0\nworkrs: 2\n");
-  CommandResult r = RunCommand({BinaryFromEnv("DFLASH_EVALD"), "--state-dir",
-                                dir_->Join("state-typo"), "--config", config},
-                               {}, 60);
+  CommandResult r = RunCommand(
+      {BinaryFromEnv("DFLASH_EVALD"), "--state-dir", dir_->Join("state-typo"), "--config", config},
+      {}, 60);
   EXPECT_NE(r.exit_code, 0);
   EXPECT_THAT(r.out + r.err,
               HasSubstr("unknown key 'workrs' in the config file (nearest: 'workers'"));

@@ -52,8 +52,9 @@ TEST(PythonExampleTest, SubmitsOneDetachedEvalPerCheckpoint) {
   ASSERT_EQ(cli({"load-dataset", data + "/dataset", "--name", "d"}).exit_code, 0);
 
   CommandResult r = RunCommand(
-      {ExamplePython(), BinaryFromEnv("DFLASH_SOURCE_DIR") + "/examples/python/submit_per_checkpoint.py",
-       "--server", address, "--dataset", "d", "--label", "source=example", "--wait", run_dir},
+      {ExamplePython(),
+       BinaryFromEnv("DFLASH_SOURCE_DIR") + "/examples/python/submit_per_checkpoint.py", "--server",
+       address, "--dataset", "d", "--label", "source=example", "--wait", run_dir},
       {}, 300);
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_THAT(r.out, HasSubstr("run run-py step 100"));
@@ -77,10 +78,11 @@ TEST(PythonExampleTest, SubmitsOneDetachedEvalPerCheckpoint) {
   EXPECT_THAT(steps, ::testing::UnorderedElementsAre("100", "200"));
 
   // A bad path is a clear error before anything is submitted.
-  CommandResult bad = RunCommand(
-      {ExamplePython(), BinaryFromEnv("DFLASH_SOURCE_DIR") + "/examples/python/submit_per_checkpoint.py",
-       "--server", address, "--dataset", "d", dir.Join("nothing-here")},
-      {}, 60);
+  CommandResult bad =
+      RunCommand({ExamplePython(),
+                  BinaryFromEnv("DFLASH_SOURCE_DIR") + "/examples/python/submit_per_checkpoint.py",
+                  "--server", address, "--dataset", "d", dir.Join("nothing-here")},
+                 {}, 60);
   EXPECT_NE(bad.exit_code, 0);
   EXPECT_THAT(bad.err, HasSubstr("no such file or directory"));
 }

@@ -44,14 +44,14 @@ class SecurityE2eTest : public ::testing::Test {
   static void SetUpTestSuite() {
     dir_ = new testing::TempDir();
     data_ = dir_->Join("data");
-    CommandResult gen = RunCommand(
-        {BinaryFromEnv("DFLASH_FIXTURE_PY"),
-         BinaryFromEnv("DFLASH_SOURCE_DIR") + "/tools/dflash_ref/make_fixture.py", data_,
-         "--size", "tiny", "--expected", "none"},
-        {}, 300);
+    CommandResult gen =
+        RunCommand({BinaryFromEnv("DFLASH_FIXTURE_PY"),
+                    BinaryFromEnv("DFLASH_SOURCE_DIR") + "/tools/dflash_ref/make_fixture.py", data_,
+                    "--size", "tiny", "--expected", "none"},
+                   {}, 300);
     ASSERT_EQ(gen.exit_code, 0) << gen.out << gen.err;
-    WriteFile(dir_->Join("tokens"), absl::StrCat("# test tokens\n", kFullToken, "\nro:",
-                                                 kReadToken, "\n"));
+    WriteFile(dir_->Join("tokens"),
+              absl::StrCat("# test tokens\n", kFullToken, "\nro:", kReadToken, "\n"));
     WriteFile(dir_->Join("full.token"), absl::StrCat(kFullToken, "\n"));
     WriteFile(dir_->Join("read.token"), absl::StrCat(kReadToken, "\n"));
     WriteFile(dir_->Join("wrong.token"), "wrong-token-0123456789\n");
@@ -115,10 +115,12 @@ TEST_F(SecurityE2eTest, WrongTokenIsUnauthenticatedAndNeverLogged) {
 }
 
 TEST_F(SecurityE2eTest, TokenFromEnvironmentAndFileWinsOverIt) {
-  CommandResult env = Cli(auth_->address(), {"info"}, {absl::StrCat("DFLASH_EVAL_TOKEN=", kFullToken)});
+  CommandResult env =
+      Cli(auth_->address(), {"info"}, {absl::StrCat("DFLASH_EVAL_TOKEN=", kFullToken)});
   EXPECT_EQ(env.exit_code, 0) << env.err;
-  CommandResult file_wins = Cli(auth_->address(), {"--token-file", dir_->Join("full.token"), "info"},
-                                {"DFLASH_EVAL_TOKEN=wrong-token-0123456789"});
+  CommandResult file_wins =
+      Cli(auth_->address(), {"--token-file", dir_->Join("full.token"), "info"},
+          {"DFLASH_EVAL_TOKEN=wrong-token-0123456789"});
   EXPECT_EQ(file_wins.exit_code, 0) << file_wins.err;
   CommandResult missing = Cli(auth_->address(), {"--token-file", dir_->Join("absent"), "info"});
   EXPECT_EQ(missing.exit_code, 64);
@@ -187,7 +189,8 @@ TEST_F(SecurityE2eTest, PathEscapesAreRefused) {
   CommandResult inner = Admin({"load-target", data_ + "/inner-link"});
   EXPECT_EQ(inner.exit_code, 1);
   EXPECT_THAT(inner.err, HasSubstr("PERMISSION_DENIED"));
-  EXPECT_THAT(inner.err, HasSubstr("is a symbolic link to a place outside the server's data roots"));
+  EXPECT_THAT(inner.err,
+              HasSubstr("is a symbolic link to a place outside the server's data roots"));
   CommandResult validate = Admin({"validate", data_ + "/../outside/target"});
   EXPECT_THAT(validate.err, HasSubstr("PERMISSION_DENIED"));
   CommandResult dataset = Admin({"load-dataset", "/tmp"});
@@ -226,8 +229,8 @@ TEST_F(SecurityE2eTest, EvaluationOverTheBlockLimitIsRefusedBeforeScoring) {
 
 TEST_F(SecurityE2eTest, LoadOverTheMemoryBudgetIsRefusedWithTheNumbers) {
   testing::TempDir state;
-  auto server = ServerProcess::Start(state.Join("s"),
-                                     {"--data-root", data_, "--max-resident-bytes", "1000"});
+  auto server =
+      ServerProcess::Start(state.Join("s"), {"--data-root", data_, "--max-resident-bytes", "1000"});
   ASSERT_THAT(server, testing::IsOk());
   const std::string addr = (*server)->address();
   CommandResult target = Cli(addr, {"load-target", data_ + "/target"});
@@ -255,8 +258,8 @@ TEST_F(SecurityE2eTest, RemoteBindNeedsAuthOrExplicitConsent) {
               HasSubstr("refusing to listen on 0.0.0.0:0: it is not a loopback address and no "
                         "authentication is configured"));
   // Allowed, but nothing is sent to it here (only loopback traffic in tests).
-  auto allowed = ServerProcess::Start(state.Join("b"),
-                                      {"--listen", "0.0.0.0:0", "--insecure-allow-remote"});
+  auto allowed =
+      ServerProcess::Start(state.Join("b"), {"--listen", "0.0.0.0:0", "--insecure-allow-remote"});
   ASSERT_THAT(allowed, testing::IsOk());
   EXPECT_THAT((*allowed)->log(), HasSubstr("without authentication (--insecure-allow-remote)"));
   auto with_tokens = ServerProcess::Start(
@@ -270,26 +273,26 @@ class TlsE2eTest : public ::testing::Test {
  protected:
   void SetUp() override {
     // A CA, a server certificate for localhost and a client certificate.
-    const std::string script = absl::StrCat(
-        "set -e; cd '", dir_.path(), "';",
-        "openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem -days 2 "
-        "-subj /CN=test-ca 2>/dev/null;",
-        "printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\\n' > server.ext;",
-        "openssl req -newkey rsa:2048 -nodes -keyout server.key -out server.csr "
-        "-subj /CN=localhost 2>/dev/null;",
-        "openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial "
-        "-out server.pem -days 2 -extfile server.ext 2>/dev/null;",
-        "openssl req -newkey rsa:2048 -nodes -keyout client.key -out client.csr "
-        "-subj /CN=client 2>/dev/null;",
-        "openssl x509 -req -in client.csr -CA ca.pem -CAkey ca.key -CAcreateserial "
-        "-out client.pem -days 2 2>/dev/null;");
+    const std::string script =
+        absl::StrCat("set -e; cd '", dir_.path(), "';",
+                     "openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem -days 2 "
+                     "-subj /CN=test-ca 2>/dev/null;",
+                     "printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\\n' > server.ext;",
+                     "openssl req -newkey rsa:2048 -nodes -keyout server.key -out server.csr "
+                     "-subj /CN=localhost 2>/dev/null;",
+                     "openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial "
+                     "-out server.pem -days 2 -extfile server.ext 2>/dev/null;",
+                     "openssl req -newkey rsa:2048 -nodes -keyout client.key -out client.csr "
+                     "-subj /CN=client 2>/dev/null;",
+                     "openssl x509 -req -in client.csr -CA ca.pem -CAkey ca.key -CAcreateserial "
+                     "-out client.pem -days 2 2>/dev/null;");
     CommandResult r = RunCommand({"/bin/sh", "-c", script}, {}, 60);
     ASSERT_EQ(r.exit_code, 0) << r.err;
   }
 
   CommandResult Cli(int port, std::vector<std::string> args) {
-    std::vector<std::string> argv = {BinaryFromEnv("DFLASH_EVAL"), "--timeout", "10",
-                                     "--server", absl::StrCat("localhost:", port)};
+    std::vector<std::string> argv = {BinaryFromEnv("DFLASH_EVAL"), "--timeout", "10", "--server",
+                                     absl::StrCat("localhost:", port)};
     argv.insert(argv.end(), args.begin(), args.end());
     return RunCommand(argv, {}, 60);
   }
@@ -298,8 +301,8 @@ class TlsE2eTest : public ::testing::Test {
 };
 
 TEST_F(TlsE2eTest, TlsServerAnswersTlsClientsOnly) {
-  auto server = ServerProcess::Start(
-      dir_.Join("s"), {"--tls-cert", dir_.Join("server.pem"), "--tls-key", dir_.Join("server.key")});
+  auto server = ServerProcess::Start(dir_.Join("s"), {"--tls-cert", dir_.Join("server.pem"),
+                                                      "--tls-key", dir_.Join("server.key")});
   ASSERT_THAT(server, testing::IsOk());
   const int port = (*server)->port();
   CommandResult tls = Cli(port, {"--tls-ca", dir_.Join("ca.pem"), "info"});
@@ -317,9 +320,9 @@ TEST_F(TlsE2eTest, MutualTlsNeedsAClientCertificate) {
                        "--tls-client-ca", dir_.Join("ca.pem")});
   ASSERT_THAT(server, testing::IsOk());
   const int port = (*server)->port();
-  CommandResult with_cert = Cli(port, {"--tls-ca", dir_.Join("ca.pem"), "--tls-cert",
-                                       dir_.Join("client.pem"), "--tls-key",
-                                       dir_.Join("client.key"), "info"});
+  CommandResult with_cert =
+      Cli(port, {"--tls-ca", dir_.Join("ca.pem"), "--tls-cert", dir_.Join("client.pem"),
+                 "--tls-key", dir_.Join("client.key"), "info"});
   EXPECT_EQ(with_cert.exit_code, 0) << with_cert.err;
   CommandResult without = Cli(port, {"--tls-ca", dir_.Join("ca.pem"), "info"});
   EXPECT_EQ(without.exit_code, 2) << without.err;

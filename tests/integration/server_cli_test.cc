@@ -217,9 +217,8 @@ TEST(ServerStartupTest, CudaWithoutCudaIsAClearError) {
   if (r.exit_code == 0) GTEST_SKIP() << "this machine has CUDA";
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_THAT(r.out + r.err, HasSubstr("--device cuda:0: CUDA is not available"));
-  CommandResult bad = RunCommand({testing::BinaryFromEnv("DFLASH_EVALD"), "--device", "tpu",
-                                  "--state-dir", a.path()},
-                                 {}, 30);
+  CommandResult bad = RunCommand(
+      {testing::BinaryFromEnv("DFLASH_EVALD"), "--device", "tpu", "--state-dir", a.path()}, {}, 30);
   EXPECT_EQ(bad.exit_code, 1);
   EXPECT_THAT(bad.out + bad.err, HasSubstr("--device 'tpu' is not one of auto, cpu, cuda, cuda:N"));
 }

@@ -23,9 +23,9 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "absl/strings/match.h"
 #include "client/eval_client.h"
 #include "gtest/gtest.h"
 #include "integration/tiny_fixture.h"
@@ -152,8 +152,7 @@ TEST_F(SoakE2eTest, MixedClientsKeepTheServerConsistent) {
   auto base_info = admin.GetServerInfo();
   ASSERT_TRUE(base_info.ok()) << base_info.status();
   const std::vector<std::string> base_names = ResidentNames(*base_list);
-  ASSERT_EQ(base_names,
-            (std::vector<std::string>{"dataset:d", "drafter:m", "target:t"}));
+  ASSERT_EQ(base_names, (std::vector<std::string>{"dataset:d", "drafter:m", "target:t"}));
   const int64_t base_bytes = ResidentBytes(*base_list);
   const int64_t base_device_bytes = DeviceBytes(*base_info);
   ASSERT_GT(base_bytes, 0);
@@ -243,11 +242,11 @@ TEST_F(SoakE2eTest, MixedClientsKeepTheServerConsistent) {
           break;
         }
         case 1:
-          tally.Record("UnloadDrafter",
-                       c.Unload(pb::RESOURCE_KIND_DRAFTER,
-                                absl::StrCat("soak-m", pick(kDrafterCopies)))
-                           .status(),
-                       kUnload);
+          tally.Record(
+              "UnloadDrafter",
+              c.Unload(pb::RESOURCE_KIND_DRAFTER, absl::StrCat("soak-m", pick(kDrafterCopies)))
+                  .status(),
+              kUnload);
           break;
         case 2: {
           int k = pick(kDatasetCopies);
@@ -258,11 +257,11 @@ TEST_F(SoakE2eTest, MixedClientsKeepTheServerConsistent) {
           break;
         }
         case 3:
-          tally.Record("UnloadDataset",
-                       c.Unload(pb::RESOURCE_KIND_DATASET,
-                                absl::StrCat("soak-d", pick(kDatasetCopies)))
-                           .status(),
-                       kUnload);
+          tally.Record(
+              "UnloadDataset",
+              c.Unload(pb::RESOURCE_KIND_DATASET, absl::StrCat("soak-d", pick(kDatasetCopies)))
+                  .status(),
+              kUnload);
           break;
         case 4:
         case 5: {
@@ -299,9 +298,7 @@ TEST_F(SoakE2eTest, MixedClientsKeepTheServerConsistent) {
           tally.Record("RunEval", c.RunEval(r).status(), kEval);
           break;
         }
-        case 10:
-          tally.Record("ListResources", c.ListResources({}).status(), kNone);
-          break;
+        case 10: tally.Record("ListResources", c.ListResources({}).status(), kNone); break;
         case 11:
           tally.Record("GetServerInfo", c.GetServerInfo().status(), kNone);
           tally.Record("Health", c.Health(), kNone);
@@ -321,13 +318,13 @@ TEST_F(SoakE2eTest, MixedClientsKeepTheServerConsistent) {
   // The cycler freed its objects under load, every cycle.
   EXPECT_GT(tally.Count("cycle UnloadDataset OK"), 0) << tally.Report();
   EXPECT_EQ(tally.Count("cycle UnloadDataset OK"), tally.Count("cycle LoadDataset OK"));
-  EXPECT_EQ(tally.Count("cycle UnloadDrafter while queued OK") +
-                tally.Count("cycle UnloadDrafter OK"),
-            tally.Count("cycle LoadDrafter OK"));
+  EXPECT_EQ(
+      tally.Count("cycle UnloadDrafter while queued OK") + tally.Count("cycle UnloadDrafter OK"),
+      tally.Count("cycle LoadDrafter OK"));
   const std::vector<std::string> bad = tally.bad();
   EXPECT_TRUE(bad.empty()) << bad.size() << " undocumented replies, first ones:\n"
-                           << absl::StrJoin(bad.begin(), bad.begin() + std::min<size_t>(bad.size(), 10),
-                                            "\n");
+                           << absl::StrJoin(bad.begin(),
+                                            bad.begin() + std::min<size_t>(bad.size(), 10), "\n");
 
   // The server still answers.
   EXPECT_TRUE(admin.Health().ok());

@@ -7,11 +7,11 @@
 namespace dflash::testing {
 
 void MakeTinyFixture(const std::string& dir) {
-  CommandResult gen = RunCommand(
-      {BinaryFromEnv("DFLASH_FIXTURE_PY"),
-       BinaryFromEnv("DFLASH_SOURCE_DIR") + "/tools/dflash_ref/make_fixture.py", dir, "--size",
-       "tiny"},
-      {}, 300);
+  CommandResult gen =
+      RunCommand({BinaryFromEnv("DFLASH_FIXTURE_PY"),
+                  BinaryFromEnv("DFLASH_SOURCE_DIR") + "/tools/dflash_ref/make_fixture.py", dir,
+                  "--size", "tiny"},
+                 {}, 300);
   EXPECT_EQ(gen.exit_code, 0) << gen.out << gen.err;
 }
 

@@ -19,10 +19,10 @@ namespace dflash::jobs {
 namespace {
 
 using ::dflash::testing::StatusIs;
-using ::testing::ElementsAre;
-using ::testing::HasSubstr;
 using jobs::JobRecord;
 using jobs::JobState;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
 using namespace std::chrono_literals;
 
 // How long a test waits for something that should happen at once; only a
@@ -123,9 +123,10 @@ class JobQueueTest : public ::testing::Test {
     options.concurrent_jobs = concurrent;
     options.server_version = "test-1";
     options.progress_interval = 0ms;
-    return JobQueue::Create(*store_, [this](const JobRecord& j, const eval::ProgressFn& p) {
-      return runner_.Run(j, p);
-    }, options);
+    return JobQueue::Create(
+        *store_,
+        [this](const JobRecord& j, const eval::ProgressFn& p) { return runner_.Run(j, p); },
+        options);
   }
 
   // Waits (as a watcher: no polling) until the job is finished; returns its
@@ -197,9 +198,8 @@ TEST_F(JobQueueTest, AFullQueueIsResourceExhausted) {
   ASSERT_TRUE(runner_.WaitStarted(1));  // a is running, so it no longer counts as queued
   ASSERT_OK(q->Submit(Request("b", 1)).status());
   ASSERT_OK(q->Submit(Request("c", 1)).status());
-  EXPECT_THAT(q->Submit(Request("d", 1)),
-              StatusIs(absl::StatusCode::kResourceExhausted,
-                       HasSubstr("queue is full (2 queued, limit 2)")));
+  EXPECT_THAT(q->Submit(Request("d", 1)), StatusIs(absl::StatusCode::kResourceExhausted,
+                                                   HasSubstr("queue is full (2 queued, limit 2)")));
   EXPECT_EQ(q->queued(), 2);
   EXPECT_EQ(q->running(), 1);
   runner_.FreeRun();
@@ -220,7 +220,8 @@ TEST_F(JobQueueTest, CancellingAQueuedJobIsImmediate) {
   EXPECT_THAT(runner_.Started(), ElementsAre("a"));  // b never ran
   EXPECT_THAT(q->Cancel(b.id, 0ms), StatusIs(absl::StatusCode::kFailedPrecondition,
                                              HasSubstr("already finished (CANCELLED)")));
-  EXPECT_THAT(q->Cancel("ev-none", 0ms), StatusIs(absl::StatusCode::kNotFound, HasSubstr("no job with id 'ev-none'")));
+  EXPECT_THAT(q->Cancel("ev-none", 0ms),
+              StatusIs(absl::StatusCode::kNotFound, HasSubstr("no job with id 'ev-none'")));
 }
 
 TEST_F(JobQueueTest, ARunningJobStopsAtTheNextChunkBoundary) {

@@ -38,8 +38,7 @@ using ::testing::HasSubstr;
 constexpr int64_t kVocab = 64;
 constexpr int64_t kTargetHidden = 24;
 
-DrafterConfig TinyConfig(const std::string& rope_type, bool bias = false,
-                         int64_t window = 5) {
+DrafterConfig TinyConfig(const std::string& rope_type, bool bias = false, int64_t window = 5) {
   DrafterConfig c;
   c.hidden_size = 32;
   c.num_attention_heads = 4;
@@ -72,8 +71,7 @@ DrafterConfig TinyConfig(const std::string& rope_type, bool bias = false,
   return c;
 }
 
-std::map<std::string, at::Tensor> RandomWeights(const DrafterConfig& c,
-                                                uint64_t seed) {
+std::map<std::string, at::Tensor> RandomWeights(const DrafterConfig& c, uint64_t seed) {
   at::manual_seed(seed);
   std::map<std::string, at::Tensor> w;
   for (const weights::TensorSpec& s : DrafterSchema(c, kTargetHidden)) {
@@ -96,12 +94,11 @@ struct Fixture {
   DrafterConfig cfg;
   std::map<std::string, at::Tensor> weights;
   at::Tensor embed, lm_head;
-  std::vector<at::Tensor> features;             // per sequence [L, K*H_t]
-  std::vector<std::vector<int64_t>> tokens;     // per sequence
+  std::vector<at::Tensor> features;          // per sequence [L, K*H_t]
+  std::vector<std::vector<int64_t>> tokens;  // per sequence
 };
 
-Fixture MakeFixture(const DrafterConfig& cfg, std::vector<int64_t> lengths,
-                    uint64_t seed = 7) {
+Fixture MakeFixture(const DrafterConfig& cfg, std::vector<int64_t> lengths, uint64_t seed = 7) {
   Fixture f;
   f.cfg = cfg;
   f.weights = RandomWeights(cfg, seed);
@@ -143,8 +140,7 @@ at::Tensor RunBlocks(const DrafterModel& m, const Fixture& f, const ContextCache
 }
 
 at::Tensor Logits(const at::Tensor& h, const at::Tensor& lm_head) {  // h [B, H]
-  return at::matmul(h.narrow(0, 1, h.size(0) - 1).to(at::kDouble),
-                    lm_head.to(at::kDouble).t());
+  return at::matmul(h.narrow(0, 1, h.size(0) - 1).to(at::kDouble), lm_head.to(at::kDouble).t());
 }
 
 double MaxRelDiff(const at::Tensor& got, const at::Tensor& want) {
@@ -164,8 +160,7 @@ std::vector<Block> AllBlocks(const Fixture& f) {
   return blocks;
 }
 
-class DrafterModelRefTest
-    : public ::testing::TestWithParam<std::tuple<std::string, bool>> {};
+class DrafterModelRefTest : public ::testing::TestWithParam<std::tuple<std::string, bool>> {};
 
 TEST_P(DrafterModelRefTest, MatchesReferenceFp32) {
   const auto& [rope, bias] = GetParam();
@@ -179,8 +174,8 @@ TEST_P(DrafterModelRefTest, MatchesReferenceFp32) {
   double worst = 0;
   for (size_t i = 0; i < blocks.size(); ++i) {
     const Block& b = blocks[i];
-    std::vector<double> ref = reference::ReferenceBlock(
-        f.cfg, f.weights, f.features[b.seq], BlockInput(f, b.seq, b.anchor), b.anchor);
+    std::vector<double> ref = reference::ReferenceBlock(f.cfg, f.weights, f.features[b.seq],
+                                                        BlockInput(f, b.seq, b.anchor), b.anchor);
     at::Tensor ref_h = at::tensor(ref, at::kDouble).view({f.cfg.block_size, -1});
     at::Tensor want = Logits(ref_h, f.lm_head);
     at::Tensor got = Logits(h[i], f.lm_head);
@@ -191,18 +186,15 @@ TEST_P(DrafterModelRefTest, MatchesReferenceFp32) {
         << "argmax differs: block seq " << b.seq << " anchor " << b.anchor;
     EXPECT_LE(MaxRelDiff(h[i], ref_h), 1e-5);
   }
-  std::printf("[ rope %s bias %d ] %zu blocks, max rel diff of logits %.3g\n",
-              rope.c_str(), bias ? 1 : 0, blocks.size(), worst);
+  std::printf("[ rope %s bias %d ] %zu blocks, max rel diff of logits %.3g\n", rope.c_str(),
+              bias ? 1 : 0, blocks.size(), worst);
 }
 
 INSTANTIATE_TEST_SUITE_P(
     RopeTypes, DrafterModelRefTest,
-    ::testing::Values(std::make_tuple("default", false),
-                      std::make_tuple("linear", false),
-                      std::make_tuple("llama3", false),
-                      std::make_tuple("yarn", false),
-                      std::make_tuple("default", true),
-                      std::make_tuple("yarn", true)));
+    ::testing::Values(std::make_tuple("default", false), std::make_tuple("linear", false),
+                      std::make_tuple("llama3", false), std::make_tuple("yarn", false),
+                      std::make_tuple("default", true), std::make_tuple("yarn", true)));
 
 // Under zlab-2025 a window narrower than the block hides context keys only
 // (dflash-semantics §4: a query sees context key c only if p - c < W), and
@@ -216,8 +208,7 @@ TEST(DrafterModelTest, NarrowWindowMatchesReference) {
   at::Tensor h = RunBlocks(m, f, ctx, blocks, at::kFloat);
   for (size_t i = 0; i < blocks.size(); ++i) {
     std::vector<double> ref = reference::ReferenceBlock(
-        f.cfg, f.weights, f.features[0], BlockInput(f, 0, blocks[i].anchor),
-        blocks[i].anchor);
+        f.cfg, f.weights, f.features[0], BlockInput(f, 0, blocks[i].anchor), blocks[i].anchor);
     at::Tensor ref_h = at::tensor(ref, at::kDouble).view({f.cfg.block_size, -1});
     const double rel = MaxRelDiff(Logits(h[i], f.lm_head), Logits(ref_h, f.lm_head));
     EXPECT_LE(rel, 1e-5) << "anchor " << blocks[i].anchor;
@@ -232,17 +223,15 @@ TEST(DrafterModelTest, ReferenceComparisonDetectsPositionAndWindowErrors) {
   at::Tensor h = RunBlocks(m, f, ctx, {{0, 15}}, at::kFloat);
   at::Tensor got = Logits(h[0], f.lm_head);
   // Off-by-one context (anchor 14 semantics with the same x0).
-  std::vector<double> shifted = reference::ReferenceBlock(
-      f.cfg, f.weights, f.features[0], BlockInput(f, 0, 15), 14);
-  EXPECT_GT(MaxRelDiff(got, Logits(at::tensor(shifted).view({4, -1}), f.lm_head)),
-            1e-3);
+  std::vector<double> shifted =
+      reference::ReferenceBlock(f.cfg, f.weights, f.features[0], BlockInput(f, 0, 15), 14);
+  EXPECT_GT(MaxRelDiff(got, Logits(at::tensor(shifted).view({4, -1}), f.lm_head)), 1e-3);
   // No window at all.
   DrafterConfig full = f.cfg;
   full.sliding = {false, false, false};
-  std::vector<double> no_window = reference::ReferenceBlock(
-      full, f.weights, f.features[0], BlockInput(f, 0, 15), 15);
-  EXPECT_GT(MaxRelDiff(got, Logits(at::tensor(no_window).view({4, -1}), f.lm_head)),
-            1e-3);
+  std::vector<double> no_window =
+      reference::ReferenceBlock(full, f.weights, f.features[0], BlockInput(f, 0, 15), 15);
+  EXPECT_GT(MaxRelDiff(got, Logits(at::tensor(no_window).view({4, -1}), f.lm_head)), 1e-3);
 }
 
 TEST(DrafterModelTest, BatchedEqualsOneBlockAtATime) {
@@ -250,15 +239,14 @@ TEST(DrafterModelTest, BatchedEqualsOneBlockAtATime) {
   ASSERT_OK_AND_ASSIGN(DrafterModel m, DrafterModel::Create(f.cfg, f.weights));
   ASSERT_OK_AND_ASSIGN(ContextCache ctx, m.EncodeContext(f.features));
   const std::vector<Block> all = AllBlocks(f);
-  at::Tensor batched = RunBlocks(m, f, ctx, all, at::kFloat);       // grouped
+  at::Tensor batched = RunBlocks(m, f, ctx, all, at::kFloat);  // grouped
   // One block per sequence: the gathered path.
   const std::vector<Block> distinct = {{2, 17}, {0, 5}, {1, 6}};
   at::Tensor gathered = RunBlocks(m, f, ctx, distinct, at::kFloat);
   // A context holding only one sequence gives the same result as the full one.
   ASSERT_OK_AND_ASSIGN(ContextCache ctx2, m.EncodeContext({f.features[2]}));
   double worst = 0;
-  auto check = [&](const at::Tensor& got, const Block& b, const ContextCache& c,
-                   int64_t seq_in_c) {
+  auto check = [&](const at::Tensor& got, const Block& b, const ContextCache& c, int64_t seq_in_c) {
     Block local{seq_in_c, b.anchor};
     at::Tensor x0 = BlockInput(f, b.seq, b.anchor).unsqueeze(0);
     auto one = m.ForwardBlocks(x0, at::tensor({b.anchor}, at::kLong),
@@ -298,16 +286,14 @@ TEST(DrafterModelTest, Bf16RoughlyAgreesWithReference) {
     std::map<std::string, at::Tensor> w16f;  // reference sees the bf16 values
     for (const auto& [k, v] : w16) w16f[k] = v.to(at::kFloat);
     std::vector<double> ref = reference::ReferenceBlock(
-        f.cfg, w16f, feats16[b.seq], BlockInput(f, b.seq, b.anchor).to(at::kBFloat16),
-        b.anchor);
+        f.cfg, w16f, feats16[b.seq], BlockInput(f, b.seq, b.anchor).to(at::kBFloat16), b.anchor);
     at::Tensor want = Logits(at::tensor(ref).view({4, -1}), f.lm_head);
     at::Tensor got = Logits(h[i], f.lm_head);
     worst = std::max(worst, MaxRelDiff(got, want));
     agree += at::eq(got.argmax(-1), want.argmax(-1)).sum().item<int>();
     total += static_cast<int>(got.size(0));
   }
-  std::printf("[ bf16 ] max rel diff of logits %.3g, argmax agree %d/%d\n", worst,
-              agree, total);
+  std::printf("[ bf16 ] max rel diff of logits %.3g, argmax agree %d/%d\n", worst, agree, total);
   EXPECT_LE(worst, 0.1);
   EXPECT_GE(agree, total * 8 / 10);
 }

@@ -87,22 +87,33 @@ Case Prepare(const std::string& rope) {
   at::manual_seed(11);
   Json manifest;
   manifest["config"] = {
-      {"hidden_size", c.hidden_size}, {"num_attention_heads", c.num_attention_heads},
-      {"num_key_value_heads", c.num_key_value_heads}, {"head_dim", c.head_dim},
-      {"num_hidden_layers", c.num_hidden_layers}, {"rms_norm_eps", c.rms_norm_eps},
-      {"sliding", c.sliding}, {"sliding_window", c.sliding_window},
+      {"hidden_size", c.hidden_size},
+      {"num_attention_heads", c.num_attention_heads},
+      {"num_key_value_heads", c.num_key_value_heads},
+      {"head_dim", c.head_dim},
+      {"num_hidden_layers", c.num_hidden_layers},
+      {"rms_norm_eps", c.rms_norm_eps},
+      {"sliding", c.sliding},
+      {"sliding_window", c.sliding_window},
       {"block_size", c.block_size},
-      {"rope", {{"type", c.rope.type}, {"theta", c.rope.theta},
-                {"factor", c.rope.factor}, {"low_freq_factor", c.rope.low_freq_factor},
-                {"high_freq_factor", c.rope.high_freq_factor},
-                {"original_max_position_embeddings", c.rope.original_max_position_embeddings},
-                {"beta_fast", c.rope.beta_fast}, {"beta_slow", c.rope.beta_slow},
-                {"attention_factor", c.rope.attention_factor}}}};
+      {"rope",
+       {{"type", c.rope.type},
+        {"theta", c.rope.theta},
+        {"factor", c.rope.factor},
+        {"low_freq_factor", c.rope.low_freq_factor},
+        {"high_freq_factor", c.rope.high_freq_factor},
+        {"original_max_position_embeddings", c.rope.original_max_position_embeddings},
+        {"beta_fast", c.rope.beta_fast},
+        {"beta_slow", c.rope.beta_slow},
+        {"attention_factor", c.rope.attention_factor}}}};
   for (const weights::TensorSpec& s : DrafterSchema(c, 24)) {
     at::Tensor t = at::randn(s.shape);
-    if (s.name.find("norm") != std::string::npos) t = 1.0 + 0.1 * t;
-    else if (s.name.find(".bias") != std::string::npos) t = 0.1 * t;
-    else t = t / std::sqrt(static_cast<double>(s.shape[1]));
+    if (s.name.find("norm") != std::string::npos)
+      t = 1.0 + 0.1 * t;
+    else if (s.name.find(".bias") != std::string::npos)
+      t = 0.1 * t;
+    else
+      t = t / std::sqrt(static_cast<double>(s.shape[1]));
     w[s.name] = t;
     manifest["tensors"][s.name] = s.shape;
     WriteF32(dir.Join(s.name + ".bin"), t);
@@ -113,8 +124,8 @@ Case Prepare(const std::string& rope) {
     manifest["features"].push_back(feats[s].sizes().vec());
     WriteF32(dir.Join("features." + std::to_string(s) + ".bin"), feats[s]);
   }
-  const std::vector<std::pair<int64_t, int64_t>> blocks = {
-      {0, 1}, {0, 8}, {0, 16}, {1, 1}, {1, 4}, {1, 8}};
+  const std::vector<std::pair<int64_t, int64_t>> blocks = {{0, 1}, {0, 8}, {0, 16},
+                                                           {1, 1}, {1, 4}, {1, 8}};
   at::Tensor embed = at::randn({64, 32});
   std::vector<at::Tensor> xs;
   std::vector<int64_t> anchors, seqs;
@@ -136,8 +147,8 @@ Case Prepare(const std::string& rope) {
 
 TEST(PythonReferenceTest, ForwardMatchesTorchReference) {
   const std::string py = dflash::testing::BinaryFromEnv("DFLASH_FIXTURE_PY");
-  const std::string script = dflash::testing::BinaryFromEnv("DFLASH_SOURCE_DIR") +
-                             "/tests/fixtures/reference_forward.py";
+  const std::string script =
+      dflash::testing::BinaryFromEnv("DFLASH_SOURCE_DIR") + "/tests/fixtures/reference_forward.py";
   auto probe = dflash::testing::RunCommand({py, "-c", "import torch, numpy"});
   if (probe.exit_code != 0) GTEST_SKIP() << py << " has no torch: " << probe.err;
   const std::vector<std::string> ropes = {"default", "linear", "llama3", "yarn"};
@@ -163,8 +174,8 @@ TEST(PythonReferenceTest, ForwardMatchesTorchReference) {
     at::Tensor lg = at::matmul(got.narrow(1, 1, c.block_size - 1), lm_head.t());
     at::Tensor lw = at::matmul(want.narrow(1, 1, c.block_size - 1), lm_head.t());
     const double rel = (lg - lw).abs().max().item<double>() / lw.abs().max().item<double>();
-    std::printf("[ torch reference, rope %s ] max rel diff of logits %.3g\n",
-                ropes[i].c_str(), rel);
+    std::printf("[ torch reference, rope %s ] max rel diff of logits %.3g\n", ropes[i].c_str(),
+                rel);
     EXPECT_LE(rel, 1e-5);
     EXPECT_TRUE(at::equal(lg.argmax(-1), lw.argmax(-1)));
   }

@@ -29,19 +29,17 @@ void ExpectInvFreq(const RopeConfig& rope, const std::vector<double>& want) {
     const double got = f[kIdx[i]].item<float>();
     const double rel = std::abs(got - want[i]) / want[i];
     worst = std::max(worst, rel);
-    EXPECT_LE(rel, 1e-6) << rope.type << " inv_freq[" << kIdx[i] << "] = " << got
-                         << "; want " << want[i];
+    EXPECT_LE(rel, 1e-6) << rope.type << " inv_freq[" << kIdx[i] << "] = " << got << "; want "
+                         << want[i];
   }
-  std::printf("[ %s ] max rel diff of inv_freq vs transformers %.3g\n",
-              rope.type.c_str(), worst);
+  std::printf("[ %s ] max rel diff of inv_freq vs transformers %.3g\n", rope.type.c_str(), worst);
 }
 
 TEST(RopeTest, DefaultMatchesTransformers) {
   RopeConfig r;
   r.theta = 1e6;
-  ExpectInvFreq(r, {1.000000000e+00, 8.058422208e-01, 3.398208320e-01,
-                    2.548296750e-02, 1.240937854e-03, 1.778279402e-04,
-                    3.162277426e-05, 1.240937763e-06});
+  ExpectInvFreq(r, {1.000000000e+00, 8.058422208e-01, 3.398208320e-01, 2.548296750e-02,
+                    1.240937854e-03, 1.778279402e-04, 3.162277426e-05, 1.240937763e-06});
 }
 
 TEST(RopeTest, LinearMatchesTransformers) {
@@ -49,9 +47,8 @@ TEST(RopeTest, LinearMatchesTransformers) {
   r.type = "linear";
   r.theta = 1e6;
   r.factor = 4.0;
-  ExpectInvFreq(r, {2.500000000e-01, 2.014605552e-01, 8.495520800e-02,
-                    6.370741874e-03, 3.102344635e-04, 4.445698505e-05,
-                    7.905693565e-06, 3.102344408e-07});
+  ExpectInvFreq(r, {2.500000000e-01, 2.014605552e-01, 8.495520800e-02, 6.370741874e-03,
+                    3.102344635e-04, 4.445698505e-05, 7.905693565e-06, 3.102344408e-07});
 }
 
 TEST(RopeTest, Llama3MatchesTransformers) {
@@ -62,9 +59,8 @@ TEST(RopeTest, Llama3MatchesTransformers) {
   r.low_freq_factor = 1.0;
   r.high_freq_factor = 4.0;
   r.original_max_position_embeddings = 8192;
-  ExpectInvFreq(r, {1.000000000e+00, 8.146172166e-01, 3.587302268e-01,
-                    3.063452058e-02, 8.567514597e-04, 3.428102355e-05,
-                    6.647869668e-06, 3.068925878e-07});
+  ExpectInvFreq(r, {1.000000000e+00, 8.146172166e-01, 3.587302268e-01, 3.063452058e-02,
+                    8.567514597e-04, 3.428102355e-05, 6.647869668e-06, 3.068925878e-07});
 }
 
 TEST(RopeTest, YarnMatchesTransformers) {
@@ -73,9 +69,8 @@ TEST(RopeTest, YarnMatchesTransformers) {
   r.theta = 1e6;
   r.factor = 4.0;
   r.original_max_position_embeddings = 32768;
-  ExpectInvFreq(r, {1.000000000e+00, 8.058422208e-01, 3.398208320e-01,
-                    2.548296750e-02, 8.029597811e-04, 4.445698505e-05,
-                    7.905693565e-06, 3.102344408e-07});
+  ExpectInvFreq(r, {1.000000000e+00, 8.058422208e-01, 3.398208320e-01, 2.548296750e-02,
+                    8.029597811e-04, 4.445698505e-05, 7.905693565e-06, 3.102344408e-07});
   ASSERT_OK_AND_ASSIGN(RopeTables t, ComputeRope(r, 128));
   EXPECT_NEAR(t.attention_scaling, 1.1386294361119891, 1e-15);
   r.attention_factor = 1.5;
@@ -86,15 +81,13 @@ TEST(RopeTest, YarnMatchesTransformers) {
 TEST(RopeTest, Errors) {
   RopeConfig r;
   r.type = "dynamic";
-  EXPECT_THAT(ComputeRope(r, 8),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("unknown rope_type 'dynamic' (known: default, "
-                                 "linear, llama3, yarn)")));
+  EXPECT_THAT(ComputeRope(r, 8), StatusIs(absl::StatusCode::kInvalidArgument,
+                                          HasSubstr("unknown rope_type 'dynamic' (known: default, "
+                                                    "linear, llama3, yarn)")));
   r.type = "llama3";
   r.factor = 8.0;
-  EXPECT_THAT(ComputeRope(r, 8),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("needs original_max_position_embeddings > 0")));
+  EXPECT_THAT(ComputeRope(r, 8), StatusIs(absl::StatusCode::kInvalidArgument,
+                                          HasSubstr("needs original_max_position_embeddings > 0")));
   EXPECT_THAT(ComputeRope(RopeConfig{}, 7),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("head_dim must be positive and even; got 7")));
@@ -104,15 +97,14 @@ TEST(RopeTest, RotatesHalvesWithScaledCosSin) {
   RopeConfig r;
   r.theta = 100.0;  // d = 4: inv_freq = [1, 0.1]
   ASSERT_OK_AND_ASSIGN(RopeTables t, ComputeRope(r, 4));
-  auto [cos, sin] = RopeCosSin(at::tensor({int64_t{1}}), InvFreqTensor(t), 2.0,
-                               at::kFloat);
+  auto [cos, sin] = RopeCosSin(at::tensor({int64_t{1}}), InvFreqTensor(t), 2.0, at::kFloat);
   ASSERT_EQ(cos.sizes(), (std::vector<int64_t>{1, 4}));
   at::Tensor x = at::tensor({1.f, 2.f, 3.f, 4.f}).view({1, 4});
   at::Tensor y = ApplyRope(x, cos, sin);
   const double c1 = 2 * std::cos(1.0), s1 = 2 * std::sin(1.0);
   const double c2 = 2 * std::cos(0.1), s2 = 2 * std::sin(0.1);
-  const std::vector<double> want = {1 * c1 - 3 * s1, 2 * c2 - 4 * s2,
-                                    3 * c1 + 1 * s1, 4 * c2 + 2 * s2};
+  const std::vector<double> want = {1 * c1 - 3 * s1, 2 * c2 - 4 * s2, 3 * c1 + 1 * s1,
+                                    4 * c2 + 2 * s2};
   for (int i = 0; i < 4; ++i) EXPECT_NEAR(y[0][i].item<float>(), want[i], 1e-6);
 }
 
@@ -127,8 +119,7 @@ TEST(RopeTest, Bf16KeepsFp32Angles) {
   at::Tensor want = at::cat({angles, angles}, -1).cos().to(at::kBFloat16);
   EXPECT_TRUE(at::equal(cos, want));
   // Rounding inv_freq to bf16 first would move these angles by radians.
-  at::Tensor bad = (at::tensor({3000.f}).unsqueeze(-1) *
-                    inv.to(at::kBFloat16).to(at::kFloat));
+  at::Tensor bad = (at::tensor({3000.f}).unsqueeze(-1) * inv.to(at::kBFloat16).to(at::kFloat));
   EXPECT_GT((bad - angles).abs().max().item<float>(), 1.0f);
 }
 

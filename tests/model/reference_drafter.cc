@@ -28,8 +28,7 @@ Mat Read(const std::map<std::string, at::Tensor>& w, const std::string& name) {
   return m;
 }
 
-Mat ReadOrZero(const std::map<std::string, at::Tensor>& w, const std::string& name,
-               int64_t n) {
+Mat ReadOrZero(const std::map<std::string, at::Tensor>& w, const std::string& name, int64_t n) {
   if (w.count(name)) return Read(w, name);
   Mat m;
   m.rows = 1;
@@ -58,8 +57,7 @@ void RmsInPlace(Vec& x, int64_t off, int64_t n, const Mat& w, double eps) {
 }
 
 // Rotates each head of x (heads * d) for position pos.
-void RopeInPlace(Vec& x, int64_t heads, int64_t d, double pos, const Vec& inv,
-                 double scale) {
+void RopeInPlace(Vec& x, int64_t heads, int64_t d, double pos, const Vec& inv, double scale) {
   for (int64_t h = 0; h < heads; ++h) {
     double* p = &x[h * d];
     for (int64_t i = 0; i < d / 2; ++i) {
@@ -86,12 +84,12 @@ std::vector<double> ReferenceInvFreq(const RopeConfig& r, int64_t d) {
     for (double& f : inv) {
       const double wavelen = 2.0 * M_PI / f;
       if (wavelen > L / r.low_freq_factor) {
-        f = f / r.factor;                       // low frequency: interpolate
+        f = f / r.factor;  // low frequency: interpolate
       } else if (wavelen >= L / r.high_freq_factor) {
-        const double t = (L / wavelen - r.low_freq_factor) /
-                         (r.high_freq_factor - r.low_freq_factor);
-        f = t * f + (1.0 - t) * f / r.factor;   // medium: blend
-      }                                         // high frequency: keep
+        const double t =
+            (L / wavelen - r.low_freq_factor) / (r.high_freq_factor - r.low_freq_factor);
+        f = t * f + (1.0 - t) * f / r.factor;  // medium: blend
+      }                                        // high frequency: keep
     }
   } else if (r.type == "yarn") {
     // Dimension (of d) at which a wavelength completes `rot` rotations over
@@ -123,8 +121,7 @@ double ReferenceRopeScale(const RopeConfig& r) {
 
 std::vector<double> ReferenceBlock(const DrafterConfig& cfg,
                                    const std::map<std::string, at::Tensor>& w,
-                                   const at::Tensor& features, const at::Tensor& x0,
-                                   int64_t a) {
+                                   const at::Tensor& features, const at::Tensor& x0, int64_t a) {
   const int64_t H = cfg.hidden_size, nh = cfg.num_attention_heads;
   const int64_t nkv = cfg.num_key_value_heads, d = cfg.head_dim;
   const int64_t B = cfg.block_size;

@@ -194,8 +194,8 @@ TEST_F(EvalServiceTest, UnparsableRequestsAreInvalidArgumentNotUnimplemented) {
   grpc::Slice slice(invalid_utf8);
   grpc::ByteBuffer request(&slice, 1), response;
   grpc::Status st;
-  auto call = generic.PrepareUnaryCall(&ctx, "/dflash.eval.v1.DrafterEval/LoadDrafter", request,
-                                       &cq);
+  auto call =
+      generic.PrepareUnaryCall(&ctx, "/dflash.eval.v1.DrafterEval/LoadDrafter", request, &cq);
   call->StartCall();
   call->Finish(&response, &st, nullptr);
   void* tag = nullptr;

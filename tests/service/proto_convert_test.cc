@@ -103,9 +103,8 @@ TEST_F(ProtoConvertTest, EvalRequestShapeErrors) {
   };
   EXPECT_THAT(FromProto(with([](pb::EvalRequest& r) { r.set_mode(static_cast<pb::EvalMode>(7)); })),
               StatusIs(kInvalid, Eq("mode 7 is not anchor or replay")));
-  EXPECT_THAT(FromProto(with([](pb::EvalRequest& r) {
-                r.set_anchors(static_cast<pb::AnchorStrategy>(9));
-              })),
+  EXPECT_THAT(FromProto(with(
+                  [](pb::EvalRequest& r) { r.set_anchors(static_cast<pb::AnchorStrategy>(9)); })),
               StatusIs(kInvalid, Eq("anchors 9 is not even, random or all")));
   EXPECT_THAT(FromProto(with([](pb::EvalRequest& r) { r.set_max_samples(-1); })),
               StatusIs(kInvalid, Eq("max_samples must be >= 0; got -1")));
@@ -126,15 +125,13 @@ TEST_F(ProtoConvertTest, EvalRequestShapeErrors) {
               StatusIs(kInvalid, Eq("step must be >= 0; got -1")));
   EXPECT_THAT(JobRequestFromProto(with([](pb::EvalRequest& r) { r.set_run("r\x7f"); })),
               StatusIs(kInvalid, Eq("run contains control character 0x7f at byte 1")));
-  EXPECT_THAT(JobRequestFromProto(with([](pb::EvalRequest& r) {
-                (*r.mutable_labels())["bad key!"] = "v";
-              })),
+  EXPECT_THAT(JobRequestFromProto(
+                  with([](pb::EvalRequest& r) { (*r.mutable_labels())["bad key!"] = "v"; })),
               StatusIs(kInvalid, Eq("labels key 'bad key!' is not 1 to 63 letters, digits, "
                                     "'_', '-', '.', '/'")));
-  EXPECT_THAT(JobRequestFromProto(with([](pb::EvalRequest& r) {
-                (*r.mutable_labels())["lr"] = "a\tb";
-              })),
-              StatusIs(kInvalid, Eq("labels['lr'] contains control character 0x09 at byte 1")));
+  EXPECT_THAT(
+      JobRequestFromProto(with([](pb::EvalRequest& r) { (*r.mutable_labels())["lr"] = "a\tb"; })),
+      StatusIs(kInvalid, Eq("labels['lr'] contains control character 0x09 at byte 1")));
 }
 
 TEST_F(ProtoConvertTest, NamesAndIds) {

@@ -21,7 +21,6 @@ using ::dflash::testing::StatusIs;
 using ::dflash::testing::Tag;
 using ::dflash::testing::Varint;
 
-
 template <typename Message>
 absl::Status Parse(const std::string& wire) {
   Message m;
@@ -122,10 +121,11 @@ TEST(RequestParserTest, StringsMustBeUtf8) {
             "field 'id' (1) is not valid UTF-8 (byte 0xa0 at offset 2 of the value)");
   ExpectBad(Parse<pb::GetEvalRequest>(LenField(1, "\xE2\x82")), "GetEvalRequest",
             "field 'id' (1) is not valid UTF-8 (byte 0xe2 at offset 0 of the value)");
-  ExpectBad(Parse<pb::RunEvalRequest>(LenField(1, LenField(14, LenField(1, "k\xFE") + LenField(2, "v")))),
-            "RunEvalRequest",
-            "field 'request.labels.key' (1) is not valid UTF-8 (byte 0xfe at offset 1 of the "
-            "value)");
+  ExpectBad(
+      Parse<pb::RunEvalRequest>(LenField(1, LenField(14, LenField(1, "k\xFE") + LenField(2, "v")))),
+      "RunEvalRequest",
+      "field 'request.labels.key' (1) is not valid UTF-8 (byte 0xfe at offset 1 of the "
+      "value)");
   pb::GetEvalRequest ok;
   ASSERT_THAT(ParseRequest(LenField(1, "\xE2\x82\xAC \xF0\x9F\x98\x80"), &ok), IsOk());  // € 😀
 }

@@ -71,7 +71,8 @@ TEST_F(StatusConvertTest, NeverCutsHalfACharacter) {
   // A three-byte character ("€", E2 82 AC) starting one byte before the limit.
   std::string euro(kMaxStatusMessageBytes - 1, 'a');
   euro += "\xE2\x82\xAC";
-  EXPECT_EQ(BoundedMessage(euro), std::string(kMaxStatusMessageBytes - 1, 'a') + "... (3 more bytes)");
+  EXPECT_EQ(BoundedMessage(euro),
+            std::string(kMaxStatusMessageBytes - 1, 'a') + "... (3 more bytes)");
   // A character ending exactly at the limit stays whole.
   std::string whole(kMaxStatusMessageBytes - 2, 'a');
   whole += "\xC3\xA9";

@@ -51,9 +51,9 @@ TEST_F(TokenAuthTest, MissingOrWrongTokenIsUnauthenticated) {
        {std::string(""), std::string("Bearer"), std::string("Bearer "),
         std::string("Basic ") + kFull, std::string(kFull), std::string("Bearer wrong"),
         std::string("Bearer ") + kFull + "x", std::string("Bearer ") + std::string(kFull, 20)}) {
-    EXPECT_THAT(Call(header, "GetServerInfo"),
-                StatusIs(absl::StatusCode::kUnauthenticated,
-                         HasSubstr("missing or invalid bearer token")))
+    EXPECT_THAT(
+        Call(header, "GetServerInfo"),
+        StatusIs(absl::StatusCode::kUnauthenticated, HasSubstr("missing or invalid bearer token")))
         << "header '" << header << "'";
   }
 }
@@ -64,9 +64,8 @@ TEST_F(TokenAuthTest, ReadOnlyTokenReadsButDoesNotChange) {
                         "ListEvals", "WatchEval", "CompareEvals"}) {
     EXPECT_OK(Call(ro, m)) << m;
   }
-  for (const char* m : {"LoadTarget", "LoadDrafter", "LoadDataset", "UnloadTarget",
-                        "UnloadDrafter", "UnloadDataset", "RunEval", "SubmitEval", "CancelEval",
-                        "ResubmitEval"}) {
+  for (const char* m : {"LoadTarget", "LoadDrafter", "LoadDataset", "UnloadTarget", "UnloadDrafter",
+                        "UnloadDataset", "RunEval", "SubmitEval", "CancelEval", "ResubmitEval"}) {
     EXPECT_THAT(Call(ro, m), StatusIs(absl::StatusCode::kPermissionDenied,
                                       HasSubstr(std::string("read-only token cannot call ") + m)));
   }

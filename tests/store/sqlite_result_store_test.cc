@@ -128,8 +128,8 @@ TEST_F(SqliteResultStoreTest, FullRecordRoundTripsExactly) {
 
 TEST_F(SqliteResultStoreTest, UnknownIdIsNotFound) {
   auto store = Open();
-  EXPECT_THAT(store->Get("ev-nope"), StatusIs(absl::StatusCode::kNotFound,
-                                              HasSubstr("no job with id 'ev-nope'")));
+  EXPECT_THAT(store->Get("ev-nope"),
+              StatusIs(absl::StatusCode::kNotFound, HasSubstr("no job with id 'ev-nope'")));
 }
 
 TEST_F(SqliteResultStoreTest, PutReplacesTheRecordAndItsLabels) {
@@ -207,8 +207,8 @@ TEST_F(SqliteResultStoreTest, PagesCoverEveryJobOnceInBothOrders) {
   // Steps out of creation order, two jobs with the same step and time.
   const std::vector<int64_t> steps = {500, 100, 300, 300, 200, 400, 0};
   for (size_t i = 0; i < steps.size(); ++i) {
-    ASSERT_OK(store->Put(Simple(absl::StrCat("ev-", i), i == 3 ? 2 : static_cast<int64_t>(i),
-                                "r", steps[i])));
+    ASSERT_OK(store->Put(
+        Simple(absl::StrCat("ev-", i), i == 3 ? 2 : static_cast<int64_t>(i), "r", steps[i])));
   }
   for (bool by_step : {false, true}) {
     ListQuery q;
@@ -301,7 +301,8 @@ TEST_F(SqliteResultStoreTest, UsesWalAndRecordsTheSchemaVersion) {
     sqlite3_stmt* s = nullptr;
     sqlite3_prepare_v2(db, sql, -1, &s, nullptr);
     std::string out;
-    if (sqlite3_step(s) == SQLITE_ROW) out = reinterpret_cast<const char*>(sqlite3_column_text(s, 0));
+    if (sqlite3_step(s) == SQLITE_ROW)
+      out = reinterpret_cast<const char*>(sqlite3_column_text(s, 0));
     sqlite3_finalize(s);
     return out;
   };

@@ -68,8 +68,8 @@ class FakeTensorSource : public weights::TensorSource {
       if (infos_[i].name == name) return values_[i].clone();
     }
     return absl::NotFoundError(absl::StrCat(
-        "no tensor '", name, "' in '", path_, "'; nearest present: ",
-        weights::QuoteList(weights::NearestNames(name, names()))));
+        "no tensor '", name, "' in '", path_,
+        "'; nearest present: ", weights::QuoteList(weights::NearestNames(name, names()))));
   }
 
   // Every name passed to Read(), in order.

@@ -1,5 +1,5 @@
-#include <algorithm>
 #include "test_util/process.h"
+#include <algorithm>
 
 #include <fcntl.h>
 #include <signal.h>
@@ -39,10 +39,10 @@ pid_t Spawn(const std::vector<std::string>& argv, const std::vector<std::string>
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, 1, out_path.c_str(),
-                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_addopen(&actions, 2, err_path.c_str(),
-                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&actions, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
+                                   0644);
+  posix_spawn_file_actions_addopen(&actions, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
+                                   0644);
   pid_t pid = -1;
   if (posix_spawn(&pid, cargv[0], &actions, nullptr, cargv.data(), cenv.data()) != 0) pid = -1;
   posix_spawn_file_actions_destroy(&actions);
@@ -68,8 +68,8 @@ int ExitCode(int status) {
 
 }  // namespace
 
-CommandResult RunCommand(const std::vector<std::string>& argv,
-                         const std::vector<std::string>& env, double timeout_seconds) {
+CommandResult RunCommand(const std::vector<std::string>& argv, const std::vector<std::string>& env,
+                         double timeout_seconds) {
   TempDir dir;
   CommandResult result;
   const std::string out_path = dir.Join("out"), err_path = dir.Join("err");
@@ -113,8 +113,13 @@ absl::StatusOr<std::unique_ptr<ServerProcess>> ServerProcess::Start(
   const std::string port_file = state_dir + "/port";
   ::unlink(port_file.c_str());
   server->log_path_ = state_dir + "/server.log";
-  std::vector<std::string> argv = {BinaryFromEnv("DFLASH_EVALD"), "--state-dir", state_dir,
-                                   "--port-file", port_file, "--threads", "2"};
+  std::vector<std::string> argv = {BinaryFromEnv("DFLASH_EVALD"),
+                                   "--state-dir",
+                                   state_dir,
+                                   "--port-file",
+                                   port_file,
+                                   "--threads",
+                                   "2"};
   // The caller's --listen, else a free loopback port.
   if (std::find(extra_args.begin(), extra_args.end(), "--listen") == extra_args.end()) {
     argv.insert(argv.end(), {"--listen", "127.0.0.1:0"});
@@ -134,15 +139,17 @@ absl::StatusOr<std::unique_ptr<ServerProcess>> ServerProcess::Start(
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  return absl::DeadlineExceededError(absl::StrCat("dflash-evald did not serve within ",
-                                                  timeout_seconds, " s:\n", server->log()));
+  return absl::DeadlineExceededError(
+      absl::StrCat("dflash-evald did not serve within ", timeout_seconds, " s:\n", server->log()));
 }
 
 ServerProcess::~ServerProcess() {
   if (pid_ > 0) Stop(SIGTERM);
 }
 
-std::string ServerProcess::address() const { return absl::StrCat("127.0.0.1:", port_); }
+std::string ServerProcess::address() const {
+  return absl::StrCat("127.0.0.1:", port_);
+}
 
 int ServerProcess::Stop(int signal) {
   if (pid_ <= 0) return -1;

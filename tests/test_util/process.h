@@ -14,14 +14,13 @@
 namespace dflash::testing {
 
 struct CommandResult {
-  int exit_code = -1;   // -1 when killed by a signal or the timeout
+  int exit_code = -1;  // -1 when killed by a signal or the timeout
   std::string out, err;
 };
 
 // Runs argv[0] with argv; `env` entries ("K=V") are added to the environment.
 CommandResult RunCommand(const std::vector<std::string>& argv,
-                         const std::vector<std::string>& env = {},
-                         double timeout_seconds = 120);
+                         const std::vector<std::string>& env = {}, double timeout_seconds = 120);
 
 // DFLASH_EVALD / DFLASH_EVAL (binaries), DFLASH_FIXTURE_PY (a Python with
 // torch), DFLASH_SOURCE_DIR: the environment's value, else the build's.

@@ -10,8 +10,7 @@ namespace dflash::testing {
 std::string PythonFixtureDir(const std::string& script) {
   const char* env = std::getenv("DFLASH_PY_FIXTURES");
   const std::filesystem::path dir =
-      std::filesystem::path(env != nullptr && *env != '\0' ? env : DFLASH_PY_FIXTURES_DIR) /
-      script;
+      std::filesystem::path(env != nullptr && *env != '\0' ? env : DFLASH_PY_FIXTURES_DIR) / script;
   std::error_code ec;
   if (!std::filesystem::exists(dir / ".done", ec)) {
     ADD_FAILURE() << "the files of tests/fixtures/" << script << ".py are missing: " << dir.string()

@@ -97,29 +97,38 @@ SafetensorsWriter& SafetensorsWriter::Add(const std::string& name, const std::st
   return *this;
 }
 
-SafetensorsWriter& SafetensorsWriter::AddValues(const std::string& name,
-                                                const std::string& dtype,
+SafetensorsWriter& SafetensorsWriter::AddValues(const std::string& name, const std::string& dtype,
                                                 std::vector<int64_t> shape,
                                                 const std::vector<double>& values) {
   std::string bytes;
   for (double v : values) {
-    if (dtype == "F64") AppendAs<double>(&bytes, v);
-    else if (dtype == "F32") AppendAs<float>(&bytes, static_cast<float>(v));
-    else if (dtype == "F16") AppendAs<uint16_t>(&bytes, FloatToF16Bits(static_cast<float>(v)));
-    else if (dtype == "BF16") AppendAs<uint16_t>(&bytes, FloatToBF16Bits(static_cast<float>(v)));
-    else if (dtype == "I64") AppendAs<int64_t>(&bytes, static_cast<int64_t>(v));
-    else if (dtype == "I32") AppendAs<int32_t>(&bytes, static_cast<int32_t>(v));
-    else if (dtype == "I16") AppendAs<int16_t>(&bytes, static_cast<int16_t>(v));
-    else if (dtype == "I8") AppendAs<int8_t>(&bytes, static_cast<int8_t>(v));
-    else if (dtype == "U8") AppendAs<uint8_t>(&bytes, static_cast<uint8_t>(v));
-    else if (dtype == "BOOL") AppendAs<uint8_t>(&bytes, v != 0 ? 1 : 0);
-    else throw std::invalid_argument("AddValues: no conversion to dtype " + dtype);
+    if (dtype == "F64")
+      AppendAs<double>(&bytes, v);
+    else if (dtype == "F32")
+      AppendAs<float>(&bytes, static_cast<float>(v));
+    else if (dtype == "F16")
+      AppendAs<uint16_t>(&bytes, FloatToF16Bits(static_cast<float>(v)));
+    else if (dtype == "BF16")
+      AppendAs<uint16_t>(&bytes, FloatToBF16Bits(static_cast<float>(v)));
+    else if (dtype == "I64")
+      AppendAs<int64_t>(&bytes, static_cast<int64_t>(v));
+    else if (dtype == "I32")
+      AppendAs<int32_t>(&bytes, static_cast<int32_t>(v));
+    else if (dtype == "I16")
+      AppendAs<int16_t>(&bytes, static_cast<int16_t>(v));
+    else if (dtype == "I8")
+      AppendAs<int8_t>(&bytes, static_cast<int8_t>(v));
+    else if (dtype == "U8")
+      AppendAs<uint8_t>(&bytes, static_cast<uint8_t>(v));
+    else if (dtype == "BOOL")
+      AppendAs<uint8_t>(&bytes, v != 0 ? 1 : 0);
+    else
+      throw std::invalid_argument("AddValues: no conversion to dtype " + dtype);
   }
   return Add(name, dtype, std::move(shape), std::move(bytes));
 }
 
-SafetensorsWriter& SafetensorsWriter::Metadata(const std::string& key,
-                                               const std::string& value) {
+SafetensorsWriter& SafetensorsWriter::Metadata(const std::string& key, const std::string& value) {
   metadata_.emplace_back(key, value);
   return *this;
 }
@@ -142,8 +151,8 @@ std::string SafetensorsWriter::HeaderJson() const {
     first = false;
     const uint64_t end = offset + t.bytes.size();
     h += JsonQuote(t.name) + ":{\"dtype\":" + JsonQuote(t.dtype) +
-         ",\"shape\":" + JoinInts(t.shape) + ",\"data_offsets\":[" +
-         std::to_string(offset) + "," + std::to_string(end) + "]}";
+         ",\"shape\":" + JoinInts(t.shape) + ",\"data_offsets\":[" + std::to_string(offset) + "," +
+         std::to_string(end) + "]}";
     offset = end;
   }
   h += "}";
@@ -174,8 +183,7 @@ std::string RawSafetensors(const std::string& header_json, const std::string& da
 }
 
 std::string WriteShardedSafetensors(
-    const std::string& dir,
-    const std::vector<std::pair<std::string, SafetensorsWriter>>& shards,
+    const std::string& dir, const std::vector<std::pair<std::string, SafetensorsWriter>>& shards,
     const std::string& index_name) {
   std::string weight_map;
   uint64_t total = 0;

@@ -38,8 +38,7 @@ class SafetensorsWriter {
   // Adds a tensor from values converted to `dtype`: F64/F32 exactly,
   // F16/BF16 rounded to nearest even, integer types and BOOL by cast.
   SafetensorsWriter& AddValues(const std::string& name, const std::string& dtype,
-                               std::vector<int64_t> shape,
-                               const std::vector<double>& values);
+                               std::vector<int64_t> shape, const std::vector<double>& values);
 
   // A "__metadata__" string entry.
   SafetensorsWriter& Metadata(const std::string& key, const std::string& value);
@@ -73,8 +72,7 @@ std::string RawSafetensors(const std::string& header_json, const std::string& da
 // {"metadata": {"total_size": N}, "weight_map": {tensor: file}} mapping every
 // tensor of every shard; returns the index's path.
 std::string WriteShardedSafetensors(
-    const std::string& dir,
-    const std::vector<std::pair<std::string, SafetensorsWriter>>& shards,
+    const std::string& dir, const std::vector<std::pair<std::string, SafetensorsWriter>>& shards,
     const std::string& index_name = "model.safetensors.index.json");
 
 // JSON string literal with quotes: "a\"b".

@@ -17,9 +17,13 @@
 
 namespace dflash::testing {
 
-inline const absl::Status& GetStatus(const absl::Status& s) { return s; }
+inline const absl::Status& GetStatus(const absl::Status& s) {
+  return s;
+}
 template <typename T>
-const absl::Status& GetStatus(const absl::StatusOr<T>& s) { return s.status(); }
+const absl::Status& GetStatus(const absl::StatusOr<T>& s) {
+  return s.status();
+}
 
 MATCHER(IsOk, "is OK") {
   const absl::Status& s = GetStatus(arg);
@@ -27,13 +31,11 @@ MATCHER(IsOk, "is OK") {
   return s.ok();
 }
 
-MATCHER_P2(StatusIs, code, message_matcher,
-           "has code " + absl::StatusCodeToString(code)) {
+MATCHER_P2(StatusIs, code, message_matcher, "has code " + absl::StatusCodeToString(code)) {
   const absl::Status& s = GetStatus(arg);
   *result_listener << "status: " << s.ToString();
   return s.code() == code &&
-         ::testing::ExplainMatchResult(message_matcher, std::string(s.message()),
-                                       result_listener);
+         ::testing::ExplainMatchResult(message_matcher, std::string(s.message()), result_listener);
 }
 
 }  // namespace dflash::testing
@@ -42,7 +44,7 @@ MATCHER_P2(StatusIs, code, message_matcher,
 #define DFLASH_TEST_CONCAT(a, b) DFLASH_TEST_CONCAT_(a, b)
 #define ASSERT_OK(expr) ASSERT_THAT((expr), ::dflash::testing::IsOk())
 #define EXPECT_OK(expr) EXPECT_THAT((expr), ::dflash::testing::IsOk())
-#define ASSERT_OK_AND_ASSIGN(lhs, expr)                                   \
-  auto DFLASH_TEST_CONCAT(statusor_, __LINE__) = (expr);                  \
+#define ASSERT_OK_AND_ASSIGN(lhs, expr)                                            \
+  auto DFLASH_TEST_CONCAT(statusor_, __LINE__) = (expr);                           \
   ASSERT_THAT(DFLASH_TEST_CONCAT(statusor_, __LINE__), ::dflash::testing::IsOk()); \
   lhs = std::move(DFLASH_TEST_CONCAT(statusor_, __LINE__)).value()

@@ -17,8 +17,8 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <stdexcept>
 #include <map>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -35,10 +35,10 @@ namespace dflash::testing {
 
 struct TinySpec {
   int64_t vocab = 16;
-  int64_t hidden = 16;         // H = H_t
+  int64_t hidden = 16;  // H = H_t
   int64_t block_size = 4;
   int64_t layers = 2;
-  std::vector<int> drafter_layers = {3, 1};   // target_layer_ids, in this order
+  std::vector<int> drafter_layers = {3, 1};     // target_layer_ids, in this order
   std::vector<int> dataset_layers = {1, 2, 3};  // columns of hidden_states
   std::vector<int64_t> lengths = {14, 11, 9, 17};
   std::vector<int64_t> prompts = {3, 2, 8, 5};  // loss_mask 0 on [0, prompt)

@@ -22,7 +22,9 @@ inline std::string Varint(uint64_t v) {
 inline std::string Tag(int field, int wire) {
   return Varint((static_cast<uint64_t>(field) << 3) | wire);
 }
-inline std::string VarintField(int field, uint64_t v) { return Tag(field, 0) + Varint(v); }
+inline std::string VarintField(int field, uint64_t v) {
+  return Tag(field, 0) + Varint(v);
+}
 inline std::string LenField(int field, const std::string& body) {
   return Tag(field, 2) + Varint(body.size()) + body;
 }

@@ -10,9 +10,9 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "test_util/python_fixtures.h"
 #include "test_util/safetensors_writer.h"
 #include "test_util/status_matchers.h"
-#include "test_util/python_fixtures.h"
 #include "test_util/temp_dir.h"
 #include "weights/weight_map.h"
 
@@ -32,7 +32,9 @@ using ::testing::HasSubstr;
 
 // The torch.save fixtures (drafter.pt, drafter.ckpt.gz, legacy.pt), made by
 // ctest's fixture step before this test (test_util/python_fixtures.h).
-std::string FixtureDir() { return testing::PythonFixtureDir("make_checkpoint_fixtures"); }
+std::string FixtureDir() {
+  return testing::PythonFixtureDir("make_checkpoint_fixtures");
+}
 
 SafetensorsWriter Drafter() {
   SafetensorsWriter w;
@@ -106,8 +108,8 @@ TEST_F(CheckpointOpenTest, TorchStateDictWrapperIsStrippedByValidation) {
   EXPECT_EQ(r.stripped_prefix, "model.");
   EXPECT_EQ(r.format, "torch-zip");
   EXPECT_THAT(r.skipped_entries, ElementsAre(HasSubstr("step")));
-  ASSERT_OK_AND_ASSIGN(auto w, LoadValidatedWeights(*c.source, r, at::kFloat,
-                                                    c10::Device(c10::kCPU)));
+  ASSERT_OK_AND_ASSIGN(auto w,
+                       LoadValidatedWeights(*c.source, r, at::kFloat, c10::Device(c10::kCPU)));
   EXPECT_FLOAT_EQ(w.at("fc.weight")[1][3].item<float>(), 7.0f);
 }
 
@@ -137,9 +139,9 @@ TEST_F(CheckpointOpenTest, MissingConfigSaysWhereItLooked) {
   // An explicit config elsewhere is used instead.
   ASSERT_OK_AND_ASSIGN(OpenedCheckpoint c, OpenCheckpoint(bare.path(), dir_.Join("config.json")));
   EXPECT_EQ(c.config_path, dir_.Join("config.json"));
-  EXPECT_THAT(OpenCheckpoint(bare.path(), dir_.Join("nope.json")),
-              StatusIs(absl::StatusCode::kNotFound,
-                       HasSubstr("config '" + dir_.Join("nope.json") + "'")));
+  EXPECT_THAT(
+      OpenCheckpoint(bare.path(), dir_.Join("nope.json")),
+      StatusIs(absl::StatusCode::kNotFound, HasSubstr("config '" + dir_.Join("nope.json") + "'")));
 }
 
 TEST_F(CheckpointOpenTest, MissingPath) {
@@ -185,9 +187,9 @@ TEST_F(CheckpointOpenTest, IndexFileGivenDirectly) {
 
 TEST_F(CheckpointOpenTest, CorruptFileNamesCheckpoint) {
   dir_.WriteFile("model.safetensors", "garbage, not a checkpoint");
-  EXPECT_THAT(OpenCheckpoint(dir_.path(), ""),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("checkpoint '" + dir_.path() + "'")));
+  EXPECT_THAT(
+      OpenCheckpoint(dir_.path(), ""),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("checkpoint '" + dir_.path() + "'")));
 }
 
 }  // namespace

@@ -20,16 +20,14 @@ TEST(NearestNamesTest, LongestSharedDotSuffixComesFirst) {
   };
   // Shared suffix parts: 0, 3, 5; edit distance alone would put layers.1 first.
   EXPECT_THAT(NearestNames("model.layers.0.mlp.up_proj.weight", present),
-              ElementsAre("layers.0.mlp.up_proj.weight",
-                          "model.layers.1.mlp.up_proj.weight",
+              ElementsAre("layers.0.mlp.up_proj.weight", "model.layers.1.mlp.up_proj.weight",
                           "model.layers.0.mlp.up_proj.bias"));
 }
 
 TEST(NearestNamesTest, EditDistanceBreaksSuffixTies) {
   std::vector<std::string> present = {"fc.bias", "xx.weight", "fc.weight"};
   // No shared suffix ("wieght"); distances 2 (fc.weight) < 4 (xx.weight) < fc.bias.
-  EXPECT_THAT(NearestNames("fc.wieght", present),
-              ElementsAre("fc.weight", "xx.weight", "fc.bias"));
+  EXPECT_THAT(NearestNames("fc.wieght", present), ElementsAre("fc.weight", "xx.weight", "fc.bias"));
 }
 
 TEST(NearestNamesTest, NameBreaksFullTies) {
@@ -58,7 +56,9 @@ TEST(QuoteListTest, QuotesAndJoins) {
   EXPECT_EQ(QuoteList({"only"}), "'only'");
 }
 
-TEST(QuoteListTest, EmptyIsNone) { EXPECT_EQ(QuoteList({}), "(none)"); }
+TEST(QuoteListTest, EmptyIsNone) {
+  EXPECT_EQ(QuoteList({}), "(none)");
+}
 
 }  // namespace
 }  // namespace dflash::weights

@@ -55,11 +55,9 @@ class Pk {
         .Op('Q');
   }
   // _rebuild_tensor_v2(storage, offset, size, stride, False, OrderedDict())
-  Pk& Tensor(const std::string& type, const std::string& key, int numel,
-             int offset, std::vector<int> size, std::vector<int> stride) {
-    Global("torch._utils", "_rebuild_tensor_v2")
-        .Mark()
-        .Storage(type, key, numel);
+  Pk& Tensor(const std::string& type, const std::string& key, int numel, int offset,
+             std::vector<int> size, std::vector<int> stride) {
+    Global("torch._utils", "_rebuild_tensor_v2").Mark().Storage(type, key, numel);
     Int(offset).Mark();
     for (int s : size) Int(s);
     Op('t').Mark();
@@ -101,12 +99,8 @@ TEST(PickleReaderTest, Long1) {
   EXPECT_EQ(ParseOk(Pk().Op(0x8a).U8(0).Stop())->integer, 0);
   EXPECT_EQ(ParseOk(Pk().Op(0x8a).U8(1).U8(0xff).Stop())->integer, -1);
   EXPECT_EQ(ParseOk(Pk().Op(0x8a).U8(2).LE(0x8000, 2).Stop())->integer, -32768);
-  EXPECT_EQ(
-      ParseOk(Pk().Op(0x8a).U8(6).LE(int64_t{1} << 40, 6).Stop())->integer,
-      int64_t{1} << 40);
-  EXPECT_EQ(
-      ParseOk(Pk().Op(0x8a).U8(8).LE(0x8000000000000000ull, 8).Stop())->integer,
-      INT64_MIN);
+  EXPECT_EQ(ParseOk(Pk().Op(0x8a).U8(6).LE(int64_t{1} << 40, 6).Stop())->integer, int64_t{1} << 40);
+  EXPECT_EQ(ParseOk(Pk().Op(0x8a).U8(8).LE(0x8000000000000000ull, 8).Stop())->integer, INT64_MIN);
   EXPECT_THAT(ParseStatus(Pk().Op(0x8a).U8(9).LE(1, 8).U8(0).Stop()),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("pickle: integer of 9 bytes is too large")));
@@ -134,15 +128,13 @@ TEST(PickleReaderTest, StringsAndBytes) {
   EXPECT_EQ(b->kind, PickleKind::kBytes);
   EXPECT_EQ(b->str, std::string("\0\1", 2));
   EXPECT_EQ(ParseOk(Pk().Op('B').LE(1, 4).Raw("z").Stop())->str, "z");
-  EXPECT_EQ(ParseOk(Pk().Op(0x8e).LE(1, 8).Raw("y").Stop())->kind,
-            PickleKind::kBytes);
+  EXPECT_EQ(ParseOk(Pk().Op(0x8e).LE(1, 8).Raw("y").Stop())->kind, PickleKind::kBytes);
 }
 
 // ---- containers ----
 
 TEST(PickleReaderTest, Lists) {
-  auto v = ParseOk(
-      Pk().Op(']').Int1(1).Op('a').Mark().Int1(2).Int1(3).Op('e').Stop());
+  auto v = ParseOk(Pk().Op(']').Int1(1).Op('a').Mark().Int1(2).Int1(3).Op('e').Stop());
   ASSERT_EQ(v->kind, PickleKind::kList);
   ASSERT_EQ(v->items.size(), 3u);
   EXPECT_EQ(v->items[2]->integer, 3);
@@ -206,8 +198,7 @@ TEST(PickleReaderTest, MemoSharesValues) {
                        .Stop());
   ASSERT_EQ(v->items.size(), 2u);
   EXPECT_EQ(v->items[0]->kind, PickleKind::kList);
-  auto m = ParseOk(
-      Pk().Str("s").Op(0x94).Str("t").Op(0x94).Get(1).Get(0).Op(0x86).Stop());
+  auto m = ParseOk(Pk().Str("s").Op(0x94).Str("t").Op(0x94).Get(1).Get(0).Op(0x86).Stop());
   EXPECT_EQ(m->items[0]->str, "t");
   EXPECT_EQ(m->items[1]->str, "s");
   auto same = ParseOk(Pk().Op(')').Put(3).Get(3).Op(0x86).Stop());
@@ -216,17 +207,8 @@ TEST(PickleReaderTest, MemoSharesValues) {
 
 TEST(PickleReaderTest, StackOps) {
   // POP drops 1; POP_MARK drops (2, 3); DUP copies 4.
-  auto v = ParseOk(Pk().Int1(9)
-                       .Int1(1)
-                       .Op('0')
-                       .Mark()
-                       .Int1(2)
-                       .Int1(3)
-                       .Op('1')
-                       .Int1(4)
-                       .Op('2')
-                       .Op(0x87)
-                       .Stop());
+  auto v = ParseOk(
+      Pk().Int1(9).Int1(1).Op('0').Mark().Int1(2).Int1(3).Op('1').Int1(4).Op('2').Op(0x87).Stop());
   ASSERT_EQ(v->items.size(), 3u);
   EXPECT_EQ(v->items[0]->integer, 9);
   EXPECT_EQ(v->items[2]->integer, 4);
@@ -282,11 +264,8 @@ TEST(PickleReaderTest, OrderedDictWithBuildState) {
 }
 
 TEST(PickleReaderTest, TensorReference) {
-  auto v = ParseOk(Pk().Op('}')
-                       .Str("t")
-                       .Tensor("BFloat16Storage", "3", 24, 2, {2, 3}, {1, 4})
-                       .Op('s')
-                       .Stop());
+  auto v = ParseOk(
+      Pk().Op('}').Str("t").Tensor("BFloat16Storage", "3", 24, 2, {2, 3}, {1, 4}).Op('s').Stop());
   const PickleValue* t = v->Get("t");
   ASSERT_NE(t, nullptr);
   ASSERT_EQ(t->kind, PickleKind::kTensor);
@@ -340,12 +319,10 @@ TEST(PickleReaderTest, Parameters) {
 
 TEST(PickleReaderTest, Describe) {
   EXPECT_EQ(DescribePickleValue(*ParseOk(Pk().Int1(1).Stop())), "int");
-  EXPECT_EQ(DescribePickleValue(*ParseOk(Pk().Mark().Int1(1).Op('l').Stop())),
-            "list of 1");
+  EXPECT_EQ(DescribePickleValue(*ParseOk(Pk().Mark().Int1(1).Op('l').Stop())), "list of 1");
   EXPECT_EQ(DescribePickleValue(*ParseOk(Pk().Op('}').Stop())), "dict of 0");
-  EXPECT_EQ(
-      DescribePickleValue(*ParseOk(Pk().Global("torch", "LongStorage").Stop())),
-      "global torch.LongStorage");
+  EXPECT_EQ(DescribePickleValue(*ParseOk(Pk().Global("torch", "LongStorage").Stop())),
+            "global torch.LongStorage");
 }
 
 TEST(PickleReaderTest, TrailingBytesAfterStopAreIgnored) {
@@ -354,48 +331,35 @@ TEST(PickleReaderTest, TrailingBytesAfterStopAreIgnored) {
 
 // ---- errors ----
 
-void ExpectInvalid(const Pk& p, const std::string& substr,
-                   const PickleLimits& limits = {}) {
+void ExpectInvalid(const Pk& p, const std::string& substr, const PickleLimits& limits = {}) {
   EXPECT_THAT(ParseStatus(p, limits),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr(substr)));
 }
 
 TEST(PickleReaderErrorTest, UnknownOpcode) {
-  ExpectInvalid(Pk().Op(0xff),
-                "pickle: unknown or unsupported opcode 0xff at byte 2");
+  ExpectInvalid(Pk().Op(0xff), "pickle: unknown or unsupported opcode 0xff at byte 2");
   ExpectInvalid(Pk().Int1(1).Op('i'), "opcode 0x69 at byte 4");  // INST
 }
 
 TEST(PickleReaderErrorTest, Truncated) {
   ExpectInvalid(Pk().Op('J').U8(1).U8(2), "pickle: truncated at byte 5");
-  ExpectInvalid(Pk().Op('X').LE(1000, 4).Raw("abc"),
-                "pickle: truncated at byte 10");
-  ExpectInvalid(Pk().Op(0x8d).LE(~uint64_t{0}, 8),
-                "pickle: truncated at byte 11");
+  ExpectInvalid(Pk().Op('X').LE(1000, 4).Raw("abc"), "pickle: truncated at byte 10");
+  ExpectInvalid(Pk().Op(0x8d).LE(~uint64_t{0}, 8), "pickle: truncated at byte 11");
   ExpectInvalid(Pk().Op(0x8a).U8(4).U8(1), "pickle: truncated at byte 5");
   ExpectInvalid(Pk().Int1(1), "pickle: truncated at byte 4 (no STOP opcode)");
   ExpectInvalid(Pk::Bare(), "pickle: truncated at byte 0");
-  ExpectInvalid(Pk().Op('c').Raw("collections"),
-                "pickle: truncated at byte 14");
+  ExpectInvalid(Pk().Op('c').Raw("collections"), "pickle: truncated at byte 14");
 }
 
 TEST(PickleReaderErrorTest, DisallowedGlobals) {
   ExpectInvalid(Pk().Global("os", "system").Stop(),
                 "pickle: global 'os.system' is not allowed (allowed: "
                 "collections.OrderedDict, torch._utils._rebuild_tensor_v2");
-  ExpectInvalid(Pk().Op(0x8c)
-                    .U8(8)
-                    .Raw("builtins")
-                    .Op(0x8c)
-                    .U8(4)
-                    .Raw("eval")
-                    .Op(0x93)
-                    .Stop(),
+  ExpectInvalid(Pk().Op(0x8c).U8(8).Raw("builtins").Op(0x8c).U8(4).Raw("eval").Op(0x93).Stop(),
                 "pickle: global 'builtins.eval' is not allowed");
   ExpectInvalid(Pk().Global("torch", "ComplexFloatStorage").Stop(),
                 "global 'torch.ComplexFloatStorage' is not allowed");
-  ExpectInvalid(Pk().Global("collections", std::string(300, 'x')),
-                "global name is too long");
+  ExpectInvalid(Pk().Global("collections", std::string(300, 'x')), "global name is too long");
 }
 
 TEST(PickleReaderErrorTest, TooDeep) {
@@ -405,39 +369,34 @@ TEST(PickleReaderErrorTest, TooDeep) {
   ExpectInvalid(p.Stop(), "pickle: nesting deeper than 1000");
   PickleLimits small;
   small.max_depth = 2;
-  ExpectInvalid(Pk().Op(']').Op(']').Op(']').Op('a').Op('a').Stop(),
-                "nesting deeper than 2", small);
+  ExpectInvalid(Pk().Op(']').Op(']').Op(']').Op('a').Op('a').Stop(), "nesting deeper than 2",
+                small);
   EXPECT_EQ(ParseOk(Pk().Op(']').Op(']').Op('a').Stop(), small)->depth, 2);
 }
 
 TEST(PickleReaderErrorTest, MissingMemoEntry) {
-  ExpectInvalid(Pk().Get(5).Stop(),
-                "pickle: memo has no entry 5 (opcode 0x68 at byte 2)");
+  ExpectInvalid(Pk().Get(5).Stop(), "pickle: memo has no entry 5 (opcode 0x68 at byte 2)");
   ExpectInvalid(Pk().Op('j').LE(99999, 4).Stop(), "memo has no entry 99999");
   ExpectInvalid(Pk().Put(0).Stop(), "stack underflow (opcode 0x71");
 }
 
 TEST(PickleReaderErrorTest, StackUnderflowAndMissingMark) {
-  ExpectInvalid(Pk().Op('a').Stop(),
-                "pickle: stack underflow (opcode 0x61 at byte 2)");
+  ExpectInvalid(Pk().Op('a').Stop(), "pickle: stack underflow (opcode 0x61 at byte 2)");
   ExpectInvalid(Pk().Int1(1).Op(0x86).Stop(), "stack underflow (opcode 0x86");
   ExpectInvalid(Pk().Stop(), "stack underflow (opcode 0x2e");
-  ExpectInvalid(Pk().Int1(1).Op('t').Stop(),
-                "pickle: MARK missing (opcode 0x74 at byte 4)");
+  ExpectInvalid(Pk().Int1(1).Op('t').Stop(), "pickle: MARK missing (opcode 0x74 at byte 4)");
   ExpectInvalid(Pk().Op('}').Op('u').Stop(), "MARK missing (opcode 0x75");
   ExpectInvalid(Pk().Op(']').Op('e').Stop(), "MARK missing (opcode 0x65");
   ExpectInvalid(Pk().Op('1').Stop(), "MARK missing (opcode 0x31");
   // Values below a MARK are out of reach until the mark is closed.
-  ExpectInvalid(Pk().Int1(1).Mark().Op('0').Stop(),
-                "stack underflow (opcode 0x30");
+  ExpectInvalid(Pk().Int1(1).Mark().Op('0').Stop(), "stack underflow (opcode 0x30");
 }
 
 TEST(PickleReaderErrorTest, RecursiveStructures) {
   ExpectInvalid(Pk().Op(']').Put(0).Get(0).Op('a').Stop(),
                 "a list is modified after being placed in another value");
-  ExpectInvalid(
-      Pk().Op(']').Put(0).Op(']').Get(0).Op('a').Get(0).None().Op('a').Stop(),
-      "recursive structures are not supported");
+  ExpectInvalid(Pk().Op(']').Put(0).Op(']').Get(0).Op('a').Get(0).None().Op('a').Stop(),
+                "recursive structures are not supported");
   ExpectInvalid(Pk().Op('}').Put(0).Str("k").Get(0).Op('s').Stop(),
                 "a dict is modified after being placed in another value");
 }
@@ -447,8 +406,7 @@ TEST(PickleReaderErrorTest, BadContainerUse) {
                 "dict key must be a str or an int; got none");
   ExpectInvalid(Pk().Op(']').None().None().Op('s').Stop(), "SETITEM on a list");
   ExpectInvalid(Pk().Op('}').None().Op('a').Stop(), "APPEND to a dict");
-  ExpectInvalid(Pk().Op('}').Mark().Str("a").Op('u').Stop(),
-                "odd number of items");
+  ExpectInvalid(Pk().Op('}').Mark().Str("a").Op('u').Stop(), "odd number of items");
 }
 
 TEST(PickleReaderErrorTest, Limits) {
@@ -458,16 +416,7 @@ TEST(PickleReaderErrorTest, Limits) {
                 "container with more than 2 items", l);
   ExpectInvalid(Pk().Op(']').Mark().Int1(1).Int1(2).Int1(3).Op('e').Stop(),
                 "container with more than 2 items", l);
-  ExpectInvalid(Pk().Op('}')
-                    .Mark()
-                    .Int1(1)
-                    .Int1(2)
-                    .Int1(3)
-                    .Int1(4)
-                    .Int1(5)
-                    .Int1(6)
-                    .Op('u')
-                    .Stop(),
+  ExpectInvalid(Pk().Op('}').Mark().Int1(1).Int1(2).Int1(3).Int1(4).Int1(5).Int1(6).Op('u').Stop(),
                 "container with more than 2 items", l);
   PickleLimits m;
   m.max_memo_size = 1;
@@ -475,8 +424,7 @@ TEST(PickleReaderErrorTest, Limits) {
   EXPECT_EQ(ParseOk(Pk().Int1(1).Put(0).Put(0).Stop(), m)->integer, 1);
   PickleLimits s;
   s.max_stack_size = 3;
-  ExpectInvalid(Pk().Int1(1).Int1(2).Mark().Int1(3).Stop(),
-                "stack deeper than 3", s);
+  ExpectInvalid(Pk().Int1(1).Int1(2).Mark().Int1(3).Stop(), "stack deeper than 3", s);
 }
 
 TEST(PickleReaderErrorTest, BadCalls) {
@@ -484,25 +432,17 @@ TEST(PickleReaderErrorTest, BadCalls) {
                 "REDUCE expects a global and a tuple; got int and tuple");
   ExpectInvalid(Pk().Global("torch", "FloatStorage").Op(')').Op('R').Stop(),
                 "'torch.FloatStorage' cannot be called");
-  ExpectInvalid(
-      Pk().Global("collections", "OrderedDict").Op(']').Op(0x85).Op('R').Stop(),
-      "collections.OrderedDict with 1 arguments is not supported");
-  ExpectInvalid(
-      Pk().Global("torch._utils", "_rebuild_tensor_v2").Op(')').Op('R').Stop(),
-      "_rebuild_tensor_v2 takes 6 or 7 arguments; got 0");
+  ExpectInvalid(Pk().Global("collections", "OrderedDict").Op(']').Op(0x85).Op('R').Stop(),
+                "collections.OrderedDict with 1 arguments is not supported");
+  ExpectInvalid(Pk().Global("torch._utils", "_rebuild_tensor_v2").Op(')').Op('R').Stop(),
+                "_rebuild_tensor_v2 takes 6 or 7 arguments; got 0");
   ExpectInvalid(Pk().Tensor("FloatStorage", "0", 4, 0, {-1}, {1}).Stop(),
                 "negative size or stride");
   ExpectInvalid(Pk().Tensor("FloatStorage", "0", 4, 0, {1, 2}, {1}).Stop(),
                 "tensor has 2 sizes and 1 strides");
-  ExpectInvalid(
-      Pk().Global("torch._utils", "_rebuild_parameter")
-          .Int1(1)
-          .Op(0x85)
-          .Op('R')
-          .Stop(),
-      "torch._utils._rebuild_parameter expects (tensor, ...) with 3 arguments");
-  ExpectInvalid(Pk().Op(']').Op('}').Op('b').Stop(),
-                "BUILD is only supported on an OrderedDict");
+  ExpectInvalid(Pk().Global("torch._utils", "_rebuild_parameter").Int1(1).Op(0x85).Op('R').Stop(),
+                "torch._utils._rebuild_parameter expects (tensor, ...) with 3 arguments");
+  ExpectInvalid(Pk().Op(']').Op('}').Op('b').Stop(), "BUILD is only supported on an OrderedDict");
   ExpectInvalid(Pk().Str("storage").Op(0x85).Op('Q').Stop(),
                 "persistent id is not ('storage', torch.<Type>Storage");
   ExpectInvalid(Pk().Mark()

@@ -1,7 +1,7 @@
 #include "weights/safetensors_file.h"
 
-#include <cstdint>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <filesystem>
 #include <string>
@@ -44,8 +44,7 @@ class SafetensorsFileTest : public ::testing::Test {
     return OpenSafetensors(dir_.WriteFile("t.safetensors", bytes));
   }
   // A one-tensor header around `entry` with `data_bytes` zero bytes of data.
-  absl::StatusOr<TensorSourcePtr> OpenHeader(const std::string& header,
-                                             size_t data_bytes) {
+  absl::StatusOr<TensorSourcePtr> OpenHeader(const std::string& header, size_t data_bytes) {
     return OpenBytes(RawSafetensors(header, std::string(data_bytes, '\0')));
   }
   TempDir dir_;
@@ -76,9 +75,9 @@ TEST_F(SafetensorsFileTest, EveryDtypeReadsBackBitExact) {
     std::vector<int64_t> shape;
   };
   const std::vector<Want> wants = {
-      {"f64", at::kDouble, {2}},   {"f32", at::kFloat, {2, 2}}, {"f16", at::kHalf, {2, 3}},
-      {"bf16", at::kBFloat16, {3, 2}}, {"i64", at::kLong, {2}}, {"i32", at::kInt, {3}},
-      {"i16", at::kShort, {2}},    {"i8", at::kChar, {2}},      {"u8", at::kByte, {3}},
+      {"f64", at::kDouble, {2}},       {"f32", at::kFloat, {2, 2}}, {"f16", at::kHalf, {2, 3}},
+      {"bf16", at::kBFloat16, {3, 2}}, {"i64", at::kLong, {2}},     {"i32", at::kInt, {3}},
+      {"i16", at::kShort, {2}},        {"i8", at::kChar, {2}},      {"u8", at::kByte, {3}},
       {"bool", at::kBool, {1, 3}},
   };
   const std::string file = w.Bytes();
@@ -223,17 +222,17 @@ TEST_F(SafetensorsFileTest, FileShorterThanEightBytes) {
 }
 
 TEST_F(SafetensorsFileTest, HeaderLengthPastEndOfFile) {
-  EXPECT_THAT(OpenBytes(RawSafetensors("{}", "", 100)),
-              StatusIs(Code::kInvalidArgument,
-                       HasSubstr("header length 100 runs past the end of the file "
-                                 "(8 + 100 > 10 bytes)")));
+  EXPECT_THAT(
+      OpenBytes(RawSafetensors("{}", "", 100)),
+      StatusIs(Code::kInvalidArgument, HasSubstr("header length 100 runs past the end of the file "
+                                                 "(8 + 100 > 10 bytes)")));
 }
 
 TEST_F(SafetensorsFileTest, HeaderLengthOverCap) {
-  EXPECT_THAT(OpenBytes(RawSafetensors("{}", "", kMaxSafetensorsHeaderBytes + 1)),
-              StatusIs(Code::kInvalidArgument,
-                       HasSubstr("header length 104857601 exceeds the limit of "
-                                 "104857600 bytes")));
+  EXPECT_THAT(
+      OpenBytes(RawSafetensors("{}", "", kMaxSafetensorsHeaderBytes + 1)),
+      StatusIs(Code::kInvalidArgument, HasSubstr("header length 104857601 exceeds the limit of "
+                                                 "104857600 bytes")));
   EXPECT_THAT(OpenBytes(RawSafetensors("{}", "", ~0ull)),
               StatusIs(Code::kInvalidArgument, HasSubstr("exceeds the limit")));
 }
@@ -246,15 +245,15 @@ TEST_F(SafetensorsFileTest, HeaderNotJson) {
 }
 
 TEST_F(SafetensorsFileTest, HeaderNestedTooDeep) {
-  EXPECT_THAT(OpenHeader(std::string(100000, '[') + std::string(100000, ']'), 0),
-              StatusIs(Code::kInvalidArgument,
-                       HasSubstr("header JSON nests deeper than 16 levels")));
+  EXPECT_THAT(
+      OpenHeader(std::string(100000, '[') + std::string(100000, ']'), 0),
+      StatusIs(Code::kInvalidArgument, HasSubstr("header JSON nests deeper than 16 levels")));
 }
 
 TEST_F(SafetensorsFileTest, HeaderJsonNotAnObject) {
-  EXPECT_THAT(OpenHeader("[1, 2]", 0),
-              StatusIs(Code::kInvalidArgument,
-                       HasSubstr("header JSON is an array; expected an object")));
+  EXPECT_THAT(
+      OpenHeader("[1, 2]", 0),
+      StatusIs(Code::kInvalidArgument, HasSubstr("header JSON is an array; expected an object")));
 }
 
 TEST_F(SafetensorsFileTest, MetadataNotStrings) {
@@ -267,9 +266,9 @@ TEST_F(SafetensorsFileTest, MetadataNotStrings) {
 }
 
 TEST_F(SafetensorsFileTest, TensorEntryNotAnObject) {
-  EXPECT_THAT(OpenHeader(R"({"w": "F32"})", 0),
-              StatusIs(Code::kInvalidArgument,
-                       HasSubstr("tensor 'w': is a string; expected an object")));
+  EXPECT_THAT(
+      OpenHeader(R"({"w": "F32"})", 0),
+      StatusIs(Code::kInvalidArgument, HasSubstr("tensor 'w': is a string; expected an object")));
 }
 
 TEST_F(SafetensorsFileTest, MissingFields) {
@@ -278,8 +277,7 @@ TEST_F(SafetensorsFileTest, MissingFields) {
   EXPECT_THAT(OpenHeader(R"({"w": {"dtype": "F32", "data_offsets": [0, 4]}})", 4),
               StatusIs(Code::kInvalidArgument, HasSubstr("tensor 'w': has no \"shape\"")));
   EXPECT_THAT(OpenHeader(R"({"w": {"dtype": "F32", "shape": [1]}})", 4),
-              StatusIs(Code::kInvalidArgument,
-                       HasSubstr("tensor 'w': has no \"data_offsets\"")));
+              StatusIs(Code::kInvalidArgument, HasSubstr("tensor 'w': has no \"data_offsets\"")));
 }
 
 TEST_F(SafetensorsFileTest, UnknownDtype) {
@@ -296,15 +294,13 @@ TEST_F(SafetensorsFileTest, NegativeOrNonIntegerShape) {
       OpenHeader(R"({"w": {"dtype": "F32", "shape": [2, -1], "data_offsets": [0, 0]}})", 0),
       StatusIs(Code::kInvalidArgument,
                HasSubstr("tensor 'w': \"shape\" entry 1 is -1; expected a non-negative integer")));
-  EXPECT_THAT(
-      OpenHeader(R"({"w": {"dtype": "F32", "shape": [2.5], "data_offsets": [0, 0]}})", 0),
-      StatusIs(Code::kInvalidArgument, HasSubstr("tensor 'w': \"shape\" entry 0 is 2.5")));
+  EXPECT_THAT(OpenHeader(R"({"w": {"dtype": "F32", "shape": [2.5], "data_offsets": [0, 0]}})", 0),
+              StatusIs(Code::kInvalidArgument, HasSubstr("tensor 'w': \"shape\" entry 0 is 2.5")));
   EXPECT_THAT(
       OpenHeader(R"({"w": {"dtype": "F32", "shape": ["2"], "data_offsets": [0, 0]}})", 0),
       StatusIs(Code::kInvalidArgument, HasSubstr("tensor 'w': \"shape\" entry 0 is \"2\"")));
-  EXPECT_THAT(
-      OpenHeader(R"({"w": {"dtype": "F32", "shape": 4, "data_offsets": [0, 16]}})", 16),
-      StatusIs(Code::kInvalidArgument, HasSubstr("tensor 'w': \"shape\" is a number")));
+  EXPECT_THAT(OpenHeader(R"({"w": {"dtype": "F32", "shape": 4, "data_offsets": [0, 16]}})", 16),
+              StatusIs(Code::kInvalidArgument, HasSubstr("tensor 'w': \"shape\" is a number")));
 }
 
 TEST_F(SafetensorsFileTest, ShapeProductOverflows) {
@@ -322,43 +318,38 @@ TEST_F(SafetensorsFileTest, ShapeProductOverflows) {
 }
 
 TEST_F(SafetensorsFileTest, MalformedDataOffsets) {
-  EXPECT_THAT(
-      OpenHeader(R"({"w": {"dtype": "U8", "shape": [1], "data_offsets": [0]}})", 1),
-      StatusIs(Code::kInvalidArgument,
-               HasSubstr("tensor 'w': \"data_offsets\" is [0]; expected [begin, end]")));
-  EXPECT_THAT(
-      OpenHeader(R"({"w": {"dtype": "U8", "shape": [1], "data_offsets": [-1, 0]}})", 1),
-      StatusIs(Code::kInvalidArgument, HasSubstr("\"data_offsets\" is [-1,0]")));
-  EXPECT_THAT(
-      OpenHeader(R"({"w": {"dtype": "U8", "shape": [0], "data_offsets": [4, 2]}})", 4),
-      StatusIs(Code::kInvalidArgument,
-               HasSubstr("tensor 'w': data_offsets [4, 2] end before they begin")));
+  EXPECT_THAT(OpenHeader(R"({"w": {"dtype": "U8", "shape": [1], "data_offsets": [0]}})", 1),
+              StatusIs(Code::kInvalidArgument,
+                       HasSubstr("tensor 'w': \"data_offsets\" is [0]; expected [begin, end]")));
+  EXPECT_THAT(OpenHeader(R"({"w": {"dtype": "U8", "shape": [1], "data_offsets": [-1, 0]}})", 1),
+              StatusIs(Code::kInvalidArgument, HasSubstr("\"data_offsets\" is [-1,0]")));
+  EXPECT_THAT(OpenHeader(R"({"w": {"dtype": "U8", "shape": [0], "data_offsets": [4, 2]}})", 4),
+              StatusIs(Code::kInvalidArgument,
+                       HasSubstr("tensor 'w': data_offsets [4, 2] end before they begin")));
 }
 
 TEST_F(SafetensorsFileTest, DataOffsetsOutsideDataSection) {
-  EXPECT_THAT(
-      OpenHeader(R"({"w": {"dtype": "F32", "shape": [4], "data_offsets": [0, 16]}})", 8),
-      StatusIs(Code::kInvalidArgument,
-               HasSubstr("tensor 'w': data_offsets [0, 16] end past the data section "
-                         "(8 bytes)")));
+  EXPECT_THAT(OpenHeader(R"({"w": {"dtype": "F32", "shape": [4], "data_offsets": [0, 16]}})", 8),
+              StatusIs(Code::kInvalidArgument,
+                       HasSubstr("tensor 'w': data_offsets [0, 16] end past the data section "
+                                 "(8 bytes)")));
 }
 
 TEST_F(SafetensorsFileTest, ByteCountMismatch) {
   EXPECT_THAT(
-      OpenHeader(
-          R"({"fc.weight": {"dtype": "F32", "shape": [5, 4], "data_offsets": [0, 100]}})",
-          100),
+      OpenHeader(R"({"fc.weight": {"dtype": "F32", "shape": [5, 4], "data_offsets": [0, 100]}})",
+                 100),
       StatusIs(Code::kInvalidArgument,
                HasSubstr("tensor 'fc.weight': data_offsets [0, 100] hold 100 bytes; "
                          "shape [5, 4] of F32 needs 80")));
 }
 
 TEST_F(SafetensorsFileTest, OverlappingRanges) {
-  EXPECT_THAT(OpenHeader(R"({"a": {"dtype": "U8", "shape": [8], "data_offsets": [0, 8]},
+  EXPECT_THAT(
+      OpenHeader(R"({"a": {"dtype": "U8", "shape": [8], "data_offsets": [0, 8]},
                             "b": {"dtype": "U8", "shape": [8], "data_offsets": [4, 12]}})",
-                         12),
-              StatusIs(Code::kInvalidArgument,
-                       HasSubstr("tensors 'a' [0, 8] and 'b' [4, 12] overlap")));
+                 12),
+      StatusIs(Code::kInvalidArgument, HasSubstr("tensors 'a' [0, 8] and 'b' [4, 12] overlap")));
 }
 
 TEST_F(SafetensorsFileTest, GapInCoverage) {
@@ -392,9 +383,8 @@ TEST_F(SafetensorsFileTest, TensorNotFoundListsNearest) {
   w.AddValues("fc.weight", "F32", {1}, {1}).AddValues("fc.bias", "F32", {1}, {1});
   ASSERT_OK_AND_ASSIGN(TensorSourcePtr src, OpenBytes(w.Bytes()));
   EXPECT_THAT(src->Read("fc.wieght"),
-              StatusIs(Code::kNotFound,
-                       AllOf(HasSubstr("no tensor 'fc.wieght' in '"),
-                             HasSubstr("nearest: 'fc.weight', 'fc.bias'"))));
+              StatusIs(Code::kNotFound, AllOf(HasSubstr("no tensor 'fc.wieght' in '"),
+                                              HasSubstr("nearest: 'fc.weight', 'fc.bias'"))));
 }
 
 // ---- sharded ----------------------------------------------------------------
@@ -440,10 +430,10 @@ TEST_F(ShardedSafetensorsTest, NamesSubsetOpensOnlyTheirShards) {
   EXPECT_THAT(src->names(), ElementsAre("c"));
   ASSERT_OK_AND_ASSIGN(at::Tensor c, src->Read("c"));
   EXPECT_EQ(c[0].item<float>(), 0.5f);
-  EXPECT_THAT(src->Read("a"),
-              StatusIs(Code::kNotFound,
-                       AllOf(HasSubstr("tensor 'a' is in shard '" + std::string(kShard1)),
-                             HasSubstr("which was not opened"))));
+  EXPECT_THAT(
+      src->Read("a"),
+      StatusIs(Code::kNotFound, AllOf(HasSubstr("tensor 'a' is in shard '" + std::string(kShard1)),
+                                      HasSubstr("which was not opened"))));
   // Suggestions draw on the whole index.
   EXPECT_THAT(src->Read("bb"),
               StatusIs(Code::kNotFound, AllOf(HasSubstr("no tensor 'bb' in '" + index + "'"),
@@ -454,8 +444,7 @@ TEST_F(ShardedSafetensorsTest, ShardInSubdirectory) {
   SafetensorsWriter s;
   s.AddValues("w", "F32", {1}, {3});
   s.WriteTo(dir_.Join("sub/w.safetensors"));
-  const std::string index =
-      WriteIndex(R"({"weight_map": {"w": "sub/../sub/w.safetensors"}})");
+  const std::string index = WriteIndex(R"({"weight_map": {"w": "sub/../sub/w.safetensors"}})");
   ASSERT_OK_AND_ASSIGN(TensorSourcePtr src, OpenShardedSafetensors(index));
   ASSERT_OK_AND_ASSIGN(at::Tensor w, src->Read("w"));
   EXPECT_EQ(w[0].item<float>(), 3.0f);
@@ -478,18 +467,17 @@ TEST_F(ShardedSafetensorsTest, IndexWithoutWeightMap) {
   EXPECT_THAT(OpenShardedSafetensors(WriteIndex(R"({"metadata": {}})")),
               StatusIs(Code::kInvalidArgument, HasSubstr("index has no \"weight_map\" object")));
   EXPECT_THAT(OpenShardedSafetensors(WriteIndex(R"({"weight_map": {"a": 1}})")),
-              StatusIs(Code::kInvalidArgument,
-                       HasSubstr("weight_map entry 'a' is not a string")));
+              StatusIs(Code::kInvalidArgument, HasSubstr("weight_map entry 'a' is not a string")));
 }
 
 TEST_F(ShardedSafetensorsTest, MissingShard) {
   const std::string index = WriteTwoShards();
   std::filesystem::remove(dir_.Join(kShard2));
-  EXPECT_THAT(OpenShardedSafetensors(index),
-              StatusIs(Code::kNotFound,
-                       AllOf(HasSubstr("shard '" + std::string(kShard2) +
-                                       "' (holding tensor 'c') is missing"),
-                             HasSubstr("no such file '" + dir_.Join(kShard2) + "'"))));
+  EXPECT_THAT(
+      OpenShardedSafetensors(index),
+      StatusIs(Code::kNotFound, AllOf(HasSubstr("shard '" + std::string(kShard2) +
+                                                "' (holding tensor 'c') is missing"),
+                                      HasSubstr("no such file '" + dir_.Join(kShard2) + "'"))));
 }
 
 TEST_F(ShardedSafetensorsTest, TensorInIndexAbsentFromShard) {
@@ -504,26 +492,25 @@ TEST_F(ShardedSafetensorsTest, TensorInIndexAbsentFromShard) {
 }
 
 TEST_F(ShardedSafetensorsTest, ShardPathEscapingTheDirectory) {
-  for (const char* shard : {"../outside.safetensors", "/etc/passwd", "a/../../x.safetensors",
-                            "", ".", "sub/"}) {
+  for (const char* shard :
+       {"../outside.safetensors", "/etc/passwd", "a/../../x.safetensors", "", ".", "sub/"}) {
     SCOPED_TRACE(shard);
-    const std::string index =
-        WriteIndex(std::string(R"({"weight_map": {"w": )") +
-                   ::dflash::testing::JsonQuote(shard) + "}}");
-    EXPECT_THAT(OpenShardedSafetensors(index),
-                StatusIs(Code::kInvalidArgument,
-                         HasSubstr("shard '" + std::string(shard) +
-                                   "' (for tensor 'w') is not a file inside the "
-                                   "index's directory")));
+    const std::string index = WriteIndex(std::string(R"({"weight_map": {"w": )") +
+                                         ::dflash::testing::JsonQuote(shard) + "}}");
+    EXPECT_THAT(
+        OpenShardedSafetensors(index),
+        StatusIs(Code::kInvalidArgument, HasSubstr("shard '" + std::string(shard) +
+                                                   "' (for tensor 'w') is not a file inside the "
+                                                   "index's directory")));
   }
 }
 
 TEST_F(ShardedSafetensorsTest, CorruptShardNamesItsPath) {
   WriteTwoShards();
   dir_.WriteFile(kShard2, "abc");
-  EXPECT_THAT(OpenShardedSafetensors(dir_.Join("model.safetensors.index.json")),
-              StatusIs(Code::kInvalidArgument,
-                       HasSubstr("'" + dir_.Join(kShard2) + "': file is 3 bytes")));
+  EXPECT_THAT(
+      OpenShardedSafetensors(dir_.Join("model.safetensors.index.json")),
+      StatusIs(Code::kInvalidArgument, HasSubstr("'" + dir_.Join(kShard2) + "': file is 3 bytes")));
 }
 
 }  // namespace

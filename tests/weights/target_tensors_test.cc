@@ -42,8 +42,8 @@ const Names kQwen3 = {"model.embed_tokens.weight", "lm_head.weight", "model.norm
 const Names kQwen36 = {"model.language_model.embed_tokens.weight", "lm_head.weight",
                        "model.language_model.norm.weight",
                        "model.language_model.layers.0.mlp.up_proj.weight"};
-const Names kLegacy = {"language_model.model.embed_tokens.weight",
-                       "language_model.lm_head.weight", "language_model.model.norm.weight",
+const Names kLegacy = {"language_model.model.embed_tokens.weight", "language_model.lm_head.weight",
+                       "language_model.model.norm.weight",
                        "language_model.model.layers.0.mlp.up_proj.weight"};
 
 class TargetTensorsTest : public ::testing::Test {
@@ -164,7 +164,8 @@ TEST_F(TargetTensorsTest, TiedAtTopLevelSharesStorage) {
 
 TEST_F(TargetTensorsTest, TiedInTextConfig) {
   WriteTarget(kQwen36, R"({"text_config": {"hidden_size": 8, "vocab_size": 32,
-      "tie_word_embeddings": true}})", /*with_lm_head=*/false);
+      "tie_word_embeddings": true}})",
+              /*with_lm_head=*/false);
   ASSERT_OK_AND_ASSIGN(TargetTensors t, LoadTargetTensors(dir_.path(), Options()));
   EXPECT_TRUE(t.tied);
   EXPECT_TRUE(t.lm_head.is_same(t.embed));
@@ -202,7 +203,8 @@ TEST_F(TargetTensorsTest, WrongFamilyListsNamesTriedAndNearest) {
   EXPECT_THAT(
       LoadTargetTensors(dir_.path(), Options()),
       StatusIs(absl::StatusCode::kNotFound,
-               AllOf(HasSubstr("target '" + dir_.path() + "': no embed_tokens tensor; tried "
+               AllOf(HasSubstr("target '" + dir_.path() +
+                               "': no embed_tokens tensor; tried "
                                "'model.embed_tokens.weight', "
                                "'model.language_model.embed_tokens.weight', "
                                "'language_model.model.embed_tokens.weight'; nearest present: "
@@ -278,9 +280,9 @@ TEST_F(TargetTensorsTest, MissingConfigOrWeights) {
 TEST_F(TargetTensorsTest, IndexWithoutWeightMap) {
   dir_.WriteFile("config.json", Config());
   dir_.WriteFile("model.safetensors.index.json", R"({"metadata": {}})");
-  EXPECT_THAT(LoadTargetTensors(dir_.path(), Options()),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("has no \"weight_map\" object")));
+  EXPECT_THAT(
+      LoadTargetTensors(dir_.path(), Options()),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("has no \"weight_map\" object")));
 }
 
 TEST(TargetTensorsFingerprintTest, SameValuesSameFingerprintAcrossFamilies) {

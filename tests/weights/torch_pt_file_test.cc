@@ -3,6 +3,7 @@
 
 #include <ATen/ATen.h>
 
+#include <sys/resource.h>
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -10,15 +11,14 @@
 #include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
-#include <sys/resource.h>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "test_util/status_matchers.h"
 #include "test_util/python_fixtures.h"
+#include "test_util/status_matchers.h"
 #include "test_util/temp_dir.h"
 
 namespace dflash::weights {
@@ -37,12 +37,11 @@ using ::testing::UnorderedElementsAre;
 class TorchPtFileTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    dir_ = new std::string(
-        dflash::testing::PythonFixtureDir("make_pt_fixtures"));
+    dir_ = new std::string(dflash::testing::PythonFixtureDir("make_pt_fixtures"));
     fixture_rc_ = dir_->empty() ? 1 : 0;
     if (fixture_rc_ == 0) {
-      expected_ = new nlohmann::json(
-          nlohmann::json::parse(ReadFileOrEmpty(*dir_ + "/expected.json")));
+      expected_ =
+          new nlohmann::json(nlohmann::json::parse(ReadFileOrEmpty(*dir_ + "/expected.json")));
     }
   }
   static void TearDownTestSuite() {
@@ -86,15 +85,13 @@ class TorchPtFileTest : public ::testing::Test {
         auto exp = w["values"].get<std::vector<double>>();
         double max_diff = 0;
         for (int64_t i = 0; i < t.numel(); ++i) {
-          max_diff =
-              std::max(max_diff, std::abs(got.data_ptr<double>()[i] - exp[i]));
+          max_diff = std::max(max_diff, std::abs(got.data_ptr<double>()[i] - exp[i]));
         }
         EXPECT_EQ(max_diff, 0.0) << "max-diff vs torch.save values";
       } else {
         auto got = t.to(at::kLong).contiguous();
         auto exp = w["values"].get<std::vector<int64_t>>();
-        std::vector<int64_t> v(got.data_ptr<int64_t>(),
-                               got.data_ptr<int64_t>() + t.numel());
+        std::vector<int64_t> v(got.data_ptr<int64_t>(), got.data_ptr<int64_t>() + t.numel());
         EXPECT_EQ(v, exp);
       }
     }
@@ -131,9 +128,7 @@ TEST_F(TorchPtFileTest, ReadsEveryFixture) {
     ASSERT_OK_AND_ASSIGN(TensorSourcePtr src, OpenTorchPt(Path("train.pt")));
     EXPECT_THAT(
         src->skipped_entries(),
-        ElementsAre(
-            "optimizer (optimizer state with 6 tensors, not model weights)",
-            "step (int)"));
+        ElementsAre("optimizer (optimizer state with 6 tensors, not model weights)", "step (int)"));
   }
   {
     SCOPED_TRACE("WrappedStateDictIsUnwrapped");
@@ -144,8 +139,7 @@ TEST_F(TorchPtFileTest, ReadsEveryFixture) {
   }
   {
     SCOPED_TRACE("TrainingWrappersWithSiblings");
-    for (const auto& [file, wrapper] :
-         std::vector<std::pair<std::string, std::string>>{
+    for (const auto& [file, wrapper] : std::vector<std::pair<std::string, std::string>>{
              {"lightning.pt", "state_dict"},
              {"deepspeed.pt", "module"},
              {"model_state_dict.pt", "model_state_dict"}}) {
@@ -197,8 +191,7 @@ TEST_F(TorchPtFileTest, ReadsEveryFixture) {
     ASSERT_OK_AND_ASSIGN(TensorSourcePtr src, OpenTorchPt(Path("nested.pt")));
     EXPECT_THAT(
         src->skipped_entries(),
-        UnorderedElementsAre("pair.1.1 (str)", "config (dict, not a tensor)",
-                             "scale (float)"));
+        UnorderedElementsAre("pair.1.1 (str)", "config (dict, not a tensor)", "scale (float)"));
   }
   {
     SCOPED_TRACE("ViewsOffsetsTransposesAndSharedStorage");
@@ -219,10 +212,8 @@ TEST_F(TorchPtFileTest, ReadsEveryFixture) {
   {
     SCOPED_TRACE("GzipCapture");
     CheckAgainstSidecar("data_0.ckpt.gz");
-    ASSERT_OK_AND_ASSIGN(TensorSourcePtr src,
-                         OpenTorchPt(Path("data_0.ckpt.gz")));
-    EXPECT_THAT(src->names(),
-                ElementsAre("input_ids", "loss_mask", "hidden_states"));
+    ASSERT_OK_AND_ASSIGN(TensorSourcePtr src, OpenTorchPt(Path("data_0.ckpt.gz")));
+    EXPECT_THAT(src->names(), ElementsAre("input_ids", "loss_mask", "hidden_states"));
     EXPECT_EQ(src->Find("hidden_states")->dtype, DType::kBF16);
   }
   {
@@ -236,8 +227,9 @@ int MappingsOf(const std::string& file) {
   std::ifstream in("/proc/self/maps");
   std::string line;
   int n = 0;
-  while (std::getline(in, line)) n += line.size() >= file.size() &&
-                                      line.compare(line.size() - file.size(), file.size(), file) == 0;
+  while (std::getline(in, line))
+    n += line.size() >= file.size() &&
+         line.compare(line.size() - file.size(), file.size(), file) == 0;
   return n;
 }
 
@@ -271,55 +263,44 @@ TEST_F(TorchPtFileTest, LargeRecordsAreMappedInPlace) {
   }
   // A record shorter than its storage is refused, not mapped past its end.
   ASSERT_OK_AND_ASSIGN(TensorSourcePtr src, OpenTorchPt(Path("large_short.pt")));
-  EXPECT_THAT(src->Read("big"),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("holds 70000 bytes; expected 81920")));
+  EXPECT_THAT(src->Read("big"), StatusIs(absl::StatusCode::kInvalidArgument,
+                                         HasSubstr("holds 70000 bytes; expected 81920")));
 }
 
 TEST_F(TorchPtFileTest, RefusesBadContent) {
   {
     SCOPED_TRACE("LegacyFormatIsRefusedWithHint");
-    EXPECT_THAT(
-        OpenTorchPt(Path("legacy.pt")),
-        StatusIs(
-            absl::StatusCode::kInvalidArgument,
-            AllOf(HasSubstr("legacy (pre-1.6, non-zip) torch.save format"),
-                  HasSubstr("load it with torch.load and save it again with "
-                            "torch.save(obj, path)"))));
+    EXPECT_THAT(OpenTorchPt(Path("legacy.pt")),
+                StatusIs(absl::StatusCode::kInvalidArgument,
+                         AllOf(HasSubstr("legacy (pre-1.6, non-zip) torch.save format"),
+                               HasSubstr("load it with torch.load and save it again with "
+                                         "torch.save(obj, path)"))));
   }
   {
     SCOPED_TRACE("DisallowedGlobals");
-    EXPECT_THAT(
-        OpenTorchPt(Path("bad_global.pt")),
-        StatusIs(
-            absl::StatusCode::kInvalidArgument,
-            HasSubstr("pickle: global 'datetime.datetime' is not allowed")));
-    EXPECT_THAT(
-        OpenTorchPt(Path("bad_class.pt")),
-        StatusIs(absl::StatusCode::kInvalidArgument,
-                 HasSubstr("pickle: global '__main__.Custom' is not allowed")));
+    EXPECT_THAT(OpenTorchPt(Path("bad_global.pt")),
+                StatusIs(absl::StatusCode::kInvalidArgument,
+                         HasSubstr("pickle: global 'datetime.datetime' is not allowed")));
+    EXPECT_THAT(OpenTorchPt(Path("bad_class.pt")),
+                StatusIs(absl::StatusCode::kInvalidArgument,
+                         HasSubstr("pickle: global '__main__.Custom' is not allowed")));
   }
   {
     SCOPED_TRACE("TensorRunningPastItsStorage");
-    EXPECT_THAT(
-        OpenTorchPt(Path("overrun.pt")),
-        StatusIs(
-            absl::StatusCode::kInvalidArgument,
-            HasSubstr("tensor 'bad' (offset 2, size [4], stride [1]) needs 6 "
-                      "elements of storage '0', which holds 4")));
+    EXPECT_THAT(OpenTorchPt(Path("overrun.pt")),
+                StatusIs(absl::StatusCode::kInvalidArgument,
+                         HasSubstr("tensor 'bad' (offset 2, size [4], stride [1]) needs 6 "
+                                   "elements of storage '0', which holds 4")));
   }
   {
     SCOPED_TRACE("StorageRecordOfWrongSize");
-    ASSERT_OK_AND_ASSIGN(TensorSourcePtr src,
-                         OpenTorchPt(Path("short_storage.pt")));
-    EXPECT_THAT(
-        src->Read("only.weight"),
-        StatusIs(absl::StatusCode::kInvalidArgument,
-                 HasSubstr("tensor 'only.weight': storage record 'data/0'")));
-    EXPECT_THAT(
-        src->Read("only.weight"),
-        StatusIs(absl::StatusCode::kInvalidArgument,
-                 HasSubstr("holds 8 bytes; expected 24 (6 elements of F32)")));
+    ASSERT_OK_AND_ASSIGN(TensorSourcePtr src, OpenTorchPt(Path("short_storage.pt")));
+    EXPECT_THAT(src->Read("only.weight"),
+                StatusIs(absl::StatusCode::kInvalidArgument,
+                         HasSubstr("tensor 'only.weight': storage record 'data/0'")));
+    EXPECT_THAT(src->Read("only.weight"),
+                StatusIs(absl::StatusCode::kInvalidArgument,
+                         HasSubstr("holds 8 bytes; expected 24 (6 elements of F32)")));
   }
 }
 
@@ -335,11 +316,11 @@ TEST_F(TorchPtFileTest, RefusesZipBombsBeforeAllocating) {
   {
     SCOPED_TRACE("DeflatedRecordFarLargerThanItsStorage");
     ASSERT_OK_AND_ASSIGN(TensorSourcePtr src, OpenTorchPt(Path("bomb_record.pt")));
-    EXPECT_THAT(src->Read("only.weight"),
-                StatusIs(absl::StatusCode::kInvalidArgument,
-                         "tensor 'only.weight': storage record 'data/0' in '" +
-                             Path("bomb_record.pt") +
-                             "' holds 67108864 bytes; expected 24 (6 elements of F32)"));
+    EXPECT_THAT(
+        src->Read("only.weight"),
+        StatusIs(absl::StatusCode::kInvalidArgument,
+                 "tensor 'only.weight': storage record 'data/0' in '" + Path("bomb_record.pt") +
+                     "' holds 67108864 bytes; expected 24 (6 elements of F32)"));
   }
   {
     SCOPED_TRACE("PickleInflatingPastItsLimit");
@@ -369,56 +350,46 @@ TEST_F(TorchPtFileTest, RefusesBrokenFilesAndUnknownNames) {
     ASSERT_GT(bytes.size(), 100u);
     TempDir tmp;
     std::string p = tmp.WriteFile("cut.pt", bytes.substr(0, bytes.size() / 2));
-    EXPECT_THAT(OpenTorchPt(p),
-                StatusIs(absl::StatusCode::kInvalidArgument,
-                         HasSubstr("is not a valid torch.save zip archive")));
+    EXPECT_THAT(OpenTorchPt(p), StatusIs(absl::StatusCode::kInvalidArgument,
+                                         HasSubstr("is not a valid torch.save zip archive")));
   }
   {
     SCOPED_TRACE("CorruptAndTruncatedGzip");
     std::string gz = ReadFileOrEmpty(Path("data_0.ckpt.gz"));
     TempDir tmp;
     std::string cut = tmp.WriteFile("cut.ckpt.gz", gz.substr(0, gz.size() / 2));
-    EXPECT_THAT(OpenTorchPt(cut),
-                StatusIs(absl::StatusCode::kInvalidArgument,
-                         HasSubstr("is a truncated gzip file")));
+    EXPECT_THAT(OpenTorchPt(cut), StatusIs(absl::StatusCode::kInvalidArgument,
+                                           HasSubstr("is a truncated gzip file")));
     std::string bad = gz;
-    for (size_t i = 20; i < 60 && i < bad.size(); ++i)
-      bad[i] = static_cast<char>(0xff);
+    for (size_t i = 20; i < 60 && i < bad.size(); ++i) bad[i] = static_cast<char>(0xff);
     std::string corrupt = tmp.WriteFile("bad.ckpt.gz", bad);
     EXPECT_THAT(OpenTorchPt(corrupt),
-                StatusIs(absl::StatusCode::kInvalidArgument,
-                         HasSubstr("is a corrupt gzip file")));
+                StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("is a corrupt gzip file")));
   }
   {
     SCOPED_TRACE("MissingNotZipAndEmptyFiles");
     EXPECT_THAT(OpenTorchPt(Path("nope.pt")),
                 StatusIs(absl::StatusCode::kNotFound,
-                         HasSubstr("torch checkpoint '" + Path("nope.pt") +
-                                   "' does not exist")));
+                         HasSubstr("torch checkpoint '" + Path("nope.pt") + "' does not exist")));
     TempDir tmp;
-    EXPECT_THAT(
-        OpenTorchPt(tmp.WriteFile("text.pt", "hello world")),
-        StatusIs(
-            absl::StatusCode::kInvalidArgument,
-            HasSubstr("is not a torch.save zip archive (no PK zip magic)")));
-    EXPECT_THAT(
-        OpenTorchPt(tmp.WriteFile("empty.pt", "")),
-        StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("is empty")));
-    EXPECT_THAT(OpenTorchPt(tmp.path()),
+    EXPECT_THAT(OpenTorchPt(tmp.WriteFile("text.pt", "hello world")),
                 StatusIs(absl::StatusCode::kInvalidArgument,
-                         HasSubstr("not a regular file")));
+                         HasSubstr("is not a torch.save zip archive (no PK zip magic)")));
+    EXPECT_THAT(OpenTorchPt(tmp.WriteFile("empty.pt", "")),
+                StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("is empty")));
+    EXPECT_THAT(OpenTorchPt(tmp.path()),
+                StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("not a regular file")));
   }
   {
     SCOPED_TRACE("ReadUnknownNameIsNotFound");
     ASSERT_OK_AND_ASSIGN(TensorSourcePtr src, OpenTorchPt(Path("plain.pt")));
-    EXPECT_THAT(src->Read("fc.wieght"),
-                StatusIs(absl::StatusCode::kNotFound,
-                         AllOf(HasSubstr("tensor 'fc.wieght' not found in '" +
-                                         Path("plain.pt") + "'"),
-                               HasSubstr("present: 'fc.weight'"))));
+    EXPECT_THAT(
+        src->Read("fc.wieght"),
+        StatusIs(absl::StatusCode::kNotFound,
+                 AllOf(HasSubstr("tensor 'fc.wieght' not found in '" + Path("plain.pt") + "'"),
+                       HasSubstr("present: 'fc.weight'"))));
     EXPECT_THAT(src->Read("fc.weight2"),
-                StatusIs(absl::StatusCode::kNotFound,
-                         HasSubstr("present: 'fc.weight'")));
+                StatusIs(absl::StatusCode::kNotFound, HasSubstr("present: 'fc.weight'")));
   }
 }
 

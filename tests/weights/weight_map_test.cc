@@ -32,24 +32,18 @@ constexpr int64_t kH = 8, kQ = 8, kKv = 4, kD = 4, kI = 16;
 std::vector<TensorSpec> LayerSpecs(int i) {
   const std::string p = "layers." + std::to_string(i) + ".";
   return {
-      {p + "input_layernorm.weight", {kH}},
-      {p + "post_attention_layernorm.weight", {kH}},
-      {p + "self_attn.q_proj.weight", {kQ, kH}},
-      {p + "self_attn.k_proj.weight", {kKv, kH}},
-      {p + "self_attn.v_proj.weight", {kKv, kH}},
-      {p + "self_attn.o_proj.weight", {kH, kQ}},
-      {p + "self_attn.q_norm.weight", {kD}},
-      {p + "self_attn.k_norm.weight", {kD}},
-      {p + "mlp.gate_proj.weight", {kI, kH}},
-      {p + "mlp.up_proj.weight", {kI, kH}},
+      {p + "input_layernorm.weight", {kH}},       {p + "post_attention_layernorm.weight", {kH}},
+      {p + "self_attn.q_proj.weight", {kQ, kH}},  {p + "self_attn.k_proj.weight", {kKv, kH}},
+      {p + "self_attn.v_proj.weight", {kKv, kH}}, {p + "self_attn.o_proj.weight", {kH, kQ}},
+      {p + "self_attn.q_norm.weight", {kD}},      {p + "self_attn.k_norm.weight", {kD}},
+      {p + "mlp.gate_proj.weight", {kI, kH}},     {p + "mlp.up_proj.weight", {kI, kH}},
       {p + "mlp.down_proj.weight", {kH, kI}},
   };
 }
 
 std::vector<TensorSpec> Schema(int layers, int target_layers) {
-  std::vector<TensorSpec> s = {{"fc.weight", {kH, target_layers * kH}},
-                               {"hidden_norm.weight", {kH}},
-                               {"norm.weight", {kH}}};
+  std::vector<TensorSpec> s = {
+      {"fc.weight", {kH, target_layers * kH}}, {"hidden_norm.weight", {kH}}, {"norm.weight", {kH}}};
   for (int i = 0; i < layers; ++i) {
     for (TensorSpec& t : LayerSpecs(i)) s.push_back(t);
   }
@@ -57,9 +51,9 @@ std::vector<TensorSpec> Schema(int layers, int target_layers) {
 }
 
 // Tensors matching a schema, deterministic values, names with `prefix`.
-std::vector<std::pair<std::string, at::Tensor>> Checkpoint(
-    const std::vector<TensorSpec>& schema, const std::string& prefix = "",
-    at::ScalarType dtype = at::kFloat) {
+std::vector<std::pair<std::string, at::Tensor>> Checkpoint(const std::vector<TensorSpec>& schema,
+                                                           const std::string& prefix = "",
+                                                           at::ScalarType dtype = at::kFloat) {
   std::vector<std::pair<std::string, at::Tensor>> out;
   int seed = 1;
   for (const TensorSpec& s : schema) {
@@ -117,8 +111,8 @@ TEST_F(WeightMapTest, StripsModulePrefixAndReportsIt) {
 
 TEST_F(WeightMapTest, StripsCombinedPrefixes) {
   for (const std::string prefix :
-       {"module._orig_mod.", "_orig_mod.module.", "_fsdp_wrapped_module.",
-        "draft_model.", "model.", "module.draft_model."}) {
+       {"module._orig_mod.", "_orig_mod.module.", "_fsdp_wrapped_module.", "draft_model.", "model.",
+        "module.draft_model."}) {
     FakeTensorSource src(Checkpoint(schema_, prefix));
     ASSERT_OK_AND_ASSIGN(WeightReport r, ValidateWeightMap(src, schema_, {}));
     EXPECT_TRUE(r.ok) << prefix << ": " << ::testing::PrintToString(r.problems);
@@ -145,8 +139,7 @@ TEST_F(WeightMapTest, DropsFsdpSegmentsInsideNames) {
 
 TEST_F(WeightMapTest, DoesNotStripWhenNamesAlreadyMatch) {
   // A schema whose own names start with "model." must not lose it.
-  std::vector<TensorSpec> schema = {{"model.norm.weight", {kH}},
-                                    {"model.fc.weight", {kH, kH}}};
+  std::vector<TensorSpec> schema = {{"model.norm.weight", {kH}}, {"model.fc.weight", {kH, kH}}};
   FakeTensorSource src(Checkpoint(schema));
   ASSERT_OK_AND_ASSIGN(WeightReport r, ValidateWeightMap(src, schema, {}));
   EXPECT_TRUE(r.ok) << ::testing::PrintToString(r.problems);
@@ -160,9 +153,9 @@ TEST_F(WeightMapTest, AmbiguousAfterStrippingIsNotOk) {
   FakeTensorSource src(tensors);
   ASSERT_OK_AND_ASSIGN(WeightReport r, ValidateWeightMap(src, schema_, {}));
   EXPECT_FALSE(r.ok);
-  EXPECT_THAT(r.problems, Contains(HasSubstr(
-                              "tensors 'module.fc.weight' and 'fc.weight' both read as "
-                              "'fc.weight'")));
+  EXPECT_THAT(r.problems,
+              Contains(HasSubstr("tensors 'module.fc.weight' and 'fc.weight' both read as "
+                                 "'fc.weight'")));
 }
 
 TEST_F(WeightMapTest, MissingLayerTensor) {
@@ -185,9 +178,8 @@ TEST_F(WeightMapTest, MissingWholeLayerIsOneLine) {
   ASSERT_OK_AND_ASSIGN(WeightReport r, ValidateWeightMap(src, schema, {}));
   EXPECT_FALSE(r.ok);
   EXPECT_EQ(r.missing, 11);
-  EXPECT_THAT(r.problems, ElementsAre(
-                              "missing all 11 tensors of layer 2 ('layers.2.*'); the "
-                              "checkpoint has 2 layers (0..1)"));
+  EXPECT_THAT(r.problems, ElementsAre("missing all 11 tensors of layer 2 ('layers.2.*'); the "
+                                      "checkpoint has 2 layers (0..1)"));
 }
 
 TEST_F(WeightMapTest, ExtraLayerNamedClearly) {
@@ -215,9 +207,8 @@ TEST_F(WeightMapTest, TransposedShape) {
   ASSERT_OK_AND_ASSIGN(WeightReport r, ValidateWeightMap(src, schema_, {}));
   EXPECT_FALSE(r.ok);
   EXPECT_EQ(r.shape_mismatches, 1);
-  EXPECT_THAT(r.problems,
-              ElementsAre("tensor 'layers.1.mlp.down_proj.weight' has shape [16, 8]; "
-                          "expected [8, 16]; looks transposed"));
+  EXPECT_THAT(r.problems, ElementsAre("tensor 'layers.1.mlp.down_proj.weight' has shape [16, 8]; "
+                                      "expected [8, 16]; looks transposed"));
   const TensorEntry* e = Entry(r, "layers.1.mlp.down_proj.weight");
   EXPECT_EQ(e->status, EntryStatus::kShapeMismatch);
   EXPECT_THAT(e->expected_shape, ElementsAre(kH, kI));
@@ -226,8 +217,8 @@ TEST_F(WeightMapTest, TransposedShape) {
 
 TEST_F(WeightMapTest, FcForFiveTargetLayersOnFourLayerSchema) {
   std::vector<TensorSpec> schema = {{"fc.weight", {kH, 4 * kH}}, {"norm.weight", {kH}}};
-  FakeTensorSource src({{"module.fc.weight", at::zeros({kH, 5 * kH})},
-                        {"module.norm.weight", at::ones({kH})}});
+  FakeTensorSource src(
+      {{"module.fc.weight", at::zeros({kH, 5 * kH})}, {"module.norm.weight", at::ones({kH})}});
   ASSERT_OK_AND_ASSIGN(WeightReport r, ValidateWeightMap(src, schema, {}));
   EXPECT_FALSE(r.ok);
   EXPECT_THAT(r.problems,
@@ -285,7 +276,8 @@ TEST_F(WeightMapTest, IgnoredWithReason) {
   EXPECT_EQ(e->stored_name, "module.embed_tokens.weight");
   EXPECT_EQ(e->reason, "the drafter borrows the target's embed_tokens");
   EXPECT_THAT(r.skipped_entries, ElementsAre("optimizer.state", "step"));
-  EXPECT_THAT(r.facts, Contains(HasSubstr("skipped 2 non-tensor entries ('optimizer.state', 'step')")));
+  EXPECT_THAT(r.facts,
+              Contains(HasSubstr("skipped 2 non-tensor entries ('optimizer.state', 'step')")));
 }
 
 TEST_F(WeightMapTest, OptionalAbsentIsOk) {
@@ -294,8 +286,7 @@ TEST_F(WeightMapTest, OptionalAbsentIsOk) {
   FakeTensorSource src(Checkpoint(schema_));
   ASSERT_OK_AND_ASSIGN(WeightReport r, ValidateWeightMap(src, schema, {}));
   EXPECT_TRUE(r.ok);
-  EXPECT_EQ(Entry(r, "layers.0.self_attn.q_proj.bias")->status,
-            EntryStatus::kOptionalAbsent);
+  EXPECT_EQ(Entry(r, "layers.0.self_attn.q_proj.bias")->status, EntryStatus::kOptionalAbsent);
 }
 
 TEST_F(WeightMapTest, ProblemsOrderedWorstFirst) {
@@ -514,9 +505,9 @@ TEST_F(WeightMapTest, LoadDetectsChangedCheckpoint) {
   opts.compute_stats = true;
   ASSERT_OK_AND_ASSIGN(WeightReport r, ValidateWeightMap(src, schema, opts));
   FakeTensorSource changed({{"norm.weight", at::tensor({1.0f, 3.0f})}});
-  EXPECT_THAT(LoadValidatedWeights(changed, r, at::kFloat, c10::Device(c10::kCPU)),
-              StatusIs(absl::StatusCode::kFailedPrecondition,
-                       HasSubstr("changed since it was validated")));
+  EXPECT_THAT(
+      LoadValidatedWeights(changed, r, at::kFloat, c10::Device(c10::kCPU)),
+      StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("changed since it was validated")));
 }
 
 }  // namespace

@@ -61,8 +61,8 @@ Built Write(const std::vector<Member>& members, bool zip64 = false) {
   std::vector<size_t> cd_at;
   for (const Member& m : members) {
     const std::string payload = m.deflate ? RawDeflate(m.data) : m.data;
-    const uint32_t crc = crc32(0, reinterpret_cast<const Bytef*>(m.data.data()),
-                               static_cast<uInt>(m.data.size()));
+    const uint32_t crc =
+        crc32(0, reinterpret_cast<const Bytef*>(m.data.data()), static_cast<uInt>(m.data.size()));
     const uint16_t method = m.deflate ? 8 : 0;
     b.local.push_back(b.bytes.size());
     std::string& s = b.bytes;
@@ -78,7 +78,8 @@ Built Write(const std::vector<Member>& members, bool zip64 = false) {
     Put(&cd, m.name.size(), 2), Put(&cd, zip64 ? 20 : 0, 2), Put(&cd, 0, 2);
     Put(&cd, 0, 2), Put(&cd, 0, 2), Put(&cd, 0, 4), Put(&cd, b.local.back(), 4);
     cd += m.name;
-    if (zip64) Put(&cd, 1, 2), Put(&cd, 16, 2), Put(&cd, m.data.size(), 8), Put(&cd, payload.size(), 8);
+    if (zip64)
+      Put(&cd, 1, 2), Put(&cd, 16, 2), Put(&cd, m.data.size(), 8), Put(&cd, payload.size(), 8);
   }
   const size_t cd_offset = b.bytes.size();
   for (size_t at : cd_at) b.central.push_back(cd_offset + at);
@@ -139,8 +140,8 @@ TEST(ZipArchiveTest, RefusesMalformedDirectories) {
   EXPECT_EQ(open_error(good.bytes.substr(0, good.bytes.size() - 1)),
             "no zip end-of-central-directory record (truncated file?)");
   EXPECT_EQ(open_error(good.bytes.substr(0, good.central[0]) + good.bytes.substr(good.end)),
-            absl::StrCat("zip central directory (offset ", good.central[0],
-                         ", ", good.end - good.central[0], " bytes) runs past its end record at ",
+            absl::StrCat("zip central directory (offset ", good.central[0], ", ",
+                         good.end - good.central[0], " bytes) runs past its end record at ",
                          good.central[0], " (truncated file?)"));
   {
     std::string s = good.bytes;
@@ -160,23 +161,23 @@ TEST(ZipArchiveTest, RefusesMalformedDirectories) {
   {
     std::string s = good.bytes;
     Patch(&s, good.central[0] + 24, 0xffffffffu, 4);
-    EXPECT_EQ(open_error(s),
-              "entry 'a/x' says its sizes are in a zip64 extra field, which is missing or too short");
+    EXPECT_EQ(
+        open_error(s),
+        "entry 'a/x' says its sizes are in a zip64 extra field, which is missing or too short");
   }
   {
     std::string s = good.bytes;
     Patch(&s, good.central[1] + 24, 0x7fffffff, 4);
-    EXPECT_EQ(open_error(s), absl::StrCat("zip entry 'a/y' declares 2147483647 bytes from ",
-                                          y_compressed,
-                                          " compressed, more than deflate can produce"));
+    EXPECT_EQ(open_error(s),
+              absl::StrCat("zip entry 'a/y' declares 2147483647 bytes from ", y_compressed,
+                           " compressed, more than deflate can produce"));
   }
   {
     std::string s = good.bytes;
     Patch(&s, good.central[1] + 42, good.central[0], 4);
-    EXPECT_EQ(open_error(s), absl::StrCat("zip entry 'a/y' (local header at ", good.central[0],
-                                          ", ", y_compressed,
-                                          " bytes) lies past the data (", good.central[0],
-                                          " bytes)"));
+    EXPECT_EQ(open_error(s),
+              absl::StrCat("zip entry 'a/y' (local header at ", good.central[0], ", ", y_compressed,
+                           " bytes) lies past the data (", good.central[0], " bytes)"));
   }
   {
     Built dup = Write({{"a/x", "1"}, {"a/x", "2"}});
@@ -222,9 +223,9 @@ TEST(ZipArchiveTest, ReadsOnlyWhatIsDeclaredAndIntact) {
               "zip entry 'a/big' is corrupt deflate data (invalid block type) after 0 of 1000 "
               "bytes");
     b.bytes[b.local[1] + 30 + 2] = 'Y';  // the local header's name
-    EXPECT_EQ(read_error(b.bytes, "a/big", 1000),
-              "zip entry 'a/big': its local header at " + std::to_string(b.local[1]) +
-                  " names another entry");
+    EXPECT_EQ(read_error(b.bytes, "a/big", 1000), "zip entry 'a/big': its local header at " +
+                                                      std::to_string(b.local[1]) +
+                                                      " names another entry");
   }
   {
     Built b = Write({{"a/x", kText}, {"a/big", big, true}});

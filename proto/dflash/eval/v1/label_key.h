@@ -16,8 +16,8 @@ inline constexpr size_t kMaxLabelKeyBytes = 63;
 inline bool IsValidLabelKey(absl::string_view key) {
   if (key.empty() || key.size() > kMaxLabelKeyBytes) return false;
   for (char c : key) {
-    if (!absl::ascii_isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-' &&
-        c != '.' && c != '/') {
+    if (!absl::ascii_isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-' && c != '.' &&
+        c != '/') {
       return false;
     }
   }
