@@ -14,6 +14,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/cord.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/string_view.h"
 
 namespace dflash {
@@ -40,11 +41,10 @@ inline absl::Status WithFixHint(absl::Status status, FixHint hint) {
 }
 
 inline std::optional<FixHint> GetFixHint(const absl::Status& status) {
-  std::optional<absl::Cord> payload = status.GetPayload(kFixHintPayloadUrl);
+  auto payload = status.GetPayload(kFixHintPayloadUrl);  // absl::optional<absl::Cord>
   if (!payload.has_value()) return std::nullopt;
-  const std::string text(*payload);
-  if (text.empty() || text.size() > 2) return std::nullopt;
-  const int v = std::stoi(text);
+  int v = -1;
+  if (!absl::SimpleAtoi(std::string(*payload), &v)) return std::nullopt;
   if (v < 0 || v > static_cast<int>(FixHint::kEvalBlockLimit)) return std::nullopt;
   return static_cast<FixHint>(v);
 }

@@ -128,11 +128,15 @@ absl::StatusOr<eval::EvalResult> EvalCoreImpl::DoRunEval(const EvalParams& param
   const double setup =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   // The evaluator reports its totals before scoring anything: refuse there.
+  // Replay's first total is the most its walks can take: refused on that,
+  // since it is what the evaluation may cost.
   int64_t too_many_blocks = 0;
+  bool up_to = false;
   const int64_t max_blocks = options_.max_eval_blocks;
   auto limited = [&](const eval::EvalProgress& p) {
     if (max_blocks > 0 && p.blocks_total > max_blocks) {
       too_many_blocks = p.blocks_total;
+      up_to = p.blocks_total_is_bound;
       return false;
     }
     return progress ? progress(p) : true;
@@ -140,11 +144,11 @@ absl::StatusOr<eval::EvalResult> EvalCoreImpl::DoRunEval(const EvalParams& param
   absl::StatusOr<eval::EvalResult> evaluated =
       eval::Evaluate(*drafter, *target, *dataset, params.options, limited);
   if (too_many_blocks > 0) {
-    return WithFixHint(
-        absl::ResourceExhaustedError(absl::StrCat(
-            "this evaluation would score ", too_many_blocks, " blocks; the server allows at most ",
-            max_blocks, " per evaluation; lower max_samples or max_blocks")),
-        FixHint::kEvalBlockLimit);
+    return WithFixHint(absl::ResourceExhaustedError(absl::StrCat(
+                           "this evaluation would score ", up_to ? "up to " : "", too_many_blocks,
+                           " blocks; the server allows at most ", max_blocks,
+                           " per evaluation; lower max_samples or max_blocks")),
+                       FixHint::kEvalBlockLimit);
   }
   ASSIGN_OR_RETURN(eval::EvalResult result, std::move(evaluated));
   result.setup_seconds += setup;

@@ -160,7 +160,7 @@ TEST_F(EvalCoreImplTest, SameSourceIsReusedAndAnotherIsRefused) {
   EXPECT_THAT(core->LoadDrafter(Drafter("m", "drafter2")),
               StatusIs(absl::StatusCode::kAlreadyExists,
                        Eq("a different drafter is already resident as 'm' (from " + root_ +
-                          "/models/drafter); unload it or choose another --name")));
+                          "/models/drafter); unload it or choose another name")));
   // A different dtype of the same target is a different object.
   LoadTargetParams bf16 = Target();
   bf16.dtype = "bf16";
@@ -237,8 +237,7 @@ TEST_F(EvalCoreImplTest, MemoryBudgetRefusesBeforeReading) {
                           " bytes (0.00 GiB) (estimated from the sizes of its files) but " +
                           std::to_string(kTargetBytes) + " bytes (0.00 GiB) of the " +
                           std::to_string(budget) +
-                          " bytes (0.00 GiB) budget (--max-resident-bytes) is resident; unload "
-                          "something first")));
+                          " bytes (0.00 GiB) resident budget is in use; unload something first")));
   int64_t weight_bytes = 0;
   for (const auto& [_, w] : world_->weights) weight_bytes += w.numel() * 4;
   EXPECT_THAT(core->LoadDrafter(Drafter()),
@@ -247,8 +246,7 @@ TEST_F(EvalCoreImplTest, MemoryBudgetRefusesBeforeReading) {
                           " bytes (0.00 GiB) (estimated from the tensor headers) but " +
                           std::to_string(kTargetBytes) + " bytes (0.00 GiB) of the " +
                           std::to_string(budget) +
-                          " bytes (0.00 GiB) budget (--max-resident-bytes) is resident; unload "
-                          "something first")));
+                          " bytes (0.00 GiB) resident budget is in use; unload something first")));
   EXPECT_EQ(core->ListResources(std::nullopt).size(), 1u);
   // A second target does not fit either (estimated from config.json).
   EXPECT_THAT(core->LoadTarget(Target("t2")),
@@ -276,14 +274,13 @@ TEST_F(EvalCoreImplTest, RunEvalArgumentErrors) {
   no_data.dataset.clear();
   EXPECT_THAT(core->RunEval(no_data, nullptr),
               StatusIs(absl::StatusCode::kInvalidArgument, Eq("dataset is required")));
-  EXPECT_THAT(core->RunEval(Eval(), nullptr),
-              StatusIs(absl::StatusCode::kFailedPrecondition,
-                       Eq("no target is loaded; load one first (dflash-eval load-target PATH)")));
+  EXPECT_THAT(core->RunEval(Eval(), nullptr), StatusIs(absl::StatusCode::kFailedPrecondition,
+                                                       Eq("no target is loaded; load one first")));
   LoadAll(*core);
   ASSERT_OK(core->LoadTarget(Target("t2")));
   EXPECT_THAT(core->RunEval(Eval(), nullptr),
               StatusIs(absl::StatusCode::kInvalidArgument,
-                       Eq("several targets are resident (t, t2); name one with --target")));
+                       Eq("several targets are resident (t, t2); name one")));
   EvalParams unknown = Eval();
   unknown.target = "t";
   unknown.drafter = "x";
@@ -310,9 +307,16 @@ TEST_F(EvalCoreImplTest, BlockLimitRefusesBeforeScoring) {
                             }),
               StatusIs(absl::StatusCode::kResourceExhausted,
                        Eq("this evaluation would score 29 blocks; the server allows at most 10 "
-                          "per evaluation (--max-eval-blocks); lower max_samples or "
+                          "per evaluation; lower max_samples or "
                           "max_blocks")));
   EXPECT_EQ(calls, 0);  // the caller's progress never saw the refused run
+  // Replay is refused on the most its walks can take, and says so.
+  EvalParams replay = Eval();
+  replay.options.mode = eval::Mode::kReplay;
+  EXPECT_THAT(core->RunEval(replay, nullptr),
+              StatusIs(absl::StatusCode::kResourceExhausted,
+                       Eq("this evaluation would score up to 29 blocks; the server allows at "
+                          "most 10 per evaluation; lower max_samples or max_blocks")));
   EvalParams fewer = Eval();
   fewer.options.max_samples = 1;  // 10 blocks
   ASSERT_OK_AND_ASSIGN(eval::EvalResult r, core->RunEval(fewer, nullptr));
@@ -378,7 +382,7 @@ TEST_F(EvalCoreImplTest, DrafterNotMatchingItsConfigIsNotLoaded) {
   three.layers = 3;
   std::ofstream(dir + "/config.json") << dflash::testing::TinyConfigJson(three);
   EXPECT_THAT(core->LoadDrafter(Drafter("bad", "bad")),
-              StatusIs(absl::StatusCode::kFailedPrecondition,
+              StatusIs(absl::StatusCode::kInvalidArgument,
                        StartsWith("checkpoint '" + dir +
                                   "' does not match its config (11 "
                                   "missing, 0 shape mismatch(es), 0 unexpected); nothing was "

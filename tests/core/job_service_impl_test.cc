@@ -149,19 +149,19 @@ TEST_F(JobServiceImplTest, SubmitChecksAgainstWhatIsResident) {
               StatusIs(absl::StatusCode::kInvalidArgument,
                        Eq("give a resident drafter name or a checkpoint path")));
   jobs::JobRequest both = Request();
-  both.checkpoint_path = "/x";
+  both.params.checkpoint_path = "/x";
   EXPECT_THAT(service_->Submit(both),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        Eq("give a resident drafter name or a checkpoint path, not both")));
   jobs::JobRequest no_data = Request();
-  no_data.dataset.clear();
+  no_data.params.dataset.clear();
   EXPECT_THAT(service_->Submit(no_data),
               StatusIs(absl::StatusCode::kInvalidArgument, Eq("dataset is required")));
   EXPECT_THAT(
       service_->Submit(Request("x")),
       StatusIs(absl::StatusCode::kNotFound, Eq("no resident drafter named 'x' (resident: m)")));
   jobs::JobRequest other_data = Request();
-  other_data.dataset = "e";
+  other_data.params.dataset = "e";
   EXPECT_THAT(
       service_->Submit(other_data),
       StatusIs(absl::StatusCode::kNotFound, Eq("no resident dataset named 'e' (resident: d)")));

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <string>
 
+#include "common/fix_hint.h"
 #include "core/resident.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -44,8 +45,10 @@ TEST_F(ResidentBudgetTest, FitsUpToTheBudgetExactly) {
       StatusIs(absl::StatusCode::kResourceExhausted,
                Eq("loading drafter 'x' needs 771 bytes (0.00 GiB) (estimated from the "
                   "tensor headers) but 1230 bytes (0.00 GiB) of the 2000 bytes (0.00 "
-                  "GiB) budget (--max-resident-bytes) is resident; unload something "
-                  "first")));
+                  "GiB) resident budget is in use; unload something first")));
+  // The core names no server flag; it marks the status so the service can.
+  EXPECT_EQ(GetFixHint(CheckResidentBudget(r_, 2000, "drafter", "x", 771, "b")),
+            FixHint::kResidentBudget);
   // Already over budget: nothing fits, not even 0 bytes more.
   EXPECT_THAT(CheckResidentBudget(r_, 1000, "dataset", "d2", 0, "b"),
               StatusIs(absl::StatusCode::kResourceExhausted, ::testing::_));
@@ -54,8 +57,7 @@ TEST_F(ResidentBudgetTest, FitsUpToTheBudgetExactly) {
               StatusIs(absl::StatusCode::kResourceExhausted,
                        Eq("loading target 'big' needs 3221225472 bytes (3.00 GiB) (estimated "
                           "from config.json) but 1230 bytes (0.00 GiB) of the 3221225472 bytes "
-                          "(3.00 GiB) budget (--max-resident-bytes) is resident; unload "
-                          "something first")));
+                          "(3.00 GiB) resident budget is in use; unload something first")));
 }
 
 TEST_F(ResidentBudgetTest, DrafterEstimateCountsFoundTensorsOnly) {

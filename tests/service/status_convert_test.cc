@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "common/fix_hint.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -17,6 +18,28 @@ TEST_F(StatusConvertTest, OkIsOk) {
   const grpc::Status s = ToGrpcStatus(absl::OkStatus());
   EXPECT_TRUE(s.ok());
   EXPECT_EQ(s.error_message(), "");
+}
+
+// The core describes the problem and marks how to fix it; the service words
+// the fix with the client's and server's own flag names.
+TEST_F(StatusConvertTest, FixHintsAreWordedWithFlagNames) {
+  const std::pair<FixHint, std::string> hints[] = {
+      {FixHint::kLoadTarget, "no target is loaded (dflash-eval load-target PATH)"},
+      {FixHint::kNameDrafter, "no target is loaded with --drafter"},
+      {FixHint::kChooseName, "no target is loaded (--name)"},
+      {FixHint::kResidentBudget, "no target is loaded (server flag --max-resident-bytes)"},
+      {FixHint::kEvalBlockLimit, "no target is loaded (server flag --max-eval-blocks)"},
+  };
+  for (const auto& [hint, want] : hints) {
+    const grpc::Status s =
+        ToGrpcStatus(WithFixHint(absl::FailedPreconditionError("no target is loaded"), hint));
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+    EXPECT_EQ(s.error_message(), want);
+  }
+  // No hint, no suffix; a malformed payload is ignored.
+  absl::Status odd = absl::InternalError("boom");
+  odd.SetPayload(kFixHintPayloadUrl, absl::Cord("x9"));
+  EXPECT_EQ(ToGrpcStatus(odd).error_message(), "boom");
 }
 
 TEST_F(StatusConvertTest, EveryCodeKeepsItsNumberAndMessage) {

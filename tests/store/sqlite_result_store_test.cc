@@ -16,6 +16,10 @@ namespace dflash::store {
 namespace {
 
 using ::dflash::testing::StatusIs;
+using jobs::JobPage;
+using jobs::JobRecord;
+using jobs::JobState;
+using jobs::ListQuery;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
