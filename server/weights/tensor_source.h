@@ -48,7 +48,8 @@ class TensorSource {
   // The caller has copied tensor `name` and will not read it again: the
   // source may give back the memory behind it (a mapped file's pages), so a
   // load's peak stays near what it keeps. Tensors already returned stay
-  // valid (clean file-backed pages are read again on access). No-op by default.
+  // valid (clean file-backed pages are read again on access), but one that
+  // was written in place loses those writes. No-op by default.
   virtual void ReleaseBytes(absl::string_view /*name*/) const {}
   // The training wrapper the tensors were read from inside ("state_dict",
   // "module", "model_state_dict"; see pickle_flatten.h), "" when none.

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -197,6 +198,39 @@ TEST_F(SafetensorsFileTest, InPlaceWritesNeverReachTheFile) {
   t.add_(100);
   EXPECT_EQ(t[0].item<float>(), 101.0f);
   EXPECT_EQ(::dflash::testing::ReadFileOrEmpty(path), w.Bytes());
+}
+
+// RssFile of this process, in bytes (the mapped file pages it holds).
+int64_t RssFileBytes() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("RssFile:", 0) == 0) return std::stoll(line.substr(8)) * 1024;
+  }
+  return -1;
+}
+
+// A load copies each tensor and then releases its mapped pages, so its peak
+// is what it keeps, not that plus the file. The data stays readable.
+TEST_F(SafetensorsFileTest, ReleasedBytesLeaveRssAndReadAgainFromTheFile) {
+  const int64_t n = 4 << 20;  // 16 MiB of F32
+  std::vector<double> values(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) values[static_cast<size_t>(i)] = static_cast<double>(i % 1000);
+  SafetensorsWriter w;
+  w.AddValues("big", "F32", {n}, values).AddValues("next", "F32", {3}, {7, 8, 9});
+  ASSERT_OK_AND_ASSIGN(TensorSourcePtr src,
+                       OpenSafetensors(w.WriteTo(dir_.Join("big.safetensors"))));
+  ASSERT_OK_AND_ASSIGN(at::Tensor big, src->Read("big"));
+  ASSERT_OK_AND_ASSIGN(at::Tensor next, src->Read("next"));
+  const double sum = big.sum(at::kDouble).item<double>();  // faults every page in
+  const int64_t before = RssFileBytes();
+  ASSERT_GT(before, 0);
+  src->ReleaseBytes("big");
+  const int64_t after = RssFileBytes();
+  EXPECT_GE(before - after, 12 << 20) << "RssFile " << before << " -> " << after;
+  EXPECT_EQ(big.sum(at::kDouble).item<double>(), sum);
+  EXPECT_EQ(next[2].item<float>(), 9.0f);  // the shared boundary page reads back
+  src->ReleaseBytes("no such tensor");     // ignored
 }
 
 // ---- one test per defect -------------------------------------------------
