@@ -20,6 +20,7 @@
 #include "weights/fingerprint.h"
 #include "weights/name_suggest.h"
 #include "weights/tensor_stats.h"
+#include "weights/weight_digest.h"
 #include "weights/weight_names.h"
 
 namespace dflash::weights {
@@ -57,64 +58,6 @@ void AddCapped(const std::vector<std::string>& lines, absl::string_view what,
       return;
     }
     out->push_back(lines[i]);
-  }
-}
-
-std::string StoredAs(const TensorEntry& e) {
-  return e.stored_name == e.name ? std::string()
-                                 : absl::StrCat(" (stored as '", e.stored_name, "')");
-}
-
-// The FOUND entries in fingerprint order (sorted by schema name).
-std::vector<TensorEntry*> FoundSorted(WeightReport& report) {
-  std::vector<TensorEntry*> out;
-  for (TensorEntry& e : report.tensors) {
-    if (e.status == EntryStatus::kFound) out.push_back(&e);
-  }
-  std::sort(out.begin(), out.end(),
-            [](const TensorEntry* a, const TensorEntry* b) { return a->name < b->name; });
-  return out;
-}
-
-enum class Stats { kCompute, kSkip };
-
-// Reads one FOUND tensor, checks it still has the validated shape and adds
-// it to the fingerprint (and its statistics with Stats::kCompute).
-absl::StatusOr<at::Tensor> ReadAndDigest(const TensorSource& source, TensorEntry& e, Stats stats,
-                                         Fingerprinter& fp) {
-  ASSIGN_OR_RETURN(at::Tensor t, source.Read(e.stored_name));
-  ASSIGN_OR_RETURN(t, TorchGuard("reading", [&] { return t.cpu().contiguous(); }), "tensor '",
-                   e.stored_name, "'");
-  const std::vector<int64_t> shape(t.sizes().begin(), t.sizes().end());
-  if (shape != e.shape) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("tensor '", e.stored_name, "' now has shape ", ShapeText(shape), "; it had ",
-                     ShapeText(e.shape), " when validated (file changed?)"));
-  }
-  if (stats == Stats::kCompute && !e.has_stats) {
-    ASSIGN_OR_RETURN(e.stats, ComputeTensorStats(t), "tensor '", e.stored_name, "'");
-    e.has_stats = true;
-  }
-  fp.AddTensor(e.name, e.dtype, e.shape, t.data_ptr(),
-               static_cast<size_t>(t.numel() * t.element_size()));
-  return t;
-}
-
-// Stats problems (NaN/Inf: not ok) and facts (all-zero: a warning).
-void ReportStats(WeightReport& report, const std::vector<TensorEntry*>& entries,
-                 std::vector<std::string>* bad_values) {
-  for (const TensorEntry* entry : entries) {
-    const TensorEntry& e = *entry;
-    if (!e.has_stats) continue;
-    if (e.stats.nan_count + e.stats.inf_count > 0) {
-      bad_values->push_back(absl::StrCat("tensor '", e.name, "'", StoredAs(e), " holds ",
-                                         e.stats.nan_count, " NaN and ", e.stats.inf_count,
-                                         " Inf values"));
-    }
-    if (e.stats.all_zero) {
-      report.facts.push_back(
-          absl::StrCat("warning: tensor '", e.name, "' is all zeros (untrained or zeroed?)"));
-    }
   }
 }
 
@@ -340,29 +283,6 @@ void DescribeMissing(const StoredIndex& index, const std::vector<bool>& used,
   }
 }
 
-// compute_stats: reads every FOUND tensor (none larger than the resident
-// budget) for its statistics and the fingerprint; NaN/Inf go to `bad_values`.
-absl::Status ComputeStatsAndFingerprint(const TensorSource& source, const ValidateOptions& options,
-                                        WeightReport* report,
-                                        std::vector<std::string>* bad_values) {
-  Fingerprinter fp;
-  const std::vector<TensorEntry*> found = FoundSorted(*report);
-  for (TensorEntry* e : found) {
-    const TensorInfo* info = source.Find(e->stored_name);
-    if (options.max_tensor_bytes > 0 && info != nullptr &&
-        info->nbytes > options.max_tensor_bytes) {
-      return absl::ResourceExhaustedError(
-          absl::StrCat("tensor '", e->stored_name, "' in '", source.path(), "' is ", info->nbytes,
-                       " bytes; reading it for statistics would exceed the resident budget of ",
-                       options.max_tensor_bytes, " bytes"));
-    }
-    ASSIGN_OR_RETURN(at::Tensor t, ReadAndDigest(source, *e, Stats::kCompute, fp));
-  }
-  report->fingerprint = fp.Hex();
-  ReportStats(*report, found, bad_values);
-  return absl::OkStatus();
-}
-
 // The problems, capped per category and worst first, and report.ok.
 // Unexpected tensors, when allowed, are facts instead.
 void AddProblems(const ProblemLines& lines, const std::vector<std::string>& ambiguous,
@@ -467,7 +387,8 @@ absl::StatusOr<WeightReport> ValidateWeightMap(const TensorSource& source,
                     &lines);
   DescribeMissing(index, used, layers, missing_by_layer, &report, &lines.missing);
   if (options.compute_stats) {
-    RETURN_IF_ERROR(ComputeStatsAndFingerprint(source, options, &report, &lines.bad_values));
+    RETURN_IF_ERROR(
+        ComputeStatsAndFingerprint(source, options.max_tensor_bytes, &report, &lines.bad_values));
   }
   AddProblems(lines, index.ambiguous, options, &report);
 
@@ -497,7 +418,7 @@ absl::StatusOr<std::map<std::string, at::Tensor>> LoadValidatedWeights(const Ten
   // fails the check, so the report can say how many NaN and Inf it holds.
   std::vector<TensorEntry*> fresh;  // stats computed now, not at validation
   for (TensorEntry* e : FoundSorted(report)) {
-    ASSIGN_OR_RETURN(at::Tensor t, ReadAndDigest(source, *e, Stats::kSkip, fp));
+    ASSIGN_OR_RETURN(at::Tensor t, ReadAndDigest(source, *e, DigestStats::kSkip, fp));
     if (!e->has_stats) {
       ASSIGN_OR_RETURN(const bool finite, AllFinite(t), "tensor '", e->stored_name, "'");
       if (!finite) {
