@@ -83,6 +83,58 @@ std::string LayerList(const std::vector<int>& ids) {
   return absl::StrCat("[", absl::StrJoin(ids, ", "), "]");
 }
 
+// The dataset's name: the request's, else the manifest's, else the folder's.
+std::string DatasetName(const DatasetLoadOptions& options, const Declared& declared) {
+  std::string name = !options.name.empty()    ? options.name
+                     : !declared.name.empty() ? declared.name
+                                              : fs::path(options.path).filename().string();
+  if (name.empty()) {  // a path ending in '/'
+    name = fs::path(options.path).parent_path().filename().string();
+  }
+  return name;
+}
+
+// The start of the fingerprint: its version, then the feature groups.
+DatasetHash HashGroups(const std::vector<FeatureGroup>& groups) {
+  DatasetHash hash;
+  hash.Update("dflash-dataset-v1", 17);
+  for (const FeatureGroup& g : groups) {
+    hash.Update(g.key.data(), g.key.size());
+    hash.UpdateU64(g.layer_ids.size());
+    for (int id : g.layer_ids) hash.UpdateU64(static_cast<uint64_t>(id));
+  }
+  return hash;
+}
+
+// Hashes `host` (on the host, before any move) and copies it to `device`,
+// features as `dtype`, dropping each host feature once it is copied.
+absl::StatusOr<DatasetSample> MoveSample(HostSample& host, const SampleFile& file,
+                                         c10::ScalarType dtype, const c10::Device& device,
+                                         DatasetHash& hash) {
+  DatasetSample sample;
+  sample.index = file.index;
+  sample.file = file.relative;
+  return TorchGuard(
+      absl::StrCat("moving sample '", file.relative, "' to ", device.str()),
+      [&]() -> DatasetSample {
+        hash.UpdateU64(static_cast<uint64_t>(host.input_ids.size(0)));
+        HashTensor(hash, host.input_ids);
+        HashTensor(hash, host.loss_mask);
+        sample.input_ids = host.input_ids.to(device, at::kLong, false, /*copy=*/true);
+        sample.loss_mask = host.loss_mask.to(device, at::kByte, false, /*copy=*/true);
+        for (at::Tensor& f : host.features) {
+          // Owned memory, never a view of the mapped capture
+          // file: rewriting it in place would otherwise crash
+          // the server (SIGBUS) on the next evaluation.
+          at::Tensor host_cast = f.to(dtype).contiguous();
+          HashTensor(hash, host_cast);  // on the host, before any move
+          sample.features.push_back(host_cast.to(device, dtype, false, /*copy=*/true));
+          f = at::Tensor();  // drop the host copy now
+        }
+        return std::move(sample);
+      });
+}
+
 }  // namespace
 
 std::vector<int> EvalDataset::layer_ids() const {
@@ -107,12 +159,7 @@ absl::StatusOr<EvalDataset> EvalDataset::Load(const DatasetLoadOptions& options)
   EvalDataset ds;
   ds.path_ = options.path;
   ds.groups_ = declared.groups;
-  ds.name_ = !options.name.empty()    ? options.name
-             : !declared.name.empty() ? declared.name
-                                      : fs::path(options.path).filename().string();
-  if (ds.name_.empty()) {  // a path ending in '/'
-    ds.name_ = fs::path(options.path).parent_path().filename().string();
-  }
+  ds.name_ = DatasetName(options, declared);
 
   SampleExpectations expect;
   expect.groups = declared.groups;
@@ -120,14 +167,7 @@ absl::StatusOr<EvalDataset> EvalDataset::Load(const DatasetLoadOptions& options)
   expect.hidden_size_from_manifest = declared.hidden_size > 0;
   expect.vocab_size = options.vocab_size;
 
-  DatasetHash hash;
-  hash.Update("dflash-dataset-v1", 17);
-  for (const FeatureGroup& g : ds.groups_) {
-    hash.Update(g.key.data(), g.key.size());
-    hash.UpdateU64(g.layer_ids.size());
-    for (int id : g.layer_ids) hash.UpdateU64(static_cast<uint64_t>(id));
-  }
-
+  DatasetHash hash = HashGroups(ds.groups_);
   for (const SampleFile& file : files) {
     const std::string full = (fs::path(options.path) / file.relative).string();
     absl::StatusOr<HostSample> host = ReadSample(full, expect);
@@ -147,34 +187,9 @@ absl::StatusOr<EvalDataset> EvalDataset::Load(const DatasetLoadOptions& options)
     if (!options.dtype.has_value() && !host->features.empty()) {
       expect.feature_dtype = host->features[0].scalar_type();
     }
-    DatasetSample sample;
-    sample.index = file.index;
-    sample.file = file.relative;
     const c10::ScalarType dtype = options.dtype.value_or(
         host->features.empty() ? c10::kFloat : host->features[0].scalar_type());
-    ASSIGN_OR_RETURN(
-        sample,
-        TorchGuard(absl::StrCat("moving sample '", file.relative, "' to ", options.device.str()),
-                   [&]() -> DatasetSample {
-                     hash.UpdateU64(static_cast<uint64_t>(host->input_ids.size(0)));
-                     HashTensor(hash, host->input_ids);
-                     HashTensor(hash, host->loss_mask);
-                     sample.input_ids =
-                         host->input_ids.to(options.device, at::kLong, false, /*copy=*/true);
-                     sample.loss_mask =
-                         host->loss_mask.to(options.device, at::kByte, false, /*copy=*/true);
-                     for (at::Tensor& f : host->features) {
-                       // Owned memory, never a view of the mapped capture
-                       // file: rewriting it in place would otherwise crash
-                       // the server (SIGBUS) on the next evaluation.
-                       at::Tensor host_cast = f.to(dtype).contiguous();
-                       HashTensor(hash, host_cast);  // on the host, before any move
-                       sample.features.push_back(
-                           host_cast.to(options.device, dtype, false, /*copy=*/true));
-                       f = at::Tensor();  // drop the host copy now
-                     }
-                     return std::move(sample);
-                   }));
+    ASSIGN_OR_RETURN(DatasetSample sample, MoveSample(*host, file, dtype, options.device, hash));
     host = absl::StatusOr<HostSample>(HostSample{});  // release host tensors
     ds.bytes_ += sample.input_ids.nbytes() + sample.loss_mask.nbytes();
     for (const at::Tensor& f : sample.features) ds.bytes_ += f.nbytes();

@@ -5,63 +5,17 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "absl/strings/str_join.h"
 #include "common/status_macros.h"
+#include "formats/pickle_globals.h"
 
 namespace dflash::weights {
 namespace {
 
-constexpr absl::string_view kOrderedDict = "collections.OrderedDict";
-constexpr absl::string_view kRebuildTensor = "torch._utils._rebuild_tensor_v2";
-constexpr absl::string_view kRebuildParameter = "torch._utils._rebuild_parameter";
-constexpr absl::string_view kRebuildParameterWithState =
-    "torch._utils._rebuild_parameter_with_state";
-
-// The allowlist: the only globals a pickle may name. Storage classes carry
-// their element type; the others are called by Call(). The refusal message
-// lists this table, so it cannot drift from what is accepted.
-struct AllowedGlobal {
-  absl::string_view name;
-  bool storage;  // a torch.<Type>Storage class
-  DType dtype;   // for storage classes
-};
-constexpr AllowedGlobal kAllowedGlobals[] = {
-    {kOrderedDict, false, DType::kF32},        {kRebuildTensor, false, DType::kF32},
-    {kRebuildParameter, false, DType::kF32},   {kRebuildParameterWithState, false, DType::kF32},
-    {"torch.FloatStorage", true, DType::kF32}, {"torch.DoubleStorage", true, DType::kF64},
-    {"torch.HalfStorage", true, DType::kF16},  {"torch.BFloat16Storage", true, DType::kBF16},
-    {"torch.LongStorage", true, DType::kI64},  {"torch.IntStorage", true, DType::kI32},
-    {"torch.ShortStorage", true, DType::kI16}, {"torch.CharStorage", true, DType::kI8},
-    {"torch.ByteStorage", true, DType::kU8},   {"torch.BoolStorage", true, DType::kBool},
-};
-
-const AllowedGlobal* FindAllowedGlobal(absl::string_view full) {
-  for (const AllowedGlobal& g : kAllowedGlobals) {
-    if (g.name == full) return &g;
-  }
-  return nullptr;
-}
-
-std::string AllowedGlobalsText() {
-  std::vector<absl::string_view> names;
-  for (const AllowedGlobal& g : kAllowedGlobals) names.push_back(g.name);
-  return absl::StrJoin(names, ", ");
-}
 constexpr size_t kMaxGlobalLine = 256;
-constexpr size_t kMaxTensorDims = 64;
 
-PickleValuePtr Make(PickleKind kind) {
-  auto v = std::make_shared<PickleValue>();
-  v->kind = kind;
-  if (kind == PickleKind::kList || kind == PickleKind::kTuple || kind == PickleKind::kDict) {
-    v->depth = 1;
-  }
-  return v;
-}
-
+// The opcode machine: a stack, a mark stack and a memo, every one bounded.
 class Unpickler {
  public:
   Unpickler(absl::string_view data, const PickleLimits& limits) : data_(data), limits_(limits) {}
@@ -177,7 +131,7 @@ class Unpickler {
   }
   absl::StatusOr<PickleValuePtr> MakeSequence(PickleKind kind, std::vector<PickleValuePtr> items) {
     RETURN_IF_ERROR(CheckSize(items.size()));
-    PickleValuePtr v = Make(kind);
+    PickleValuePtr v = MakePickleValue(kind);
     for (const PickleValuePtr& item : items) {
       RETURN_IF_ERROR(Adopt(*v, item));
     }
@@ -241,7 +195,7 @@ class Unpickler {
   // ---- globals, REDUCE, persistent ids ----
   absl::Status PushGlobal(const std::string& module, const std::string& name) {
     std::string full = absl::StrCat(module, ".", name);
-    PickleValuePtr v = Make(PickleKind::kGlobal);
+    PickleValuePtr v = MakePickleValue(PickleKind::kGlobal);
     const AllowedGlobal* allowed = FindAllowedGlobal(full);
     if (allowed == nullptr) {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -253,69 +207,6 @@ class Unpickler {
     return Push(std::move(v));
   }
 
-  static bool IsIntTuple(const PickleValue& v) {
-    if (v.kind != PickleKind::kTuple) return false;
-    for (const PickleValuePtr& i : v.items) {
-      if (i->kind != PickleKind::kInt) return false;
-    }
-    return true;
-  }
-
-  absl::StatusOr<PickleValuePtr> RebuildTensor(const std::vector<PickleValuePtr>& a) {
-    if (a.size() < 6 || a.size() > 7) {
-      return Error(absl::StrCat("_rebuild_tensor_v2 takes 6 or 7 arguments; got ", a.size()));
-    }
-    if (a[0]->kind != PickleKind::kStorage || a[1]->kind != PickleKind::kInt ||
-        !IsIntTuple(*a[2]) || !IsIntTuple(*a[3])) {
-      return Error(
-          absl::StrCat("_rebuild_tensor_v2 expects (storage, int, tuple of int, tuple of "
-                       "int, "
-                       "...); got (",
-                       PickleKindName(a[0]->kind), ", ", PickleKindName(a[1]->kind), ", ",
-                       PickleKindName(a[2]->kind), ", ", PickleKindName(a[3]->kind), ", ...)"));
-    }
-    if (a[2]->items.size() != a[3]->items.size() || a[2]->items.size() > kMaxTensorDims) {
-      return Error(absl::StrCat("tensor has ", a[2]->items.size(), " sizes and ",
-                                a[3]->items.size(), " strides"));
-    }
-    PickleValuePtr t = Make(PickleKind::kTensor);
-    t->tensor.storage = a[0]->storage;
-    t->tensor.storage_offset = a[1]->integer;
-    for (size_t i = 0; i < a[2]->items.size(); ++i) {
-      int64_t size = a[2]->items[i]->integer, stride = a[3]->items[i]->integer;
-      if (size < 0 || stride < 0) {
-        return Error(absl::StrCat("tensor has negative size or stride ", size, ", ", stride));
-      }
-      t->tensor.size.push_back(size);
-      t->tensor.stride.push_back(stride);
-    }
-    if (t->tensor.storage_offset < 0) return Error("tensor has a negative offset");
-    return t;
-  }
-
-  absl::StatusOr<PickleValuePtr> Call(const PickleValue& fn,
-                                      const std::vector<PickleValuePtr>& args) {
-    if (fn.str == kOrderedDict) {
-      if (!args.empty()) {
-        return Error(absl::StrCat("collections.OrderedDict with ", args.size(),
-                                  " arguments is not supported"));
-      }
-      PickleValuePtr d = Make(PickleKind::kDict);
-      d->ordered_dict = true;
-      return d;
-    }
-    if (fn.str == kRebuildTensor) return RebuildTensor(args);
-    if (fn.str == kRebuildParameter || fn.str == kRebuildParameterWithState) {
-      size_t want = fn.str == kRebuildParameter ? 3 : 4;
-      if (args.size() != want || args[0]->kind != PickleKind::kTensor) {
-        return Error(absl::StrCat(fn.str, " expects (tensor, ...) with ", want, " arguments; got ",
-                                  args.size()));
-      }
-      return args[0];
-    }
-    return Error(absl::StrCat("'", fn.str, "' cannot be called"));
-  }
-
   absl::Status Reduce() {
     PickleValuePtr args, fn;
     RETURN_IF_ERROR(Pop(&args));
@@ -325,30 +216,18 @@ class Unpickler {
                                 PickleKindName(fn->kind), " and ", PickleKindName(args->kind)));
     }
     args->frozen = true;
-    ASSIGN_OR_RETURN(PickleValuePtr result, Call(*fn, args->items));
-    return Push(std::move(result));
+    absl::StatusOr<PickleValuePtr> result = CallAllowedGlobal(*fn, args->items);
+    if (!result.ok()) return Error(result.status().message());
+    return Push(*std::move(result));
   }
 
   absl::Status PersistentLoad() {
     PickleValuePtr pid;
     RETURN_IF_ERROR(Pop(&pid));
-    const auto& p = pid->items;
-    if (pid->kind != PickleKind::kTuple || p.size() != 5 || p[0]->kind != PickleKind::kString ||
-        p[0]->str != "storage" || p[1]->kind != PickleKind::kGlobal ||
-        !absl::EndsWith(p[1]->str, "Storage") || p[2]->kind != PickleKind::kString ||
-        p[3]->kind != PickleKind::kString || p[4]->kind != PickleKind::kInt || p[4]->integer < 0) {
-      return Error(
-          "persistent id is not ('storage', torch.<Type>Storage, key, "
-          "location, "
-          "numel)");
-    }
+    absl::StatusOr<PickleValuePtr> storage = StorageFromPersistentId(*pid);
+    if (!storage.ok()) return Error(storage.status().message());
     pid->frozen = true;
-    PickleValuePtr v = Make(PickleKind::kStorage);
-    v->storage.dtype = p[1]->storage.dtype;
-    v->storage.key = p[2]->str;
-    v->storage.location = p[3]->str;
-    v->storage.numel = p[4]->integer;
-    return Push(std::move(v));
+    return Push(*std::move(storage));
   }
 
   absl::Status Build() {
@@ -367,19 +246,19 @@ class Unpickler {
   }
 
   absl::Status PushInt(int64_t v) {
-    PickleValuePtr p = Make(PickleKind::kInt);
+    PickleValuePtr p = MakePickleValue(PickleKind::kInt);
     p->integer = v;
     return Push(std::move(p));
   }
   absl::Status PushBytes(PickleKind kind, uint64_t n) {
     absl::string_view b;
     RETURN_IF_ERROR(ReadBytes(n, PickleKindName(kind), &b));
-    PickleValuePtr p = Make(kind);
+    PickleValuePtr p = MakePickleValue(kind);
     p->str = std::string(b);
     return Push(std::move(p));
   }
   absl::Status PushBool(bool v) {
-    PickleValuePtr p = Make(PickleKind::kBool);
+    PickleValuePtr p = MakePickleValue(PickleKind::kBool);
     p->boolean = v;
     return Push(std::move(p));
   }
@@ -417,11 +296,11 @@ absl::Status Unpickler::Step() {
       marks_.push_back(stack_.size());
       return absl::OkStatus();
     case '}':  // EMPTY_DICT
-      return Push(Make(PickleKind::kDict));
+      return Push(MakePickleValue(PickleKind::kDict));
     case ']':  // EMPTY_LIST
-      return Push(Make(PickleKind::kList));
+      return Push(MakePickleValue(PickleKind::kList));
     case ')':  // EMPTY_TUPLE
-      return Push(Make(PickleKind::kTuple));
+      return Push(MakePickleValue(PickleKind::kTuple));
     case 't':    // TUPLE
     case 'l': {  // LIST
       std::vector<PickleValuePtr> items;
@@ -445,7 +324,7 @@ absl::Status Unpickler::Step() {
     case 'd': {  // DICT
       std::vector<PickleValuePtr> kv;
       RETURN_IF_ERROR(PopMark(&kv));
-      PickleValuePtr d = Make(PickleKind::kDict);
+      PickleValuePtr d = MakePickleValue(PickleKind::kDict);
       RETURN_IF_ERROR(SetItems(d, std::move(kv)));
       return Push(std::move(d));
     }
@@ -514,7 +393,7 @@ absl::Status Unpickler::Step() {
       RETURN_IF_ERROR(ReadBytes(8, "float", &b));
       uint64_t bits = 0;
       for (int i = 0; i < 8; ++i) bits = (bits << 8) | static_cast<uint8_t>(b[i]);
-      PickleValuePtr p = Make(PickleKind::kFloat);
+      PickleValuePtr p = MakePickleValue(PickleKind::kFloat);
       std::memcpy(&p->real, &bits, sizeof(bits));
       return Push(std::move(p));
     }
@@ -549,7 +428,7 @@ absl::Status Unpickler::Step() {
       return PushBytes(PickleKind::kBytes, n);
     }
     case 'N':  // NONE
-      return Push(Make(PickleKind::kNone));
+      return Push(MakePickleValue(PickleKind::kNone));
     case 0x88:  // NEWTRUE
       return PushBool(true);
     case 0x89:  // NEWFALSE
@@ -617,45 +496,6 @@ absl::Status Unpickler::Step() {
 }
 
 }  // namespace
-
-absl::string_view PickleKindName(PickleKind kind) {
-  switch (kind) {
-    case PickleKind::kNone: return "none";
-    case PickleKind::kBool: return "bool";
-    case PickleKind::kInt: return "int";
-    case PickleKind::kFloat: return "float";
-    case PickleKind::kString: return "str";
-    case PickleKind::kBytes: return "bytes";
-    case PickleKind::kList: return "list";
-    case PickleKind::kTuple: return "tuple";
-    case PickleKind::kDict: return "dict";
-    case PickleKind::kStorage: return "storage";
-    case PickleKind::kTensor: return "tensor";
-    case PickleKind::kGlobal: return "global";
-  }
-  return "?";
-}
-
-std::string DictKey(const PickleValue& key) {
-  if (key.kind == PickleKind::kInt) return absl::StrCat("i:", key.integer);
-  return absl::StrCat("s:", key.str);
-}
-
-const PickleValue* PickleValue::Get(absl::string_view key) const {
-  auto it = key_index.find(absl::StrCat("s:", key));
-  return it == key_index.end() ? nullptr : dict[it->second].second.get();
-}
-
-std::string DescribePickleValue(const PickleValue& value) {
-  switch (value.kind) {
-    case PickleKind::kList:
-    case PickleKind::kTuple:
-      return absl::StrCat(PickleKindName(value.kind), " of ", value.items.size());
-    case PickleKind::kDict: return absl::StrCat("dict of ", value.dict.size());
-    case PickleKind::kGlobal: return absl::StrCat("global ", value.str);
-    default: return std::string(PickleKindName(value.kind));
-  }
-}
 
 absl::StatusOr<PickleValuePtr> ParsePickle(absl::string_view data, const PickleLimits& limits) {
   return Unpickler(data, limits).Run();

@@ -67,9 +67,15 @@ absl::Status ApplyZip64(absl::string_view extra, ZipEntry* e) {
                           "which is missing or too short"));
 }
 
-}  // namespace
+// Where the central directory lies, from the end record (zip64 when its
+// locator is there), checked against the limits and the file.
+struct Directory {
+  uint64_t count = 0;   // entries
+  uint64_t size = 0;    // bytes
+  uint64_t offset = 0;  // from the start of the archive
+};
 
-absl::StatusOr<ZipArchive> ZipArchive::Open(absl::string_view bytes) {
+absl::StatusOr<Directory> LocateDirectory(absl::string_view bytes) {
   const uint64_t size = bytes.size();
   const char* b = bytes.data();
   if (size < kEndBytes) {
@@ -117,11 +123,39 @@ absl::StatusOr<ZipArchive> ZipArchive::Open(absl::string_view bytes) {
                             " bytes) runs past its end record at ", cd_limit,
                             " (truncated file?)"));
   }
+  return Directory{count, cd_size, cd_offset};
+}
+
+// An entry's local header and data must lie before the central directory
+// (at `cd_offset`), and a deflated entry cannot claim more than deflate makes.
+absl::Status CheckEntryBounds(const ZipEntry& e, uint64_t cd_offset) {
+  if (e.compressed_size > cd_offset || e.local_header_offset > cd_offset - e.compressed_size ||
+      cd_offset - e.compressed_size - e.local_header_offset < kLocalBytes) {
+    return Bad(absl::StrCat("zip entry '", e.name, "' (local header at ", e.local_header_offset,
+                            ", ", e.compressed_size, " bytes) lies past the data (", cd_offset,
+                            " bytes)"));
+  }
+  // Deflate turns at most 258 bytes into 2 bits (1032:1): a larger claim
+  // is a lie meant to make a reader allocate, refused before it can.
+  if (e.method == 8 && e.uncompressed_size / kMaxDeflateRatio > e.compressed_size + 1) {
+    return Bad(absl::StrCat("zip entry '", e.name, "' declares ", e.uncompressed_size,
+                            " bytes from ", e.compressed_size,
+                            " compressed, more than deflate can produce"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<ZipArchive> ZipArchive::Open(absl::string_view bytes) {
+  absl::StatusOr<Directory> dir = LocateDirectory(bytes);
+  if (!dir.ok()) return dir.status();
+  const uint64_t count = dir->count, cd_size = dir->size, cd_offset = dir->offset;
 
   ZipArchive zip;
   zip.bytes_ = bytes;
   zip.entries_.reserve(count);
-  const char* cd = b + cd_offset;
+  const char* cd = bytes.data() + cd_offset;
   uint64_t p = 0;
   for (uint64_t i = 0; i < count; ++i) {
     if (cd_size - p < kCentralBytes || Le32(cd + p) != kCentralSig) {
@@ -146,20 +180,8 @@ absl::StatusOr<ZipArchive> ZipArchive::Open(absl::string_view bytes) {
     }
     absl::Status st = ApplyZip64(absl::string_view(h + kCentralBytes + name_len, extra_len), &e);
     if (!st.ok()) return st;
-    // Its local header and data must lie before the central directory.
-    if (e.compressed_size > cd_offset || e.local_header_offset > cd_offset - e.compressed_size ||
-        cd_offset - e.compressed_size - e.local_header_offset < kLocalBytes) {
-      return Bad(absl::StrCat("zip entry '", e.name, "' (local header at ", e.local_header_offset,
-                              ", ", e.compressed_size, " bytes) lies past the data (", cd_offset,
-                              " bytes)"));
-    }
-    // Deflate turns at most 258 bytes into 2 bits (1032:1): a larger claim
-    // is a lie meant to make a reader allocate, refused before it can.
-    if (e.method == 8 && e.uncompressed_size / kMaxDeflateRatio > e.compressed_size + 1) {
-      return Bad(absl::StrCat("zip entry '", e.name, "' declares ", e.uncompressed_size,
-                              " bytes from ", e.compressed_size,
-                              " compressed, more than deflate can produce"));
-    }
+    st = CheckEntryBounds(e, cd_offset);
+    if (!st.ok()) return st;
     if (!zip.index_.emplace(e.name, zip.entries_.size()).second) {
       return Bad(absl::StrCat("zip entry '", e.name, "' appears twice"));
     }

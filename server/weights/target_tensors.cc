@@ -112,38 +112,42 @@ absl::Status NotFoundTensor(const std::string& dir, absl::string_view role,
                    "; nearest present: ", QuoteList(NearestNames(tried[0], names)), extra));
 }
 
-}  // namespace
-
-absl::StatusOr<TargetTensors> LoadTargetTensors(const std::string& model_dir,
-                                                const TargetLoadOptions& options) {
-  const std::string config_path = (fs::path(model_dir) / "config.json").string();
-  ASSIGN_OR_RETURN(json config, ReadJson(config_path, "config.json"), "target '", model_dir, "'");
-
-  // All tensor names first (from the index alone when sharded), so that only
-  // the shards holding the needed tensors are ever opened.
-  const std::string index_path = (fs::path(model_dir) / "model.safetensors.index.json").string();
-  const std::string single_path = (fs::path(model_dir) / "model.safetensors").string();
+// Every tensor name of a target, from the index alone when sharded, so that
+// only the shards holding the needed tensors are ever opened.
+struct TargetNames {
   std::vector<std::string> names;
-  TensorSourcePtr single;
-  const bool sharded = fs::exists(index_path);
-  if (sharded) {
-    ASSIGN_OR_RETURN(json index, ReadJson(index_path, "index"), "target '", model_dir, "'");
+  std::string index_path;  // model.safetensors.index.json, when sharded
+  TensorSourcePtr single;  // model.safetensors, opened, when not sharded
+  bool sharded = false;
+};
+
+absl::StatusOr<TargetNames> ListTargetNames(const std::string& model_dir) {
+  TargetNames out;
+  out.index_path = (fs::path(model_dir) / "model.safetensors.index.json").string();
+  const std::string single_path = (fs::path(model_dir) / "model.safetensors").string();
+  out.sharded = fs::exists(out.index_path);
+  if (out.sharded) {
+    ASSIGN_OR_RETURN(json index, ReadJson(out.index_path, "index"), "target '", model_dir, "'");
     auto map = index.find("weight_map");
     if (map == index.end() || !map->is_object()) {
-      return absl::InvalidArgumentError(absl::StrCat("target '", model_dir, "': index '",
-                                                     index_path, "' has no \"weight_map\" object"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "target '", model_dir, "': index '", out.index_path, "' has no \"weight_map\" object"));
     }
-    for (auto it = map->begin(); it != map->end(); ++it) names.push_back(it.key());
+    for (auto it = map->begin(); it != map->end(); ++it) out.names.push_back(it.key());
   } else if (fs::exists(single_path)) {
-    ASSIGN_OR_RETURN(single, OpenSafetensors(single_path), "target '", model_dir, "'");
-    names = single->names();
+    ASSIGN_OR_RETURN(out.single, OpenSafetensors(single_path), "target '", model_dir, "'");
+    out.names = out.single->names();
   } else {
     return absl::NotFoundError(absl::StrCat(
         "target '", model_dir, "': no model.safetensors.index.json or model.safetensors"));
   }
-  const std::set<std::string> present(names.begin(), names.end());
+  return out;
+}
 
-  // embed_tokens decides the family; the others follow it where they can.
+// The naming family: the one whose embed_tokens the checkpoint holds.
+absl::StatusOr<const Family*> ChooseFamily(const std::string& model_dir,
+                                           const std::vector<std::string>& names,
+                                           const std::set<std::string>& present) {
   std::vector<const Family*> families;
   for (const Family& f : kFamilies) {
     if (present.count(f.embed)) families.push_back(&f);
@@ -158,65 +162,64 @@ absl::StatusOr<TargetTensors> LoadTargetTensors(const std::string& model_dir,
         absl::StrCat("target '", model_dir, "': several embed_tokens tensors (", QuoteList(found),
                      "); cannot tell which the language model uses"));
   }
-  const Family& family = *families[0];
-  TargetTensors out;
-  out.family = family.id;
-  out.embed_name = family.embed;
+  return families[0];
+}
 
+// Where the target's paths and names are, for the steps of a load.
+struct TargetContext {
+  const std::string& model_dir;
+  const std::string& config_path;
+  const json& config;
+  const std::vector<std::string>& names;
+  const std::set<std::string>& present;
+};
+
+// out.tied and out.lm_head_name: tie_word_embeddings (top level or
+// text_config) ties lm_head to embed_tokens; otherwise lm_head must exist.
+absl::Status ResolveLmHead(const TargetContext& target, const Family& family, TargetTensors* out) {
   std::string tie_where;
-  const json* tie_json = ConfigField(config, "tie_word_embeddings", &tie_where);
+  const json* tie_json = ConfigField(target.config, "tie_word_embeddings", &tie_where);
   if (tie_json != nullptr && !tie_json->is_boolean()) {
-    return absl::InvalidArgumentError(absl::StrCat("'", config_path, "': tie_word_embeddings (",
-                                                   tie_where, ") is ", tie_json->dump(),
-                                                   "; expected true or false"));
+    return absl::InvalidArgumentError(absl::StrCat("'", target.config_path,
+                                                   "': tie_word_embeddings (", tie_where, ") is ",
+                                                   tie_json->dump(), "; expected true or false"));
   }
-  out.tied = tie_json != nullptr && tie_json->get<bool>();
+  out->tied = tie_json != nullptr && tie_json->get<bool>();
   const std::vector<std::string> lm_tried = Tried(&Family::lm_head, family);
-  if (out.tied) {
-    out.lm_head_name = out.embed_name;
-    out.facts.push_back(
+  if (out->tied) {
+    out->lm_head_name = out->embed_name;
+    out->facts.push_back(
         absl::StrCat("lm_head tied to embed_tokens (tie_word_embeddings "
                      "true at ",
                      tie_where, ")"));
-    const std::string stored = FirstPresent(lm_tried, present);
+    const std::string stored = FirstPresent(lm_tried, target.present);
     if (!stored.empty()) {
-      out.facts.push_back(absl::StrCat("'", stored,
-                                       "' present but unused: tied models "
-                                       "use embed_tokens, as transformers does"));
+      out->facts.push_back(absl::StrCat("'", stored,
+                                        "' present but unused: tied models "
+                                        "use embed_tokens, as transformers does"));
     }
-  } else {
-    out.lm_head_name = FirstPresent(lm_tried, present);
-    if (out.lm_head_name.empty()) {
-      const std::string why =
-          tie_json == nullptr ? absl::StrCat(
-                                    "; config.json does not set tie_word_embeddings (treated as "
-                                    "false): if the model ties its embeddings, set "
-                                    "\"tie_word_embeddings\": true")
-                              : absl::StrCat("; tie_word_embeddings is false at ", tie_where);
-      return NotFoundTensor(model_dir, "lm_head", lm_tried, names, why);
-    }
+    return absl::OkStatus();
   }
-  if (options.load_norm) {
-    const std::vector<std::string> norm_tried = Tried(&Family::norm, family);
-    out.norm_name = FirstPresent(norm_tried, present);
-    if (out.norm_name.empty()) {
-      return NotFoundTensor(model_dir, "final norm", norm_tried, names);
-    }
+  out->lm_head_name = FirstPresent(lm_tried, target.present);
+  if (out->lm_head_name.empty()) {
+    const std::string why = tie_json == nullptr
+                                ? absl::StrCat(
+                                      "; config.json does not set tie_word_embeddings (treated as "
+                                      "false): if the model ties its embeddings, set "
+                                      "\"tie_word_embeddings\": true")
+                                : absl::StrCat("; tie_word_embeddings is false at ", tie_where);
+    return NotFoundTensor(target.model_dir, "lm_head", lm_tried, target.names, why);
   }
+  return absl::OkStatus();
+}
 
-  std::vector<std::string> needed = {out.embed_name};
-  if (!out.tied) needed.push_back(out.lm_head_name);
-  if (options.load_norm) needed.push_back(out.norm_name);
-  TensorSourcePtr source;
-  if (sharded) {
-    ASSIGN_OR_RETURN(source, OpenShardedSafetensors(index_path, needed), "target '", model_dir,
-                     "'");
-  } else {
-    source = std::move(single);
-  }
+// The headers of the needed tensors, each floating-point; `needed` in order.
+absl::StatusOr<std::vector<const TensorInfo*>> FindNeeded(const TensorSource& source,
+                                                          const std::vector<std::string>& needed,
+                                                          const std::string& model_dir) {
   std::vector<const TensorInfo*> infos;
   for (const std::string& n : needed) {
-    const TensorInfo* info = source->Find(n);
+    const TensorInfo* info = source.Find(n);
     if (info == nullptr) {
       return absl::InvalidArgumentError(absl::StrCat("target '", model_dir, "': the index names '",
                                                      n, "' but its shard does not list it"));
@@ -228,21 +231,30 @@ absl::StatusOr<TargetTensors> LoadTargetTensors(const std::string& model_dir,
     }
     infos.push_back(info);
   }
+  return infos;
+}
 
-  // Shapes, checked from the headers before any data is read.
+// out.vocab_size and out.hidden_size (config.json, else embed_tokens), and
+// the shapes checked against them from the headers, before any data is read.
+// `infos`: embed_tokens, then lm_head unless tied, then the norm if loaded.
+absl::Status CheckShapes(const TargetContext& target, const std::vector<const TensorInfo*>& infos,
+                         const TargetLoadOptions& options, TargetTensors* out) {
+  const std::string& model_dir = target.model_dir;
   const TensorInfo& embed = *infos[0];
   if (embed.shape.size() != 2) {
     return absl::InvalidArgumentError(
         absl::StrCat("target '", model_dir, "': embed_tokens '", embed.name, "' has shape ",
                      ShapeText(embed.shape), "; expected [vocab_size, hidden_size]"));
   }
-  ASSIGN_OR_RETURN(std::optional<int64_t> vocab, ConfigInt(config, "vocab_size", config_path));
-  ASSIGN_OR_RETURN(std::optional<int64_t> hidden, ConfigInt(config, "hidden_size", config_path));
-  out.vocab_size = vocab.value_or(embed.shape[0]);
-  out.hidden_size = hidden.value_or(embed.shape[1]);
-  if (!vocab) out.facts.push_back("config.json has no vocab_size; taken from embed_tokens");
-  if (!hidden) out.facts.push_back("config.json has no hidden_size; taken from embed_tokens");
-  const std::vector<int64_t> want = {out.vocab_size, out.hidden_size};
+  ASSIGN_OR_RETURN(std::optional<int64_t> vocab,
+                   ConfigInt(target.config, "vocab_size", target.config_path));
+  ASSIGN_OR_RETURN(std::optional<int64_t> hidden,
+                   ConfigInt(target.config, "hidden_size", target.config_path));
+  out->vocab_size = vocab.value_or(embed.shape[0]);
+  out->hidden_size = hidden.value_or(embed.shape[1]);
+  if (!vocab) out->facts.push_back("config.json has no vocab_size; taken from embed_tokens");
+  if (!hidden) out->facts.push_back("config.json has no hidden_size; taken from embed_tokens");
+  const std::vector<int64_t> want = {out->vocab_size, out->hidden_size};
   const std::string want_why =
       absl::StrCat("expected ", ShapeText(want), " from config.json (vocab_size, hidden_size)");
   if (embed.shape != want) {
@@ -250,33 +262,40 @@ absl::StatusOr<TargetTensors> LoadTargetTensors(const std::string& model_dir,
                                                    embed.name, "' has shape ",
                                                    ShapeText(embed.shape), "; ", want_why));
   }
-  if (!out.tied && infos[1]->shape != want) {
+  if (!out->tied && infos[1]->shape != want) {
     return absl::InvalidArgumentError(absl::StrCat("target '", model_dir, "': lm_head '",
                                                    infos[1]->name, "' has shape ",
                                                    ShapeText(infos[1]->shape), "; ", want_why));
   }
-  if (options.load_norm && infos.back()->shape != std::vector<int64_t>{out.hidden_size}) {
+  if (options.load_norm && infos.back()->shape != std::vector<int64_t>{out->hidden_size}) {
     return absl::InvalidArgumentError(absl::StrCat(
         "target '", model_dir, "': final norm '", infos.back()->name, "' has shape ",
-        ShapeText(infos.back()->shape), "; expected [", out.hidden_size, "] (hidden_size)"));
+        ShapeText(infos.back()->shape), "; expected [", out->hidden_size, "] (hidden_size)"));
   }
+  return absl::OkStatus();
+}
 
-  // Read, fingerprint (stored bytes, by role) and convert.
-  Fingerprinter fp;
+// Reads, fingerprints (stored bytes, by role) and converts each of `infos`,
+// in order; one fact per tensor read.
+absl::StatusOr<std::vector<at::Tensor>> ReadTensors(const TensorSource& source,
+                                                    const std::vector<const TensorInfo*>& infos,
+                                                    const std::string& model_dir,
+                                                    const TargetLoadOptions& options,
+                                                    Fingerprinter& fp, TargetTensors* out) {
   std::vector<at::Tensor> loaded;
   for (const TensorInfo* info : infos) {
-    ASSIGN_OR_RETURN(at::Tensor t, source->Read(info->name), "target '", model_dir, "'");
+    ASSIGN_OR_RETURN(at::Tensor t, source.Read(info->name), "target '", model_dir, "'");
     ASSIGN_OR_RETURN(t, TorchGuard("reading", [&] { return t.cpu().contiguous(); }), "target '",
                      model_dir, "': tensor '", info->name, "'");
-    const std::string role = info->name == out.embed_name     ? "embed_tokens"
-                             : info->name == out.lm_head_name ? "lm_head"
-                                                              : "norm";
+    const std::string role = info->name == out->embed_name     ? "embed_tokens"
+                             : info->name == out->lm_head_name ? "lm_head"
+                                                               : "norm";
     fp.AddTensor(role, DTypeName(info->dtype), info->shape, t.data_ptr(),
                  static_cast<size_t>(t.numel() * t.element_size()));
-    out.bytes_read += info->nbytes;
-    out.facts.push_back(absl::StrCat(role, " '", info->name, "' ", ShapeText(info->shape), " ",
-                                     DTypeName(info->dtype), " from ",
-                                     fs::path(info->file).filename().string()));
+    out->bytes_read += info->nbytes;
+    out->facts.push_back(absl::StrCat(role, " '", info->name, "' ", ShapeText(info->shape), " ",
+                                      DTypeName(info->dtype), " from ",
+                                      fs::path(info->file).filename().string()));
     ASSIGN_OR_RETURN(at::Tensor converted,
                      TorchGuard("converting",
                                 [&] {
@@ -286,8 +305,52 @@ absl::StatusOr<TargetTensors> LoadTargetTensors(const std::string& model_dir,
                      "target '", model_dir, "': tensor '", info->name, "'");
     loaded.push_back(converted);
     t = at::Tensor();
-    source->ReleaseBytes(info->name);  // keep the peak near what stays resident
+    source.ReleaseBytes(info->name);  // keep the peak near what stays resident
   }
+  return loaded;
+}
+
+}  // namespace
+
+absl::StatusOr<TargetTensors> LoadTargetTensors(const std::string& model_dir,
+                                                const TargetLoadOptions& options) {
+  const std::string config_path = (fs::path(model_dir) / "config.json").string();
+  ASSIGN_OR_RETURN(json config, ReadJson(config_path, "config.json"), "target '", model_dir, "'");
+  ASSIGN_OR_RETURN(TargetNames listed, ListTargetNames(model_dir));
+  const std::set<std::string> present(listed.names.begin(), listed.names.end());
+  const TargetContext target{model_dir, config_path, config, listed.names, present};
+
+  // embed_tokens decides the family; the others follow it where they can.
+  ASSIGN_OR_RETURN(const Family* family, ChooseFamily(model_dir, listed.names, present));
+  TargetTensors out;
+  out.family = family->id;
+  out.embed_name = family->embed;
+  RETURN_IF_ERROR(ResolveLmHead(target, *family, &out));
+  if (options.load_norm) {
+    const std::vector<std::string> norm_tried = Tried(&Family::norm, *family);
+    out.norm_name = FirstPresent(norm_tried, present);
+    if (out.norm_name.empty()) {
+      return NotFoundTensor(model_dir, "final norm", norm_tried, listed.names);
+    }
+  }
+
+  std::vector<std::string> needed = {out.embed_name};
+  if (!out.tied) needed.push_back(out.lm_head_name);
+  if (options.load_norm) needed.push_back(out.norm_name);
+  TensorSourcePtr source;
+  if (listed.sharded) {
+    ASSIGN_OR_RETURN(source, OpenShardedSafetensors(listed.index_path, needed), "target '",
+                     model_dir, "'");
+  } else {
+    source = std::move(listed.single);
+  }
+  ASSIGN_OR_RETURN(const std::vector<const TensorInfo*> infos,
+                   FindNeeded(*source, needed, model_dir));
+  RETURN_IF_ERROR(CheckShapes(target, infos, options, &out));
+
+  Fingerprinter fp;
+  ASSIGN_OR_RETURN(const std::vector<at::Tensor> loaded,
+                   ReadTensors(*source, infos, model_dir, options, fp, &out));
   if (out.tied) fp.AddTensor("lm_head=embed_tokens", "", {}, nullptr, 0);
   out.embed = loaded[0];
   out.lm_head = out.tied ? out.embed : loaded[1];
@@ -297,7 +360,7 @@ absl::StatusOr<TargetTensors> LoadTargetTensors(const std::string& model_dir,
       out.facts.begin(),
       absl::StrCat("naming family ", out.family, "; vocab_size ", out.vocab_size, ", hidden_size ",
                    out.hidden_size, "; read ", out.bytes_read, " bytes from ",
-                   sharded ? "a sharded" : "a single", " safetensors checkpoint"));
+                   listed.sharded ? "a sharded" : "a single", " safetensors checkpoint"));
   return out;
 }
 
