@@ -113,6 +113,12 @@ TEST(FormatJobsTest, ProgressLineHasBarCountsPercentAndEta) {
   EXPECT_EQ(FormatProgressLine(p, 10), "[##########] 40/40 blocks 100%  elapsed 3.5s");
   pb::EvalProgress empty;  // nothing known yet: no division by zero
   EXPECT_EQ(FormatProgressLine(empty, 4), "[....] 0/0 blocks   0%  elapsed 0.0s");
+  // Replay: the total is a bound while walks run.
+  pb::EvalProgress replay;
+  replay.set_blocks_done(12);
+  replay.set_blocks_total(40);
+  replay.set_blocks_total_is_upper_bound(true);
+  EXPECT_EQ(FormatProgressLine(replay, 10), "[###.......] 12/<=40 blocks  30%  elapsed 0.0s");
 }
 
 TEST(FormatJobsTest, StatusShowsStateRequestTimingsAndError) {

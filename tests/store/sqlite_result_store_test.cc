@@ -39,7 +39,7 @@ JobRecord FullRecord(const std::string& id) {
   r.request.step = 4000;
   r.request.labels = {{"lr", "3e-4"}, {"team", "x y"}};
   r.request.unload_after = true;
-  r.progress = {10, 10, 3, 3, 1.25, 0};
+  r.progress = {10, 40, 3, 3, 1.25, 0, /*blocks_total_is_bound=*/true};
   eval::EvalResult res;
   res.mode = eval::Mode::kReplay;
   res.block_size = 8;
