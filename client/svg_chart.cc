@@ -89,7 +89,22 @@ std::vector<double> NiceTicks(double lo, double hi, int target) {
   return ticks;
 }
 
-std::string RenderLineChart(const LineChart& chart) {
+namespace {
+
+// Where the plot area sits in the picture and the data ranges it shows.
+struct PlotFrame {
+  Range xr, yr;
+  double xstep = 0, ystep = 0;
+  int left = 0, top = 0;
+  int width = 0, height = 0;  // the whole picture
+  double pw = 0, ph = 0;      // the plot area
+  double X(double x) const { return left + (x - xr.lo) / (xr.hi - xr.lo) * pw; }
+  double Y(double y) const { return top + ph - (y - yr.lo) / (yr.hi - yr.lo) * ph; }
+};
+
+// Ranges from the finite data (y ends fixed by the chart where it says),
+// tick steps and the plot area, legend to the right.
+PlotFrame Frame(const LineChart& chart) {
   // Extent of the finite data.
   double xlo = INFINITY, xhi = -INFINITY, ylo = INFINITY, yhi = -INFINITY;
   size_t longest_name = 0;
@@ -103,17 +118,20 @@ std::string RenderLineChart(const LineChart& chart) {
       yhi = std::max(yhi, y);
     }
   }
-  Range xr = Fit(xlo, xhi, chart.integer_x);
-  Range yr = Fit(ylo, yhi, false);
+  PlotFrame f;
+  Range& xr = f.xr;
+  Range& yr = f.yr;
+  xr = Fit(xlo, xhi, chart.integer_x);
+  yr = Fit(ylo, yhi, /*integer=*/false);
   if (chart.y_min) yr.lo = *chart.y_min;
   if (chart.y_max) yr.hi = *chart.y_max;
-  if (!(yr.hi > yr.lo)) yr = Fit(yr.lo, yr.lo, false);
+  if (!(yr.hi > yr.lo)) yr = Fit(yr.lo, yr.lo, /*integer=*/false);
   // Unfixed y ends snap outwards to whole ticks, with a little headroom.
-  const double ystep = TickStep(yr.lo, yr.hi, 6);
-  if (!chart.y_min) yr.lo = std::floor(yr.lo / ystep) * ystep;
-  if (!chart.y_max) yr.hi = std::ceil(yr.hi / ystep) * ystep;
-  double xstep = TickStep(xr.lo, xr.hi, 8);
-  if (chart.integer_x) xstep = xr.hi - xr.lo <= 16 ? 1.0 : std::max(1.0, std::round(xstep));
+  f.ystep = TickStep(yr.lo, yr.hi, 6);
+  if (!chart.y_min) yr.lo = std::floor(yr.lo / f.ystep) * f.ystep;
+  if (!chart.y_max) yr.hi = std::ceil(yr.hi / f.ystep) * f.ystep;
+  f.xstep = TickStep(xr.lo, xr.hi, 8);
+  if (chart.integer_x) f.xstep = xr.hi - xr.lo <= 16 ? 1.0 : std::max(1.0, std::round(f.xstep));
   // A little room so that end points do not sit on the axes.
   const double xpad = (xr.hi - xr.lo) * 0.03;
   xr.lo -= xpad;
@@ -121,45 +139,40 @@ std::string RenderLineChart(const LineChart& chart) {
 
   const int legend_w = std::clamp(static_cast<int>(longest_name) * 7 + 48, 120, 360);
   const int left = 72, right = legend_w + 24, top = 48, bottom = 62;
-  const int width = chart.width + legend_w;
-  const int height = chart.height;
-  const double pw = std::max(width - left - right, 100);
-  const double ph = std::max(height - top - bottom, 100);
-  auto X = [&](double x) { return left + (x - xr.lo) / (xr.hi - xr.lo) * pw; };
-  auto Y = [&](double y) { return top + ph - (y - yr.lo) / (yr.hi - yr.lo) * ph; };
+  f.left = left;
+  f.top = top;
+  f.width = chart.width + legend_w;
+  f.height = chart.height;
+  f.pw = std::max(f.width - left - right, 100);
+  f.ph = std::max(f.height - top - bottom, 100);
+  return f;
+}
 
-  std::string svg = absl::StrFormat(
-      "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
-      "viewBox=\"0 0 %d %d\" font-family=\"DejaVu Sans, Helvetica, Arial, sans-serif\" "
-      "font-size=\"12\">\n",
-      width, height, width, height);
-  absl::StrAppend(
-      &svg, absl::StrFormat("<rect x=\"0\" y=\"0\" width=\"%d\" height=\"%d\" fill=\"#ffffff\"/>\n",
-                            width, height));
-  absl::StrAppend(&svg, "<text x=\"", Num(left + pw / 2),
-                  "\" y=\"26\" text-anchor=\"middle\" "
-                  "font-size=\"16\" font-weight=\"bold\">",
-                  XmlEscape(chart.title), "</text>\n");
-
-  // Grid and y ticks.
+// Horizontal grid lines with the y tick labels.
+void AppendYTicks(const PlotFrame& f, std::string& svg) {
   absl::StrAppend(&svg, "<g class=\"y-axis\" stroke=\"#dddddd\">\n");
-  const int ydec = Decimals(ystep);
-  for (double t : NiceTicks(yr.lo, yr.hi, 6)) {
-    const std::string y = Num(Y(t));
-    absl::StrAppend(&svg, "<line x1=\"", Num(left), "\" y1=\"", y, "\" x2=\"", Num(left + pw),
+  const int ydec = Decimals(f.ystep);
+  for (double t : NiceTicks(f.yr.lo, f.yr.hi, 6)) {
+    const std::string y = Num(f.Y(t));
+    absl::StrAppend(&svg, "<line x1=\"", Num(f.left), "\" y1=\"", y, "\" x2=\"", Num(f.left + f.pw),
                     "\" y2=\"", y, "\"/>\n");
-    absl::StrAppend(&svg, "<text x=\"", Num(left - 8), "\" y=\"", y,
+    absl::StrAppend(&svg, "<text x=\"", Num(f.left - 8), "\" y=\"", y,
                     "\" dy=\"4\" "
                     "text-anchor=\"end\" stroke=\"none\" fill=\"#333333\">",
                     absl::StrFormat("%.*f", ydec, t), "</text>\n");
   }
   absl::StrAppend(&svg, "</g>\n");
-  // X ticks.
+}
+
+// X tick marks and labels (whole numbers when the chart says integer_x).
+void AppendXTicks(const LineChart& chart, const PlotFrame& f, std::string& svg) {
+  const double xstep = f.xstep;
+  const double top = f.top, ph = f.ph;
   absl::StrAppend(&svg, "<g class=\"x-axis\" stroke=\"#333333\">\n");
   const int xdec = chart.integer_x ? 0 : Decimals(xstep);
-  for (double t = std::ceil(xr.lo / xstep - 1e-9) * xstep; t <= xr.hi + xstep * 1e-9; t += xstep) {
-    const std::string x = Num(X(t));
+  for (double t = std::ceil(f.xr.lo / xstep - 1e-9) * xstep; t <= f.xr.hi + xstep * 1e-9;
+       t += xstep) {
+    const std::string x = Num(f.X(t));
     absl::StrAppend(&svg, "<line x1=\"", x, "\" y1=\"", Num(top + ph), "\" x2=\"", x, "\" y2=\"",
                     Num(top + ph + 5), "\"/>\n");
     absl::StrAppend(&svg, "<text x=\"", x, "\" y=\"", Num(top + ph + 19),
@@ -169,47 +182,85 @@ std::string RenderLineChart(const LineChart& chart) {
                     "</text>\n");
   }
   absl::StrAppend(&svg, "</g>\n");
-  // Axis lines and titles.
+}
+
+// The two axis lines and the axis titles.
+void AppendAxes(const LineChart& chart, const PlotFrame& f, std::string& svg) {
+  const int left = f.left, top = f.top;
+  const double pw = f.pw, ph = f.ph;
   absl::StrAppend(&svg, "<path class=\"axes\" d=\"M", Num(left), " ", Num(top), " V", Num(top + ph),
                   " H", Num(left + pw),
                   "\" fill=\"none\" stroke=\"#333333\" stroke-width=\"1\"/>\n");
-  absl::StrAppend(&svg, "<text x=\"", Num(left + pw / 2), "\" y=\"", Num(height - 16),
+  absl::StrAppend(&svg, "<text x=\"", Num(left + pw / 2), "\" y=\"", Num(f.height - 16),
                   "\" text-anchor=\"middle\" font-size=\"13\">", XmlEscape(chart.x_label),
                   "</text>\n");
   absl::StrAppend(&svg, "<text x=\"18\" y=\"", Num(top + ph / 2),
                   "\" text-anchor=\"middle\" "
                   "font-size=\"13\" transform=\"rotate(-90 18 ",
                   Num(top + ph / 2), ")\">", XmlEscape(chart.y_label), "</text>\n");
+}
 
-  // Series: one polyline each, markers on the points.
+const char* SeriesColor(size_t i) {
+  return kColors[i % (sizeof(kColors) / sizeof(kColors[0]))];
+}
+
+// Series: one polyline each, markers on the finite points.
+void AppendSeries(const LineChart& chart, const PlotFrame& f, std::string& svg) {
   for (size_t i = 0; i < chart.series.size(); ++i) {
     const ChartSeries& s = chart.series[i];
-    const char* color = kColors[i % (sizeof(kColors) / sizeof(kColors[0]))];
+    const char* color = SeriesColor(i);
     std::string points, markers;
     for (const auto& [x, y] : s.points) {
       if (!std::isfinite(x) || !std::isfinite(y)) continue;
       if (!points.empty()) points += ' ';
-      absl::StrAppend(&points, Num(X(x)), ",", Num(Y(y)));
-      absl::StrAppend(&markers, "<circle cx=\"", Num(X(x)), "\" cy=\"", Num(Y(y)),
+      absl::StrAppend(&points, Num(f.X(x)), ",", Num(f.Y(y)));
+      absl::StrAppend(&markers, "<circle cx=\"", Num(f.X(x)), "\" cy=\"", Num(f.Y(y)),
                       "\" r=\"3.5\"/>\n");
     }
     absl::StrAppend(&svg, "<g class=\"series\" fill=\"", color, "\">\n<title>", XmlEscape(s.name),
                     "</title>\n<polyline points=\"", points, "\" fill=\"none\" stroke=\"", color,
                     "\" stroke-width=\"2\" stroke-linejoin=\"round\"/>\n", markers, "</g>\n");
   }
+}
 
-  // Legend, right of the plot.
-  const double lx = left + pw + 20;
+// Legend, right of the plot.
+void AppendLegend(const LineChart& chart, const PlotFrame& f, std::string& svg) {
+  const double lx = f.left + f.pw + 20;
   absl::StrAppend(&svg, "<g class=\"legend\">\n");
   for (size_t i = 0; i < chart.series.size(); ++i) {
-    const char* color = kColors[i % (sizeof(kColors) / sizeof(kColors[0]))];
-    const double ly = top + 10 + 20.0 * i;
+    const char* color = SeriesColor(i);
+    const double ly = f.top + 10 + 20.0 * i;
     absl::StrAppend(&svg, "<line x1=\"", Num(lx), "\" y1=\"", Num(ly), "\" x2=\"", Num(lx + 22),
                     "\" y2=\"", Num(ly), "\" stroke=\"", color, "\" stroke-width=\"3\"/>\n");
     absl::StrAppend(&svg, "<text x=\"", Num(lx + 30), "\" y=\"", Num(ly), "\" dy=\"4\">",
                     XmlEscape(chart.series[i].name), "</text>\n");
   }
-  absl::StrAppend(&svg, "</g>\n</svg>\n");
+  absl::StrAppend(&svg, "</g>\n");
+}
+
+}  // namespace
+
+std::string RenderLineChart(const LineChart& chart) {
+  const PlotFrame f = Frame(chart);
+  std::string svg = absl::StrFormat(
+      "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
+      "viewBox=\"0 0 %d %d\" font-family=\"DejaVu Sans, Helvetica, Arial, sans-serif\" "
+      "font-size=\"12\">\n",
+      f.width, f.height, f.width, f.height);
+  absl::StrAppend(
+      &svg, absl::StrFormat("<rect x=\"0\" y=\"0\" width=\"%d\" height=\"%d\" fill=\"#ffffff\"/>\n",
+                            f.width, f.height));
+  absl::StrAppend(&svg, "<text x=\"", Num(f.left + f.pw / 2),
+                  "\" y=\"26\" text-anchor=\"middle\" "
+                  "font-size=\"16\" font-weight=\"bold\">",
+                  XmlEscape(chart.title), "</text>\n");
+  AppendYTicks(f, svg);
+  AppendXTicks(chart, f, svg);
+  AppendAxes(chart, f, svg);
+  AppendSeries(chart, f, svg);
+  AppendLegend(chart, f, svg);
+  absl::StrAppend(&svg, "</svg>\n");
   return svg;
 }
 

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <utility>
 
@@ -30,14 +31,15 @@ const char* JsonTypeName(const Json& j) {
   return j.type_name();
 }
 
-// Reads the rope block: 5.x `rope_parameters` or 4.x `rope_theta` +
-// `rope_scaling`. Resolves HF's yarn conventions into `RopeConfig` so that
-// rope.cc needs no other config field.
-absl::Status ParseRope(const Json& root, DrafterConfig& cfg) {
-  RopeConfig& rope = cfg.rope;
-  const Json empty = Json::object();
-  const Json* params = &empty;
+// Where the rope fields live: in `rope_parameters` (5.x) or `rope_scaling`
+// (4.x), named in messages with `prefix` ("rope_scaling."); or in neither
+// (params is an empty object, prefix "").
+struct RopeFields {
+  const Json* params;
   std::string prefix;
+};
+
+absl::StatusOr<RopeFields> FindRopeFields(const Json& root, const Json& empty) {
   auto rp = root.find("rope_parameters");
   auto rs = root.find("rope_scaling");
   if (rp != root.end() && !rp->is_null()) {
@@ -49,48 +51,59 @@ absl::Status ParseRope(const Json& root, DrafterConfig& cfg) {
       return absl::InvalidArgumentError(
           "config field 'rope_parameters' is per layer type; not supported");
     }
-    params = &*rp;
-    prefix = "rope_parameters.";
-  } else if (rs != root.end() && !rs->is_null()) {
+    return RopeFields{&*rp, "rope_parameters."};
+  }
+  if (rs != root.end() && !rs->is_null()) {
     if (!rs->is_object()) {
       return absl::InvalidArgumentError(
           absl::StrCat("config field 'rope_scaling' must be an object; got ", JsonTypeName(*rs)));
     }
-    params = &*rs;
-    prefix = "rope_scaling.";
+    return RopeFields{&*rs, "rope_scaling."};
   }
-  // theta: inside rope_parameters (5.x) or at top level (4.x).
+  return RopeFields{&empty, ""};
+}
+
+// theta: inside rope_parameters (5.x) or at top level (4.x).
+absl::Status ParseRopeTheta(const Json& root, const RopeFields& f, RopeConfig& rope) {
   ASSIGN_OR_RETURN(bool has_theta,
-                   ReadDouble(*params, "rope_theta", prefix + "rope_theta", &rope.theta));
+                   ReadDouble(*f.params, "rope_theta", f.prefix + "rope_theta", &rope.theta));
   if (!has_theta) {
     ASSIGN_OR_RETURN(has_theta, ReadDouble(root, "rope_theta", "rope_theta", &rope.theta));
   }
-  if (!has_theta) return Missing(prefix.empty() ? "rope_theta" : prefix + "rope_theta");
+  if (!has_theta) return Missing(f.prefix.empty() ? "rope_theta" : f.prefix + "rope_theta");
   if (!(rope.theta > 1.0)) {
     return absl::InvalidArgumentError(
         absl::StrCat("config field 'rope_theta' must be greater than 1; got ", rope.theta));
   }
+  return absl::OkStatus();
+}
 
+// `rope_type` (or 4.x `type`): default, linear, llama3 or yarn.
+absl::StatusOr<std::string> ParseRopeType(const RopeFields& f) {
   std::string type = "default";
-  ASSIGN_OR_RETURN(bool has_type, ReadString(*params, "rope_type", prefix + "rope_type", &type));
+  ASSIGN_OR_RETURN(bool has_type,
+                   ReadString(*f.params, "rope_type", f.prefix + "rope_type", &type));
   if (!has_type) {
-    ASSIGN_OR_RETURN(has_type, ReadString(*params, "type", prefix + "type", &type));
+    ASSIGN_OR_RETURN(has_type, ReadString(*f.params, "type", f.prefix + "type", &type));
   }
-  if (!has_type && !prefix.empty() && prefix != "rope_parameters.") {
-    return Missing(prefix + "rope_type");
+  if (!has_type && !f.prefix.empty() && f.prefix != "rope_parameters.") {
+    return Missing(f.prefix + "rope_type");
   }
   if (type != "default" && type != "linear" && type != "llama3" && type != "yarn") {
     return absl::InvalidArgumentError(
         absl::StrCat("unknown rope_type '", type, "' (known: default, linear, llama3, yarn)"));
   }
-  rope.type = type;
-  if (type == "default") return absl::OkStatus();
+  return type;
+}
 
-  ASSIGN_OR_RETURN(bool has_factor, ReadDouble(*params, "factor", prefix + "factor", &rope.factor));
-  if (!has_factor) return Missing(prefix + "factor");
+// Every scaled type: a positive `factor`, and no partial rotary embedding.
+absl::Status ParseRopeFactor(const Json& root, const RopeFields& f, RopeConfig& rope) {
+  ASSIGN_OR_RETURN(bool has_factor,
+                   ReadDouble(*f.params, "factor", f.prefix + "factor", &rope.factor));
+  if (!has_factor) return Missing(f.prefix + "factor");
   if (!(rope.factor > 0.0)) {
     return absl::InvalidArgumentError(
-        absl::StrCat("config field '", prefix, "factor' must be positive; got ", rope.factor));
+        absl::StrCat("config field '", f.prefix, "factor' must be positive; got ", rope.factor));
   }
   double partial = 1.0;
   ASSIGN_OR_RETURN(bool has_partial,
@@ -99,41 +112,94 @@ absl::Status ParseRope(const Json& root, DrafterConfig& cfg) {
     return absl::InvalidArgumentError(absl::StrCat("config field 'partial_rotary_factor' is ",
                                                    partial, "; only 1.0 is supported"));
   }
-  if (type == "linear") return absl::OkStatus();
+  return absl::OkStatus();
+}
 
+// The context lengths llama3 and yarn read: max_position_embeddings (top
+// level) and original_max_position_embeddings (in the rope block; stored in
+// rope.original_max_position_embeddings when present).
+struct RopeLengths {
+  std::optional<int64_t> max_pos;
+  bool has_original = false;
+};
+
+absl::StatusOr<RopeLengths> ReadRopeLengths(const Json& root, const RopeFields& f,
+                                            RopeConfig& rope) {
   int64_t max_pos = 0;
   ASSIGN_OR_RETURN(bool has_max_pos,
                    ReadInt(root, "max_position_embeddings", "max_position_embeddings", &max_pos));
-  ASSIGN_OR_RETURN(bool has_orig, ReadInt(*params, "original_max_position_embeddings",
-                                          prefix + "original_max_position_embeddings",
-                                          &rope.original_max_position_embeddings));
-  if (type == "llama3") {
-    ASSIGN_OR_RETURN(bool has_low, ReadDouble(*params, "low_freq_factor",
-                                              prefix + "low_freq_factor", &rope.low_freq_factor));
-    if (!has_low) return Missing(prefix + "low_freq_factor");
-    ASSIGN_OR_RETURN(bool has_high,
-                     ReadDouble(*params, "high_freq_factor", prefix + "high_freq_factor",
-                                &rope.high_freq_factor));
-    if (!has_high) return Missing(prefix + "high_freq_factor");
-    if (!has_orig) return Missing(prefix + "original_max_position_embeddings");
-    if (!(rope.high_freq_factor > rope.low_freq_factor) || !(rope.low_freq_factor > 0.0)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "config fields '", prefix, "low_freq_factor' (", rope.low_freq_factor,
-          ") and 'high_freq_factor' (", rope.high_freq_factor, ") must satisfy 0 < low < high"));
-    }
-    return RequirePositive(prefix + "original_max_position_embeddings",
-                           rope.original_max_position_embeddings);
-  }
+  RopeLengths lengths;
+  if (has_max_pos) lengths.max_pos = max_pos;
+  ASSIGN_OR_RETURN(lengths.has_original, ReadInt(*f.params, "original_max_position_embeddings",
+                                                 f.prefix + "original_max_position_embeddings",
+                                                 &rope.original_max_position_embeddings));
+  return lengths;
+}
 
-  // yarn, as HF transformers' _compute_yarn_parameters reads it: with
-  // original_max_position_embeddings present, factor becomes
-  // max_position_embeddings / original; without it, original is
-  // max_position_embeddings.
-  if (has_orig) {
-    RETURN_IF_ERROR(RequirePositive(prefix + "original_max_position_embeddings",
+absl::Status ParseLlama3(const RopeFields& f, const RopeLengths& lengths, RopeConfig& rope) {
+  const std::string& prefix = f.prefix;
+  ASSIGN_OR_RETURN(bool has_low, ReadDouble(*f.params, "low_freq_factor",
+                                            prefix + "low_freq_factor", &rope.low_freq_factor));
+  if (!has_low) return Missing(prefix + "low_freq_factor");
+  ASSIGN_OR_RETURN(bool has_high, ReadDouble(*f.params, "high_freq_factor",
+                                             prefix + "high_freq_factor", &rope.high_freq_factor));
+  if (!has_high) return Missing(prefix + "high_freq_factor");
+  if (!lengths.has_original) return Missing(prefix + "original_max_position_embeddings");
+  if (!(rope.high_freq_factor > rope.low_freq_factor) || !(rope.low_freq_factor > 0.0)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "config fields '", prefix, "low_freq_factor' (", rope.low_freq_factor,
+        ") and 'high_freq_factor' (", rope.high_freq_factor, ") must satisfy 0 < low < high"));
+  }
+  return RequirePositive(prefix + "original_max_position_embeddings",
+                         rope.original_max_position_embeddings);
+}
+
+// yarn's beta_fast/beta_slow, truncate and attention factor (or mscale and
+// mscale_all_dim), with HF's defaults.
+absl::Status ParseYarnScaling(const RopeFields& f, RopeConfig& rope) {
+  const Json& params = *f.params;
+  const std::string& prefix = f.prefix;
+  RETURN_IF_ERROR(ReadDouble(params, "beta_fast", prefix + "beta_fast", &rope.beta_fast).status());
+  RETURN_IF_ERROR(ReadDouble(params, "beta_slow", prefix + "beta_slow", &rope.beta_slow).status());
+  // HF: `get("beta_fast") or 32` — a zero means the default too.
+  if (rope.beta_fast == 0.0) rope.beta_fast = 32.0;
+  if (rope.beta_slow == 0.0) rope.beta_slow = 1.0;
+  RETURN_IF_ERROR(
+      ReadDouble(params, "attention_factor", prefix + "attention_factor", &rope.attention_factor)
+          .status());
+  bool truncate = true;
+  RETURN_IF_ERROR(ReadBool(params, "truncate", prefix + "truncate", &truncate).status());
+  if (!truncate) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("config field '", prefix, "truncate' is false; not supported"));
+  }
+  if (rope.attention_factor == 0.0) {
+    double mscale = 0.0, mscale_all_dim = 0.0;
+    RETURN_IF_ERROR(ReadDouble(params, "mscale", prefix + "mscale", &mscale).status());
+    RETURN_IF_ERROR(
+        ReadDouble(params, "mscale_all_dim", prefix + "mscale_all_dim", &mscale_all_dim).status());
+    if (mscale != 0.0 && mscale_all_dim != 0.0) {
+      auto get_mscale = [&](double m) {
+        return rope.factor <= 1.0 ? 1.0 : 0.1 * m * std::log(rope.factor) + 1.0;
+      };
+      rope.attention_factor = get_mscale(mscale) / get_mscale(mscale_all_dim);
+    }
+  }
+  return absl::OkStatus();
+}
+
+// yarn, as HF transformers' _compute_yarn_parameters reads it: with
+// original_max_position_embeddings present, factor becomes
+// max_position_embeddings / original; without it, original is
+// max_position_embeddings.
+absl::Status ParseYarn(const RopeFields& f, const RopeLengths& lengths, DrafterConfig& cfg) {
+  RopeConfig& rope = cfg.rope;
+  if (lengths.has_original) {
+    RETURN_IF_ERROR(RequirePositive(f.prefix + "original_max_position_embeddings",
                                     rope.original_max_position_embeddings));
-    if (has_max_pos) {
-      const double derived = static_cast<double>(max_pos) / rope.original_max_position_embeddings;
+    if (lengths.max_pos.has_value()) {
+      const double derived =
+          static_cast<double>(*lengths.max_pos) / rope.original_max_position_embeddings;
       if (derived != rope.factor) {
         cfg.warnings.push_back(absl::StrCat("yarn factor ", rope.factor,
                                             " replaced by max_position_embeddings / "
@@ -143,36 +209,29 @@ absl::Status ParseRope(const Json& root, DrafterConfig& cfg) {
       rope.factor = derived;
     }
   } else {
-    if (!has_max_pos) return Missing(prefix + "original_max_position_embeddings");
-    rope.original_max_position_embeddings = max_pos;
-  }
-  RETURN_IF_ERROR(ReadDouble(*params, "beta_fast", prefix + "beta_fast", &rope.beta_fast).status());
-  RETURN_IF_ERROR(ReadDouble(*params, "beta_slow", prefix + "beta_slow", &rope.beta_slow).status());
-  // HF: `get("beta_fast") or 32` — a zero means the default too.
-  if (rope.beta_fast == 0.0) rope.beta_fast = 32.0;
-  if (rope.beta_slow == 0.0) rope.beta_slow = 1.0;
-  RETURN_IF_ERROR(
-      ReadDouble(*params, "attention_factor", prefix + "attention_factor", &rope.attention_factor)
-          .status());
-  bool truncate = true;
-  RETURN_IF_ERROR(ReadBool(*params, "truncate", prefix + "truncate", &truncate).status());
-  if (!truncate) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("config field '", prefix, "truncate' is false; not supported"));
-  }
-  if (rope.attention_factor == 0.0) {
-    double mscale = 0.0, mscale_all_dim = 0.0;
-    RETURN_IF_ERROR(ReadDouble(*params, "mscale", prefix + "mscale", &mscale).status());
-    RETURN_IF_ERROR(
-        ReadDouble(*params, "mscale_all_dim", prefix + "mscale_all_dim", &mscale_all_dim).status());
-    if (mscale != 0.0 && mscale_all_dim != 0.0) {
-      auto get_mscale = [&](double m) {
-        return rope.factor <= 1.0 ? 1.0 : 0.1 * m * std::log(rope.factor) + 1.0;
-      };
-      rope.attention_factor = get_mscale(mscale) / get_mscale(mscale_all_dim);
+    if (!lengths.max_pos.has_value()) {
+      return Missing(f.prefix + "original_max_position_embeddings");
     }
+    rope.original_max_position_embeddings = *lengths.max_pos;
   }
-  return absl::OkStatus();
+  return ParseYarnScaling(f, rope);
+}
+
+// Reads the rope block: 5.x `rope_parameters` or 4.x `rope_theta` +
+// `rope_scaling`. Resolves HF's yarn conventions into `RopeConfig` so that
+// rope.cc needs no other config field.
+absl::Status ParseRope(const Json& root, DrafterConfig& cfg) {
+  RopeConfig& rope = cfg.rope;
+  const Json empty = Json::object();
+  ASSIGN_OR_RETURN(const RopeFields fields, FindRopeFields(root, empty));
+  RETURN_IF_ERROR(ParseRopeTheta(root, fields, rope));
+  ASSIGN_OR_RETURN(rope.type, ParseRopeType(fields));
+  if (rope.type == "default") return absl::OkStatus();
+  RETURN_IF_ERROR(ParseRopeFactor(root, fields, rope));
+  if (rope.type == "linear") return absl::OkStatus();
+  ASSIGN_OR_RETURN(const RopeLengths lengths, ReadRopeLengths(root, fields, rope));
+  if (rope.type == "llama3") return ParseLlama3(fields, lengths, rope);
+  return ParseYarn(fields, lengths, cfg);
 }
 
 absl::Status ParseLayerTypes(const Json& root, DrafterConfig& cfg) {

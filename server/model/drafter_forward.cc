@@ -16,6 +16,7 @@
 // still see themselves, so nothing is NaN), and DFlash 2's taps only reach
 // back, so they never feed a real row.
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -121,6 +122,259 @@ at::Tensor Attend(const at::Tensor& q, const at::Tensor& kb, const at::Tensor& v
   return (oc.to(at::kFloat) + ob.to(at::kFloat)).to(q.scalar_type());
 }
 
+// A layer's weights, indexed by LayerTensor (DrafterModel::Layer).
+using LayerWeights = std::array<at::Tensor, kNumLayerTensors>;
+
+// Shape, dtype and placement of the block inputs, the per-block index
+// tensors (lengths may be undefined) and the context cache's layer count.
+absl::Status CheckBlockInputs(const DrafterConfig& c, const at::Tensor& fc, const at::Tensor& x0,
+                              const at::Tensor& anchors, const at::Tensor& seq,
+                              const at::Tensor& lengths, const ContextCache& context) {
+  const c10::ScalarType dtype = fc.scalar_type();
+  // Blocks may be shorter than the drafter's block_size (a B=16 drafter
+  // scored at B=8 runs 8-slot blocks), never longer.
+  const int64_t H = c.hidden_size;
+  const int64_t B = x0.defined() && x0.dim() == 3 ? x0.size(1) : 0;
+  if (!x0.defined() || x0.dim() != 3 || B < 1 || B > c.block_size || x0.size(2) != H) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("block inputs x0 have shape ",
+                     x0.defined() ? ShapeText(x0.sizes()) : "(undefined)", "; expected [nb, B, ", H,
+                     "] with 1 <= B <= block_size ", c.block_size, " (hidden ", H, ")"));
+  }
+  if (x0.scalar_type() != dtype || x0.device() != fc.device()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "block inputs x0 are ", c10::toString(x0.scalar_type()), " on ", x0.device().str(),
+        "; expected ", c10::toString(dtype), " on ", fc.device().str()));
+  }
+  const int64_t nb = x0.size(0);
+  for (const auto& [t, name] : {std::pair<const at::Tensor*, const char*>{&anchors, "anchors"},
+                                {&seq, "seq"},
+                                {&lengths, "lengths"}}) {
+    if (t == &lengths && !t->defined()) continue;
+    if (!t->defined() || t->dim() != 1 || t->size(0) != nb ||
+        !at::isIntegralType(t->scalar_type(), /*includeBool=*/false)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(name, " must be an integer tensor of shape [", nb, "] (one per block)"));
+    }
+  }
+  if (static_cast<int64_t>(context.k.size()) != c.num_hidden_layers ||
+      context.v.size() != context.k.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("context cache holds ", context.k.size(),
+                                                   " layers; the drafter has ",
+                                                   c.num_hidden_layers));
+  }
+  return absl::OkStatus();
+}
+
+// The blocks' anchors and sequences, read to the host and checked against
+// the context, and the blocks of each sequence.
+struct HostBlocks {
+  at::Tensor anchors;  // [nb] int64, CPU
+  at::Tensor seq;      // [nb] int64, CPU
+  std::map<int64_t, std::vector<int64_t>> by_seq;
+};
+
+// Reads anchors, seq and (when defined) lengths to the host and checks each
+// block: 1 <= length <= B, a sequence the context holds, an anchor within it.
+absl::StatusOr<HostBlocks> ReadBlocks(const at::Tensor& anchors, const at::Tensor& seq,
+                                      const at::Tensor& lengths, int64_t B,
+                                      const ContextCache& context) {
+  const int64_t nb = anchors.size(0);
+  const int64_t S = static_cast<int64_t>(context.lengths.size());
+  HostBlocks host;
+  ASSIGN_OR_RETURN(auto read, TorchGuard("reading block anchors", [&] {
+                     return std::make_pair(anchors.to(at::kCPU, at::kLong).contiguous(),
+                                           seq.to(at::kCPU, at::kLong).contiguous());
+                   }));
+  host.anchors = std::move(read.first);
+  host.seq = std::move(read.second);
+  if (lengths.defined()) {
+    ASSIGN_OR_RETURN(at::Tensor len, TorchGuard("reading block lengths", [&] {
+                       return lengths.to(at::kCPU, at::kLong).contiguous();
+                     }));
+    const int64_t* l_ptr = len.data_ptr<int64_t>();
+    for (int64_t b = 0; b < nb; ++b) {
+      if (l_ptr[b] < 1 || l_ptr[b] > B) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("block ", b, " has length ", l_ptr[b], "; expected 1..", B));
+      }
+    }
+  }
+  const int64_t* a_ptr = host.anchors.data_ptr<int64_t>();
+  const int64_t* s_ptr = host.seq.data_ptr<int64_t>();
+  for (int64_t b = 0; b < nb; ++b) {
+    if (s_ptr[b] < 0 || s_ptr[b] >= S) {
+      return absl::InvalidArgumentError(absl::StrCat("block ", b, " reads sequence ", s_ptr[b],
+                                                     "; the context holds ", S, " sequences"));
+    }
+    if (a_ptr[b] < 0 || a_ptr[b] > context.lengths[s_ptr[b]]) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("block ", b, " has anchor ", a_ptr[b], "; sequence ", s_ptr[b], " has ",
+                       context.lengths[s_ptr[b]], " context positions"));
+    }
+    host.by_seq[s_ptr[b]].push_back(b);
+  }
+  return host;
+}
+
+// What the groups' context masks are built from.
+struct MaskInputs {
+  at::TensorOptions lopt;  // int64 on the blocks' device
+  at::Tensor slots;        // [B] 0..B-1
+  int64_t window = 0;      // the sliding window when some layer has one, else 0
+};
+
+// A group's context masks; a: [ng] its blocks' anchors (device).
+void SetContextMasks(Group& grp, const at::Tensor& a, const MaskInputs& m) {
+  const int64_t B = m.slots.size(0);
+  at::Tensor key = at::arange(grp.lc, m.lopt);  // [lc]
+  at::Tensor p = a.unsqueeze(1) + m.slots;      // [ng, B]
+  at::Tensor full = (key.view({1, 1, -1}) >= a.view({-1, 1, 1})).expand({grp.ng, B, grp.lc});
+  grp.full_mask = full.reshape({grp.ng, 1, 1, B, grp.lc});
+  if (m.window > 0) {
+    at::Tensor win = (p.unsqueeze(2) - key.view({1, 1, -1})) >= m.window;
+    grp.slide_mask = (full | win).view({grp.ng, 1, 1, B, grp.lc});
+  }
+}
+
+// One group of all blocks when each reads its own sequence (replay), else
+// one group per sequence; a_dev: [nb] anchors on the blocks' device.
+std::vector<Group> MakeGroups(const HostBlocks& host, const at::Tensor& a_dev,
+                              const MaskInputs& m) {
+  const int64_t nb = host.anchors.size(0);
+  const int64_t* a_ptr = host.anchors.data_ptr<int64_t>();
+  std::vector<Group> groups;
+  if (static_cast<int64_t>(host.by_seq.size()) == nb) {
+    Group grp;
+    grp.ng = nb;
+    grp.seq_idx = host.seq.to(a_dev.device());
+    for (int64_t b = 0; b < nb; ++b) grp.lc = std::max(grp.lc, a_ptr[b]);
+    SetContextMasks(grp, a_dev, m);
+    groups.push_back(std::move(grp));
+    return groups;
+  }
+  for (const auto& [s, blocks] : host.by_seq) {
+    Group grp;
+    grp.ng = static_cast<int64_t>(blocks.size());
+    grp.seq = s;
+    grp.idx = at::tensor(blocks, at::kLong).to(a_dev.device());
+    for (int64_t b : blocks) grp.lc = std::max(grp.lc, a_ptr[b]);
+    SetContextMasks(grp, a_dev.index_select(0, grp.idx), m);
+    groups.push_back(std::move(grp));
+  }
+  return groups;
+}
+
+bool SameRule(const AttentionRule& a, const AttentionRule& b) {
+  return a.causal == b.causal && a.window == b.window && a.window_in_block == b.window_in_block &&
+         a.two_sided == b.two_sided;
+}
+
+// In-block masks per layer, built once per distinct rule.
+std::vector<at::Tensor> BlockMasks(const std::vector<AttentionRule>& rules,
+                                   const at::Tensor& lengths, int64_t B,
+                                   const at::TensorOptions& lopt) {
+  std::vector<at::Tensor> blk_masks(rules.size());
+  for (size_t li = 0; li < rules.size(); ++li) {
+    size_t same = 0;
+    while (same < li && !SameRule(rules[same], rules[li])) ++same;
+    blk_masks[li] = same < li ? blk_masks[same] : BlockMask(rules[li], lengths, B, lopt);
+  }
+  return blk_masks;
+}
+
+// One layer's attention over every group. q: [nb, nkv, g*B, d]; kb, vb:
+// [nb, nkv, B, d]; ck, cv: the layer's context [S, L, nkv, d]. Returns
+// [nb, nkv, g*B, d].
+at::Tensor AttendGroups(const at::Tensor& q, const at::Tensor& kb, const at::Tensor& vb,
+                        const at::Tensor& ck, const at::Tensor& cv,
+                        const std::vector<Group>& groups, const AttentionRule& rule,
+                        const at::Tensor& blk_mask, int64_t g, double scale) {
+  const bool windowed = rule.window > 0;
+  if (groups.size() == 1 && !groups[0].idx.defined()) {
+    const Group& grp = groups[0];
+    at::Tensor kc, vc;
+    if (grp.lc > 0) {
+      kc = ck.narrow(1, 0, grp.lc).index_select(0, grp.seq_idx).permute({0, 2, 1, 3});
+      vc = cv.narrow(1, 0, grp.lc).index_select(0, grp.seq_idx).permute({0, 2, 1, 3});
+    }
+    return Attend(q, kb, vb, kc, vc, windowed ? grp.slide_mask : grp.full_mask, blk_mask, g, scale);
+  }
+  at::Tensor attn = at::empty_like(q);
+  for (const Group& grp : groups) {
+    at::Tensor kc, vc;
+    if (grp.lc > 0) {
+      kc = ck[grp.seq].narrow(0, 0, grp.lc).permute({1, 0, 2}).unsqueeze(0);
+      vc = cv[grp.seq].narrow(0, 0, grp.lc).permute({1, 0, 2}).unsqueeze(0);
+    }
+    at::Tensor out = Attend(
+        q.index_select(0, grp.idx), kb.index_select(0, grp.idx), vb.index_select(0, grp.idx), kc,
+        vc, windowed ? grp.slide_mask : grp.full_mask, ForGroup(blk_mask, grp.idx), g, scale);
+    attn.index_copy_(0, grp.idx, out);
+  }
+  return attn;
+}
+
+// What every layer of one ForwardBlocks call shares.
+struct BlockPass {
+  int64_t nb = 0, B = 0;
+  at::Tensor cos, sin;  // [nb, B, 1, d]
+  std::vector<AttentionRule> rules;
+  std::vector<at::Tensor> blk_masks;  // per layer
+  std::vector<Group> groups;
+};
+
+// Layer li's attention from its (normed, DFlash 2: convolved) input y
+// [nb, B, H] to the output projection [nb, B, H].
+at::Tensor SelfAttention(const DrafterConfig& c, const LayerWeights& l, int64_t li,
+                         const at::Tensor& y, const BlockPass& pass, const ContextCache& context) {
+  const int64_t nb = pass.nb, B = pass.B;
+  const int64_t nh = c.num_attention_heads, nkv = c.num_key_value_heads;
+  const int64_t g = nh / nkv, d = c.head_dim;
+  const double scale = 1.0 / std::sqrt(static_cast<double>(d));
+  at::Tensor q = RmsNorm(Linear(y, l[kWq], l[kBq]).view({nb, B, nh, d}), l[kQNorm], c.rms_norm_eps);
+  q = ApplyRope(q, pass.cos, pass.sin);
+  at::Tensor kb =
+      RmsNorm(Linear(y, l[kWk], l[kBk]).view({nb, B, nkv, d}), l[kKNorm], c.rms_norm_eps);
+  kb = ApplyRope(kb, pass.cos, pass.sin).permute({0, 2, 1, 3});  // [nb, nkv, B, d]
+  at::Tensor vb = Linear(y, l[kWv], l[kBv]).view({nb, B, nkv, d}).permute({0, 2, 1, 3});
+  // Query head h = kv_head * g + i, as HF's repeat_kv.
+  q = q.view({nb, B, nkv, g, d}).permute({0, 2, 3, 1, 4}).reshape({nb, nkv, g * B, d});
+  at::Tensor attn = AttendGroups(q, kb, vb, context.k[li], context.v[li], pass.groups,
+                                 pass.rules[li], pass.blk_masks[li], g, scale);
+  attn = attn.view({nb, nkv, g, B, d}).permute({0, 3, 1, 2, 4}).reshape({nb, B, nh * d});
+  return Linear(attn, l[kWo], l[kBo]);
+}
+
+// One decoder layer: x + attention, then + MLP, each wrapped in DFlash 2's
+// dynamic convs.
+at::Tensor DecoderLayer(const DrafterConfig& c, const LayerWeights& l, int64_t li, at::Tensor x,
+                        const BlockPass& pass, const ContextCache& context) {
+  const bool dflash2 = c.is_dflash2();
+  at::Tensor y = RmsNorm(x, l[kInputNorm], c.rms_norm_eps);
+  at::Tensor d_attn;  // DFlash 2: the attention conv's side-1 coefficients
+  if (dflash2) {
+    std::tie(y, d_attn) =
+        DynamicConv{l[kAttnConvBase], l[kAttnConvProj], c.conv_group_size}.Prepare(y);
+  }
+  at::Tensor a = SelfAttention(c, l, li, y, pass, context);
+  if (dflash2) {
+    a = DynamicConv{l[kAttnConvBase], l[kAttnConvProj], c.conv_group_size}.Finish(a, d_attn);
+  }
+  x = x + a;
+  at::Tensor h = RmsNorm(x, l[kPostNorm], c.rms_norm_eps);
+  at::Tensor d_mlp;
+  if (dflash2) {
+    std::tie(h, d_mlp) =
+        DynamicConv{l[kMlpConvBase], l[kMlpConvProj], c.conv_group_size}.Prepare(h);
+  }
+  at::Tensor f = at::linear(at::silu(at::linear(h, l[kGate])) * at::linear(h, l[kUp]), l[kDown]);
+  if (dflash2) {
+    f = DynamicConv{l[kMlpConvBase], l[kMlpConvProj], c.conv_group_size}.Finish(f, d_mlp);
+  }
+  return x + f;
+}
+
 }  // namespace
 
 std::vector<AttentionRule> AttentionRules(const DrafterConfig& c, Semantics semantics) {
@@ -145,200 +399,34 @@ absl::StatusOr<at::Tensor> DrafterModel::ForwardBlocks(const at::Tensor& x0,
                                                        const ContextCache& context,
                                                        const BlockOptions& options) const {
   const DrafterConfig& c = config_;
-  const c10::ScalarType dtype = fc_.scalar_type();
-  // Blocks may be shorter than the drafter's block_size (a B=16 drafter
-  // scored at B=8 runs 8-slot blocks), never longer.
-  const int64_t H = c.hidden_size;
-  const int64_t B = x0.defined() && x0.dim() == 3 ? x0.size(1) : 0;
-  if (!x0.defined() || x0.dim() != 3 || B < 1 || B > c.block_size || x0.size(2) != H) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("block inputs x0 have shape ",
-                     x0.defined() ? ShapeText(x0.sizes()) : "(undefined)", "; expected [nb, B, ", H,
-                     "] with 1 <= B <= block_size ", c.block_size, " (hidden ", H, ")"));
-  }
-  if (x0.scalar_type() != dtype || x0.device() != fc_.device()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "block inputs x0 are ", c10::toString(x0.scalar_type()), " on ", x0.device().str(),
-        "; expected ", c10::toString(dtype), " on ", fc_.device().str()));
-  }
-  const int64_t nb = x0.size(0);
-  for (const auto& [t, name] : {std::pair<const at::Tensor*, const char*>{&anchors, "anchors"},
-                                {&seq, "seq"},
-                                {&options.lengths, "lengths"}}) {
-    if (t == &options.lengths && !t->defined()) continue;
-    if (!t->defined() || t->dim() != 1 || t->size(0) != nb ||
-        !at::isIntegralType(t->scalar_type(), /*includeBool=*/false)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(name, " must be an integer tensor of shape [", nb, "] (one per block)"));
-    }
-  }
-  const int64_t S = static_cast<int64_t>(context.lengths.size());
-  if (static_cast<int64_t>(context.k.size()) != c.num_hidden_layers ||
-      context.v.size() != context.k.size()) {
-    return absl::InvalidArgumentError(absl::StrCat("context cache holds ", context.k.size(),
-                                                   " layers; the drafter has ",
-                                                   c.num_hidden_layers));
-  }
-  ASSIGN_OR_RETURN(auto host, TorchGuard("reading block anchors", [&] {
-                     return std::make_pair(anchors.to(at::kCPU, at::kLong).contiguous(),
-                                           seq.to(at::kCPU, at::kLong).contiguous());
-                   }));
-  if (options.lengths.defined()) {
-    ASSIGN_OR_RETURN(at::Tensor len, TorchGuard("reading block lengths", [&] {
-                       return options.lengths.to(at::kCPU, at::kLong).contiguous();
-                     }));
-    const int64_t* l_ptr = len.data_ptr<int64_t>();
-    for (int64_t b = 0; b < nb; ++b) {
-      if (l_ptr[b] < 1 || l_ptr[b] > B) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("block ", b, " has length ", l_ptr[b], "; expected 1..", B));
-      }
-    }
-  }
-  const int64_t* a_ptr = host.first.data_ptr<int64_t>();
-  const int64_t* s_ptr = host.second.data_ptr<int64_t>();
-  std::map<int64_t, std::vector<int64_t>> by_seq;
-  for (int64_t b = 0; b < nb; ++b) {
-    if (s_ptr[b] < 0 || s_ptr[b] >= S) {
-      return absl::InvalidArgumentError(absl::StrCat("block ", b, " reads sequence ", s_ptr[b],
-                                                     "; the context holds ", S, " sequences"));
-    }
-    if (a_ptr[b] < 0 || a_ptr[b] > context.lengths[s_ptr[b]]) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("block ", b, " has anchor ", a_ptr[b], "; sequence ", s_ptr[b], " has ",
-                       context.lengths[s_ptr[b]], " context positions"));
-    }
-    by_seq[s_ptr[b]].push_back(b);
-  }
+  RETURN_IF_ERROR(CheckBlockInputs(c, fc_, x0, anchors, seq, options.lengths, context));
+  const int64_t B = x0.size(1);
+  ASSIGN_OR_RETURN(HostBlocks host, ReadBlocks(anchors, seq, options.lengths, B, context));
 
   return TorchGuard("drafter forward", [&]() -> at::Tensor {
     at::NoGradGuard no_grad;
+    BlockPass pass;
+    pass.nb = x0.size(0);
+    pass.B = B;
     const at::TensorOptions lopt = x0.options().dtype(at::kLong);
-    const int64_t nh = c.num_attention_heads, nkv = c.num_key_value_heads;
-    const int64_t g = nh / nkv, d = c.head_dim;
-    const double scale = 1.0 / std::sqrt(static_cast<double>(d));
-    const at::Tensor a_dev = host.first.to(x0.device());
+    const at::Tensor a_dev = host.anchors.to(x0.device());
     const at::Tensor j = at::arange(B, lopt);
     at::Tensor pos = a_dev.unsqueeze(1) + j;  // [nb, B]
-    auto [cos, sin] = RopeCosSin(pos, inv_freq_, attention_scaling_, dtype);
-    cos = cos.unsqueeze(2);  // [nb, B, 1, d]
-    sin = sin.unsqueeze(2);
-    const std::vector<AttentionRule> rules = AttentionRules(c, options.semantics);
+    auto [cos, sin] = RopeCosSin(pos, inv_freq_, attention_scaling_, fc_.scalar_type());
+    pass.cos = cos.unsqueeze(2);  // [nb, B, 1, d]
+    pass.sin = sin.unsqueeze(2);
+    pass.rules = AttentionRules(c, options.semantics);
     bool any_window = false;
-    for (const AttentionRule& r : rules) any_window |= r.window > 0;
-    const int64_t W = c.sliding_window;
+    for (const AttentionRule& r : pass.rules) any_window |= r.window > 0;
     const at::Tensor lengths =
         options.lengths.defined() ? options.lengths.to(x0.device(), at::kLong) : at::Tensor();
-
-    // Groups and their context masks, shared by all layers.
-    auto make_masks = [&](Group& grp, const at::Tensor& a) {  // a: [ng]
-      at::Tensor key = at::arange(grp.lc, lopt);              // [lc]
-      at::Tensor p = a.unsqueeze(1) + j;                      // [ng, B]
-      at::Tensor full = (key.view({1, 1, -1}) >= a.view({-1, 1, 1})).expand({grp.ng, B, grp.lc});
-      grp.full_mask = full.reshape({grp.ng, 1, 1, B, grp.lc});
-      if (any_window) {
-        at::Tensor win = (p.unsqueeze(2) - key.view({1, 1, -1})) >= W;
-        grp.slide_mask = (full | win).view({grp.ng, 1, 1, B, grp.lc});
-      }
-    };
-    std::vector<Group> groups;
-    if (static_cast<int64_t>(by_seq.size()) == nb) {
-      Group grp;
-      grp.ng = nb;
-      grp.seq_idx = host.second.to(x0.device());
-      for (int64_t b = 0; b < nb; ++b) grp.lc = std::max(grp.lc, a_ptr[b]);
-      make_masks(grp, a_dev);
-      groups.push_back(std::move(grp));
-    } else {
-      for (const auto& [s, blocks] : by_seq) {
-        Group grp;
-        grp.ng = static_cast<int64_t>(blocks.size());
-        grp.seq = s;
-        grp.idx = at::tensor(blocks, at::kLong).to(x0.device());
-        for (int64_t b : blocks) grp.lc = std::max(grp.lc, a_ptr[b]);
-        make_masks(grp, a_dev.index_select(0, grp.idx));
-        groups.push_back(std::move(grp));
-      }
-    }
-    // In-block masks, one per distinct rule.
-    std::vector<at::Tensor> blk_masks(rules.size());
-    for (size_t li = 0; li < rules.size(); ++li) {
-      size_t same = 0;
-      while (same < li &&
-             (rules[same].causal != rules[li].causal || rules[same].window != rules[li].window ||
-              rules[same].window_in_block != rules[li].window_in_block ||
-              rules[same].two_sided != rules[li].two_sided)) {
-        ++same;
-      }
-      blk_masks[li] = same < li ? blk_masks[same] : BlockMask(rules[li], lengths, B, lopt);
-    }
-    const bool dflash2 = c.is_dflash2();
+    // Groups and their context masks, and the in-block masks, shared by all layers.
+    pass.groups = MakeGroups(host, a_dev, MaskInputs{lopt, j, any_window ? c.sliding_window : 0});
+    pass.blk_masks = BlockMasks(pass.rules, lengths, B, lopt);
 
     at::Tensor x = x0;
     for (int64_t li = 0; li < c.num_hidden_layers; ++li) {
-      const Layer& l = layers_[li];
-      const bool windowed = rules[li].window > 0;
-      const at::Tensor& blk_mask = blk_masks[li];
-      at::Tensor y = RmsNorm(x, l[kInputNorm], c.rms_norm_eps);
-      at::Tensor d_attn;  // DFlash 2: the attention conv's side-1 coefficients
-      if (dflash2) {
-        std::tie(y, d_attn) =
-            DynamicConv{l[kAttnConvBase], l[kAttnConvProj], c.conv_group_size}.Prepare(y);
-      }
-      at::Tensor q =
-          RmsNorm(Linear(y, l[kWq], l[kBq]).view({nb, B, nh, d}), l[kQNorm], c.rms_norm_eps);
-      q = ApplyRope(q, cos, sin);
-      at::Tensor kb =
-          RmsNorm(Linear(y, l[kWk], l[kBk]).view({nb, B, nkv, d}), l[kKNorm], c.rms_norm_eps);
-      kb = ApplyRope(kb, cos, sin).permute({0, 2, 1, 3});  // [nb, nkv, B, d]
-      at::Tensor vb = Linear(y, l[kWv], l[kBv]).view({nb, B, nkv, d}).permute({0, 2, 1, 3});
-      // Query head h = kv_head * g + i, as HF's repeat_kv.
-      q = q.view({nb, B, nkv, g, d}).permute({0, 2, 3, 1, 4}).reshape({nb, nkv, g * B, d});
-      const at::Tensor& ck = context.k[li];  // [S, L, nkv, d]
-      const at::Tensor& cv = context.v[li];
-      at::Tensor attn;
-      if (groups.size() == 1 && !groups[0].idx.defined()) {
-        const Group& grp = groups[0];
-        at::Tensor kc, vc;
-        if (grp.lc > 0) {
-          kc = ck.narrow(1, 0, grp.lc).index_select(0, grp.seq_idx).permute({0, 2, 1, 3});
-          vc = cv.narrow(1, 0, grp.lc).index_select(0, grp.seq_idx).permute({0, 2, 1, 3});
-        }
-        attn = Attend(q, kb, vb, kc, vc, windowed ? grp.slide_mask : grp.full_mask, blk_mask, g,
-                      scale);
-      } else {
-        attn = at::empty_like(q);
-        for (const Group& grp : groups) {
-          at::Tensor kc, vc;
-          if (grp.lc > 0) {
-            kc = ck[grp.seq].narrow(0, 0, grp.lc).permute({1, 0, 2}).unsqueeze(0);
-            vc = cv[grp.seq].narrow(0, 0, grp.lc).permute({1, 0, 2}).unsqueeze(0);
-          }
-          at::Tensor out =
-              Attend(q.index_select(0, grp.idx), kb.index_select(0, grp.idx),
-                     vb.index_select(0, grp.idx), kc, vc, windowed ? grp.slide_mask : grp.full_mask,
-                     ForGroup(blk_mask, grp.idx), g, scale);
-          attn.index_copy_(0, grp.idx, out);
-        }
-      }
-      attn = attn.view({nb, nkv, g, B, d}).permute({0, 3, 1, 2, 4}).reshape({nb, B, nh * d});
-      at::Tensor a = Linear(attn, l[kWo], l[kBo]);
-      if (dflash2) {
-        a = DynamicConv{l[kAttnConvBase], l[kAttnConvProj], c.conv_group_size}.Finish(a, d_attn);
-      }
-      x = x + a;
-      at::Tensor h = RmsNorm(x, l[kPostNorm], c.rms_norm_eps);
-      at::Tensor d_mlp;
-      if (dflash2) {
-        std::tie(h, d_mlp) =
-            DynamicConv{l[kMlpConvBase], l[kMlpConvProj], c.conv_group_size}.Prepare(h);
-      }
-      at::Tensor f =
-          at::linear(at::silu(at::linear(h, l[kGate])) * at::linear(h, l[kUp]), l[kDown]);
-      if (dflash2) {
-        f = DynamicConv{l[kMlpConvBase], l[kMlpConvProj], c.conv_group_size}.Finish(f, d_mlp);
-      }
-      x = x + f;
+      x = DecoderLayer(c, layers_[li], li, x, pass, context);
     }
     return RmsNorm(x, norm_, c.rms_norm_eps);
   });

@@ -26,11 +26,10 @@ std::string DTypeStr(c10::ScalarType t) {
   return c10::toString(t);
 }
 
-}  // namespace
-
-absl::StatusOr<DrafterModel> DrafterModel::Create(DrafterConfig config,
-                                                  std::map<std::string, at::Tensor> weights) {
-  const DrafterConfig& c = config;
+// The config's own consistency, then fc.weight, which fixes the target
+// hidden size (its width / K), the dtype and the device of every tensor.
+absl::StatusOr<const at::Tensor*> CheckConfigAndFc(
+    const DrafterConfig& c, const std::map<std::string, at::Tensor>& weights) {
   if (c.num_hidden_layers <= 0 || c.hidden_size <= 0 || c.head_dim <= 0 ||
       c.num_key_value_heads <= 0 || c.num_attention_heads % c.num_key_value_heads != 0 ||
       c.num_target_features() == 0 ||
@@ -56,8 +55,16 @@ absl::StatusOr<DrafterModel> DrafterModel::Create(DrafterConfig config,
     return absl::InvalidArgumentError(absl::StrCat("tensor 'fc.weight' has dtype ", DTypeStr(dtype),
                                                    "; expected Float, BFloat16 or Half"));
   }
-  const c10::Device device = fc.device();
+  return &fc;
+}
 
+// Every schema tensor: present when required, with its shape and fc's dtype
+// and device; and no tensor the schema does not name.
+absl::Status CheckWeights(const DrafterConfig& c, const std::map<std::string, at::Tensor>& weights,
+                          const at::Tensor& fc) {
+  const int64_t K = c.num_target_features();
+  const c10::ScalarType dtype = fc.scalar_type();
+  const c10::Device device = fc.device();
   std::set<std::string> expected;
   for (const weights::TensorSpec& spec : DrafterSchema(c, fc.size(1) / K)) {
     expected.insert(spec.name);
@@ -92,6 +99,17 @@ absl::StatusOr<DrafterModel> DrafterModel::Create(DrafterConfig config,
                        c.attention_bias ? "" : "; attention_bias is false in config.json"));
     }
   }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<DrafterModel> DrafterModel::Create(DrafterConfig config,
+                                                  std::map<std::string, at::Tensor> weights) {
+  const DrafterConfig& c = config;
+  ASSIGN_OR_RETURN(const at::Tensor* fc, CheckConfigAndFc(c, weights));
+  RETURN_IF_ERROR(CheckWeights(c, weights, *fc));
+  const c10::Device device = fc->device();
   ASSIGN_OR_RETURN(RopeTables rope, ComputeRope(c.rope, c.head_dim));
 
   DrafterModel m;

@@ -1,6 +1,6 @@
 // File: label_key.h
 // What a job label key may be, part of the API: the server enforces it
-// (service/proto_convert.cc) and the client checks --label before sending.
+// (CheckLabels, service/proto_fields.cc) and the client checks --label before sending.
 // 1 to 63 ASCII letters, digits, '_', '-', '.', '/'.
 #pragma once
 

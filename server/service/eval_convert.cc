@@ -1,0 +1,117 @@
+#include "service/eval_convert.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "types/semantics.h"
+
+namespace dflash::service {
+
+void ToProto(const eval::EvalResult& in, pb::EvalResult* out) {
+  out->set_mode(in.mode == eval::Mode::kAnchor ? pb::EVAL_MODE_ANCHOR : pb::EVAL_MODE_REPLAY);
+  out->set_block_size(static_cast<int32_t>(in.block_size));
+  out->set_samples(in.samples);
+  out->set_blocks(in.blocks);
+  out->set_tokens_scored(in.tokens_scored);
+  out->set_accept_length_pooled(in.accept_length_pooled);
+  out->set_tau(in.tau);
+  for (const eval::PositionMetrics& p : in.positions) {
+    pb::PositionMetrics* pp = out->add_positions();
+    pp->set_position(p.position);
+    pp->set_counted(p.counted);
+    pp->set_correct(p.correct);
+    pp->set_accuracy(p.accuracy);
+    pp->set_accepted(p.accepted);
+    pp->set_acceptance(p.acceptance);
+    pp->set_conditional_counted(p.conditional_counted);
+    pp->set_conditional(p.conditional);
+    pp->set_mean_cross_entropy(p.mean_cross_entropy);
+    pp->set_unary_correct(p.unary_correct);
+    pp->set_unary_accuracy(p.unary_accuracy);
+    pp->set_covered(p.covered);
+    pp->set_coverage(p.coverage);
+    pp->set_tf_correct(p.tf_correct);
+    pp->set_tf_accuracy(p.tf_accuracy);
+  }
+  for (int64_t h : in.accepted_histogram) out->add_accepted_histogram(h);
+  for (const eval::SampleSummary& s : in.per_sample) {
+    pb::SampleSummary* ps = out->add_per_sample();
+    ps->set_sample_index(static_cast<int32_t>(s.sample_index));
+    ps->set_blocks(static_cast<int32_t>(s.blocks));
+    ps->set_mean_accept_length(s.mean_accept_length);
+    ps->set_length(static_cast<int32_t>(s.length));
+    ps->set_first_response_position(static_cast<int32_t>(s.first_response_position));
+  }
+  out->set_setup_seconds(in.setup_seconds);
+  out->set_compute_seconds(in.compute_seconds);
+  out->set_tokens_per_second(in.tokens_per_second);
+  out->set_device(in.device);
+  out->set_dtype(in.dtype);
+  out->set_drafter_fingerprint(in.drafter_fingerprint);
+  out->set_dataset_fingerprint(in.dataset_fingerprint);
+  for (const auto& w : in.warnings) out->add_warnings(w);
+  out->set_family(in.family);
+  out->set_semantics(in.semantics);
+  out->set_semantics_reference(in.semantics_reference);
+  out->set_selector_top_k(static_cast<int32_t>(in.selector_top_k));
+  out->set_unary_accept_length_pooled(in.unary_accept_length_pooled);
+  out->set_oracle_accept_length_pooled(in.oracle_accept_length_pooled);
+  if (in.selector_top_k > 0) {
+    pb::FirstMissSplit* f = out->mutable_first_miss();
+    f->set_all_accepted(in.first_miss.all_accepted);
+    f->set_coverage_miss(in.first_miss.coverage_miss);
+    f->set_ranking_error(in.first_miss.ranking_error);
+  }
+  out->set_selector_near_ties(in.selector_near_ties);
+}
+
+absl::StatusOr<core::EvalParams> FromProto(const pb::EvalRequest& in) {
+  core::EvalParams p;
+  RETURN_IF_ERROR(CheckName("drafter", in.drafter()));
+  RETURN_IF_ERROR(CheckName("dataset", in.dataset()));
+  RETURN_IF_ERROR(CheckName("target", in.target()));
+  p.drafter = in.drafter();
+  p.checkpoint_path = in.checkpoint_path();
+  p.dataset = in.dataset();
+  p.target = in.target();
+  eval::EvalOptions& o = p.options;
+  switch (in.mode()) {
+    case pb::EVAL_MODE_UNSPECIFIED:
+    case pb::EVAL_MODE_ANCHOR: o.mode = eval::Mode::kAnchor; break;
+    case pb::EVAL_MODE_REPLAY: o.mode = eval::Mode::kReplay; break;
+    default:
+      return absl::InvalidArgumentError(
+          absl::StrCat("mode ", static_cast<int>(in.mode()), " is not anchor or replay"));
+  }
+  switch (in.anchors()) {
+    case pb::ANCHOR_STRATEGY_UNSPECIFIED:
+    case pb::ANCHOR_STRATEGY_EVEN: o.anchors = eval::AnchorStrategy::kEven; break;
+    case pb::ANCHOR_STRATEGY_RANDOM: o.anchors = eval::AnchorStrategy::kRandom; break;
+    case pb::ANCHOR_STRATEGY_ALL: o.anchors = eval::AnchorStrategy::kAll; break;
+    default:
+      return absl::InvalidArgumentError(
+          absl::StrCat("anchors ", static_cast<int>(in.anchors()), " is not even, random or all"));
+  }
+  for (auto [field, v] : {std::pair<const char*, int64_t>{"max_samples", in.max_samples()},
+                          {"max_blocks", in.max_blocks()},
+                          {"block_size", in.block_size()},
+                          {"max_new_tokens", in.max_new_tokens()}}) {
+    RETURN_IF_ERROR(NonNegative(field, v));
+  }
+  o.max_samples = in.max_samples();
+  o.max_blocks = in.max_blocks();
+  o.seed = in.seed();
+  o.block_size = in.block_size();
+  o.max_new_tokens = in.max_new_tokens();
+  auto semantics = model::ParseSemantics(in.semantics());
+  if (!semantics.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("semantics must be zlab-current or zlab-2025 (empty = zlab-current); got '",
+                     in.semantics(), "'"));
+  }
+  o.semantics = *semantics;
+  return p;
+}
+
+}  // namespace dflash::service

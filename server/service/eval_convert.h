@@ -1,0 +1,17 @@
+// File: eval_convert.h
+// proto <-> core for one evaluation: EvalRequest -> EvalParams (enums in
+// range, counts not negative, names well formed, semantics known) and
+// EvalResult -> its proto.
+#pragma once
+
+#include "absl/status/statusor.h"
+#include "core/eval_core.h"
+#include "dflash/eval/v1/eval.pb.h"
+#include "service/proto_fields.h"
+
+namespace dflash::service {
+
+absl::StatusOr<core::EvalParams> FromProto(const pb::EvalRequest& in);
+void ToProto(const eval::EvalResult& in, pb::EvalResult* out);
+
+}  // namespace dflash::service

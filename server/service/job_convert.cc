@@ -1,0 +1,170 @@
+#include "service/job_convert.h"
+
+#include <map>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "service/eval_convert.h"
+#include "types/semantics.h"
+
+namespace dflash::service {
+
+pb::JobState JobStateToProto(jobs::JobState state) {
+  switch (state) {
+    case jobs::JobState::kQueued: return pb::JOB_STATE_QUEUED;
+    case jobs::JobState::kRunning: return pb::JOB_STATE_RUNNING;
+    case jobs::JobState::kSucceeded: return pb::JOB_STATE_SUCCEEDED;
+    case jobs::JobState::kFailed: return pb::JOB_STATE_FAILED;
+    case jobs::JobState::kCancelled: return pb::JOB_STATE_CANCELLED;
+    case jobs::JobState::kInterrupted: return pb::JOB_STATE_INTERRUPTED;
+  }
+  return pb::JOB_STATE_UNSPECIFIED;
+}
+
+absl::StatusOr<jobs::JobRequest> JobRequestFromProto(const pb::EvalRequest& in) {
+  auto params = FromProto(in);
+  if (!params.ok()) return params.status();
+  RETURN_IF_ERROR(CheckName("run", in.run()));
+  RETURN_IF_ERROR(NonNegative("step", in.step()));
+  RETURN_IF_ERROR(CheckLabels(in.labels()));
+  jobs::JobRequest r;
+  r.params = *std::move(params);
+  r.run = in.run();
+  r.step = in.step();
+  r.labels = std::map<std::string, std::string>(in.labels().begin(), in.labels().end());
+  r.unload_after = in.unload_after();
+  return r;
+}
+
+void ToProto(const jobs::JobRequest& in, pb::EvalRequest* out) {
+  out->set_drafter(in.params.drafter);
+  out->set_checkpoint_path(in.params.checkpoint_path);
+  out->set_dataset(in.params.dataset);
+  out->set_target(in.params.target);
+  const eval::EvalOptions& o = in.params.options;
+  out->set_mode(o.mode == eval::Mode::kAnchor ? pb::EVAL_MODE_ANCHOR : pb::EVAL_MODE_REPLAY);
+  out->set_max_samples(static_cast<int32_t>(o.max_samples));
+  out->set_max_blocks(static_cast<int32_t>(o.max_blocks));
+  switch (o.anchors) {
+    case eval::AnchorStrategy::kEven: out->set_anchors(pb::ANCHOR_STRATEGY_EVEN); break;
+    case eval::AnchorStrategy::kRandom: out->set_anchors(pb::ANCHOR_STRATEGY_RANDOM); break;
+    case eval::AnchorStrategy::kAll: out->set_anchors(pb::ANCHOR_STRATEGY_ALL); break;
+  }
+  out->set_seed(o.seed);
+  out->set_block_size(static_cast<int32_t>(o.block_size));
+  out->set_max_new_tokens(static_cast<int32_t>(o.max_new_tokens));
+  out->set_semantics(model::SemanticsName(o.semantics));
+  out->set_run(in.run);
+  out->set_step(in.step);
+  for (const auto& [k, v] : in.labels) (*out->mutable_labels())[k] = v;
+  out->set_unload_after(in.unload_after);
+}
+
+void ToProto(const jobs::JobRecord& in, pb::EvalJob* out) {
+  out->set_id(in.id);
+  out->set_state(JobStateToProto(in.state));
+  ToProto(in.request, out->mutable_request());
+  pb::EvalProgress* p = out->mutable_progress();
+  p->set_blocks_done(in.progress.blocks_done);
+  p->set_blocks_total(in.progress.blocks_total);
+  p->set_samples_done(in.progress.samples_done);
+  p->set_samples_total(in.progress.samples_total);
+  p->set_elapsed_seconds(in.progress.elapsed_seconds);
+  p->set_eta_seconds(in.progress.eta_seconds);
+  p->set_blocks_total_is_upper_bound(in.progress.blocks_total_is_bound);
+  if (in.result) {
+    ToProto(*in.result, out->mutable_result());
+    // Fingerprints known at submit time, for results that lack them.
+    if (out->result().drafter_fingerprint().empty()) {
+      out->mutable_result()->set_drafter_fingerprint(in.drafter_fingerprint);
+    }
+    if (out->result().dataset_fingerprint().empty()) {
+      out->mutable_result()->set_dataset_fingerprint(in.dataset_fingerprint);
+    }
+  }
+  out->set_error_code(in.error_code);
+  out->set_error_message(in.error_message);
+  if (in.create_unix_micros) *out->mutable_create_time() = FromUnixMicros(in.create_unix_micros);
+  if (in.start_unix_micros) *out->mutable_start_time() = FromUnixMicros(in.start_unix_micros);
+  if (in.end_unix_micros) *out->mutable_end_time() = FromUnixMicros(in.end_unix_micros);
+  out->set_server_version(in.server_version);
+  out->set_interrupted_by_restart(in.interrupted_by_restart);
+  out->set_resubmitted_from(in.resubmitted_from);
+}
+
+absl::StatusOr<jobs::ListQuery> FromProto(const pb::ListEvalsRequest& in) {
+  jobs::ListQuery q;
+  switch (in.state()) {
+    case pb::JOB_STATE_UNSPECIFIED: break;
+    case pb::JOB_STATE_QUEUED: q.state = jobs::JobState::kQueued; break;
+    case pb::JOB_STATE_RUNNING: q.state = jobs::JobState::kRunning; break;
+    case pb::JOB_STATE_SUCCEEDED: q.state = jobs::JobState::kSucceeded; break;
+    case pb::JOB_STATE_FAILED: q.state = jobs::JobState::kFailed; break;
+    case pb::JOB_STATE_CANCELLED: q.state = jobs::JobState::kCancelled; break;
+    case pb::JOB_STATE_INTERRUPTED: q.state = jobs::JobState::kInterrupted; break;
+    default:
+      return absl::InvalidArgumentError(
+          absl::StrCat("state ", static_cast<int>(in.state()), " is not a job state"));
+  }
+  RETURN_IF_ERROR(NonNegative("page_size", in.page_size()));
+  if (in.page_size() > kMaxPageSize) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("page_size must be <= ", kMaxPageSize, "; got ", in.page_size()));
+  }
+  RETURN_IF_ERROR(CheckName("page_token", in.page_token()));
+  RETURN_IF_ERROR(CheckName("run", in.run()));
+  RETURN_IF_ERROR(NonNegative("min_step", in.min_step()));
+  RETURN_IF_ERROR(NonNegative("max_step", in.max_step()));
+  if (in.min_step() > 0 && in.max_step() > 0 && in.min_step() > in.max_step()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("min_step ", in.min_step(), " is greater than max_step ", in.max_step()));
+  }
+  RETURN_IF_ERROR(CheckLabels(in.labels()));
+  q.drafter = in.drafter();
+  q.dataset = in.dataset();
+  q.run = in.run();
+  if (in.min_step() != 0) q.min_step = in.min_step();
+  if (in.max_step() != 0) q.max_step = in.max_step();
+  q.labels = std::map<std::string, std::string>(in.labels().begin(), in.labels().end());
+  q.order_by_step = in.order_by_step();
+  q.page_size = in.page_size();
+  q.page_token = in.page_token();
+  return q;
+}
+
+absl::StatusOr<std::vector<std::string>> JobIdsFromProto(const pb::CompareEvalsRequest& in) {
+  if (in.ids_size() > kMaxCompareJobs) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("compare takes at most ", kMaxCompareJobs, " job ids; got ", in.ids_size()));
+  }
+  std::vector<std::string> ids;
+  std::map<std::string, int> seen;
+  for (int i = 0; i < in.ids_size(); ++i) {
+    const std::string& id = in.ids(i);
+    RETURN_IF_ERROR(CheckId(absl::StrCat("ids[", i, "]"), id));
+    if (auto [it, fresh] = seen.emplace(id, i); !fresh) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("ids[", i, "] repeats ids[", it->second, "] ('", id, "')"));
+    }
+    ids.push_back(id);
+  }
+  return ids;
+}
+
+void ToProto(const core::Comparison& in, pb::CompareEvalsResponse* out) {
+  for (const jobs::JobRecord& j : in.jobs) ToProto(j, out->add_jobs());
+  for (const std::string& w : in.warnings) out->add_warnings(w);
+  for (double v : in.accept_length) out->add_accept_length(v);
+  for (double v : in.accept_length_delta) out->add_accept_length_delta(v);
+  for (double v : in.tau) out->add_tau(v);
+  for (const core::PositionComparison& p : in.positions) {
+    pb::PositionComparison* pp = out->add_positions();
+    pp->set_position(p.position);
+    for (double v : p.accuracy) pp->add_accuracy(v);
+    for (double v : p.accuracy_delta) pp->add_accuracy_delta(v);
+    for (double v : p.acceptance) pp->add_acceptance(v);
+  }
+}
+
+}  // namespace dflash::service

@@ -1,0 +1,32 @@
+// File: resource_convert.h
+// proto <-> core for the resident objects: server info, resources, weight
+// reports, and the validate and load requests (names, dtypes, devices and
+// LoadDataset's layer_ids checked for shape here).
+#pragma once
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "core/eval_core.h"
+#include "dflash/eval/v1/resources.pb.h"
+#include "dflash/eval/v1/service.pb.h"
+#include "service/proto_fields.h"
+
+namespace dflash::service {
+
+void ToProto(const core::ServerInfo& in, pb::ServerInfo* out);
+void ToProto(const core::ResourceInfo& in, pb::Resource* out);
+void ToProto(const weights::WeightReport& in, pb::WeightReport* out);
+void ToProto(const core::LoadResult& in, pb::LoadResponse* out);
+
+// "" for DTYPE_UNSPECIFIED; INVALID_ARGUMENT for a value not in the enum.
+absl::StatusOr<std::string> DTypeFromProto(pb::DType dtype);
+pb::DType DTypeToProto(const std::string& dtype);
+absl::StatusOr<core::ResourceKind> KindFromProto(pb::ResourceKind kind);
+
+absl::StatusOr<core::ValidateParams> FromProto(const pb::ValidateCheckpointRequest& in);
+absl::StatusOr<core::LoadDrafterParams> FromProto(const pb::LoadDrafterRequest& in);
+absl::StatusOr<core::LoadTargetParams> FromProto(const pb::LoadTargetRequest& in);
+absl::StatusOr<core::LoadDatasetParams> FromProto(const pb::LoadDatasetRequest& in);
+
+}  // namespace dflash::service
