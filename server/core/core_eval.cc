@@ -53,6 +53,22 @@ absl::StatusOr<typename Map::const_iterator> Pick(const Map& map, const std::str
 
 }  // namespace
 
+// What one evaluation runs on, held for its whole run: shared pointers keep
+// an object alive even if it is unloaded meanwhile.
+struct EvalCoreImpl::EvalInputs {
+  std::shared_ptr<const weights::TargetTensors> target;
+  std::shared_ptr<const data::EvalDataset> dataset;
+  std::shared_ptr<const model::DrafterModel> drafter;
+  std::string drafter_fingerprint, dataset_fingerprint, device, dtype;
+
+  void UseDrafter(std::shared_ptr<const model::DrafterModel> model, const ResourceInfo& info) {
+    drafter = std::move(model);
+    drafter_fingerprint = info.fingerprint;
+    device = info.device;
+    dtype = info.dtype;
+  }
+};
+
 absl::StatusOr<eval::EvalResult> EvalCoreImpl::DoRunEval(const EvalParams& params,
                                                          const eval::ProgressFn& progress) {
   const auto start = std::chrono::steady_clock::now();
@@ -62,71 +78,71 @@ absl::StatusOr<eval::EvalResult> EvalCoreImpl::DoRunEval(const EvalParams& param
                                : "give a resident drafter name or a checkpoint path, not both");
   }
   if (params.dataset.empty()) return absl::InvalidArgumentError("dataset is required");
+  EvalInputs in;
+  RETURN_IF_ERROR(PickInputs(params, in));
+  if (!in.drafter) RETURN_IF_ERROR(DrafterFromCheckpoint(params, in));
+  RETURN_IF_ERROR(eval::CheckCompatible(*in.drafter, *in.target, *in.dataset, params.options));
+  const double setup =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ASSIGN_OR_RETURN(eval::EvalResult result, EvaluateWithinLimit(params, in, progress));
+  result.setup_seconds += setup;
+  result.device = in.device;
+  result.dtype = in.dtype;
+  result.drafter_fingerprint = in.drafter_fingerprint;
+  result.dataset_fingerprint = in.dataset_fingerprint;
+  return result;
+}
 
-  std::shared_ptr<const weights::TargetTensors> target;
-  std::shared_ptr<const data::EvalDataset> dataset;
-  std::shared_ptr<const model::DrafterModel> drafter;
-  std::string drafter_fingerprint, dataset_fingerprint, device, dtype;
-  {
-    std::lock_guard<std::mutex> lock(resident_->mu);
-    ASSIGN_OR_RETURN(auto t, Pick(resident_->targets, params.target, "target", FixHint::kLoadTarget,
-                                  FixHint::kNameTarget));
-    target = t->second.tensors;
-    ASSIGN_OR_RETURN(auto d, Pick(resident_->datasets, params.dataset, "dataset",
-                                  FixHint::kLoadDataset, FixHint::kNameDataset));
-    dataset = d->second.dataset;
-    dataset_fingerprint = d->second.info.fingerprint;
-    if (!params.drafter.empty()) {
-      ASSIGN_OR_RETURN(auto m, Pick(resident_->drafters, params.drafter, "drafter",
-                                    FixHint::kLoadDrafter, FixHint::kNameDrafter));
-      drafter = m->second.model;
-      drafter_fingerprint = m->second.info.fingerprint;
-      device = m->second.info.device;
-      dtype = m->second.info.dtype;
-    }
+absl::Status EvalCoreImpl::PickInputs(const EvalParams& params, EvalInputs& in) {
+  std::lock_guard<std::mutex> lock(resident_->mu);
+  ASSIGN_OR_RETURN(auto t, Pick(resident_->targets, params.target, "target", FixHint::kLoadTarget,
+                                FixHint::kNameTarget));
+  in.target = t->second.tensors;
+  ASSIGN_OR_RETURN(auto d, Pick(resident_->datasets, params.dataset, "dataset",
+                                FixHint::kLoadDataset, FixHint::kNameDataset));
+  in.dataset = d->second.dataset;
+  in.dataset_fingerprint = d->second.info.fingerprint;
+  if (!params.drafter.empty()) {
+    ASSIGN_OR_RETURN(auto m, Pick(resident_->drafters, params.drafter, "drafter",
+                                  FixHint::kLoadDrafter, FixHint::kNameDrafter));
+    in.UseDrafter(m->second.model, m->second.info);
   }
-  if (!drafter) {
-    // A resident drafter loaded from the same unchanged files, in the
-    // target's placement, is the same weights: use it, load nothing.
-    ASSIGN_OR_RETURN(std::string resolved,
-                     roots_.Resolve(params.checkpoint_path, "checkpoint_path"));
-    const std::string signature =
-        absl::StrCat(resolved, "||", DTypeLabel(target->embed.scalar_type()), "|",
-                     target->embed.device().str(), "|", DiskSignature(resolved));
+  return absl::OkStatus();
+}
+
+absl::Status EvalCoreImpl::DrafterFromCheckpoint(const EvalParams& params, EvalInputs& in) {
+  // A resident drafter loaded from the same unchanged files, in the
+  // target's placement, is the same weights: use it, load nothing.
+  ASSIGN_OR_RETURN(std::string resolved, roots_.Resolve(params.checkpoint_path, "checkpoint_path"));
+  const std::string signature =
+      absl::StrCat(resolved, "||", DTypeLabel(in.target->embed.scalar_type()), "|",
+                   in.target->embed.device().str(), "|", DiskSignature(resolved));
+  {
     std::lock_guard<std::mutex> lock(resident_->mu);
     for (const auto& [name, entry] : resident_->drafters) {
       if (entry.disk_signature != signature) continue;
-      drafter = entry.model;
-      drafter_fingerprint = entry.info.fingerprint;
-      device = entry.info.device;
-      dtype = entry.info.dtype;
-      break;
+      in.UseDrafter(entry.model, entry.info);
+      return absl::OkStatus();
     }
   }
-  if (!drafter) {
-    // One-shot: load the checkpoint for this evaluation only, in the
-    // target's placement, strictly validated.
-    LoadDrafterParams load;
-    load.path = params.checkpoint_path;
-    load.device = target->embed.device().str();
-    load.dtype = DTypeLabel(target->embed.scalar_type());
-    load.name = absl::StrCat("__oneshot__", NowUnixMicros());
-    ASSIGN_OR_RETURN(LoadResult loaded, DoLoadDrafter(load));
-    {
-      std::lock_guard<std::mutex> lock(resident_->mu);
-      auto it = resident_->drafters.find(loaded.resource.name);
-      if (it == resident_->drafters.end()) return absl::InternalError("one-shot drafter vanished");
-      drafter = it->second.model;
-      resident_->drafters.erase(it);
-    }
-    drafter_fingerprint = loaded.resource.fingerprint;
-    device = loaded.resource.device;
-    dtype = loaded.resource.dtype;
-  }
+  // One-shot: load the checkpoint for this evaluation only, in the
+  // target's placement, strictly validated.
+  LoadDrafterParams load;
+  load.path = params.checkpoint_path;
+  load.device = in.target->embed.device().str();
+  load.dtype = DTypeLabel(in.target->embed.scalar_type());
+  load.name = absl::StrCat("__oneshot__", NowUnixMicros());
+  ASSIGN_OR_RETURN(LoadResult loaded, DoLoadDrafter(load));
+  std::lock_guard<std::mutex> lock(resident_->mu);
+  auto it = resident_->drafters.find(loaded.resource.name);
+  if (it == resident_->drafters.end()) return absl::InternalError("one-shot drafter vanished");
+  in.UseDrafter(it->second.model, loaded.resource);
+  resident_->drafters.erase(it);
+  return absl::OkStatus();
+}
 
-  RETURN_IF_ERROR(eval::CheckCompatible(*drafter, *target, *dataset, params.options));
-  const double setup =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+absl::StatusOr<eval::EvalResult> EvalCoreImpl::EvaluateWithinLimit(
+    const EvalParams& params, const EvalInputs& in, const eval::ProgressFn& progress) {
   // The evaluator reports its totals before scoring anything: refuse there.
   // Replay's first total is the most its walks can take: refused on that,
   // since it is what the evaluation may cost.
@@ -142,7 +158,7 @@ absl::StatusOr<eval::EvalResult> EvalCoreImpl::DoRunEval(const EvalParams& param
     return progress ? progress(p) : true;
   };
   absl::StatusOr<eval::EvalResult> evaluated =
-      eval::Evaluate(*drafter, *target, *dataset, params.options, limited);
+      eval::Evaluate(*in.drafter, *in.target, *in.dataset, params.options, limited);
   if (too_many_blocks > 0) {
     return WithFixHint(absl::ResourceExhaustedError(absl::StrCat(
                            "this evaluation would score ", up_to ? "up to " : "", too_many_blocks,
@@ -150,13 +166,7 @@ absl::StatusOr<eval::EvalResult> EvalCoreImpl::DoRunEval(const EvalParams& param
                            " per evaluation; lower max_samples or max_blocks")),
                        FixHint::kEvalBlockLimit);
   }
-  ASSIGN_OR_RETURN(eval::EvalResult result, std::move(evaluated));
-  result.setup_seconds += setup;
-  result.device = device;
-  result.dtype = dtype;
-  result.drafter_fingerprint = drafter_fingerprint;
-  result.dataset_fingerprint = dataset_fingerprint;
-  return result;
+  return evaluated;
 }
 
 }  // namespace dflash::core

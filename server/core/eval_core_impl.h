@@ -60,6 +60,15 @@ class EvalCoreImpl final : public EvalCore {
   absl::StatusOr<LoadResult> DoLoadDataset(const LoadDatasetParams& params);
   absl::StatusOr<eval::EvalResult> DoRunEval(const EvalParams& params,
                                              const eval::ProgressFn& progress);
+  // DoRunEval's steps (core_eval.cc): the resident objects it names, the
+  // drafter from its checkpoint (a resident copy of the same files, else a
+  // one-shot load), and the evaluation within the server's block limit.
+  struct EvalInputs;
+  absl::Status PickInputs(const EvalParams& params, EvalInputs& in);
+  absl::Status DrafterFromCheckpoint(const EvalParams& params, EvalInputs& in);
+  absl::StatusOr<eval::EvalResult> EvaluateWithinLimit(const EvalParams& params,
+                                                       const EvalInputs& in,
+                                                       const eval::ProgressFn& progress);
 
   CoreOptions options_;
   DataRoots roots_;
