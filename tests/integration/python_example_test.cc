@@ -27,7 +27,9 @@ using ::testing::HasSubstr;
 using json = nlohmann::json;
 
 // The virtualenv python with dflash_eval installed ($DFLASH_EXAMPLE_PY).
-std::string ExamplePython() { return BinaryFromEnv("DFLASH_EXAMPLE_PY"); }
+std::string ExamplePython() {
+  return BinaryFromEnv("DFLASH_EXAMPLE_PY");
+}
 
 TEST(PythonExampleTest, SubmitsOneDetachedEvalPerCheckpoint) {
   testing::TempDir dir;
