@@ -17,8 +17,9 @@ PACKAGES=(
   libyaml-cpp-dev prometheus-cpp-dev
   # tests and fuzzing
   libgtest-dev libgmock-dev clang libclang-rt-14-dev clang-format clang-tidy
-  # fixtures, the Python baseline and the training-loop example
-  python3 python3-torch python3-grpcio python3-protobuf
+  # fixtures, the Python baseline, the Python client package (client/python:
+  # a venv --system-site-packages, pip, its type check) and the example on it
+  python3 python3-torch python3-grpcio python3-protobuf python3-venv python3-pip python3-mypy
 )
 
 SUDO=""

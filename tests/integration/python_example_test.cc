@@ -1,7 +1,7 @@
-// examples/python/submit_per_checkpoint.py against a real server: two
+// examples/python/submit_per_checkpoint.py (on the dflash_eval package,
+// installed by ctest's python_client_install) against a real server: two
 // checkpoint folders (step-100, step-200) under one run folder become two
 // detached jobs that succeed with run and step labels set.
-#include <cstdlib>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -26,10 +26,9 @@ using ::dflash::testing::ServerProcess;
 using ::testing::HasSubstr;
 using json = nlohmann::json;
 
-// Debian's python3 with python3-grpcio and python3-protobuf.
+// The virtualenv python with dflash_eval installed ($DFLASH_EXAMPLE_PY).
 std::string ExamplePython() {
-  const char* env = std::getenv("DFLASH_EXAMPLE_PY");
-  return env && *env ? env : "/usr/bin/python3";
+  return BinaryFromEnv("DFLASH_EXAMPLE_PY");
 }
 
 TEST(PythonExampleTest, SubmitsOneDetachedEvalPerCheckpoint) {
@@ -85,6 +84,15 @@ TEST(PythonExampleTest, SubmitsOneDetachedEvalPerCheckpoint) {
                  {}, 60);
   EXPECT_NE(bad.exit_code, 0);
   EXPECT_THAT(bad.err, HasSubstr("no such file or directory"));
+
+  // No server there: exit 2, as the CLI's, with the package's message.
+  CommandResult down =
+      RunCommand({ExamplePython(),
+                  BinaryFromEnv("DFLASH_SOURCE_DIR") + "/examples/python/submit_per_checkpoint.py",
+                  "--server", "127.0.0.1:1", "--dataset", "d", run_dir + "/step-100"},
+                 {}, 60);
+  EXPECT_EQ(down.exit_code, 2) << down.out << down.err;
+  EXPECT_THAT(down.err, HasSubstr("UNAVAILABLE: cannot reach server at 127.0.0.1:1"));
 }
 
 }  // namespace

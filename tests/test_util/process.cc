@@ -100,6 +100,7 @@ std::string BinaryFromEnv(const char* variable) {
   if (name == "DFLASH_EVAL") return DFLASH_EVAL_PATH;
   if (name == "DFLASH_FIXTURE_PY") return "/usr/bin/python3";
   if (name == "DFLASH_SOURCE_DIR") return DFLASH_SOURCE_DIR;
+  if (name == "DFLASH_EXAMPLE_PY") return DFLASH_PY_CLIENT_PYTHON;
   ADD_FAILURE() << variable << " is not set and has no built-in default";
   return "";
 }

@@ -23,7 +23,9 @@ CommandResult RunCommand(const std::vector<std::string>& argv,
                          const std::vector<std::string>& env = {}, double timeout_seconds = 120);
 
 // DFLASH_EVALD / DFLASH_EVAL (binaries), DFLASH_FIXTURE_PY (a Python with
-// torch), DFLASH_SOURCE_DIR: the environment's value, else the build's.
+// torch), DFLASH_EXAMPLE_PY (the virtualenv python with the dflash_eval
+// package, made by ctest's python_client_install), DFLASH_SOURCE_DIR: the
+// environment's value, else the build's.
 std::string BinaryFromEnv(const char* variable);
 
 class ServerProcess {
