@@ -22,6 +22,7 @@ namespace {
 template <typename Map>
 std::string Names(const Map& map) {
   std::vector<std::string> names;
+  names.reserve(map.size());
   for (const auto& [n, _] : map) names.push_back(n);
   return names.empty() ? "none" : absl::StrJoin(names, ", ");
 }
@@ -142,7 +143,7 @@ absl::Status EvalCoreImpl::DrafterFromCheckpoint(const EvalParams& params, EvalI
 }
 
 absl::StatusOr<eval::EvalResult> EvalCoreImpl::EvaluateWithinLimit(
-    const EvalParams& params, const EvalInputs& in, const eval::ProgressFn& progress) {
+    const EvalParams& params, const EvalInputs& in, const eval::ProgressFn& progress) const {
   // The evaluator reports its totals before scoring anything: refuse there.
   // Replay's first total is the most its walks can take: refused on that,
   // since it is what the evaluation may cost.

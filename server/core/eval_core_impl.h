@@ -68,7 +68,7 @@ class EvalCoreImpl final : public EvalCore {
   absl::Status DrafterFromCheckpoint(const EvalParams& params, EvalInputs& in);
   absl::StatusOr<eval::EvalResult> EvaluateWithinLimit(const EvalParams& params,
                                                        const EvalInputs& in,
-                                                       const eval::ProgressFn& progress);
+                                                       const eval::ProgressFn& progress) const;
 
   CoreOptions options_;
   DataRoots roots_;
