@@ -142,8 +142,10 @@ void DesignTokens(TinyWorld& w, int64_t B) {
       const RefBlock& rb = ref.Block(s, pos, B);
       const std::vector<int64_t> drafts = rb.drafts;  // copy: the cache may rehash
       for (int64_t j = 1; j <= k && pos + j < L; ++j) w.tokens[s][pos + j] = drafts[j - 1];
-      if (pos + k + 1 < L) {
-        // A miss at k + 1: any token other than the draft there.
+      // A miss at k + 1 when the block drafts that far (k = B - 1 accepts the
+      // whole block: there is no draft k + 1 to miss).
+      if (k < static_cast<int64_t>(drafts.size()) && pos + k + 1 < L) {
+        // Any token other than the draft there.
         w.tokens[s][pos + k + 1] = (drafts[k] + 1 + step) % filler_mod;
         if (w.tokens[s][pos + k + 1] == drafts[k])
           w.tokens[s][pos + k + 1] = (drafts[k] + 2) % filler_mod;
