@@ -86,7 +86,7 @@ class EvalService final : public RawCallbackService {
   UnaryReactor* SubmitEval(Ctx* ctx, const Bytes* req, Bytes* resp) override;
   UnaryReactor* GetEval(Ctx* ctx, const Bytes* req, Bytes* resp) override;
   UnaryReactor* ListEvals(Ctx* ctx, const Bytes* req, Bytes* resp) override;
-  grpc::ServerWriteReactor<Bytes>* WatchEval(Ctx* ctx, const Bytes* req) override;
+  grpc::ServerWriteReactor<Bytes>* WatchEval(Ctx* ctx, const Bytes* raw) override;
   UnaryReactor* CancelEval(Ctx* ctx, const Bytes* req, Bytes* resp) override;
   UnaryReactor* ResubmitEval(Ctx* ctx, const Bytes* req, Bytes* resp) override;
   UnaryReactor* CompareEvals(Ctx* ctx, const Bytes* req, Bytes* resp) override;

@@ -205,6 +205,7 @@ void ClassifyLeftovers(const std::vector<TensorInfo>& stored, const StoredIndex&
                        const std::set<int>& schema_layers, const std::vector<IgnoreRule>& ignore,
                        WeightReport* report, ProblemLines* lines) {
   std::vector<std::string> schema_names;
+  schema_names.reserve(schema.size());
   for (const TensorSpec& s : schema) schema_names.push_back(s.name);
   std::map<int, int> extra_layer_counts;
   for (size_t i = 0; i < stored.size(); ++i) {
@@ -313,6 +314,7 @@ std::string UsedTensorsFact(const WeightReport& report) {
     if (e.status == EntryStatus::kFound) ++dtypes[e.dtype];
   }
   std::vector<std::string> dtype_parts;
+  dtype_parts.reserve(dtypes.size());
   for (const auto& [d, c] : dtypes) dtype_parts.push_back(absl::StrCat(d, " x ", c));
   return absl::StrFormat("used tensors: %d bytes (%.1f MiB)%s%s", report.tensor_bytes,
                          report.tensor_bytes / 1048576.0, dtype_parts.empty() ? "" : ", ",
