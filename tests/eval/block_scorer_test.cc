@@ -12,6 +12,7 @@
 
 #include "data/eval_dataset.h"
 #include "eval/reference_walk.h"
+#include "eval/tiny_eval_world.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "model/drafter_model.h"
@@ -24,8 +25,6 @@ namespace {
 
 using ::dflash::eval::testing::RefBlock;
 using ::dflash::eval::testing::ReferenceDrafts;
-using ::dflash::testing::TempDir;
-using ::dflash::testing::TinySpec;
 using ::dflash::testing::TinyWorld;
 using model::Semantics;
 using ::testing::ElementsAre;
@@ -33,29 +32,16 @@ using ::testing::ElementsAre;
 class BlockScorerTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    world_ = new TinyWorld(dflash::testing::MakeTinyWorld(TinySpec{}));
-    testing::DesignTokens(*world_, 4);
-    dir_ = new TempDir();
-    world_->WriteDataset(dir_->Join("data"));
-    data::DatasetLoadOptions o;
-    o.path = dir_->Join("data");
-    auto ds = data::EvalDataset::Load(o);
-    ASSERT_TRUE(ds.ok()) << ds.status();
-    dataset_ = new data::EvalDataset(*std::move(ds));
-    auto m = model::DrafterModel::Create(world_->cfg, world_->weights);
-    ASSERT_TRUE(m.ok()) << m.status();
-    drafter_ = new model::DrafterModel(*std::move(m));
-    target_ = new weights::TargetTensors(world_->Target());
-    ref_ = new ReferenceDrafts(*world_);
+    auto loaded = testing::LoadTinyEvalWorld(4);
+    ASSERT_TRUE(loaded.ok()) << loaded.status();
+    all_ = loaded->release();
+    world_ = all_->world.get();
+    dataset_ = all_->dataset.get();
+    drafter_ = all_->drafter.get();
+    target_ = all_->target.get();
+    ref_ = all_->ref.get();
   }
-  static void TearDownTestSuite() {
-    delete ref_;
-    delete target_;
-    delete drafter_;
-    delete dataset_;
-    delete dir_;
-    delete world_;
-  }
+  static void TearDownTestSuite() { delete all_; }
 
   static BlockScorer Scorer(Semantics s, int64_t budget = 64ll << 20, int64_t B = 4) {
     return BlockScorer(*drafter_, *target_, *dataset_, B, budget, s);
@@ -89,7 +75,7 @@ class BlockScorerTest : public ::testing::Test {
   }
 
   static TinyWorld* world_;
-  static TempDir* dir_;
+  static testing::TinyEvalWorld* all_;  // owns what the pointers below show
   static data::EvalDataset* dataset_;
   static model::DrafterModel* drafter_;
   static weights::TargetTensors* target_;
@@ -97,7 +83,7 @@ class BlockScorerTest : public ::testing::Test {
 };
 
 TinyWorld* BlockScorerTest::world_ = nullptr;
-TempDir* BlockScorerTest::dir_ = nullptr;
+testing::TinyEvalWorld* BlockScorerTest::all_ = nullptr;
 data::EvalDataset* BlockScorerTest::dataset_ = nullptr;
 model::DrafterModel* BlockScorerTest::drafter_ = nullptr;
 weights::TargetTensors* BlockScorerTest::target_ = nullptr;

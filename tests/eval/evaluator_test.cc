@@ -17,6 +17,7 @@
 
 #include "data/eval_dataset.h"
 #include "eval/reference_walk.h"
+#include "eval/tiny_eval_world.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "model/drafter_model.h"
@@ -33,8 +34,6 @@ using ::dflash::eval::testing::ExpectReplay;
 using ::dflash::eval::testing::ReferenceDrafts;
 using ::dflash::eval::testing::WalkOptions;
 using ::dflash::testing::StatusIs;
-using ::dflash::testing::TempDir;
-using ::dflash::testing::TinySpec;
 using ::dflash::testing::TinyWorld;
 using model::Semantics;
 using ::testing::ElementsAre;
@@ -45,29 +44,16 @@ constexpr int64_t kB = 4;
 class EvaluatorTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    world_ = new TinyWorld(dflash::testing::MakeTinyWorld(TinySpec{}));
-    testing::DesignTokens(*world_, kB);
-    dir_ = new TempDir();
-    world_->WriteDataset(dir_->Join("data"));
-    data::DatasetLoadOptions o;
-    o.path = dir_->Join("data");
-    auto ds = data::EvalDataset::Load(o);
-    ASSERT_TRUE(ds.ok()) << ds.status();
-    dataset_ = new data::EvalDataset(*std::move(ds));
-    auto m = model::DrafterModel::Create(world_->cfg, world_->weights);
-    ASSERT_TRUE(m.ok()) << m.status();
-    drafter_ = new model::DrafterModel(*std::move(m));
-    target_ = new weights::TargetTensors(world_->Target());
-    ref_ = new ReferenceDrafts(*world_);
+    auto loaded = testing::LoadTinyEvalWorld(kB);
+    ASSERT_TRUE(loaded.ok()) << loaded.status();
+    all_ = loaded->release();
+    world_ = all_->world.get();
+    dataset_ = all_->dataset.get();
+    drafter_ = all_->drafter.get();
+    target_ = all_->target.get();
+    ref_ = all_->ref.get();
   }
-  static void TearDownTestSuite() {
-    delete ref_;
-    delete target_;
-    delete drafter_;
-    delete dataset_;
-    delete dir_;
-    delete world_;
-  }
+  static void TearDownTestSuite() { delete all_; }
 
   static absl::StatusOr<EvalResult> Run(const EvalOptions& o, const ProgressFn& p = nullptr) {
     return Evaluate(*drafter_, *target_, *dataset_, o, p);
@@ -142,7 +128,7 @@ class EvaluatorTest : public ::testing::Test {
   }
 
   static TinyWorld* world_;
-  static TempDir* dir_;
+  static testing::TinyEvalWorld* all_;  // owns what the pointers below show
   static data::EvalDataset* dataset_;
   static model::DrafterModel* drafter_;
   static weights::TargetTensors* target_;
@@ -150,7 +136,7 @@ class EvaluatorTest : public ::testing::Test {
 };
 
 TinyWorld* EvaluatorTest::world_ = nullptr;
-TempDir* EvaluatorTest::dir_ = nullptr;
+testing::TinyEvalWorld* EvaluatorTest::all_ = nullptr;
 data::EvalDataset* EvaluatorTest::dataset_ = nullptr;
 model::DrafterModel* EvaluatorTest::drafter_ = nullptr;
 weights::TargetTensors* EvaluatorTest::target_ = nullptr;
@@ -373,7 +359,7 @@ TEST_F(EvaluatorTest, BlockSizeOutOfRange) {
 
 TEST_F(EvaluatorTest, DatasetWithoutTheDrafterLayers) {
   data::DatasetLoadOptions lo;
-  lo.path = dir_->Join("data");
+  lo.path = all_->dir->Join("data");
   lo.layer_ids = {{"hidden_states", {1, 2, 4}}};
   ASSERT_OK_AND_ASSIGN(data::EvalDataset other, data::EvalDataset::Load(lo));
   EXPECT_THAT(Evaluate(*drafter_, *target_, other, EvalOptions{}),
