@@ -14,6 +14,7 @@ import socket
 import subprocess
 import tempfile
 import time
+import unittest
 from typing import List, Optional, Sequence
 
 import dflash_eval
@@ -116,3 +117,19 @@ def shared_server() -> Server:
     with dflash_eval.Client(server.address) as client:
         server.load_tiny(client)
     return server
+
+
+class SharedServerTest(unittest.TestCase):
+    """A test class on the shared server, with one client for the class."""
+
+    srv: Server
+    client: dflash_eval.Client
+
+    @classmethod
+    def setUpClass(cls) -> None:
+        cls.srv = shared_server()
+        cls.client = dflash_eval.Client(cls.srv.address)
+
+    @classmethod
+    def tearDownClass(cls) -> None:
+        cls.client.close()

@@ -18,19 +18,7 @@ FULL_TOKEN = "full-token-for-tests-0123456789"
 READ_TOKEN = "read-token-for-tests-0123456789"
 
 
-class ClientTest(unittest.TestCase):
-    srv: server.Server
-    client: dflash_eval.Client
-
-    @classmethod
-    def setUpClass(cls) -> None:
-        cls.srv = server.shared_server()
-        cls.client = dflash_eval.Client(cls.srv.address)
-
-    @classmethod
-    def tearDownClass(cls) -> None:
-        cls.client.close()
-
+class ClientTest(server.SharedServerTest):
     def path(self, *parts: str) -> str:
         return os.path.join(self.srv.data, *parts)
 

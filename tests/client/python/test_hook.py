@@ -10,19 +10,7 @@ import dflash_eval
 import server
 
 
-class CheckpointHookTest(unittest.TestCase):
-    srv: server.Server
-    client: dflash_eval.Client
-
-    @classmethod
-    def setUpClass(cls) -> None:
-        cls.srv = server.shared_server()
-        cls.client = dflash_eval.Client(cls.srv.address)
-
-    @classmethod
-    def tearDownClass(cls) -> None:
-        cls.client.close()
-
+class CheckpointHookTest(server.SharedServerTest):
     def save(self, run: str, step: int) -> str:
         """What a trainer's save does: a checkpoint folder under the run."""
         path = os.path.join(self.srv.data, run, f"step-{step}")
