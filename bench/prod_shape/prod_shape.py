@@ -33,11 +33,11 @@ import tempfile
 import threading
 import time
 
+# The side-by-side bench's helpers: the JSON lookup and stderr log.
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from bench import find, log  # noqa: E402  (bench/bench.py; its main() runs only as a script)
+
 READ_BUF = 8 << 20  # bench/file_read.cc's plain read: one reused 8 MiB buffer
-
-
-def log(*a):
-    print(*a, file=sys.stderr, flush=True)
 
 
 def proc_status(pid):
@@ -167,22 +167,6 @@ def fresh_read(path, limit=1 << 30):
     mv.release()
     m.close()
     return total, dt
-
-
-def find(obj, key):
-    if isinstance(obj, dict):
-        if key in obj:
-            return obj[key]
-        for v in obj.values():
-            r = find(v, key)
-            if r is not None:
-                return r
-    elif isinstance(obj, list):
-        for v in obj:
-            r = find(v, key)
-            if r is not None:
-                return r
-    return None
 
 
 class Server:
