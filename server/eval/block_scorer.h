@@ -12,6 +12,8 @@
 
 #include "absl/status/statusor.h"
 #include "data/eval_dataset.h"
+#include "eval/slot_scoring.h"
+#include "eval/vocab_chunks.h"
 #include "model/drafter_model.h"
 #include "weights/target_tensors.h"
 
@@ -24,15 +26,6 @@ struct BlockRequest {
   const std::vector<int64_t>* tokens = nullptr;  // the sequence's token ids
 };
 
-struct BlockScore {
-  std::vector<uint8_t> correct;      // j = 1.. while a + j < end (at most B-1)
-  std::vector<float> cross_entropy;  // same length, when asked for
-  // DFlash 2, same length: unary argmax correct, label among the top-k
-  // candidates, teacher-forced selector correct; path near-ties (< 1e-4).
-  std::vector<uint8_t> unary_correct, covered, tf_correct;
-  int64_t near_ties = 0;
-};
-
 enum class CrossEntropy { kSkip, kCompute };
 
 class BlockScorer {
@@ -41,22 +34,28 @@ class BlockScorer {
   // under zlab-2025 always B.
   BlockScorer(const model::DrafterModel& drafter, const weights::TargetTensors& target,
               const data::EvalDataset& dataset, int64_t block_size, int64_t max_chunk_elements,
-              model::Semantics semantics);
+              model::Semantics semantics, int64_t logits_budget_bytes = kDefaultLogitsBudgetBytes);
 
   int64_t block_size() const { return block_size_; }
 
   // Context K/V for these dataset samples (columns selected and ordered as
-  // the drafter's target_layer_ids say).
-  absl::StatusOr<model::ContextCache> EncodeSamples(const std::vector<size_t>& samples) const;
+  // the drafter's target_layer_ids say). With `needed` (one per sample),
+  // only positions < needed[i] are projected: a block at anchor a reads
+  // positions < a, so the largest anchor scored is enough.
+  absl::StatusOr<model::ContextCache> EncodeSamples(
+      const std::vector<size_t>& samples, const std::vector<int64_t>* needed = nullptr) const;
 
-  // Blocks per forward so attention scores and logits stay in the budget.
+  // Blocks per forward so attention scores stay in the budget (logits have
+  // their own, logits_budget_bytes).
   int64_t BlocksPerChunk(int64_t context_length) const;
   // Sequences walked together in replay mode.
   int64_t SequencesPerGroup() const;
 
   absl::StatusOr<std::vector<BlockScore>> Score(const std::vector<BlockRequest>& blocks,
                                                 const model::ContextCache& context,
-                                                CrossEntropy cross_entropy) const;
+                                                CrossEntropy cross_entropy,
+                                                Positions positions = Positions::kAll,
+                                                int64_t slice_width = kSliceWidth) const;
 
  private:
   const model::DrafterModel& drafter_;
@@ -65,6 +64,7 @@ class BlockScorer {
   int64_t block_size_;
   int64_t max_chunk_elements_;
   model::Semantics semantics_;
+  int64_t logits_budget_bytes_;
 };
 
 }  // namespace dflash::eval

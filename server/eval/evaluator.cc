@@ -59,7 +59,19 @@ BlockOutcome Outcome(int64_t sample, int64_t anchor, BlockScore&& score, int64_t
   o.covered = std::move(score.covered);
   o.tf_correct = std::move(score.tf_correct);
   o.near_ties = score.near_ties;
+  o.positions = score.positions;
   return o;
+}
+
+// Which slots are scored and whether cross entropy is (anchor mode):
+// replay reads only acceptance, so it stops at each block's first miss
+// unless every position is asked for; anchor mode does when only
+// acceptance is asked for.
+Positions ScoredPositions(const EvalOptions& options) {
+  if (options.full_positions) return Positions::kAll;
+  return options.mode == Mode::kReplay || options.metrics == MetricSet::kAcceptance
+             ? Positions::kToFirstMiss
+             : Positions::kAll;
 }
 
 // Anchor mode's per-sample inputs on the host, all selected before any
@@ -68,6 +80,10 @@ struct AnchorPlan {
   std::vector<std::vector<uint8_t>> masks;    // loss masks
   std::vector<std::vector<int64_t>> anchors;  // selected anchors
   std::vector<std::vector<int64_t>> tokens;   // input ids
+  Positions positions = Positions::kAll;
+  int64_t slice = kSliceWidth;
+  CrossEntropy cross_entropy = CrossEntropy::kCompute;
+  int64_t context_positions = 0;  // projected so far
 };
 
 // Samples are scored in groups: a group's contexts are encoded together
@@ -96,14 +112,16 @@ size_t GroupEnd(const BlockScorer& scorer, const AnchorPlan& plan, size_t begin)
 // anchor order, counting them into `prog` and reporting after each chunk.
 absl::StatusOr<std::vector<BlockScore>> ScoreGroup(const BlockScorer& scorer,
                                                    const data::EvalDataset& dataset,
-                                                   const AnchorPlan& plan, size_t begin, size_t end,
+                                                   AnchorPlan& plan, size_t begin, size_t end,
                                                    EvalProgress& prog, const ProgressFn& progress) {
   std::vector<size_t> members;
+  std::vector<int64_t> needed;  // context positions each member's blocks can see
   std::vector<BlockRequest> blocks;
   for (size_t s = begin; s < end; ++s) {
     if (plan.anchors[s].empty()) continue;
     const int64_t seq = static_cast<int64_t>(members.size());
     members.push_back(s);
+    needed.push_back(*std::max_element(plan.anchors[s].begin(), plan.anchors[s].end()));
     for (int64_t a : plan.anchors[s]) {
       blocks.push_back(
           BlockRequest{seq, a, static_cast<int64_t>(plan.tokens[s].size()), &plan.tokens[s]});
@@ -112,13 +130,16 @@ absl::StatusOr<std::vector<BlockScore>> ScoreGroup(const BlockScorer& scorer,
   std::vector<BlockScore> scores;
   if (members.empty()) return scores;
   const data::DatasetSample& first = dataset.sample(members[0]);
-  ASSIGN_OR_RETURN(model::ContextCache ctx, scorer.EncodeSamples(members), "sample ", first.index,
-                   " (", first.file, ")", members.size() > 1 ? " and the samples after it" : "");
+  ASSIGN_OR_RETURN(model::ContextCache ctx, scorer.EncodeSamples(members, &needed), "sample ",
+                   first.index, " (", first.file, ")",
+                   members.size() > 1 ? " and the samples after it" : "");
+  for (int64_t l : ctx.lengths) plan.context_positions += l;
   const int64_t per_chunk = scorer.BlocksPerChunk(ctx.max_len);
   for (size_t b0 = 0; b0 < blocks.size(); b0 += per_chunk) {
     const size_t b1 = std::min(blocks.size(), b0 + static_cast<size_t>(per_chunk));
     std::vector<BlockRequest> chunk(blocks.begin() + b0, blocks.begin() + b1);
-    ASSIGN_OR_RETURN(std::vector<BlockScore> part, scorer.Score(chunk, ctx, CrossEntropy::kCompute),
+    ASSIGN_OR_RETURN(std::vector<BlockScore> part,
+                     scorer.Score(chunk, ctx, plan.cross_entropy, plan.positions, plan.slice),
                      "sample ", first.index, " (", first.file, ")",
                      members.size() > 1 ? " and the samples after it" : "");
     for (BlockScore& sc : part) scores.push_back(std::move(sc));
@@ -137,6 +158,9 @@ absl::StatusOr<EvalResult> RunAnchor(const BlockScorer& scorer, const data::Eval
   MetricsAccumulator acc(B);
   // Anchors first, so progress knows the total.
   AnchorPlan plan;
+  plan.positions = ScoredPositions(options);
+  plan.slice = options.first_miss_slice;
+  if (options.metrics == MetricSet::kAcceptance) plan.cross_entropy = CrossEntropy::kSkip;
   plan.anchors.resize(n);
   EvalProgress prog;
   prog.samples_total = static_cast<int64_t>(n);
@@ -171,7 +195,9 @@ absl::StatusOr<EvalResult> RunAnchor(const BlockScorer& scorer, const data::Eval
     }
     i = g_end;
   }
-  return acc.Finish(Mode::kAnchor);
+  EvalResult result = acc.Finish(Mode::kAnchor);
+  result.context_positions = plan.context_positions;
+  return result;
 }
 
 // One sequence's walk state in replay mode.
@@ -195,6 +221,13 @@ bool Continues(const Walk& w, bool current) {
 int64_t MostBlocksLeft(const Walk& w, bool current, int64_t max_blocks) {
   const int64_t most = std::max<int64_t>(0, w.end - w.pos - (current ? 1 : 0));
   return max_blocks > 0 ? std::min(max_blocks - w.blocks, most) : most;
+}
+
+// The largest anchor a walk can reach: below L' and, with max_blocks, at
+// most (max_blocks - 1) x B past P (a block advances at most B tokens).
+int64_t LastAnchorBound(const Walk& w, int64_t B, int64_t max_blocks) {
+  const int64_t last = w.end - 1;
+  return max_blocks > 0 ? std::min(last, w.pos + (max_blocks - 1) * B) : last;
 }
 
 absl::StatusOr<EvalResult> RunReplay(const BlockScorer& scorer, const data::EvalDataset& dataset,
@@ -237,12 +270,19 @@ absl::StatusOr<EvalResult> RunReplay(const BlockScorer& scorer, const data::Eval
   // Sequences walk in groups that share one batched forward per step; the
   // group's context K/V is computed once and reused by every step.
   const size_t group = static_cast<size_t>(std::max<int64_t>(1, scorer.SequencesPerGroup()));
+  const Positions positions = ScoredPositions(options);
+  int64_t context_positions = 0;
   if (progress && !progress(prog)) return absl::CancelledError("evaluation cancelled");
   for (size_t g = 0; g < walks.size(); g += group) {
     const size_t g_end = std::min(walks.size(), g + group);
     std::vector<size_t> samples;
-    for (size_t w = g; w < g_end; ++w) samples.push_back(walks[w].sample);
-    ASSIGN_OR_RETURN(model::ContextCache ctx, scorer.EncodeSamples(samples));
+    std::vector<int64_t> needed;
+    for (size_t w = g; w < g_end; ++w) {
+      samples.push_back(walks[w].sample);
+      needed.push_back(LastAnchorBound(walks[w], B, options.max_blocks));
+    }
+    ASSIGN_OR_RETURN(model::ContextCache ctx, scorer.EncodeSamples(samples, &needed));
+    for (int64_t l : ctx.lengths) context_positions += l;
     for (;;) {
       std::vector<BlockRequest> blocks;
       std::vector<size_t> owner;
@@ -253,8 +293,9 @@ absl::StatusOr<EvalResult> RunReplay(const BlockScorer& scorer, const data::Eval
         owner.push_back(w);
       }
       if (blocks.empty()) break;
-      ASSIGN_OR_RETURN(std::vector<BlockScore> scores,
-                       scorer.Score(blocks, ctx, CrossEntropy::kSkip));
+      ASSIGN_OR_RETURN(
+          std::vector<BlockScore> scores,
+          scorer.Score(blocks, ctx, CrossEntropy::kSkip, positions, options.first_miss_slice));
       for (size_t b = 0; b < scores.size(); ++b) {
         Walk& w = walks[owner[b]];
         const int64_t accepted = MetricsAccumulator::LeadingMatches(scores[b].correct);
@@ -273,7 +314,9 @@ absl::StatusOr<EvalResult> RunReplay(const BlockScorer& scorer, const data::Eval
       if (progress && !progress(prog)) return absl::CancelledError("evaluation cancelled");
     }
   }
-  return acc.Finish(Mode::kReplay);
+  EvalResult result = acc.Finish(Mode::kReplay);
+  result.context_positions = context_positions;
+  return result;
 }
 
 }  // namespace
@@ -336,7 +379,7 @@ absl::StatusOr<EvalResult> Evaluate(const model::DrafterModel& drafter,
   RETURN_IF_ERROR(CheckCompatible(drafter, target, dataset, options));
   const Clock::time_point start = Clock::now();
   BlockScorer scorer(drafter, target, dataset, BlockSize(drafter, options),
-                     options.max_chunk_elements, options.semantics);
+                     options.max_chunk_elements, options.semantics, options.logits_budget_bytes);
   // The guard also catches what the host-side helpers (MaskOnHost,
   // TokensOnHost) may throw: no c10::Error leaves a job thread.
   absl::StatusOr<absl::StatusOr<EvalResult>> guarded = TorchGuard("evaluating", [&] {
@@ -355,6 +398,9 @@ absl::StatusOr<EvalResult> Evaluate(const model::DrafterModel& drafter,
   result->semantics = model::SemanticsName(options.semantics);
   result->semantics_reference = model::SemanticsReference(options.semantics);
   result->selector_top_k = cfg.selector_top_k;
+  if (ScoredPositions(options) == Positions::kToFirstMiss) {
+    MetricsAccumulator::MarkPositionsToFirstMiss(*result);
+  }
   if (options.semantics == model::Semantics::kZlab2025 && cfg.is_causal.has_value()) {
     result->warnings.push_back(
         absl::StrCat("config sets is_causal ", *cfg.is_causal ? "true" : "false",

@@ -51,13 +51,15 @@ void MetricsAccumulator::BeginSample(int64_t sample, int64_t length, int64_t fir
 void MetricsAccumulator::Add(const BlockOutcome& block) {
   // A block never has more than B-1 draft positions; extra entries would be a
   // caller bug and are ignored rather than overrunning the tables.
+  const int64_t measured = static_cast<int64_t>(block.correct.size());
   const int64_t exists =
-      std::min<int64_t>(static_cast<int64_t>(block.correct.size()), block_size_ - 1);
+      std::min<int64_t>(block.positions >= 0 ? block.positions : measured, block_size_ - 1);
+  // Scored to the first miss, `correct` stops after it: n is still exact.
   const int64_t n = std::min(LeadingMatches(block.correct), exists);
   for (int64_t j = 1; j <= exists; ++j) {
     PositionMetrics& p = positions_[j - 1];
     ++p.counted;
-    if (block.correct[j - 1] != 0) ++p.correct;
+    if (j <= measured && block.correct[j - 1] != 0) ++p.correct;
     if (n >= j - 1) ++p.conditional_counted;  // 1..j-1 all correct
     if (n >= j) ++p.accepted;                 // 1..j all correct
     if (j - 1 < static_cast<int64_t>(block.cross_entropy.size())) {
@@ -75,29 +77,33 @@ void MetricsAccumulator::Add(const BlockOutcome& block) {
   SampleSummary& s = Slot(block.sample);
   ++s.blocks;
   s.accepted_total += value;
+  AddSelector(block, n, std::min(exists, measured));
+}
+
+void MetricsAccumulator::AddSelector(const BlockOutcome& block, int64_t n, int64_t measured) {
   const auto too_short = [&](const std::vector<uint8_t>& v) {
-    return static_cast<int64_t>(v.size()) < exists;
+    return static_cast<int64_t>(v.size()) < measured;
   };
   if (block.covered.empty() || too_short(block.covered) || too_short(block.unary_correct) ||
       too_short(block.tf_correct)) {
     return;  // DFlash 1 (or a caller bug: never read past the vectors)
   }
-
   // DFlash 2: unary and oracle chains, per-position coverage and the
-  // teacher-forced selector, and where the path first missed.
+  // teacher-forced selector, and where the path first missed. Scored to the
+  // first miss, each chain was followed until it broke.
   dflash2_ = true;
   const auto leading = [&](const std::vector<uint8_t>& v) {
-    return std::min(LeadingMatches(v), exists);
+    return std::min(LeadingMatches(v), measured);
   };
   unary_accept_sum_ += AcceptValue(leading(block.unary_correct), block.accept_cap);
   oracle_accept_sum_ += AcceptValue(leading(block.covered), block.accept_cap);
-  for (int64_t j = 1; j <= exists; ++j) {
+  for (int64_t j = 1; j <= measured; ++j) {
     PositionMetrics& p = positions_[j - 1];
     p.unary_correct += block.unary_correct[j - 1] != 0;
     p.covered += block.covered[j - 1] != 0;
     p.tf_correct += block.tf_correct[j - 1] != 0;
   }
-  if (n == exists) {
+  if (n == measured) {
     ++first_miss_.all_accepted;
   } else if (block.covered[n] == 0) {
     ++first_miss_.coverage_miss;
@@ -105,6 +111,20 @@ void MetricsAccumulator::Add(const BlockOutcome& block) {
     ++first_miss_.ranking_error;
   }
   near_ties_ += block.near_ties;
+}
+
+void MetricsAccumulator::MarkPositionsToFirstMiss(EvalResult& result) {
+  result.positions_to_first_miss = true;
+  for (PositionMetrics& p : result.positions) {
+    p.correct = p.unary_correct = p.covered = p.tf_correct = 0;
+    p.accuracy = p.unary_accuracy = p.coverage = p.tf_accuracy = 0;
+  }
+  result.selector_near_ties = 0;
+  result.warnings.push_back(
+      "each block was scored up to its first miss: acceptance, accept length, tau, the histogram "
+      "and the conditional rates are exact; per-position accuracy (and DFlash 2's unary, "
+      "coverage and teacher-forced rates and near ties) past the first miss was not measured; "
+      "ask for --full-positions to compute every position");
 }
 
 EvalResult MetricsAccumulator::Finish(Mode mode) const {

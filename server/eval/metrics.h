@@ -27,6 +27,9 @@ struct BlockOutcome {
   // selector chose it; and the block's near-tie count.
   std::vector<uint8_t> unary_correct, covered, tf_correct;
   int64_t near_ties = 0;
+  // Positions that exist when the vectors above stop early (scored to the
+  // first miss, eval/slot_scoring.h); -1: correct.size().
+  int64_t positions = -1;
 };
 
 class MetricsAccumulator {
@@ -50,8 +53,17 @@ class MetricsAccumulator {
   // at least one block.
   EvalResult Finish(Mode mode) const;
 
+  // For results scored to each block's first miss: the per-position
+  // marginals past it (correct, accuracy, and DFlash 2's unary, coverage,
+  // teacher-forced and near-tie counts) were not measured; they are cleared
+  // and the result says so (positions_to_first_miss and a warning).
+  static void MarkPositionsToFirstMiss(EvalResult& result);
+
  private:
   SampleSummary& Slot(int64_t sample);
+  // DFlash 2's counts of a block with n leading path matches and `measured`
+  // scored positions.
+  void AddSelector(const BlockOutcome& block, int64_t n, int64_t measured);
 
   int64_t block_size_;
   std::vector<PositionMetrics> positions_;

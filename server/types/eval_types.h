@@ -14,6 +14,7 @@ namespace dflash::eval {
 
 enum class Mode { kAnchor, kReplay };
 enum class AnchorStrategy { kEven, kRandom, kAll };
+enum class MetricSet { kAll, kAcceptance };
 
 struct EvalOptions {
   Mode mode = Mode::kAnchor;
@@ -28,6 +29,19 @@ struct EvalOptions {
   // Memory budget for one batched forward, in attention-score elements
   // (blocks x heads x B x keys); chunks are sized to stay under it.
   int64_t max_chunk_elements = 64ll << 20;
+  // What is scored (issue 14). kAcceptance: accept length, tau, histogram
+  // and acceptance/conditional rates only; anchor mode then skips the cross
+  // entropy and scores each block to its first miss, as replay does.
+  MetricSet metrics = MetricSet::kAll;
+  // Score every draft position, also past a block's first miss (replay, and
+  // anchor mode with kAcceptance), for the per-position marginal accuracy.
+  bool full_positions = false;
+  // Logits of one projection chunk stay within this many bytes (set by the
+  // server's --logits-budget-bytes; 0 = the default, eval/vocab_chunks.h).
+  int64_t logits_budget_bytes = 0;
+  // Draft slots per slice when scoring to the first miss (not part of the
+  // request; tests lower it to exercise slices of small blocks).
+  int64_t first_miss_slice = 4;
 };
 
 // Per-position numbers for j = 1..B-1 (positions[0] is j = 1).
@@ -99,6 +113,14 @@ struct EvalResult {
   // Which weights and which data produced these numbers (set by the core).
   std::string drafter_fingerprint, dataset_fingerprint;
   std::vector<std::string> warnings;
+  // Each block was scored up to its first miss (replay by default, anchor
+  // mode with metrics=acceptance): the per-position marginals (correct,
+  // accuracy, DFlash 2's unary/coverage/teacher-forced rates, near ties) are
+  // not measured and left 0; everything acceptance reads is exact.
+  bool positions_to_first_miss = false;
+  // Dataset positions projected through fc into context K/V: each sample up
+  // to the last position its scored blocks can see.
+  int64_t context_positions = 0;
 };
 
 struct EvalProgress {

@@ -25,6 +25,7 @@ namespace {
 
 using ::dflash::eval::testing::RefBlock;
 using ::dflash::eval::testing::ReferenceDrafts;
+using ::dflash::testing::StatusIs;
 using ::dflash::testing::TinyWorld;
 using model::Semantics;
 using ::testing::ElementsAre;
@@ -142,11 +143,68 @@ TEST_F(BlockScorerTest, CrossEntropySkippedWhenNotAsked) {
   EXPECT_TRUE(got[0].cross_entropy.empty());
 }
 
-// per block: max(heads x B x (context + B), (B - 1) x V) score elements;
-// here heads 2, B 4, V 16.
+// A context projected only up to the blocks' anchors gives the same scores
+// as the whole context.
+TEST_F(BlockScorerTest, TrimmedContextGivesTheSameScores) {
+  for (Semantics sem : {Semantics::kZlabCurrent, Semantics::kZlab2025}) {
+    const BlockScorer scorer = Scorer(sem);
+    ASSERT_OK_AND_ASSIGN(model::ContextCache whole, scorer.EncodeSamples({0, 3}));
+    const std::vector<int64_t> needed = {5, 7};
+    ASSERT_OK_AND_ASSIGN(model::ContextCache cut, scorer.EncodeSamples({0, 3}, &needed));
+    EXPECT_THAT(cut.lengths, ElementsAre(5, 7));
+    EXPECT_EQ(cut.max_len, 7);
+    const std::vector<BlockRequest> blocks = {Req(0, 0, 3, 14), Req(0, 0, 5, 14), Req(1, 3, 7, 17),
+                                              Req(1, 3, 0, 17)};
+    ASSERT_OK_AND_ASSIGN(auto a, scorer.Score(blocks, whole, CrossEntropy::kCompute));
+    ASSERT_OK_AND_ASSIGN(auto b, scorer.Score(blocks, cut, CrossEntropy::kCompute));
+    for (size_t i = 0; i < blocks.size(); ++i) {
+      EXPECT_EQ(a[i].correct, b[i].correct) << i;
+      ASSERT_EQ(a[i].cross_entropy.size(), b[i].cross_entropy.size());
+      for (size_t j = 0; j < a[i].cross_entropy.size(); ++j) {
+        EXPECT_NEAR(a[i].cross_entropy[j], b[i].cross_entropy[j], 1e-5);
+      }
+    }
+    // A block past the projected context is refused, not read out of bounds.
+    EXPECT_THAT(scorer.Score({Req(0, 0, 6, 14)}, cut, CrossEntropy::kSkip),
+                StatusIs(absl::StatusCode::kInvalidArgument,
+                         "block 0 has anchor 6; sequence 0 has 5 context positions"));
+  }
+}
+
+// Scored to the first miss, a block's verdicts are the full computation's
+// up to the end of the slice holding its first miss.
+TEST_F(BlockScorerTest, ToFirstMissStopsAfterTheSliceOfTheMiss) {
+  const BlockScorer scorer = Scorer(Semantics::kZlabCurrent);
+  ASSERT_OK_AND_ASSIGN(model::ContextCache ctx, scorer.EncodeSamples({0, 3}));
+  std::vector<BlockRequest> blocks;
+  for (int64_t a = 3; a < 13; ++a) blocks.push_back(Req(0, 0, a, 14));
+  for (int64_t a = 5; a < 16; ++a) blocks.push_back(Req(1, 3, a, 17));
+  ASSERT_OK_AND_ASSIGN(auto full, scorer.Score(blocks, ctx, CrossEntropy::kSkip));
+  int64_t cut_short = 0;
+  for (int64_t slice : {1, 2}) {
+    ASSERT_OK_AND_ASSIGN(
+        auto cut, scorer.Score(blocks, ctx, CrossEntropy::kSkip, Positions::kToFirstMiss, slice));
+    for (size_t i = 0; i < blocks.size(); ++i) {
+      SCOPED_TRACE(::testing::Message() << "block " << i << " slice " << slice);
+      const std::vector<uint8_t>& f = full[i].correct;
+      EXPECT_EQ(cut[i].positions, static_cast<int64_t>(f.size()));
+      size_t miss = 0;
+      while (miss < f.size() && f[miss]) ++miss;
+      const size_t want =
+          miss == f.size() ? f.size() : std::min(f.size(), (miss / slice + 1) * slice);
+      ASSERT_EQ(cut[i].correct.size(), want);
+      EXPECT_TRUE(std::equal(f.begin(), f.begin() + want, cut[i].correct.begin()));
+      cut_short += want < f.size();
+    }
+  }
+  EXPECT_GT(cut_short, 0);  // the test would prove little if no block stopped early
+}
+
+// per block: heads x B x (context + B) score elements (logits have their
+// own budget); here heads 2, B 4.
 TEST_F(BlockScorerTest, BlocksPerChunkFollowsTheBudget) {
   EXPECT_EQ(Scorer(Semantics::kZlabCurrent, 1000).BlocksPerChunk(10), 1000 / 112);
-  EXPECT_EQ(Scorer(Semantics::kZlabCurrent, 1000).BlocksPerChunk(0), 1000 / 48);
+  EXPECT_EQ(Scorer(Semantics::kZlabCurrent, 1000).BlocksPerChunk(0), 1000 / 32);
   EXPECT_EQ(Scorer(Semantics::kZlabCurrent, 1).BlocksPerChunk(10), 1);
   EXPECT_EQ(Scorer(Semantics::kZlabCurrent, 0).BlocksPerChunk(10), 1);
   // Groups: the longest sample (17) decides, at most 256 sequences.

@@ -95,10 +95,12 @@ class EvaluatorTest : public ::testing::Test {
       const PositionMetrics& p = got.positions[j];
       EXPECT_EQ(p.position, j + 1);
       EXPECT_EQ(p.counted, counted[j]);
-      EXPECT_EQ(p.correct, correct[j]);
+      // Scored to the first miss: the marginals are not measured (0).
+      const bool marginals = !got.positions_to_first_miss;
+      EXPECT_EQ(p.correct, marginals ? correct[j] : 0);
       EXPECT_EQ(p.accepted, accepted[j]);
       if (counted[j] > 0) {
-        EXPECT_DOUBLE_EQ(p.accuracy, static_cast<double>(correct[j]) / counted[j]);
+        EXPECT_DOUBLE_EQ(p.accuracy, marginals ? static_cast<double>(correct[j]) / counted[j] : 0);
         EXPECT_DOUBLE_EQ(p.acceptance, static_cast<double>(accepted[j]) / counted[j]);
       }
       if (anchor && counted[j] > 0) {
@@ -275,6 +277,76 @@ TEST_F(EvaluatorTest, ChunkSizeDoesNotChangeResults) {
       EXPECT_NEAR(a.positions[j].mean_cross_entropy, b.positions[j].mean_cross_entropy, 1e-5);
     }
   }
+}
+
+// Replay by default, and anchor mode with metrics=acceptance, score each
+// block to its first miss: every number acceptance reads equals the full
+// computation's, under both semantics and with slices of 1, 2 and 4 slots
+// (the tiny blocks have 3 draft slots).
+TEST_F(EvaluatorTest, ScoringToTheFirstMissKeepsAcceptanceExact) {
+  for (Mode mode : {Mode::kAnchor, Mode::kReplay}) {
+    for (Semantics sem : {Semantics::kZlabCurrent, Semantics::kZlab2025}) {
+      for (int64_t slice : {1, 2, 4}) {
+        SCOPED_TRACE(::testing::Message() << (mode == Mode::kAnchor ? "anchor " : "replay ")
+                                          << model::SemanticsName(sem) << " slice " << slice);
+        EvalOptions full = Options(mode, sem);
+        full.full_positions = true;
+        full.metrics = MetricSet::kAcceptance;
+        EvalOptions cut = full;
+        cut.full_positions = false;
+        cut.first_miss_slice = slice;
+        ASSERT_OK_AND_ASSIGN(EvalResult a, Run(full));
+        ASSERT_OK_AND_ASSIGN(EvalResult b, Run(cut));
+        EXPECT_FALSE(a.positions_to_first_miss);
+        EXPECT_TRUE(b.positions_to_first_miss);
+        EXPECT_THAT(b.warnings, ::testing::Contains(::testing::HasSubstr("first miss")));
+        EXPECT_EQ(a.blocks, b.blocks);
+        EXPECT_EQ(a.tokens_scored, b.tokens_scored);
+        EXPECT_EQ(a.accepted_histogram, b.accepted_histogram);
+        EXPECT_DOUBLE_EQ(a.accept_length_pooled, b.accept_length_pooled);
+        EXPECT_DOUBLE_EQ(a.tau, b.tau);
+        ASSERT_EQ(a.positions.size(), b.positions.size());
+        for (size_t j = 0; j < a.positions.size(); ++j) {
+          EXPECT_EQ(a.positions[j].counted, b.positions[j].counted) << j;
+          EXPECT_EQ(a.positions[j].accepted, b.positions[j].accepted) << j;
+          EXPECT_EQ(a.positions[j].conditional_counted, b.positions[j].conditional_counted) << j;
+          EXPECT_DOUBLE_EQ(a.positions[j].conditional, b.positions[j].conditional) << j;
+          EXPECT_EQ(b.positions[j].correct, 0) << j;                // not measured
+          EXPECT_EQ(b.positions[j].cross_entropy_counted, 0) << j;  // acceptance only
+        }
+        ASSERT_EQ(a.per_sample.size(), b.per_sample.size());
+        for (size_t s = 0; s < a.per_sample.size(); ++s) {
+          EXPECT_EQ(a.per_sample[s].accepted_total, b.per_sample[s].accepted_total) << s;
+          EXPECT_EQ(a.per_sample[s].blocks, b.per_sample[s].blocks) << s;
+        }
+      }
+    }
+  }
+}
+
+// The context is projected only up to what the scored blocks can see:
+// replay with one block per walk needs the positions before P.
+TEST_F(EvaluatorTest, ContextIsProjectedOnlyUpToTheLastScoredAnchor) {
+  int64_t all = 0, prompts = 0;
+  for (size_t s = 0; s < world_->tokens.size(); ++s) {
+    all += static_cast<int64_t>(world_->tokens[s].size());
+    prompts += world_->spec.prompts[s];
+  }
+  EvalOptions o = Options(Mode::kReplay, Semantics::kZlabCurrent);
+  o.max_blocks = 1;
+  ASSERT_OK_AND_ASSIGN(EvalResult one, Run(o));
+  EXPECT_EQ(one.context_positions, prompts);
+  WalkOptions w;
+  w.max_blocks = 1;
+  ExpectMetrics(one, ExpectReplay(*ref_, *world_, w), false);
+  // Anchor mode, every anchor: each sample up to its last anchor, L - 2.
+  ASSERT_OK_AND_ASSIGN(EvalResult anchor, Run(Options(Mode::kAnchor, Semantics::kZlabCurrent)));
+  int64_t last_anchors = 0;
+  for (const SampleSummary& s : anchor.per_sample) {
+    if (s.blocks > 0) last_anchors += s.length - 2;
+  }
+  EXPECT_EQ(anchor.context_positions, last_anchors);
+  EXPECT_LT(anchor.context_positions, all);
 }
 
 TEST_F(EvaluatorTest, ProgressReportsTotalsFirstAndDoneLast) {

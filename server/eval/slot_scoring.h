@@ -1,0 +1,62 @@
+// File: slot_scoring.h
+// From the drafter's hidden states of each block's draft slots to the
+// per-slot verdicts of BlockScore: the vocabulary projection and its
+// reductions (eval/vocab_chunks.h), then argmax drafts (DFlash 1) or the
+// candidate selector's greedy walk (DFlash 2, dflash2-semantics §3),
+// compared with the labels.
+//
+// Slots are scored in slices of kSliceWidth positions (1-4, 5-8, ...).
+// With Positions::kToFirstMiss a block leaves after the slice holding its
+// first miss, so the projection is paid only for what acceptance reads:
+// accept lengths, histogram and conditional rates stay exact, while the
+// per-position verdicts past the first miss are not computed (the vectors
+// stop there). For DFlash 2 a block stays until its selector path, its
+// unary argmax chain and its top-k coverage chain have all missed, so the
+// unary and oracle accept lengths and the first-miss split stay exact too.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+
+#include "eval/vocab_chunks.h"
+#include "model/drafter_model.h"
+
+namespace dflash::eval {
+
+// Slots per slice.
+inline constexpr int64_t kSliceWidth = 4;
+
+// Which slots are scored.
+enum class Positions { kAll, kToFirstMiss };
+
+struct BlockScore {
+  // Slots j = 1..positions exist (a + j < end, at most B - 1). The vectors
+  // below hold slots 1..measured(): all of them, or under kToFirstMiss the
+  // slots up to the slice where the block's chains missed.
+  int64_t positions = 0;
+  std::vector<uint8_t> correct;      // draft_j == label
+  std::vector<float> cross_entropy;  // same length as correct, when asked for
+  // DFlash 2, same length: unary argmax correct, label among the top-k
+  // candidates, teacher-forced selector correct; path near-ties (< 1e-4).
+  std::vector<uint8_t> unary_correct, covered, tf_correct;
+  int64_t near_ties = 0;
+
+  int64_t measured() const { return static_cast<int64_t>(correct.size()); }
+};
+
+// What ScoreSlots reads besides the hidden states.
+struct SlotInputs {
+  at::Tensor labels;   // [nb, J] int64, host: t[a + j] or -1 where absent
+  at::Tensor anchors;  // [nb] int64, host: t[a] (the selector's first predecessor)
+  const model::SelectorWeights* selector = nullptr;  // DFlash 2, else nullptr
+};
+
+// hidden [nb, J, H]: slots 1..J of each block in lm_head's dtype and device.
+// Throws c10::Error (callers run it under TorchGuard).
+std::vector<BlockScore> ScoreSlots(const at::Tensor& hidden, const SlotInputs& in,
+                                   const VocabProjector& projector, Positions positions,
+                                   bool cross_entropy, int64_t slice_width = kSliceWidth);
+
+}  // namespace dflash::eval

@@ -1,0 +1,106 @@
+// VocabProjector at Qwen3.6's vocabulary (248320) and many rows (32 blocks
+// of 15 draft slots): the logits chunks stay within the byte budget, which
+// all rows' logits at once (~480 MB) would not, and the argmax, cross
+// entropy and top-k equal the unchunked computation, one row at a time over
+// the whole vocabulary.
+#include "eval/vocab_chunks.h"
+
+#include <ATen/ATen.h>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace dflash::eval {
+namespace {
+
+constexpr int64_t kVocab = 248320;
+constexpr int64_t kHidden = 8;
+constexpr int64_t kRows = 32 * 15;
+constexpr int64_t kTopK = 4;
+
+class VocabProjectorTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    at::manual_seed(14);
+    head_ = new at::Tensor(at::randn({kVocab, kHidden}));
+    h_ = new at::Tensor(at::randn({kRows, kHidden}) * 3);
+    labels_ = new at::Tensor(at::randint(0, kVocab, {kRows}, at::kLong));
+  }
+  static void TearDownTestSuite() {
+    delete head_;
+    delete h_;
+    delete labels_;
+  }
+
+  // Over the whole vocabulary, 32 rows at a time: what an unchunked
+  // projection gives.
+  static void ExpectUnchunked(const SlotReductions& got, const LogitsTransform& t) {
+    for (int64_t r0 = 0; r0 < kRows; r0 += 32) {
+      SCOPED_TRACE(::testing::Message() << "rows from " << r0);
+      at::Tensor x = at::mm(h_->narrow(0, r0, 32), head_->t()).to(at::kFloat);
+      if (t.output_multiplier != 1.0) x = x * t.output_multiplier;
+      if (t.softcap > 0) x = at::tanh(x / t.softcap) * t.softcap;
+      const at::Tensor label = labels_->narrow(0, r0, 32);
+      EXPECT_TRUE(at::equal(got.drafts.narrow(0, r0, 32), x.argmax(-1)));
+      const at::Tensor ce = at::logsumexp(x, -1) - x.gather(-1, label.unsqueeze(-1)).squeeze(-1);
+      EXPECT_TRUE(at::allclose(got.ce.narrow(0, r0, 32), ce, 1e-5, 1e-4));
+      auto [tv, ti] = x.topk(kTopK, -1);
+      EXPECT_TRUE(at::equal(got.top_ids.narrow(0, r0, 32), ti));
+      EXPECT_TRUE(at::allclose(got.top_val.narrow(0, r0, 32), tv));
+    }
+  }
+
+  static at::Tensor* head_;
+  static at::Tensor* h_;
+  static at::Tensor* labels_;
+};
+
+at::Tensor* VocabProjectorTest::head_ = nullptr;
+at::Tensor* VocabProjectorTest::h_ = nullptr;
+at::Tensor* VocabProjectorTest::labels_ = nullptr;
+
+// 256 KiB: not even one row's logits (~2 MB with the temporary) fit, so the
+// vocabulary itself is split and the reductions merged across chunks.
+TEST_F(VocabProjectorTest, SplitsTheVocabularyUnderASmallBudget) {
+  const int64_t budget = 256 << 10;
+  const VocabProjector proj(*head_, {}, budget);
+  EXPECT_EQ(proj.BytesPerElement(), 8);
+  const VocabProjector::ChunkShape shape = proj.Shape(kRows, kTopK);
+  EXPECT_EQ(shape.rows, 1);
+  EXPECT_EQ(shape.columns, budget / 8);
+  const SlotReductions got = proj.Reduce(*h_, *labels_, kTopK, /*cross_entropy=*/true);
+  EXPECT_LE(got.peak_chunk_bytes, budget);
+  EXPECT_GT(got.peak_chunk_bytes, budget / 2);
+  ExpectUnchunked(got, {});
+}
+
+// 16 MiB: whole rows fit, several at a time; all rows at once would need
+// kRows x V x 8 bytes (~1.9 GB).
+TEST_F(VocabProjectorTest, ChunksRowsUnderTheBudgetWithTheTransform) {
+  const int64_t budget = 16 << 20;
+  const LogitsTransform t{0.5, 30.0};
+  const VocabProjector proj(*head_, t, budget);
+  const VocabProjector::ChunkShape shape = proj.Shape(kRows, kTopK);
+  EXPECT_EQ(shape.columns, kVocab);
+  EXPECT_EQ(shape.rows, budget / 8 / kVocab);
+  const SlotReductions got = proj.Reduce(*h_, *labels_, kTopK, /*cross_entropy=*/true);
+  EXPECT_LE(got.peak_chunk_bytes, budget);
+  EXPECT_LT(got.peak_chunk_bytes, kRows * kVocab * 4);
+  ExpectUnchunked(got, t);
+}
+
+// bf16 heads are charged for the matmul output too; a budget under one
+// chunk of k columns still makes progress (k columns at least).
+TEST_F(VocabProjectorTest, ChargesTheMatmulDtypeAndKeepsKColumns) {
+  const VocabProjector bf16(head_->to(at::kBFloat16), {}, 1 << 20);
+  EXPECT_EQ(bf16.BytesPerElement(), 10);
+  const VocabProjector tiny(*head_, {}, 1);
+  EXPECT_EQ(tiny.Shape(kRows, kTopK).columns, kTopK);
+  EXPECT_EQ(tiny.Shape(kRows, 0).columns, 1);
+  // The default budget when none is given.
+  const VocabProjector dflt(*head_, {}, 0);
+  EXPECT_EQ(dflt.Shape(kRows, 0).rows, (int64_t{8} << 20) / kVocab);
+}
+
+}  // namespace
+}  // namespace dflash::eval
