@@ -21,6 +21,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PY = os.environ.get("DFLASH_FIXTURE_PY", "/usr/bin/python3")
 BASELINE = os.path.join(ROOT, "bench", "baseline", "baseline.py")
+ZLAB_LOOP = os.path.join(ROOT, "bench", "baseline", "zlab_loop.py")
 
 
 def log(*a):
@@ -103,25 +104,34 @@ def find(obj, key):
 
 def service_metrics(reply):
     pos = find(reply, "positions") or []
+    # Replay scores each block to its first miss: accuracy[j] is not measured
+    # there, acceptance[j] and the histogram are (and are compared instead).
+    cut = bool(find(reply, "positionsToFirstMiss"))
     return {"blocks": int(find(reply, "blocks") or 0),
             "accept_length": float(find(reply, "acceptLengthPooled") or 0),
-            "accuracy": [float(p.get("accuracy", 0)) for p in pos]}
+            "accuracy": None if cut else [float(p.get("accuracy", 0)) for p in pos],
+            "acceptance": [float(p.get("acceptance", 0)) for p in pos],
+            "histogram": [int(x) for x in find(reply, "acceptedHistogram") or []]}
 
 
 def baseline_metrics(r):
     return {"blocks": r["blocks"], "accept_length": r["accept_length_pooled"],
-            "accuracy": [p["accuracy"] for p in r["positions"]]}
+            "accuracy": [p["accuracy"] for p in r["positions"]],
+            "acceptance": [p["acceptance"] for p in r["positions"]],
+            "histogram": r["accepted_histogram"]}
 
 
 def check_agree(name, svc, base, tol):
     """Same blocks, accept length and per-position accuracy (to `tol`)."""
     d_al = abs(svc["accept_length"] - base["accept_length"])
-    d_acc = max([abs(a - b) for a, b in zip(svc["accuracy"], base["accuracy"])] or [0])
-    ok = (svc["blocks"] == base["blocks"] and len(svc["accuracy"]) == len(base["accuracy"])
-          and d_al <= tol and d_acc <= tol)
+    key = "accuracy" if svc["accuracy"] is not None else "acceptance"
+    d_acc = max([abs(a - b) for a, b in zip(svc[key], base[key])] or [0])
+    ok = (svc["blocks"] == base["blocks"] and len(svc[key]) == len(base[key])
+          and d_al <= tol and d_acc <= tol
+          and (not svc["histogram"] or svc["histogram"] == base["histogram"]))
     line = ("%s: service blocks %d accept length %.4f | baseline blocks %d accept length %.4f"
-            " | max |d accuracy[j]| %.2g" % (name, svc["blocks"], svc["accept_length"],
-                                             base["blocks"], base["accept_length"], d_acc))
+            " | max |d %s[j]| %.2g" % (name, svc["blocks"], svc["accept_length"],
+                                       base["blocks"], base["accept_length"], key, d_acc))
     log(("agree  " if ok else "DISAGREE  ") + line)
     if not ok:
         raise SystemExit("the baseline and the service disagree (%s); stopping" % name)
@@ -242,6 +252,35 @@ def main():
                                 "accept_length": service_metrics(sreply)["accept_length"]}
             log("   service %.2fs (runs %s), baseline %.2fs (runs %s)"
                 % (median(st), ["%.2f" % x for x in st], median(bt), ["%.2f" % x for x in bt]))
+        # Z: z-lab's loop shape (dflash_generate: draft KV cache, one drafter
+        # call and the lm_head over the whole block per step) against the
+        # service's replay, both under the current z-lab rules.
+        log("== Z: replay, zlab-current, vs z-lab's loop")
+        zt, zreply = [], None
+        for _ in range(1 if args.smoke else args.runs):
+            dt, zreply = srv.call("eval", *srv.sync, "--drafter", "bdrafter", "--dataset",
+                                  "bdataset", "--max-samples", str(args.samples), "--mode",
+                                  "replay")
+            zt.append(dt)
+        lt, lout = [], None
+        for _ in range(1 if args.smoke else args.baseline_runs):
+            dt, text = timed([PY, ZLAB_LOOP, "--drafter", os.path.join(fx, "drafter"),
+                              "--target", os.path.join(fx, "target"), "--dataset",
+                              os.path.join(fx, "dataset"), "--threads", str(T),
+                              "--max-samples", str(args.samples)])
+            lt.append(dt)
+            lout = json.loads(text)
+        zs = service_metrics(zreply)
+        res["agreement"]["Z"] = check_agree("Z", zs, baseline_metrics(lout), args.tol)
+        res["agreement"]["Z"]["same_tau"] = abs(float(find(zreply, "tau") or 0) - lout["tau"])
+        res["rows"]["Z"] = {"service_s": median(zt), "baseline_s": median(lt),
+                            "service_runs": zt, "baseline_runs": lt, "blocks": zs["blocks"],
+                            "service_compute_s": float(find(zreply, "computeSeconds") or 0),
+                            "baseline_eval_s": lout["timings"]["eval_s"],
+                            "accept_length": zs["accept_length"], "tau": lout["tau"]}
+        log("   service %.2fs (compute %.2fs), z-lab loop %.2fs (eval %.2fs)"
+            % (median(zt), res["rows"]["Z"]["service_compute_s"], median(lt),
+               lout["timings"]["eval_s"]))
         res["baseline_blas"] = bout.get("blas", [])
         res["baseline_threads"] = bout.get("threads")
         if args.smoke:

@@ -19,7 +19,9 @@ def rows(r):
              4.0),
             ("S2", "S2 replay walk, %d samples" % req["samples"], 2.0),
             ("S3", "S3 sweep, %d checkpoints x (%d samples x %d blocks)"
-             % (req["checkpoints"], req["samples"], req["s3_blocks"]), 10.0)):
+             % (req["checkpoints"], req["samples"], req["s3_blocks"]), 10.0),
+            ("Z", "Z replay walk vs z-lab's loop (zlab-current, %d samples)" % req["samples"],
+             5.0)):
         x = r["rows"].get(key)
         if not x:
             continue
