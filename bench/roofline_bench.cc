@@ -86,6 +86,7 @@ struct Args {
   std::string target, drafter, dataset, device = "cpu", dtype = "fp32";
   std::string mode = "anchor", anchors = "even";
   int64_t max_blocks = 0, max_samples = 0, threads = 0, repeat = 3;
+  bool full_positions = false;  // replay: score past each block's first miss
 };
 
 // The eval's useful FLOPs (BENCHMARKS.md): context encoding per sequence,
@@ -227,6 +228,7 @@ absl::StatusOr<std::string> Run(const Args& args) {
                                     : dflash::eval::AnchorStrategy::kEven;
   o.max_blocks = args.max_blocks;
   o.max_samples = args.max_samples;
+  o.full_positions = args.full_positions;
   std::vector<double> times;
   dflash::eval::EvalResult result;
   for (int64_t i = 0; i < std::max<int64_t>(1, args.repeat); ++i) {
@@ -238,7 +240,9 @@ absl::StatusOr<std::string> Run(const Args& args) {
   const FlopCount f = CountFlops(cfg, target.vocab_size, dataset, o, result);
   js << " \"eval\": {\"mode\": \"" << args.mode << "\", \"blocks\": " << result.blocks
      << ", \"tokens_scored\": " << result.tokens_scored
-     << ", \"accept_length_pooled\": " << result.accept_length_pooled
+     << ", \"accept_length_pooled\": " << result.accept_length_pooled << ", \"tau\": " << result.tau
+     << ", \"positions_to_first_miss\": " << (result.positions_to_first_miss ? "true" : "false")
+     << ", \"context_positions\": " << result.context_positions
      << ", \"compute_seconds_median\": " << median << ", \"compute_seconds\": [";
   for (size_t i = 0; i < times.size(); ++i) js << (i ? ", " : "") << times[i];
   js << "], \"flops\": {\"context\": " << f.context << ", \"layers\": " << f.layers
@@ -287,6 +291,8 @@ int main(int argc, char** argv) {
       a.threads = std::atoll(next().c_str());
     else if (k == "--repeat")
       a.repeat = std::atoll(next().c_str());
+    else if (k == "--full-positions")
+      a.full_positions = true;
     else {
       std::cerr << "roofline_bench: unknown argument '" << k << "'\n";
       return 2;

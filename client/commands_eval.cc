@@ -23,6 +23,7 @@ struct EvalState {
   uint64_t seed = 0;
   std::vector<std::string> labels;
   bool detach = false, sync = false;
+  bool full_positions = false;
 };
 
 // Conditional arguments are checked here, after parsing, with the missing
@@ -72,6 +73,7 @@ void CheckAndFill(EvalState& st) {
   req.set_block_size(static_cast<int32_t>(st.block_size));
   req.set_max_new_tokens(static_cast<int32_t>(st.max_new_tokens));
   req.set_step(st.step);
+  req.set_full_positions(st.full_positions);
 }
 
 int RunSync(CliContext& cx, const EvalState& st, EvalClient& c) {
@@ -168,6 +170,14 @@ void AddEvalCommand(CliContext& ctx) {
                   "zlab-current (default: z-lab's model.py at 10129599) or zlab-2025 (the older "
                   "rules)")
       ->check(CLI::IsMember({"zlab-current", "zlab-2025"}));
+  cmd->add_option("--metrics", *st->req.mutable_metrics(),
+                  "all (default) or acceptance: accept length, tau, histogram and acceptance "
+                  "rates only (anchor mode then scores each block to its first miss, no cross "
+                  "entropy)")
+      ->check(CLI::IsMember({"all", "acceptance"}));
+  cmd->add_flag("--full-positions", st->full_positions,
+                "score every draft position, also past each block's first miss (replay, and "
+                "--metrics acceptance), for the per-position accuracy; slower");
   cmd->add_option("--run", *st->req.mutable_run(), "training run this checkpoint belongs to");
   cmd->add_option("--step", st->step, "training step of this checkpoint")
       ->check(CLI::NonNegativeNumber);

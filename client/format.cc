@@ -206,6 +206,16 @@ std::string FormatEvalResult(const pb::EvalResult& r) {
                 "  both count n leading matches + 1 bonus token from the target%s\n",
                 r.accept_length_pooled(), r.tau(),
                 capped ? " (capped at the tokens left, as z-lab's loop records)" : ""));
+  // Scored to each block's first miss: the marginal columns were not measured.
+  const bool cut = r.positions_to_first_miss();
+  const auto rate = [cut](double v, int width) {
+    return cut ? absl::StrFormat("%*s", width, "-") : absl::StrFormat("%*.4f", width, v);
+  };
+  if (cut) {
+    absl::StrAppend(&out,
+                    "note: blocks scored to their first miss; per-position accuracy past it not "
+                    "measured (-); --full-positions measures it\n");
+  }
   if (dflash2) {
     const pb::FirstMissSplit& f = r.first_miss();
     const double blocks = std::max<double>(1, static_cast<double>(r.blocks()));
@@ -223,18 +233,19 @@ std::string FormatEvalResult(const pb::EvalResult& r) {
                                           "counted", "accuracy", "acceptance", "conditional",
                                           "unary", "coverage", "tf-select", "accuracy"));
     for (const pb::PositionMetrics& p : r.positions()) {
-      absl::StrAppend(&out, absl::StrFormat("  %4d %9d %8.4f %10.4f %11.4f %8.4f %9.4f %9.4f  %s\n",
-                                            p.position(), p.counted(), p.accuracy(), p.acceptance(),
-                                            p.conditional(), p.unary_accuracy(), p.coverage(),
-                                            p.tf_accuracy(), Bar(p.accuracy(), 30)));
+      absl::StrAppend(
+          &out, absl::StrFormat("  %4d %9d %s %10.4f %11.4f %s %s %s  %s\n", p.position(),
+                                p.counted(), rate(p.accuracy(), 8), p.acceptance(), p.conditional(),
+                                rate(p.unary_accuracy(), 8), rate(p.coverage(), 9),
+                                rate(p.tf_accuracy(), 9), Bar(cut ? 0 : p.accuracy(), 30)));
     }
   } else {
     absl::StrAppend(&out, absl::StrFormat("  %4s %9s %8s %10s %11s  %s\n", "pos", "counted",
                                           "accuracy", "acceptance", "conditional", "accuracy"));
     for (const pb::PositionMetrics& p : r.positions()) {
-      absl::StrAppend(&out, absl::StrFormat("  %4d %9d %8.4f %10.4f %11.4f  %s\n", p.position(),
-                                            p.counted(), p.accuracy(), p.acceptance(),
-                                            p.conditional(), Bar(p.accuracy(), 30)));
+      absl::StrAppend(&out, absl::StrFormat("  %4d %9d %s %10.4f %11.4f  %s\n", p.position(),
+                                            p.counted(), rate(p.accuracy(), 8), p.acceptance(),
+                                            p.conditional(), Bar(cut ? 0 : p.accuracy(), 30)));
     }
   }
   int64_t total = 0;

@@ -340,6 +340,11 @@ void AddServerOptions(CLI::App& app, ServerConfig& config) {
                  "any is scored (0: no limit)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
+  app.add_option("--logits-budget-bytes", config.logits_budget_bytes,
+                 "bytes the logits of one vocabulary-projection chunk may take during an "
+                 "evaluation (rows x vocabulary, split further when one row does not fit)")
+      ->check(CLI::Range(int64_t{1} << 16, int64_t{1} << 40))
+      ->capture_default_str();
   app.add_option("--max-concurrent-streams", config.max_concurrent_streams,
                  "WatchEval streams open at once; past it RESOURCE_EXHAUSTED (the client "
                  "then polls) (0: no limit)")

@@ -51,6 +51,8 @@ struct ServerConfig {
   int64_t max_resident_bytes = 0;        // 0: 90% of the device's memory
   int64_t max_eval_blocks = 10'000'000;  // per evaluation; 0: no limit
   int max_concurrent_streams = 64;       // WatchEval streams; 0: no limit
+  // Bytes of one vocabulary-projection chunk's logits in an evaluation.
+  int64_t logits_budget_bytes = int64_t{256} << 20;
   PreloadConfig preload;
 };
 

@@ -158,8 +158,10 @@ absl::StatusOr<eval::EvalResult> EvalCoreImpl::EvaluateWithinLimit(
     }
     return progress ? progress(p) : true;
   };
+  eval::EvalOptions options = params.options;
+  options.logits_budget_bytes = options_.logits_budget_bytes;
   absl::StatusOr<eval::EvalResult> evaluated =
-      eval::Evaluate(*in.drafter, *in.target, *in.dataset, params.options, limited);
+      eval::Evaluate(*in.drafter, *in.target, *in.dataset, options, limited);
   if (too_many_blocks > 0) {
     return WithFixHint(absl::ResourceExhaustedError(absl::StrCat(
                            "this evaluation would score ", up_to ? "up to " : "", too_many_blocks,

@@ -27,6 +27,8 @@ struct CoreOptions {
   // Blocks one evaluation may score; more is ResourceExhausted before any
   // is scored. 0: no limit.
   int64_t max_eval_blocks = 0;
+  // Bytes of one logits chunk in an evaluation (eval/vocab_chunks.h); 0: default.
+  int64_t logits_budget_bytes = 0;
 };
 
 class EvalCoreImpl final : public EvalCore {

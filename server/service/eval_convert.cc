@@ -64,6 +64,8 @@ void ToProto(const eval::EvalResult& in, pb::EvalResult* out) {
     f->set_ranking_error(in.first_miss.ranking_error);
   }
   out->set_selector_near_ties(in.selector_near_ties);
+  out->set_positions_to_first_miss(in.positions_to_first_miss);
+  out->set_context_positions(in.context_positions);
 }
 
 absl::StatusOr<core::EvalParams> FromProto(const pb::EvalRequest& in) {
@@ -111,6 +113,15 @@ absl::StatusOr<core::EvalParams> FromProto(const pb::EvalRequest& in) {
                      in.semantics(), "'"));
   }
   o.semantics = *semantics;
+  if (in.metrics().empty() || in.metrics() == "all") {
+    o.metrics = eval::MetricSet::kAll;
+  } else if (in.metrics() == "acceptance") {
+    o.metrics = eval::MetricSet::kAcceptance;
+  } else {
+    return absl::InvalidArgumentError(
+        absl::StrCat("metrics must be all or acceptance (empty = all); got '", in.metrics(), "'"));
+  }
+  o.full_positions = in.full_positions();
   return p;
 }
 

@@ -55,6 +55,8 @@ void ToProto(const jobs::JobRequest& in, pb::EvalRequest* out) {
   out->set_block_size(static_cast<int32_t>(o.block_size));
   out->set_max_new_tokens(static_cast<int32_t>(o.max_new_tokens));
   out->set_semantics(model::SemanticsName(o.semantics));
+  out->set_metrics(o.metrics == eval::MetricSet::kAcceptance ? "acceptance" : "");
+  out->set_full_positions(o.full_positions);
   out->set_run(in.run);
   out->set_step(in.step);
   for (const auto& [k, v] : in.labels) (*out->mutable_labels())[k] = v;

@@ -19,7 +19,9 @@ json OptionsToJson(const eval::EvalOptions& o) {
           {"block_size", o.block_size},
           {"max_new_tokens", o.max_new_tokens},
           {"max_chunk_elements", o.max_chunk_elements},
-          {"semantics", model::SemanticsName(o.semantics)}};
+          {"semantics", model::SemanticsName(o.semantics)},
+          {"metrics", o.metrics == eval::MetricSet::kAcceptance ? "acceptance" : "all"},
+          {"full_positions", o.full_positions}};
 }
 
 eval::EvalOptions OptionsFromJson(const json& j) {
@@ -35,6 +37,9 @@ eval::EvalOptions OptionsFromJson(const json& j) {
   // Records written before semantics existed ran the older rules.
   o.semantics = model::ParseSemantics(j.value("semantics", "zlab-2025"))
                     .value_or(model::Semantics::kZlab2025);
+  o.metrics = j.value("metrics", "all") == "acceptance" ? eval::MetricSet::kAcceptance
+                                                        : eval::MetricSet::kAll;
+  o.full_positions = j.value("full_positions", false);
   return o;
 }
 
@@ -89,7 +94,9 @@ json ResultToJson(const eval::EvalResult& r) {
           {"oracle_accept_length_pooled", r.oracle_accept_length_pooled},
           {"first_miss",
            {r.first_miss.all_accepted, r.first_miss.coverage_miss, r.first_miss.ranking_error}},
-          {"selector_near_ties", r.selector_near_ties}};
+          {"selector_near_ties", r.selector_near_ties},
+          {"positions_to_first_miss", r.positions_to_first_miss},
+          {"context_positions", r.context_positions}};
 }
 
 eval::EvalResult ResultFromJson(const json& j) {
@@ -153,6 +160,8 @@ eval::EvalResult ResultFromJson(const json& j) {
     r.first_miss = {f.at(0).get<int64_t>(), f.at(1).get<int64_t>(), f.at(2).get<int64_t>()};
   }
   r.selector_near_ties = j.value("selector_near_ties", int64_t{0});
+  r.positions_to_first_miss = j.value("positions_to_first_miss", false);
+  r.context_positions = j.value("context_positions", int64_t{0});
   return r;
 }
 

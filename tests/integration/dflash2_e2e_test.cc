@@ -83,6 +83,33 @@ TEST_F(DFlash2E2eTest, DFlash2MatchesTheReferenceCountForCount) {
   ExpectSameMetrics(Eval("m2", "d2", "replay"), Expected("dflash2/replay.json"));
 }
 
+// Replay scores each block to its first miss by default (the blocks have 7
+// draft slots: two slices); --full-positions measures every position again,
+// count for count with the reference. Anchor mode with --metrics acceptance
+// stops at the first miss too, with the same acceptance numbers.
+TEST_F(DFlash2E2eTest, FirstMissScoringAndFullPositionsMatchTheReference) {
+  for (const auto& [drafter, dataset, dir] :
+       {std::tuple<const char*, const char*, const char*>{"m2", "d2", "dflash2"},
+        {"v1", "d1", "v1new"}}) {
+    SCOPED_TRACE(drafter);
+    json cut = Eval(drafter, dataset, "replay");
+    EXPECT_TRUE(cut.value("positionsToFirstMiss", false));
+    ExpectSameMetrics(cut, Expected(std::string(dir) + "/replay.json"));
+    json full = CliJson({"eval", "--drafter", drafter, "--dataset", dataset, "--mode", "replay",
+                         "--full-positions"});
+    EXPECT_FALSE(full.value("positionsToFirstMiss", false));
+    ExpectSameMetrics(full, Expected(std::string(dir) + "/replay.json"));
+    json acc = CliJson({"eval", "--drafter", drafter, "--dataset", dataset, "--mode", "anchor",
+                        "--anchors", "all", "--metrics", "acceptance"});
+    EXPECT_TRUE(acc.value("positionsToFirstMiss", false));
+    ExpectSameMetrics(acc, Expected(std::string(dir) + "/anchor_all.json"));
+  }
+  CommandResult r = Cli({"eval", "--drafter", "m2", "--dataset", "d2", "--mode", "replay"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("note: blocks scored to their first miss"));
+  EXPECT_THAT(r.out, HasSubstr("warning: each block was scored up to its first miss"));
+}
+
 TEST_F(DFlash2E2eTest, CodebooksSavedWithDotWeightGiveTheSameNumbers) {
   ASSERT_EQ(Cli({"load-drafter", data_ + "/drafter2-dotweight", "--name", "m2w"}).exit_code, 0);
   ExpectSameMetrics(Eval("m2w", "d2", "anchor"), Expected("dflash2/anchor_all.json"));

@@ -33,7 +33,7 @@ JobRef = Union[str, Job, EvalJob]
 
 # EvalRequest fields that submit()/evaluate() take as keyword options.
 _OPTIONS = ("target", "max_samples", "max_blocks", "anchors", "seed", "block_size",
-            "max_new_tokens", "unload_after", "semantics")
+            "max_new_tokens", "unload_after", "semantics", "metrics", "full_positions")
 _UNLOAD = {"target": "UnloadTarget", "drafter": "UnloadDrafter", "dataset": "UnloadDataset"}
 _POLL_SECONDS = 0.5
 _EPOCH = datetime.datetime.min.replace(tzinfo=datetime.timezone.utc)
@@ -186,7 +186,9 @@ class Client:
         Exactly one of checkpoint (a path the server loads for this job) or
         drafter (a resident drafter's name). mode: "anchor" or "replay".
         options: target, max_samples, max_blocks, anchors ("even", "random",
-        "all"), seed, block_size, max_new_tokens, unload_after, semantics.
+        "all"), seed, block_size, max_new_tokens, unload_after, semantics,
+        metrics ("all" or "acceptance"), full_positions (replay: score past
+        each block's first miss).
         """
         request = self._request(checkpoint, drafter, dataset, mode, run, step, labels, options)
         record = self._call("SubmitEval", service_pb2.SubmitEvalRequest(request=request))

@@ -165,6 +165,8 @@ class EvalRequest(Record):
     labels: Dict[str, str] = field(default_factory=dict)
     unload_after: bool = False
     semantics: str = ""
+    metrics: str = ""
+    full_positions: bool = False
 
 
 @dataclass
@@ -238,6 +240,8 @@ class EvalResult(Record):
     oracle_accept_length_pooled: float = 0.0
     first_miss: Optional[FirstMissSplit] = None
     selector_near_ties: int = 0
+    positions_to_first_miss: bool = False
+    context_positions: int = 0
 
 
 @dataclass
