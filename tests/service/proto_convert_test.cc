@@ -39,6 +39,8 @@ pb::EvalRequest FullRequest() {
   (*r.mutable_labels())["lr"] = "3e-4";
   (*r.mutable_labels())["team/owner"] = "eval";
   r.set_unload_after(true);
+  r.set_metrics("acceptance");
+  r.set_full_positions(true);
   return r;
 }
 
@@ -57,6 +59,8 @@ TEST_F(ProtoConvertTest, EvalRequestToCoreParams) {
   EXPECT_EQ(p.options.block_size, 8);
   EXPECT_EQ(p.options.max_new_tokens, 256);
   EXPECT_EQ(p.options.semantics, model::Semantics::kZlab2025);
+  EXPECT_EQ(p.options.metrics, eval::MetricSet::kAcceptance);
+  EXPECT_TRUE(p.options.full_positions);
 }
 
 TEST_F(ProtoConvertTest, DefaultsOfAnEmptyRequest) {
@@ -65,6 +69,8 @@ TEST_F(ProtoConvertTest, DefaultsOfAnEmptyRequest) {
   EXPECT_EQ(p.options.anchors, eval::AnchorStrategy::kEven);
   EXPECT_EQ(p.options.semantics, model::Semantics::kZlabCurrent);
   EXPECT_EQ(p.options.max_samples, 0);
+  EXPECT_EQ(p.options.metrics, eval::MetricSet::kAll);
+  EXPECT_FALSE(p.options.full_positions);
 }
 
 TEST_F(ProtoConvertTest, JobRequestRoundTrip) {
@@ -117,6 +123,9 @@ TEST_F(ProtoConvertTest, EvalRequestShapeErrors) {
   EXPECT_THAT(FromProto(with([](pb::EvalRequest& r) { r.set_semantics("zlab-2024"); })),
               StatusIs(kInvalid, Eq("semantics must be zlab-current or zlab-2025 (empty = "
                                     "zlab-current); got 'zlab-2024'")));
+  EXPECT_THAT(FromProto(with([](pb::EvalRequest& r) { r.set_metrics("speed"); })),
+              StatusIs(kInvalid, Eq("metrics must be all or acceptance (empty = all); got "
+                                    "'speed'")));
   EXPECT_THAT(FromProto(with([](pb::EvalRequest& r) { r.set_drafter(std::string(257, 'x')); })),
               StatusIs(kInvalid, Eq("drafter is 257 bytes long; at most 256 are allowed")));
   EXPECT_THAT(FromProto(with([](pb::EvalRequest& r) { r.set_dataset("a\nb"); })),
