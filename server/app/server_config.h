@@ -50,6 +50,9 @@ struct ServerConfig {
   int64_t max_request_bytes = 4 << 20;   // gRPC max receive message size
   int64_t max_resident_bytes = 0;        // 0: 90% of the device's memory
   int64_t max_eval_blocks = 10'000'000;  // per evaluation; 0: no limit
+  // Evaluations that need the target's distribution (sampled acceptance)
+  // are refused when the target reproduces less of the dataset than this.
+  double min_target_consistency = 0.90;
   int max_concurrent_streams = 64;       // WatchEval streams; 0: no limit
   PreloadConfig preload;
 };

@@ -120,6 +120,7 @@ absl::StatusOr<std::unique_ptr<core::EvalCoreImpl>> CreateCore(const ServerConfi
   options.state_dir = config.state_dir;
   options.data_roots = config.data_roots;
   options.max_eval_blocks = config.max_eval_blocks;
+  options.min_target_consistency = config.min_target_consistency;
   options.max_resident_bytes = config.max_resident_bytes;
   if (options.max_resident_bytes == 0) {  // 90% of the device's memory, when known
     for (const core::DeviceInfo& d : core::ListDevices(threads)) {

@@ -6,6 +6,7 @@
 
 #include "common/status_macros.h"
 #include "common/torch_guard.h"
+#include "eval/sampled_alphas.h"
 #include "model/candidate_selector.h"
 
 namespace dflash::eval {
@@ -229,7 +230,11 @@ absl::StatusOr<std::vector<BlockScore>> BlockScorer::Score(const std::vector<Blo
     const int64_t k = selector != nullptr ? selector->top_k : 0;
     const SlotReductions red =
         ReduceLogits(h, head_t, flat_labels, cfg, target_.vocab_size, k, cross_entropy);
-    return CollectScores(host, red, h, selector, cross_entropy);
+    std::vector<BlockScore> scores = CollectScores(host, red, h, selector, cross_entropy);
+    if (!sampling_.empty()) {
+      AddSampledAlphas(blocks, h, drafter_, target_, sampling_, final_norm_applied_, scores);
+    }
+    return scores;
   });
 }
 

@@ -8,11 +8,13 @@
 #pragma once
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "data/eval_dataset.h"
 #include "model/drafter_model.h"
+#include "types/eval_types.h"
 #include "weights/target_tensors.h"
 
 namespace dflash::eval {
@@ -22,6 +24,9 @@ struct BlockRequest {
   int64_t anchor = 0;  // a: slot 0 holds t[a], slot j drafts position a + j
   int64_t end = 0;     // positions >= end do not exist (L, or L' in replay)
   const std::vector<int64_t>* tokens = nullptr;  // the sequence's token ids
+  // The sample's captured final hidden state [L, H_t], for sampled
+  // acceptance (EnableSampling); null otherwise.
+  const at::Tensor* final_hidden = nullptr;
 };
 
 struct BlockScore {
@@ -31,6 +36,8 @@ struct BlockScore {
   // candidates, teacher-forced selector correct; path near-ties (< 1e-4).
   std::vector<uint8_t> unary_correct, covered, tf_correct;
   int64_t near_ties = 0;
+  // Sampled acceptance: alpha[s][j - 1] per setting s, same length as correct.
+  std::vector<std::vector<float>> alpha;
 };
 
 enum class CrossEntropy { kSkip, kCompute };
@@ -44,6 +51,13 @@ class BlockScorer {
               model::Semantics semantics);
 
   int64_t block_size() const { return block_size_; }
+
+  // Score also computes the alphas of these settings (sampling_distributions.h)
+  // for blocks that carry a final hidden state.
+  void EnableSampling(std::vector<SamplingSetting> settings, bool final_norm_applied) {
+    sampling_ = std::move(settings);
+    final_norm_applied_ = final_norm_applied;
+  }
 
   // Context K/V for these dataset samples (columns selected and ordered as
   // the drafter's target_layer_ids say).
@@ -65,6 +79,8 @@ class BlockScorer {
   int64_t block_size_;
   int64_t max_chunk_elements_;
   model::Semantics semantics_;
+  std::vector<SamplingSetting> sampling_;
+  bool final_norm_applied_ = false;
 };
 
 }  // namespace dflash::eval

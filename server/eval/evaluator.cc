@@ -13,6 +13,8 @@
 #include "eval/anchors.h"
 #include "eval/block_scorer.h"
 #include "eval/metrics.h"
+#include "eval/sampled_acceptance.h"
+#include "eval/target_consistency.h"
 
 namespace dflash::eval {
 namespace {
@@ -68,6 +70,7 @@ struct AnchorPlan {
   std::vector<std::vector<uint8_t>> masks;    // loss masks
   std::vector<std::vector<int64_t>> anchors;  // selected anchors
   std::vector<std::vector<int64_t>> tokens;   // input ids
+  bool sampling = false;                      // blocks carry the final hidden state
 };
 
 // Samples are scored in groups: a group's contexts are encoded together
@@ -104,9 +107,10 @@ absl::StatusOr<std::vector<BlockScore>> ScoreGroup(const BlockScorer& scorer,
     if (plan.anchors[s].empty()) continue;
     const int64_t seq = static_cast<int64_t>(members.size());
     members.push_back(s);
+    const at::Tensor* final_hidden = plan.sampling ? &dataset.sample(s).final_hidden : nullptr;
     for (int64_t a : plan.anchors[s]) {
-      blocks.push_back(
-          BlockRequest{seq, a, static_cast<int64_t>(plan.tokens[s].size()), &plan.tokens[s]});
+      blocks.push_back(BlockRequest{seq, a, static_cast<int64_t>(plan.tokens[s].size()),
+                                    &plan.tokens[s], final_hidden});
     }
   }
   std::vector<BlockScore> scores;
@@ -135,8 +139,10 @@ absl::StatusOr<EvalResult> RunAnchor(const BlockScorer& scorer, const data::Eval
   const int64_t B = scorer.block_size();
   const size_t n = NumSamples(dataset, options);
   MetricsAccumulator acc(B);
+  SampledAccumulator sampled(options.sampling, B);
   // Anchors first, so progress knows the total.
   AnchorPlan plan;
+  plan.sampling = !options.sampling.empty();
   plan.anchors.resize(n);
   EvalProgress prog;
   prog.samples_total = static_cast<int64_t>(n);
@@ -164,6 +170,7 @@ absl::StatusOr<EvalResult> RunAnchor(const BlockScorer& scorer, const data::Eval
       acc.BeginSample(sample.index, static_cast<int64_t>(plan.tokens[s].size()),
                       FirstResponse(plan.masks[s]));
       for (int64_t a : plan.anchors[s]) {
+        if (plan.sampling) sampled.Add(sample.index, scores[next].alpha);
         acc.Add(Outcome(sample.index, a, std::move(scores[next]), /*accept_cap=*/-1));
         ++next;
       }
@@ -171,7 +178,10 @@ absl::StatusOr<EvalResult> RunAnchor(const BlockScorer& scorer, const data::Eval
     }
     i = g_end;
   }
-  return acc.Finish(Mode::kAnchor);
+  EvalResult result = acc.Finish(Mode::kAnchor);
+  result.draft_length_curve = DraftLengthCurve(result.accepted_histogram);
+  result.sampling = sampled.Finish();
+  return result;
 }
 
 // One sequence's walk state in replay mode.
@@ -337,6 +347,16 @@ absl::StatusOr<EvalResult> Evaluate(const model::DrafterModel& drafter,
   const Clock::time_point start = Clock::now();
   BlockScorer scorer(drafter, target, dataset, BlockSize(drafter, options),
                      options.max_chunk_elements, options.semantics);
+  if (!options.sampling.empty()) {
+    if (options.mode != Mode::kAnchor) {
+      return absl::InvalidArgumentError(
+          "sampled acceptance is computed in anchor mode only (teacher-forced positions); "
+          "drop the sampling settings or use mode anchor");
+    }
+    for (const SamplingSetting& s : options.sampling) RETURN_IF_ERROR(CheckSamplingSetting(s));
+    RETURN_IF_ERROR(CheckTargetDistributionInputs(target, dataset));
+    scorer.EnableSampling(options.sampling, dataset.final_hidden()->norm_applied);
+  }
   // The guard also catches what the host-side helpers (MaskOnHost,
   // TokensOnHost) may throw: no c10::Error leaves a job thread.
   absl::StatusOr<absl::StatusOr<EvalResult>> guarded = TorchGuard("evaluating", [&] {
