@@ -10,7 +10,7 @@ namespace dflash::eval {
 
 std::string SamplingSettingText(const SamplingSetting& s) {
   std::string out = absl::StrCat("t=", s.temperature);
-  if (s.top_p < 1.0) absl::StrAppend(&out, ",p=", s.top_p);
+  if (s.top_p != 1.0) absl::StrAppend(&out, ",p=", s.top_p);
   if (s.top_k > 0) absl::StrAppend(&out, ",k=", s.top_k);
   return out;
 }

@@ -17,7 +17,7 @@ namespace dflash::eval {
 // InvalidArgument unless temperature >= 0, 0 < top_p <= 1 and top_k >= 0
 // (all finite), naming the setting "t=0.6,p=0.95,k=20".
 absl::Status CheckSamplingSetting(const SamplingSetting& s);
-// "t=0.6,p=0.95,k=20" (p and k only when active).
+// "t=0.6,p=0.95,k=20" (p only when not 1, k only when not 0).
 std::string SamplingSettingText(const SamplingSetting& s);
 
 // 1 + sum_{k=1..m} prod_{i<=k} alpha_i for a block whose first m = size()
