@@ -53,7 +53,7 @@ struct ServerConfig {
   // Evaluations that need the target's distribution (sampled acceptance)
   // are refused when the target reproduces less of the dataset than this.
   double min_target_consistency = 0.90;
-  int max_concurrent_streams = 64;       // WatchEval streams; 0: no limit
+  int max_concurrent_streams = 64;  // WatchEval streams; 0: no limit
   PreloadConfig preload;
 };
 

@@ -27,26 +27,29 @@ at::Tensor OneHotArgmax(const at::Tensor& logits) {
   return at::zeros_like(logits).scatter_(-1, logits.argmax(-1, /*keepdim=*/true), 1.0);
 }
 
-// DFlash 2: alpha per row for each setting, q over the k candidates.
-at::Tensor SelectorAlphas(const model::SelectorWeights& w, const at::Tensor& h,
-                          const at::Tensor& logits, const at::Tensor& pred,
-                          const std::vector<at::Tensor>& p,
-                          const std::vector<SamplingSetting>& ss) {
-  auto [unary, cand] = logits.topk(w.top_k, -1);  // as block_scorer: [n, k]
+// DFlash 2: the candidates of each row and their selector scores given the
+// teacher-forced predecessors, as block_scorer's top-k and selector.
+struct SelectorRows {
+  at::Tensor cand, scores;  // [n, k]
+};
+
+SelectorRows ScoreCandidates(const model::SelectorWeights& w, const at::Tensor& h,
+                             const at::Tensor& logits, const at::Tensor& pred) {
+  auto [unary, cand] = logits.topk(w.top_k, -1);
   const at::Tensor eta = at::linear(h.to(w.projection.scalar_type()), w.projection).to(at::kFloat);
-  const at::Tensor scores = model::SelectorScores(w, eta, pred, unary, cand);  // [n, k]
-  std::vector<at::Tensor> cols;
-  for (size_t i = 0; i < ss.size(); ++i) {
-    at::Tensor q;
-    if (ss[i].temperature <= 0) {
-      const at::Tensor choice = model::ChooseCandidate(scores, cand);  // ties: lower id
-      q = cand.eq(choice.unsqueeze(-1)).to(at::kFloat);
-    } else {
-      q = at::softmax(scores / ss[i].temperature, -1);
-    }
-    cols.push_back(at::minimum(p[i].gather(-1, cand), q).sum(-1));
+  return {cand, model::SelectorScores(w, eta, pred, unary, cand)};
+}
+
+// alpha per row with q over the k candidates: one-hot at the selector's
+// choice for T = 0, else softmax(S / T).
+at::Tensor SelectorAlpha(const SelectorRows& r, const at::Tensor& p, const SamplingSetting& s) {
+  at::Tensor q;
+  if (s.temperature <= 0) {
+    q = r.cand.eq(model::ChooseCandidate(r.scores, r.cand).unsqueeze(-1)).to(at::kFloat);
+  } else {
+    q = at::softmax(r.scores / s.temperature, -1);
   }
-  return at::stack(cols, 1);
+  return at::minimum(p.gather(-1, r.cand), q).sum(-1);
 }
 
 }  // namespace
@@ -88,16 +91,17 @@ at::Tensor SlotAlphas(const SlotAlphaInputs& in, const model::DrafterModel& draf
     const at::Tensor h = in.drafter_hidden.narrow(0, r0, n);
     const at::Tensor dl = DrafterLogits(h, target, drafter.config());
     const at::Tensor tl = TargetLogits(target, in.target_hidden.narrow(0, r0, n), in.norm_applied);
-    std::vector<at::Tensor> p;
-    for (const SamplingSetting& s : settings) p.push_back(ProcessedProbs(tl, s));
+    SelectorRows sel;
     if (selector != nullptr) {
-      out.narrow(0, r0, n).copy_(
-          SelectorAlphas(*selector, h, dl, in.predecessors.narrow(0, r0, n), p, settings));
-      continue;
+      sel = ScoreCandidates(*selector, h, dl, in.predecessors.narrow(0, r0, n));
     }
+    // One setting at a time: at most two [n, V] distributions are alive.
     for (int64_t i = 0; i < S; ++i) {
-      const at::Tensor q = ProcessedProbs(dl, settings[i]);
-      out.narrow(0, r0, n).select(1, i).copy_(at::minimum(p[i], q).sum(-1));
+      const at::Tensor p = ProcessedProbs(tl, settings[i]);
+      at::Tensor alpha = selector != nullptr
+                             ? SelectorAlpha(sel, p, settings[i])
+                             : at::minimum(p, ProcessedProbs(dl, settings[i])).sum(-1);
+      out.narrow(0, r0, n).select(1, i).copy_(alpha);
     }
   }
   return out;
