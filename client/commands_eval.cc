@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "client/commands.h"
 #include "client/format.h"
+#include "client/format_decision.h"
 #include "client/format_jobs.h"
 #include "client/progress.h"
 #include "dflash/eval/v1/label_key.h"
@@ -22,6 +23,7 @@ struct EvalState {
   int64_t max_samples = 0, max_blocks = 0, block_size = 0, max_new_tokens = 0, step = 0;
   uint64_t seed = 0;
   std::vector<std::string> labels;
+  std::vector<std::string> sampling;  // --sampling specs
   bool detach = false, sync = false;
   bool full_positions = false;
 };
@@ -49,6 +51,11 @@ void CheckAndFill(EvalState& st) {
     throw UsageError{
         "eval: --unload-after applies to --checkpoint PATH only (a resident "
         "drafter stays until 'dflash-eval unload drafter NAME')"};
+  }
+  for (const std::string& spec : st.sampling) {
+    auto parsed = ParseSamplingSpec(spec);
+    if (!parsed.ok()) throw UsageError{std::string(parsed.status().message())};
+    *req.add_sampling() = *parsed;
   }
   for (const std::string& label : st.labels) {
     const auto eq = label.find('=');
@@ -178,6 +185,9 @@ void AddEvalCommand(CliContext& ctx) {
   cmd->add_flag("--full-positions", st->full_positions,
                 "score every draft position, also past each block's first miss (replay, and "
                 "--metrics acceptance), for the per-position accuracy; slower");
+  cmd->add_option("--sampling", st->sampling,
+                  "anchor mode: also expected acceptance under sampling t=TEMP[,p=TOP_P][,k=TOP_K] "
+                  "(repeatable; one forward for all; needs the dataset's final hidden state)");
   cmd->add_option("--run", *st->req.mutable_run(), "training run this checkpoint belongs to");
   cmd->add_option("--step", st->step, "training step of this checkpoint")
       ->check(CLI::NonNegativeNumber);

@@ -170,6 +170,8 @@ void AddLoadDataset(CliContext& ctx) {
   cmd->add_flag(
       "--skip-bad-samples", [st](int64_t) { st->req.set_skip_bad_samples(true); },
       "skip (and report) malformed samples instead of failing");
+  cmd->add_option("--target", *st->req.mutable_target(),
+                  "resident target: also print the dataset's target consistency with it");
   cmd->callback([cx, st] {
     st->req.set_dtype(ParseDType(st->dtype));
     std::vector<std::pair<std::string, std::string>> specs;

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "client/format_decision.h"
 
 namespace dflash::client {
 namespace {
@@ -182,6 +183,10 @@ std::string FormatLoadResponse(const pb::LoadResponse& resp) {
       absl::StrCat(resp.reused() ? "reused " : "loaded ", FormatResource(resp.resource()));
   for (const std::string& f : resp.facts()) absl::StrAppend(&out, "  - ", f, "\n");
   for (const std::string& w : resp.warnings()) absl::StrAppend(&out, "warning: ", w, "\n");
+  if (!resp.consistency_target().empty()) {
+    absl::StrAppend(&out,
+                    FormatTargetConsistency(resp.target_consistency(), resp.consistency_target()));
+  }
   return out;
 }
 
@@ -256,6 +261,7 @@ std::string FormatEvalResult(const pb::EvalResult& r) {
     absl::StrAppend(&out, absl::StrFormat("  n=%-3d %8d  %s\n", n, h,
                                           Bar(total ? static_cast<double>(h) / total : 0, 30)));
   }
+  absl::StrAppend(&out, FormatDecisionMetrics(r));
   absl::StrAppend(
       &out, absl::StrFormat("time: setup %.3fs, compute %.3fs, %.0f tokens/s\n", r.setup_seconds(),
                             r.compute_seconds(), r.tokens_per_second()));

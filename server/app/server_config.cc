@@ -345,6 +345,12 @@ void AddServerOptions(CLI::App& app, ServerConfig& config) {
                  "evaluation (rows x vocabulary, split further when one row does not fit)")
       ->check(CLI::Range(int64_t{1} << 16, int64_t{1} << 40))
       ->capture_default_str();
+  app.add_option("--min-target-consistency", config.min_target_consistency,
+                 "evaluations that need the target's distribution (sampled acceptance) are "
+                 "FAILED_PRECONDITION when argmax(lm_head(norm(final hidden))) matches fewer "
+                 "of the dataset's next tokens than this fraction")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
   app.add_option("--max-concurrent-streams", config.max_concurrent_streams,
                  "WatchEval streams open at once; past it RESOURCE_EXHAUSTED (the client "
                  "then polls) (0: no limit)")

@@ -53,6 +53,9 @@ struct ServerConfig {
   int max_concurrent_streams = 64;       // WatchEval streams; 0: no limit
   // Bytes of one vocabulary-projection chunk's logits in an evaluation.
   int64_t logits_budget_bytes = int64_t{256} << 20;
+  // Evaluations that need the target's distribution (sampled acceptance)
+  // are refused when the target reproduces less of the dataset than this.
+  double min_target_consistency = 0.90;
   PreloadConfig preload;
 };
 

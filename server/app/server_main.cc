@@ -121,6 +121,7 @@ absl::StatusOr<std::unique_ptr<core::EvalCoreImpl>> CreateCore(const ServerConfi
   options.data_roots = config.data_roots;
   options.max_eval_blocks = config.max_eval_blocks;
   options.logits_budget_bytes = config.logits_budget_bytes;
+  options.min_target_consistency = config.min_target_consistency;
   options.max_resident_bytes = config.max_resident_bytes;
   if (options.max_resident_bytes == 0) {  // 90% of the device's memory, when known
     for (const core::DeviceInfo& d : core::ListDevices(threads)) {

@@ -12,6 +12,7 @@
 #include "core/placement.h"
 #include "core/resident.h"
 #include "eval/evaluator.h"
+#include "eval/target_consistency.h"
 #include "model/drafter_schema.h"
 #include "weights/checkpoint_open.h"
 #include "weights/weight_map.h"
@@ -61,6 +62,7 @@ struct EvalCoreImpl::EvalInputs {
   std::shared_ptr<const data::EvalDataset> dataset;
   std::shared_ptr<const model::DrafterModel> drafter;
   std::string drafter_fingerprint, dataset_fingerprint, device, dtype;
+  std::string target_name, dataset_name;
 
   void UseDrafter(std::shared_ptr<const model::DrafterModel> model, const ResourceInfo& info) {
     drafter = std::move(model);
@@ -83,6 +85,10 @@ absl::StatusOr<eval::EvalResult> EvalCoreImpl::DoRunEval(const EvalParams& param
   RETURN_IF_ERROR(PickInputs(params, in));
   if (!in.drafter) RETURN_IF_ERROR(DrafterFromCheckpoint(params, in));
   RETURN_IF_ERROR(eval::CheckCompatible(*in.drafter, *in.target, *in.dataset, params.options));
+  eval::TargetConsistency consistency;
+  if (!params.options.sampling.empty()) {
+    ASSIGN_OR_RETURN(consistency, RequireConsistentPair(in));
+  }
   const double setup =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   ASSIGN_OR_RETURN(eval::EvalResult result, EvaluateWithinLimit(params, in, progress));
@@ -91,6 +97,7 @@ absl::StatusOr<eval::EvalResult> EvalCoreImpl::DoRunEval(const EvalParams& param
   result.dtype = in.dtype;
   result.drafter_fingerprint = in.drafter_fingerprint;
   result.dataset_fingerprint = in.dataset_fingerprint;
+  result.target_consistency = consistency;
   return result;
 }
 
@@ -99,9 +106,11 @@ absl::Status EvalCoreImpl::PickInputs(const EvalParams& params, EvalInputs& in) 
   ASSIGN_OR_RETURN(auto t, Pick(resident_->targets, params.target, "target", FixHint::kLoadTarget,
                                 FixHint::kNameTarget));
   in.target = t->second.tensors;
+  in.target_name = t->first;
   ASSIGN_OR_RETURN(auto d, Pick(resident_->datasets, params.dataset, "dataset",
                                 FixHint::kLoadDataset, FixHint::kNameDataset));
   in.dataset = d->second.dataset;
+  in.dataset_name = d->first;
   in.dataset_fingerprint = d->second.info.fingerprint;
   if (!params.drafter.empty()) {
     ASSIGN_OR_RETURN(auto m, Pick(resident_->drafters, params.drafter, "drafter",
@@ -140,6 +149,14 @@ absl::Status EvalCoreImpl::DrafterFromCheckpoint(const EvalParams& params, EvalI
   in.UseDrafter(it->second.model, loaded.resource);
   resident_->drafters.erase(it);
   return absl::OkStatus();
+}
+
+absl::StatusOr<eval::TargetConsistency> EvalCoreImpl::RequireConsistentPair(const EvalInputs& in) {
+  ASSIGN_OR_RETURN(eval::TargetConsistency c,
+                   TargetConsistencyOf(in.dataset_name, in.dataset, in.target));
+  RETURN_IF_ERROR(eval::RequireTargetConsistency(c, options_.min_target_consistency, in.target_name,
+                                                 in.dataset_name));
+  return c;
 }
 
 absl::StatusOr<eval::EvalResult> EvalCoreImpl::EvaluateWithinLimit(

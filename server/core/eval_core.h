@@ -52,6 +52,8 @@ struct LoadDatasetParams {
   std::map<std::string, std::vector<int>> layer_ids;
   int64_t max_samples = 0;
   bool skip_bad_samples = false;
+  // A resident target: also compute the dataset's target consistency.
+  std::string target;
 };
 
 struct LoadResult {
@@ -60,6 +62,9 @@ struct LoadResult {
   bool reused = false;
   std::vector<std::string> warnings;
   std::vector<std::string> facts;
+  // LoadDataset with a target: the pair's consistency (positions 0: none).
+  eval::TargetConsistency target_consistency;
+  std::string consistency_target;
 };
 
 class EvalCore {

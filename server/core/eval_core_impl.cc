@@ -167,7 +167,14 @@ absl::StatusOr<LoadResult> EvalCoreImpl::LoadTarget(const LoadTargetParams& para
 
 absl::StatusOr<LoadResult> EvalCoreImpl::LoadDataset(const LoadDatasetParams& params) {
   const Clock::time_point start = Clock::now();
-  return ReportLoad(ResourceKind::kDataset, start, DoLoadDataset(params));
+  absl::StatusOr<LoadResult> loaded = DoLoadDataset(params);
+  // With a target: the pair's consistency (the dataset stays resident even
+  // when this fails).
+  if (loaded.ok() && !params.target.empty()) {
+    const absl::Status s = AddTargetConsistency(params.target, *loaded);
+    if (!s.ok()) loaded = s;
+  }
+  return ReportLoad(ResourceKind::kDataset, start, std::move(loaded));
 }
 
 absl::StatusOr<eval::EvalResult> EvalCoreImpl::RunEval(const EvalParams& params,

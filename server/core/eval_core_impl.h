@@ -14,6 +14,13 @@
 #include "core/data_roots.h"
 #include "core/eval_core.h"
 
+namespace dflash::data {
+class EvalDataset;
+}  // namespace dflash::data
+namespace dflash::weights {
+struct TargetTensors;
+}  // namespace dflash::weights
+
 namespace dflash::core {
 
 struct CoreOptions {
@@ -29,6 +36,8 @@ struct CoreOptions {
   int64_t max_eval_blocks = 0;
   // Bytes of one logits chunk in an evaluation (eval/vocab_chunks.h); 0: default.
   int64_t logits_budget_bytes = 0;
+  // Sampled acceptance needs at least this target consistency.
+  double min_target_consistency = 0.90;
 };
 
 class EvalCoreImpl final : public EvalCore {
@@ -71,6 +80,15 @@ class EvalCoreImpl final : public EvalCore {
   absl::StatusOr<eval::EvalResult> EvaluateWithinLimit(const EvalParams& params,
                                                        const EvalInputs& in,
                                                        const eval::ProgressFn& progress) const;
+  // The target consistency of a resident dataset (by name) with a target,
+  // computed once per target fingerprint (core_consistency.cc).
+  absl::StatusOr<eval::TargetConsistency> TargetConsistencyOf(
+      const std::string& dataset_name, const std::shared_ptr<const data::EvalDataset>& dataset,
+      const std::shared_ptr<const weights::TargetTensors>& target);
+  // LoadDataset --target: the consistency of the loaded dataset with it.
+  absl::Status AddTargetConsistency(const std::string& target, LoadResult& loaded);
+  // Sampled acceptance needs a consistent pair: FailedPrecondition otherwise.
+  absl::StatusOr<eval::TargetConsistency> RequireConsistentPair(const EvalInputs& in);
 
   CoreOptions options_;
   DataRoots roots_;

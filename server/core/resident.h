@@ -32,6 +32,8 @@ struct EvalCoreImpl::Resident {
   struct Dataset {
     ResourceInfo info;
     std::shared_ptr<const data::EvalDataset> dataset;
+    // Target consistency per target fingerprint, computed once (under mu).
+    std::map<std::string, eval::TargetConsistency> consistency;
   };
 
   mutable std::mutex mu;  // guards the maps

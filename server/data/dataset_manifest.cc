@@ -25,6 +25,46 @@ absl::Status Bad(absl::string_view label, absl::string_view what) {
   return absl::InvalidArgumentError(absl::StrCat(label, ": ", what));
 }
 
+// {"key": "hidden_state", "norm_applied": false}; a feature key named here
+// must hold exactly one layer (its columns are then [L, H_t]).
+absl::StatusOr<FinalHiddenSpec> ParseFinalHidden(const json& v,
+                                                 const std::vector<LayerGroup>& features) {
+  constexpr char kExample[] = R"({"key": "hidden_state", "norm_applied": false})";
+  if (!v.is_object()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("'final_hidden_state' must be an object such as ", kExample));
+  }
+  FinalHiddenSpec spec;
+  spec.key = "hidden_state";
+  if (auto k = v.find("key"); k != v.end() && !k->is_null()) {
+    if (!k->is_string() || k->get<std::string>().empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("'final_hidden_state.key' must be a non-empty string; got ", k->dump()));
+    }
+    spec.key = k->get<std::string>();
+  }
+  if (spec.key == "input_ids" || spec.key == "loss_mask") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("'final_hidden_state.key' cannot be '", spec.key, "'"));
+  }
+  auto n = v.find("norm_applied");
+  if (n == v.end() || !n->is_boolean()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "'final_hidden_state.norm_applied' must be true or false (was the target's final norm "
+        "applied before capture? HF hidden_states[-1] is after it), e.g. ",
+        kExample));
+  }
+  spec.norm_applied = n->get<bool>();
+  for (const auto& [key, ids] : features) {
+    if (key == spec.key && ids.size() != 1) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("'final_hidden_state.key' names feature '", key, "', which holds ",
+                       ids.size(), " layers; the final hidden state is one layer wide"));
+    }
+  }
+  return spec;
+}
+
 }  // namespace
 
 absl::StatusOr<std::vector<LayerGroup>> CheckLayerGroups(
@@ -102,6 +142,11 @@ absl::StatusOr<DatasetManifest> ParseManifest(absl::string_view json_text, absl:
   auto checked = CheckLayerGroups(groups, source);
   if (!checked.ok()) return checked.status();
   m.features = std::move(checked).value();
+  if (auto it = doc.find("final_hidden_state"); it != doc.end() && !it->is_null()) {
+    auto spec = ParseFinalHidden(*it, m.features);
+    if (!spec.ok()) return Bad(source, spec.status().message());
+    m.final_hidden = *std::move(spec);
+  }
   return m;
 }
 

@@ -9,10 +9,20 @@
 // the stored width). Unknown top-level fields are ignored. Feature groups are
 // returned in a canonical order: hidden_states, aux_hidden_state,
 // hidden_state, then any other key alphabetically.
+//
+// Optionally the target's final hidden state (the input of its final norm, or
+// its output when "norm_applied" is true), for the target-consistency check
+// and sampled acceptance (docs/decision-metrics.md):
+//
+//   "final_hidden_state": {"key": "hidden_state", "norm_applied": false}
+//
+// "key" defaults to "hidden_state" (the EAGLE-3 layout); it may be one of the
+// feature keys (then it must hold exactly one layer) or a key of its own.
 #pragma once
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -27,10 +37,17 @@ inline constexpr char kManifestFile[] = "dataset.json";
 // One feature key and the target layers its columns hold, in column order.
 using LayerGroup = std::pair<std::string, std::vector<int>>;
 
+// Where a sample holds the target's final hidden state [L, H_t].
+struct FinalHiddenSpec {
+  std::string key;            // tensor key in each capture file
+  bool norm_applied = false;  // true: already passed through the final norm
+};
+
 struct DatasetManifest {
   std::string name;         // empty when absent
   int64_t hidden_size = 0;  // 0 when absent
   std::vector<LayerGroup> features;
+  std::optional<FinalHiddenSpec> final_hidden;  // absent: the data holds none
 };
 
 // InvalidArgument "manifest '<path>': <defect>".

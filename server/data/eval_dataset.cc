@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <utility>
@@ -32,6 +33,7 @@ struct Declared {
   std::string name;
   int64_t hidden_size = 0;
   std::vector<FeatureGroup> groups;
+  std::optional<FinalHiddenSpec> final_hidden;
 };
 
 absl::StatusOr<Declared> DeclaredLayers(const DatasetLoadOptions& options) {
@@ -55,6 +57,7 @@ absl::StatusOr<Declared> DeclaredLayers(const DatasetLoadOptions& options) {
     ASSIGN_OR_RETURN(DatasetManifest m, ParseManifest(text.str(), manifest.string()));
     d.name = m.name;
     d.hidden_size = m.hidden_size;
+    d.final_hidden = m.final_hidden;
     groups = std::move(m.features);
   }
   for (auto& [key, ids] : groups) d.groups.push_back({key, ids});
@@ -122,6 +125,12 @@ absl::StatusOr<DatasetSample> MoveSample(HostSample& host, const SampleFile& fil
         HashTensor(hash, host.loss_mask);
         sample.input_ids = host.input_ids.to(device, at::kLong, false, /*copy=*/true);
         sample.loss_mask = host.loss_mask.to(device, at::kByte, false, /*copy=*/true);
+        if (host.final_hidden.defined()) {  // a key of its own: hashed and moved like a feature
+          at::Tensor host_cast = host.final_hidden.to(dtype).contiguous();
+          HashTensor(hash, host_cast);
+          sample.final_hidden = host_cast.to(device, dtype, false, /*copy=*/true);
+          host.final_hidden = at::Tensor();
+        }
         for (at::Tensor& f : host.features) {
           // Owned memory, never a view of the mapped capture
           // file: rewriting it in place would otherwise crash
@@ -160,14 +169,30 @@ absl::StatusOr<EvalDataset> EvalDataset::Load(const DatasetLoadOptions& options)
   ds.path_ = options.path;
   ds.groups_ = declared.groups;
   ds.name_ = DatasetName(options, declared);
+  ds.final_hidden_ = declared.final_hidden;
+  // The final hidden state is a feature group's columns, or a key of its own.
+  int final_group = -1;
+  if (declared.final_hidden.has_value()) {
+    for (size_t g = 0; g < declared.groups.size(); ++g) {
+      if (declared.groups[g].key == declared.final_hidden->key) final_group = static_cast<int>(g);
+    }
+  }
 
   SampleExpectations expect;
   expect.groups = declared.groups;
   expect.hidden_size = declared.hidden_size;
   expect.hidden_size_from_manifest = declared.hidden_size > 0;
   expect.vocab_size = options.vocab_size;
+  if (declared.final_hidden.has_value() && final_group < 0) {
+    expect.final_hidden_key = declared.final_hidden->key;
+  }
 
   DatasetHash hash = HashGroups(ds.groups_);
+  if (declared.final_hidden.has_value()) {  // absent: fingerprints as before
+    const FinalHiddenSpec& f = *declared.final_hidden;
+    hash.Update(f.key.data(), f.key.size());
+    hash.UpdateU64(f.norm_applied ? 1 : 0);
+  }
   for (const SampleFile& file : files) {
     const std::string full = (fs::path(options.path) / file.relative).string();
     absl::StatusOr<HostSample> host = ReadSample(full, expect);
@@ -193,6 +218,8 @@ absl::StatusOr<EvalDataset> EvalDataset::Load(const DatasetLoadOptions& options)
     host = absl::StatusOr<HostSample>(HostSample{});  // release host tensors
     ds.bytes_ += sample.input_ids.nbytes() + sample.loss_mask.nbytes();
     for (const at::Tensor& f : sample.features) ds.bytes_ += f.nbytes();
+    if (sample.final_hidden.defined()) ds.bytes_ += sample.final_hidden.nbytes();
+    if (final_group >= 0) sample.final_hidden = sample.features[final_group];  // a view
     ds.dtype_ = dtype;
     ds.samples_.push_back(std::move(sample));
   }

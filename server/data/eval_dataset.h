@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "data/dataset_manifest.h"
 
 namespace dflash::data {
 
@@ -34,6 +36,9 @@ struct DatasetSample {
   at::Tensor input_ids;              // [L] int64
   at::Tensor loss_mask;              // [L] uint8 (0/1)
   std::vector<at::Tensor> features;  // per group: [L, k_g * H_t]
+  // [L, H_t] the target's final hidden state when the dataset declares one
+  // (a view of its feature group when the key is one), else undefined.
+  at::Tensor final_hidden;
 };
 
 struct DatasetLoadOptions {
@@ -81,6 +86,8 @@ class EvalDataset {
   c10::ScalarType dtype() const { return dtype_; }
   int64_t bytes() const { return bytes_; }
   const std::string& fingerprint() const { return fingerprint_; }
+  // The manifest's final_hidden_state declaration, when it has one.
+  const std::optional<FinalHiddenSpec>& final_hidden() const { return final_hidden_; }
   // Samples skipped under skip_bad_samples, one line each (file: reason).
   const std::vector<std::string>& skipped() const { return skipped_; }
 
@@ -97,6 +104,7 @@ class EvalDataset {
  private:
   std::string name_, path_, fingerprint_;
   std::vector<FeatureGroup> groups_;
+  std::optional<FinalHiddenSpec> final_hidden_;
   int64_t hidden_size_ = 0;
   c10::ScalarType dtype_ = c10::kFloat;
   int64_t bytes_ = 0;

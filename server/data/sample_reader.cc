@@ -56,6 +56,23 @@ absl::Status CheckWidth(const std::string& key, size_t layers, int64_t width, in
                                         : " (hidden size of the dataset's other features)"));
 }
 
+// The manifest's final_hidden_state key: [L, H] floating point.
+absl::StatusOr<at::Tensor> ReadFinalHidden(const weights::TensorSource& src, const std::string& key,
+                                           int64_t length, int64_t hidden, bool from_manifest) {
+  ASSIGN_OR_RETURN(at::Tensor f, ReadKey(src, key, "declared final hidden state"));
+  ASSIGN_OR_RETURN(f, AsMatrix(f, key));
+  if (!at::isFloatingType(f.scalar_type())) {
+    return Bad(absl::StrCat("'", key, "' has dtype ", TypeName(f.scalar_type()),
+                            "; expected a floating-point type"));
+  }
+  if (f.size(0) != length) {
+    return Bad(
+        absl::StrCat("'", key, "' has length ", f.size(0), "; 'input_ids' has length ", length));
+  }
+  if (hidden > 0) RETURN_IF_ERROR(CheckWidth(key, 1, f.size(1), hidden, from_manifest));
+  return f.contiguous();
+}
+
 absl::StatusOr<HostSample> ReadSampleImpl(const std::string& path,
                                           const SampleExpectations& expect) {
   ASSIGN_OR_RETURN(weights::TensorSourcePtr src, weights::OpenTorchPt(path));
@@ -136,6 +153,10 @@ absl::StatusOr<HostSample> ReadSampleImpl(const std::string& path,
     out.features.push_back(f.contiguous());
   }
   out.hidden_size = hidden;
+  if (!expect.final_hidden_key.empty()) {
+    ASSIGN_OR_RETURN(out.final_hidden, ReadFinalHidden(*src, expect.final_hidden_key, length,
+                                                       hidden, expect.hidden_size_from_manifest));
+  }
   return out;
 }
 

@@ -24,12 +24,16 @@ struct SampleExpectations {
   int64_t vocab_size = 0;  // > 0: token ids must be below it
   // Feature dtype every group must have; nullopt = take this sample's.
   c10::optional<c10::ScalarType> feature_dtype;
+  // A key holding the target's final hidden state [L, H] outside the
+  // feature groups (empty: none, or it is a feature group's own key).
+  std::string final_hidden_key;
 };
 
 struct HostSample {
   at::Tensor input_ids;              // [L] int64
   at::Tensor loss_mask;              // [L] uint8
   std::vector<at::Tensor> features;  // [L, W_g], stored dtype
+  at::Tensor final_hidden;           // [L, H] when final_hidden_key is set
   int64_t hidden_size = 0;
 };
 

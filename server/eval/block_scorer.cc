@@ -6,6 +6,7 @@
 
 #include "common/status_macros.h"
 #include "common/torch_guard.h"
+#include "eval/sampled_alphas.h"
 
 namespace dflash::eval {
 
@@ -128,8 +129,13 @@ absl::StatusOr<std::vector<BlockScore>> BlockScorer::Score(const std::vector<Blo
         target_.lm_head, LogitsTransform{cfg.output_multiplier, cfg.final_logit_softcapping},
         logits_budget_bytes_);
     const SlotInputs in{host.labels, host.inputs.select(1, 0), selector};
-    return ScoreSlots(h, in, projector, positions, cross_entropy == CrossEntropy::kCompute,
-                      slice_width);
+    std::vector<BlockScore> scores = ScoreSlots(
+        h, in, projector, positions, cross_entropy == CrossEntropy::kCompute, slice_width);
+    if (!sampling_.empty()) {
+      AddSampledAlphas(blocks, h.reshape({nb * (B - 1), -1}), drafter_, target_, sampling_,
+                       final_norm_applied_, scores);
+    }
+    return scores;
   });
 }
 

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -15,6 +16,7 @@
 #include "eval/slot_scoring.h"
 #include "eval/vocab_chunks.h"
 #include "model/drafter_model.h"
+#include "types/eval_types.h"
 #include "weights/target_tensors.h"
 
 namespace dflash::eval {
@@ -24,6 +26,9 @@ struct BlockRequest {
   int64_t anchor = 0;  // a: slot 0 holds t[a], slot j drafts position a + j
   int64_t end = 0;     // positions >= end do not exist (L, or L' in replay)
   const std::vector<int64_t>* tokens = nullptr;  // the sequence's token ids
+  // The sample's captured final hidden state [L, H_t], for sampled
+  // acceptance (EnableSampling); null otherwise.
+  const at::Tensor* final_hidden = nullptr;
 };
 
 enum class CrossEntropy { kSkip, kCompute };
@@ -37,6 +42,13 @@ class BlockScorer {
               model::Semantics semantics, int64_t logits_budget_bytes = kDefaultLogitsBudgetBytes);
 
   int64_t block_size() const { return block_size_; }
+
+  // Score also computes the alphas of these settings (sampling_distributions.h)
+  // for blocks that carry a final hidden state.
+  void EnableSampling(std::vector<SamplingSetting> settings, bool final_norm_applied) {
+    sampling_ = std::move(settings);
+    final_norm_applied_ = final_norm_applied;
+  }
 
   // Context K/V for these dataset samples (columns selected and ordered as
   // the drafter's target_layer_ids say). With `needed` (one per sample),
@@ -65,6 +77,8 @@ class BlockScorer {
   int64_t max_chunk_elements_;
   model::Semantics semantics_;
   int64_t logits_budget_bytes_;
+  std::vector<SamplingSetting> sampling_;
+  bool final_norm_applied_ = false;
 };
 
 }  // namespace dflash::eval

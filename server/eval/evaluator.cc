@@ -13,6 +13,8 @@
 #include "eval/anchors.h"
 #include "eval/block_scorer.h"
 #include "eval/metrics.h"
+#include "eval/sampled_acceptance.h"
+#include "eval/target_consistency.h"
 
 namespace dflash::eval {
 namespace {
@@ -68,7 +70,8 @@ BlockOutcome Outcome(int64_t sample, int64_t anchor, BlockScore&& score, int64_t
 // unless every position is asked for; anchor mode does when only
 // acceptance is asked for.
 Positions ScoredPositions(const EvalOptions& options) {
-  if (options.full_positions) return Positions::kAll;
+  // Sampled acceptance reads every slot's alpha, so it scores every slot.
+  if (options.full_positions || !options.sampling.empty()) return Positions::kAll;
   return options.mode == Mode::kReplay || options.metrics == MetricSet::kAcceptance
              ? Positions::kToFirstMiss
              : Positions::kAll;
@@ -84,6 +87,7 @@ struct AnchorPlan {
   int64_t slice = kSliceWidth;
   CrossEntropy cross_entropy = CrossEntropy::kCompute;
   int64_t context_positions = 0;  // projected so far
+  bool sampling = false;                      // blocks carry the final hidden state
 };
 
 // Samples are scored in groups: a group's contexts are encoded together
@@ -122,9 +126,10 @@ absl::StatusOr<std::vector<BlockScore>> ScoreGroup(const BlockScorer& scorer,
     const int64_t seq = static_cast<int64_t>(members.size());
     members.push_back(s);
     needed.push_back(*std::max_element(plan.anchors[s].begin(), plan.anchors[s].end()));
+    const at::Tensor* final_hidden = plan.sampling ? &dataset.sample(s).final_hidden : nullptr;
     for (int64_t a : plan.anchors[s]) {
-      blocks.push_back(
-          BlockRequest{seq, a, static_cast<int64_t>(plan.tokens[s].size()), &plan.tokens[s]});
+      blocks.push_back(BlockRequest{seq, a, static_cast<int64_t>(plan.tokens[s].size()),
+                                    &plan.tokens[s], final_hidden});
     }
   }
   std::vector<BlockScore> scores;
@@ -156,11 +161,13 @@ absl::StatusOr<EvalResult> RunAnchor(const BlockScorer& scorer, const data::Eval
   const int64_t B = scorer.block_size();
   const size_t n = NumSamples(dataset, options);
   MetricsAccumulator acc(B);
+  SampledAccumulator sampled(options.sampling, B);
   // Anchors first, so progress knows the total.
   AnchorPlan plan;
   plan.positions = ScoredPositions(options);
   plan.slice = options.first_miss_slice;
   if (options.metrics == MetricSet::kAcceptance) plan.cross_entropy = CrossEntropy::kSkip;
+  plan.sampling = !options.sampling.empty();
   plan.anchors.resize(n);
   EvalProgress prog;
   prog.samples_total = static_cast<int64_t>(n);
@@ -188,6 +195,7 @@ absl::StatusOr<EvalResult> RunAnchor(const BlockScorer& scorer, const data::Eval
       acc.BeginSample(sample.index, static_cast<int64_t>(plan.tokens[s].size()),
                       FirstResponse(plan.masks[s]));
       for (int64_t a : plan.anchors[s]) {
+        if (plan.sampling) sampled.Add(sample.index, scores[next].alpha);
         acc.Add(Outcome(sample.index, a, std::move(scores[next]), /*accept_cap=*/-1));
         ++next;
       }
@@ -197,6 +205,8 @@ absl::StatusOr<EvalResult> RunAnchor(const BlockScorer& scorer, const data::Eval
   }
   EvalResult result = acc.Finish(Mode::kAnchor);
   result.context_positions = plan.context_positions;
+  result.draft_length_curve = DraftLengthCurve(result.accepted_histogram);
+  result.sampling = sampled.Finish();
   return result;
 }
 
@@ -380,6 +390,16 @@ absl::StatusOr<EvalResult> Evaluate(const model::DrafterModel& drafter,
   const Clock::time_point start = Clock::now();
   BlockScorer scorer(drafter, target, dataset, BlockSize(drafter, options),
                      options.max_chunk_elements, options.semantics, options.logits_budget_bytes);
+  if (!options.sampling.empty()) {
+    if (options.mode != Mode::kAnchor) {
+      return absl::InvalidArgumentError(
+          "sampled acceptance is computed in anchor mode only (teacher-forced positions); "
+          "drop the sampling settings or use mode anchor");
+    }
+    for (const SamplingSetting& s : options.sampling) RETURN_IF_ERROR(CheckSamplingSetting(s));
+    RETURN_IF_ERROR(CheckTargetDistributionInputs(target, dataset));
+    scorer.EnableSampling(options.sampling, dataset.final_hidden()->norm_applied);
+  }
   // The guard also catches what the host-side helpers (MaskOnHost,
   // TokensOnHost) may throw: no c10::Error leaves a job thread.
   absl::StatusOr<absl::StatusOr<EvalResult>> guarded = TorchGuard("evaluating", [&] {

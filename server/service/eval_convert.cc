@@ -1,5 +1,6 @@
 #include "service/eval_convert.h"
 
+#include <cmath>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -7,6 +8,60 @@
 #include "types/semantics.h"
 
 namespace dflash::service {
+namespace {
+
+void SettingToProto(const eval::SamplingSetting& s, pb::SamplingSetting* out) {
+  out->set_temperature(s.temperature);
+  out->set_top_p(s.top_p);
+  out->set_top_k(static_cast<int32_t>(s.top_k));
+}
+
+// The draft-length curve, sampled acceptance and target consistency.
+void SampledToProto(const eval::EvalResult& in, pb::EvalResult* out) {
+  for (double v : in.draft_length_curve) out->add_draft_length_curve(v);
+  for (const eval::SampledAcceptance& s : in.sampling) {
+    pb::SampledAcceptance* ps = out->add_sampling();
+    SettingToProto(s.setting, ps->mutable_setting());
+    for (double a : s.mean_alpha) ps->add_mean_alpha(a);
+    for (int64_t c : s.counted) ps->add_counted(c);
+    ps->set_expected_accept_length_pooled(s.expected_accept_length_pooled);
+    ps->set_expected_tau(s.expected_tau);
+    for (double v : s.draft_length_curve) ps->add_draft_length_curve(v);
+  }
+  if (in.target_consistency.positions > 0) {
+    ToProto(in.target_consistency, out->mutable_target_consistency());
+  }
+}
+
+// temperature >= 0, top_p in [0, 1] (0 = off), top_k >= 0, all finite.
+absl::StatusOr<eval::SamplingSetting> SettingFromProto(const pb::SamplingSetting& in, int i) {
+  eval::SamplingSetting s;
+  s.temperature = in.temperature();
+  s.top_p = in.top_p() == 0 ? 1.0 : in.top_p();
+  s.top_k = in.top_k();
+  if (!std::isfinite(s.temperature) || s.temperature < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("sampling[", i, "].temperature is ", in.temperature(), "; expected >= 0"));
+  }
+  if (!std::isfinite(s.top_p) || s.top_p < 0 || s.top_p > 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("sampling[", i, "].top_p is ", in.top_p(), "; expected in (0, 1] (0 = off)"));
+  }
+  if (s.top_k < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("sampling[", i, "].top_k is ", in.top_k(), "; expected >= 0 (0 = off)"));
+  }
+  return s;
+}
+
+}  // namespace
+
+void ToProto(const eval::TargetConsistency& in, pb::TargetConsistency* out) {
+  out->set_positions(in.positions);
+  out->set_matches(in.matches);
+  out->set_fraction(in.fraction);
+  out->set_norm_applied(in.norm_applied);
+}
 
 void ToProto(const eval::EvalResult& in, pb::EvalResult* out) {
   out->set_mode(in.mode == eval::Mode::kAnchor ? pb::EVAL_MODE_ANCHOR : pb::EVAL_MODE_REPLAY);
@@ -66,6 +121,7 @@ void ToProto(const eval::EvalResult& in, pb::EvalResult* out) {
   out->set_selector_near_ties(in.selector_near_ties);
   out->set_positions_to_first_miss(in.positions_to_first_miss);
   out->set_context_positions(in.context_positions);
+  SampledToProto(in, out);
 }
 
 absl::StatusOr<core::EvalParams> FromProto(const pb::EvalRequest& in) {
@@ -122,6 +178,19 @@ absl::StatusOr<core::EvalParams> FromProto(const pb::EvalRequest& in) {
         absl::StrCat("metrics must be all or acceptance (empty = all); got '", in.metrics(), "'"));
   }
   o.full_positions = in.full_positions();
+  constexpr int kMaxSamplingSettings = 16;
+  if (in.sampling_size() > kMaxSamplingSettings) {
+    return absl::InvalidArgumentError(absl::StrCat("sampling has ", in.sampling_size(),
+                                                   " settings; at most ", kMaxSamplingSettings));
+  }
+  if (in.sampling_size() > 0 && o.mode != eval::Mode::kAnchor) {
+    return absl::InvalidArgumentError(
+        "sampling settings need mode anchor (sampled acceptance is teacher-forced)");
+  }
+  for (int i = 0; i < in.sampling_size(); ++i) {
+    ASSIGN_OR_RETURN(eval::SamplingSetting s, SettingFromProto(in.sampling(i), i));
+    o.sampling.push_back(s);
+  }
   return p;
 }
 

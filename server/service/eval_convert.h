@@ -13,5 +13,6 @@ namespace dflash::service {
 
 absl::StatusOr<core::EvalParams> FromProto(const pb::EvalRequest& in);
 void ToProto(const eval::EvalResult& in, pb::EvalResult* out);
+void ToProto(const eval::TargetConsistency& in, pb::TargetConsistency* out);
 
 }  // namespace dflash::service

@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "service/eval_convert.h"
 
 namespace dflash::service {
 namespace {
@@ -163,6 +164,10 @@ void ToProto(const core::LoadResult& in, pb::LoadResponse* out) {
   out->set_reused(in.reused);
   for (const auto& w : in.warnings) out->add_warnings(w);
   for (const auto& f : in.facts) out->add_facts(f);
+  if (!in.consistency_target.empty()) {
+    ToProto(in.target_consistency, out->mutable_target_consistency());
+    out->set_consistency_target(in.consistency_target);
+  }
 }
 
 absl::StatusOr<core::ValidateParams> FromProto(const pb::ValidateCheckpointRequest& in) {
@@ -191,6 +196,8 @@ absl::StatusOr<core::LoadDatasetParams> FromProto(const pb::LoadDatasetRequest& 
   RETURN_IF_ERROR(NonNegative("max_samples", in.max_samples()));
   p.max_samples = in.max_samples();
   p.skip_bad_samples = in.skip_bad_samples();
+  RETURN_IF_ERROR(CheckName("target", in.target()));
+  p.target = in.target();
   if (in.layer_ids_size() > kMaxFeatureKeys) {
     return absl::InvalidArgumentError(absl::StrCat("layer_ids has ", in.layer_ids_size(),
                                                    " feature keys; at most ", kMaxFeatureKeys,

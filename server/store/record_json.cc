@@ -10,7 +10,67 @@ namespace {
 
 using json = nlohmann::json;
 
-json OptionsToJson(const eval::EvalOptions& o) {
+// Sampling settings, sampled acceptance, the draft-length curve and the
+// target consistency (docs/decision-metrics.md); absent in older records.
+json SettingToJson(const eval::SamplingSetting& s) {
+  return {{"temperature", s.temperature}, {"top_p", s.top_p}, {"top_k", s.top_k}};
+}
+
+eval::SamplingSetting SettingFromJson(const json& j) {
+  eval::SamplingSetting s;
+  s.temperature = j.at("temperature").get<double>();
+  s.top_p = j.at("top_p").get<double>();
+  s.top_k = j.at("top_k").get<int64_t>();
+  return s;
+}
+
+void AddDecisionMetrics(const eval::EvalResult& r, json& out) {
+  if (!r.draft_length_curve.empty()) out["draft_length_curve"] = r.draft_length_curve;
+  if (!r.sampling.empty()) {
+    json list = json::array();
+    for (const eval::SampledAcceptance& s : r.sampling) {
+      list.push_back({{"setting", SettingToJson(s.setting)},
+                      {"mean_alpha", s.mean_alpha},
+                      {"counted", s.counted},
+                      {"expected_accept_length_pooled", s.expected_accept_length_pooled},
+                      {"expected_tau", s.expected_tau},
+                      {"draft_length_curve", s.draft_length_curve}});
+    }
+    out["sampling"] = list;
+  }
+  const eval::TargetConsistency& c = r.target_consistency;
+  if (c.positions > 0) {
+    out["target_consistency"] = {{"positions", c.positions},
+                                 {"matches", c.matches},
+                                 {"fraction", c.fraction},
+                                 {"norm_applied", c.norm_applied}};
+  }
+}
+
+void ReadDecisionMetrics(const json& j, eval::EvalResult& r) {
+  if (j.contains("draft_length_curve")) {
+    r.draft_length_curve = j.at("draft_length_curve").get<std::vector<double>>();
+  }
+  for (const json& s : j.value("sampling", json::array())) {
+    eval::SampledAcceptance a;
+    a.setting = SettingFromJson(s.at("setting"));
+    a.mean_alpha = s.at("mean_alpha").get<std::vector<double>>();
+    a.counted = s.at("counted").get<std::vector<int64_t>>();
+    a.expected_accept_length_pooled = s.at("expected_accept_length_pooled").get<double>();
+    a.expected_tau = s.at("expected_tau").get<double>();
+    a.draft_length_curve = s.at("draft_length_curve").get<std::vector<double>>();
+    r.sampling.push_back(std::move(a));
+  }
+  if (j.contains("target_consistency")) {
+    const json& c = j.at("target_consistency");
+    r.target_consistency.positions = c.at("positions").get<int64_t>();
+    r.target_consistency.matches = c.at("matches").get<int64_t>();
+    r.target_consistency.fraction = c.at("fraction").get<double>();
+    r.target_consistency.norm_applied = c.at("norm_applied").get<bool>();
+  }
+}
+
+json BaseOptionsToJson(const eval::EvalOptions& o) {
   return {{"mode", static_cast<int>(o.mode)},
           {"max_samples", o.max_samples},
           {"max_blocks", o.max_blocks},
@@ -22,6 +82,16 @@ json OptionsToJson(const eval::EvalOptions& o) {
           {"semantics", model::SemanticsName(o.semantics)},
           {"metrics", o.metrics == eval::MetricSet::kAcceptance ? "acceptance" : "all"},
           {"full_positions", o.full_positions}};
+}
+
+json OptionsToJson(const eval::EvalOptions& o) {
+  json out = BaseOptionsToJson(o);
+  if (!o.sampling.empty()) {
+    json list = json::array();
+    for (const eval::SamplingSetting& s : o.sampling) list.push_back(SettingToJson(s));
+    out["sampling"] = list;
+  }
+  return out;
 }
 
 eval::EvalOptions OptionsFromJson(const json& j) {
@@ -40,10 +110,11 @@ eval::EvalOptions OptionsFromJson(const json& j) {
   o.metrics = j.value("metrics", "all") == "acceptance" ? eval::MetricSet::kAcceptance
                                                         : eval::MetricSet::kAll;
   o.full_positions = j.value("full_positions", false);
+  for (const json& s : j.value("sampling", json::array())) o.sampling.push_back(SettingFromJson(s));
   return o;
 }
 
-json ResultToJson(const eval::EvalResult& r) {
+json BaseResultToJson(const eval::EvalResult& r) {
   json positions = json::array();
   for (const eval::PositionMetrics& p : r.positions) {
     positions.push_back({{"position", p.position},
@@ -97,6 +168,12 @@ json ResultToJson(const eval::EvalResult& r) {
           {"selector_near_ties", r.selector_near_ties},
           {"positions_to_first_miss", r.positions_to_first_miss},
           {"context_positions", r.context_positions}};
+}
+
+json ResultToJson(const eval::EvalResult& r) {
+  json out = BaseResultToJson(r);
+  AddDecisionMetrics(r, out);
+  return out;
 }
 
 eval::EvalResult ResultFromJson(const json& j) {
@@ -162,6 +239,7 @@ eval::EvalResult ResultFromJson(const json& j) {
   r.selector_near_ties = j.value("selector_near_ties", int64_t{0});
   r.positions_to_first_miss = j.value("positions_to_first_miss", false);
   r.context_positions = j.value("context_positions", int64_t{0});
+  ReadDecisionMetrics(j, r);
   return r;
 }
 

@@ -16,6 +16,15 @@ enum class Mode { kAnchor, kReplay };
 enum class AnchorStrategy { kEven, kRandom, kAll };
 enum class MetricSet { kAll, kAcceptance };
 
+// One sampling setting as serving engines apply it (docs/decision-metrics.md):
+// logits / temperature, keep the top_k largest, keep the smallest set of
+// largest probabilities reaching top_p, renormalise. temperature 0 = greedy.
+struct SamplingSetting {
+  double temperature = 0;  // 0: greedy (one-hot argmax)
+  double top_p = 1.0;      // 1: off
+  int64_t top_k = 0;       // 0: off
+};
+
 struct EvalOptions {
   Mode mode = Mode::kAnchor;
   int64_t max_samples = 0;  // 0 = all
@@ -42,6 +51,32 @@ struct EvalOptions {
   // Draft slots per slice when scoring to the first miss (not part of the
   // request; tests lower it to exercise slices of small blocks).
   int64_t first_miss_slice = 4;
+  // Anchor mode: acceptance under these sampling settings too, from the
+  // dataset's final hidden state (needs a consistent target, see
+  // TargetConsistency). All settings share one forward.
+  std::vector<SamplingSetting> sampling;
+};
+
+// Per dataset and target: the share of response positions whose next token
+// is argmax(lm_head(final_norm(h))) of the captured final hidden state h.
+struct TargetConsistency {
+  int64_t positions = 0;      // positions p with loss_mask[p + 1] = 1
+  int64_t matches = 0;        // argmax == t[p + 1]
+  double fraction = 0;        // matches / positions
+  bool norm_applied = false;  // the data's flag: h already final-normed
+};
+
+// Expected acceptance under one sampling setting (anchor mode, teacher-forced
+// prefix, positions as independent draws): alpha_j = sum_x min(p_j, q_j).
+struct SampledAcceptance {
+  SamplingSetting setting;
+  std::vector<double> mean_alpha;            // j = 1..B-1: mean over blocks where j exists
+  std::vector<int64_t> counted;              // that denominator
+  double expected_accept_length_pooled = 0;  // mean over blocks of 1 + sum_k prod_{i<=k} alpha_i
+  double expected_tau = 0;                   // mean over samples of the per-sample mean
+  // The expected accept length when only the first k positions are proposed,
+  // k = 1..B-1 (the last equals expected_accept_length_pooled).
+  std::vector<double> draft_length_curve;
 };
 
 // Per-position numbers for j = 1..B-1 (positions[0] is j = 1).
@@ -106,6 +141,14 @@ struct EvalResult {
   double oracle_accept_length_pooled = 0;
   FirstMissSplit first_miss;
   int64_t selector_near_ties = 0;
+  // Anchor mode: the pooled accept length if only the first k positions of
+  // each block were proposed, k = 1..B-1 (mean of min(n, k) + 1); the last
+  // equals accept_length_pooled. Empty in replay mode.
+  std::vector<double> draft_length_curve;
+  // Sampled acceptance, one per requested setting, with the consistency of
+  // the data and target it relies on (positions 0 when not computed).
+  std::vector<SampledAcceptance> sampling;
+  TargetConsistency target_consistency;
   double setup_seconds = 0;
   double compute_seconds = 0;
   double tokens_per_second = 0;

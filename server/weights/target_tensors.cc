@@ -86,6 +86,24 @@ absl::StatusOr<std::optional<int64_t>> ConfigInt(const json& config, const char*
   return std::optional<int64_t>(v->get<int64_t>());
 }
 
+// rms_norm_eps of the final norm (top level or text_config): a positive
+// number; absent: 1e-6 (Qwen3's and Llama's value), said in the facts.
+absl::Status ReadNormEps(const json& config, const std::string& config_path, TargetTensors* out) {
+  std::string where;
+  const json* v = ConfigField(config, "rms_norm_eps", &where);
+  if (v == nullptr) {
+    out->facts.push_back("config.json sets no rms_norm_eps; the final norm uses 1e-06");
+    return absl::OkStatus();
+  }
+  if (!v->is_number() || v->get<double>() <= 0) {
+    return absl::InvalidArgumentError(absl::StrCat("'", config_path, "': rms_norm_eps (", where,
+                                                   ") is ", v->dump(),
+                                                   "; expected a positive number"));
+  }
+  out->norm_eps = v->get<double>();
+  return absl::OkStatus();
+}
+
 // Quoted candidate names, the preferred one first, without repeats.
 std::vector<std::string> Tried(const char* Family::*field, const Family& preferred) {
   std::vector<std::string> out = {preferred.*field};
@@ -332,6 +350,7 @@ absl::StatusOr<TargetTensors> LoadTargetTensors(const std::string& model_dir,
     if (out.norm_name.empty()) {
       return NotFoundTensor(model_dir, "final norm", norm_tried, listed.names);
     }
+    RETURN_IF_ERROR(ReadNormEps(config, config_path, &out));
   }
 
   std::vector<std::string> needed = {out.embed_name};

@@ -17,9 +17,10 @@
 namespace dflash::weights {
 
 struct TargetTensors {
-  at::Tensor embed;    // [V, H_t]
-  at::Tensor lm_head;  // [V, H_t] (the same storage as embed when tied)
-  at::Tensor norm;     // [H_t], undefined unless asked for
+  at::Tensor embed;        // [V, H_t]
+  at::Tensor lm_head;      // [V, H_t] (the same storage as embed when tied)
+  at::Tensor norm;         // [H_t], undefined unless asked for
+  double norm_eps = 1e-6;  // rms_norm_eps (top level or text_config) when norm is loaded
   int64_t vocab_size = 0;
   int64_t hidden_size = 0;
   bool tied = false;

@@ -146,7 +146,8 @@ TEST_F(ServerConfigTest, UnknownTopLevelKeyIsNamed) {
             "known: auth_token_file, concurrent_jobs, data_roots, device, "
             "insecure_allow_remote, listen, log_format, log_level, max_concurrent_streams, "
             "max_eval_blocks, max_queued, max_request_bytes, max_resident_bytes, "
-            "metrics_listen, port_file, preload, state_dir, threads, tls_cert, tls_client_ca, "
+            "metrics_listen, min_target_consistency, port_file, preload, state_dir, threads, "
+            "tls_cert, tls_client_ca, "
             "tls_key, workers)");
 }
 

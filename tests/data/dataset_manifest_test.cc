@@ -71,6 +71,40 @@ TEST_F(DatasetManifestTest, Defects) {
               StatusIs(kInvalid, HasSubstr("'name' must be a string")));
 }
 
+TEST_F(DatasetManifestTest, FinalHiddenState) {
+  ASSERT_OK_AND_ASSIGN(
+      auto m, ParseManifest(R"({"features": {"aux_hidden_state": [1, 16], "hidden_state": [61]},
+          "final_hidden_state": {"norm_applied": true}})",
+                            "/d/dataset.json"));
+  ASSERT_TRUE(m.final_hidden.has_value());
+  EXPECT_EQ(m.final_hidden->key, "hidden_state");  // the EAGLE-3 default
+  EXPECT_TRUE(m.final_hidden->norm_applied);
+  ASSERT_OK_AND_ASSIGN(auto own, ParseManifest(R"({"features": {"hidden_states": [1]},
+          "final_hidden_state": {"key": "last", "norm_applied": false}})",
+                                               "/d/dataset.json"));
+  EXPECT_EQ(own.final_hidden->key, "last");
+  EXPECT_FALSE(own.final_hidden->norm_applied);
+  ASSERT_OK_AND_ASSIGN(auto none, ParseManifest(R"({"features": {"hidden_states": [1]}})", "x"));
+  EXPECT_FALSE(none.final_hidden.has_value());
+  const auto kInvalid = absl::StatusCode::kInvalidArgument;
+  EXPECT_THAT(
+      ParseManifest(R"({"features": {"hidden_states": [1]}, "final_hidden_state": {"key": "h"}})",
+                    "/d/dataset.json"),
+      StatusIs(kInvalid,
+               "manifest '/d/dataset.json': 'final_hidden_state.norm_applied' must be "
+               "true or false (was the target's final norm applied before capture? HF "
+               "hidden_states[-1] is after it), e.g. {\"key\": \"hidden_state\", "
+               "\"norm_applied\": false}"));
+  EXPECT_THAT(ParseManifest(R"({"features": {"hidden_states": [1, 2]},
+          "final_hidden_state": {"key": "hidden_states", "norm_applied": false}})",
+                            "/d/dataset.json"),
+              StatusIs(kInvalid, HasSubstr("names feature 'hidden_states', which holds 2 layers; "
+                                           "the final hidden state is one layer wide")));
+  EXPECT_THAT(ParseManifest(R"({"features": {"hidden_states": [1]}, "final_hidden_state": 3})",
+                            "/d/dataset.json"),
+              StatusIs(kInvalid, HasSubstr("'final_hidden_state' must be an object")));
+}
+
 TEST_F(DatasetManifestTest, CheckLayerGroupsUsesLabel) {
   EXPECT_THAT(CheckLayerGroups({{"a", {1}}, {"b", {1}}}, "request layer_ids"),
               StatusIs(absl::StatusCode::kInvalidArgument,

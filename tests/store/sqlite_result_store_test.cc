@@ -35,6 +35,7 @@ JobRecord FullRecord(const std::string& id) {
   r.request.params.options.max_blocks = 7;
   r.request.params.options.seed = 0xFFFFFFFFFFFFFFFFull;  // the full uint64 range survives
   r.request.params.options.block_size = 8;
+  r.request.params.options.sampling = {{0.6, 0.95, 20}, {0, 1, 0}};
   r.request.run = "run-a";
   r.request.step = 4000;
   r.request.labels = {{"lr", "3e-4"}, {"team", "x y"}};
@@ -72,6 +73,16 @@ JobRecord FullRecord(const std::string& id) {
   res.drafter_fingerprint = "dfp";
   res.dataset_fingerprint = "sfp";
   res.warnings = {"w1"};
+  res.draft_length_curve = {1.5, 1.75, 2.0};
+  eval::SampledAcceptance sa;
+  sa.setting = {0.6, 0.95, 20};
+  sa.mean_alpha = {0.5, 0.25};
+  sa.counted = {3, 2};
+  sa.expected_accept_length_pooled = 4.75 / 3;
+  sa.expected_tau = 1.4375;
+  sa.draft_length_curve = {1.5, 4.75 / 3};
+  res.sampling = {sa};
+  res.target_consistency = {221, 220, 220.0 / 221, true};
   r.result = res;
   r.error_code = 0;
   r.create_unix_micros = 1000;

@@ -32,6 +32,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import reference as ref  # noqa: E402
+import decision_metrics as dm  # noqa: E402
 
 SIZES = {
     #         H    V      nh nkv d   I     n  W    B   samples L range
@@ -409,6 +410,36 @@ def write_dataset(path, samples, H, groups, split):
         torch.save(obj, os.path.join(d, "data_%d.ckpt" % i))
 
 
+def write_final_dataset(path, samples, H, t, norm_applied, g):
+    """The main layout plus the target's final hidden state under key
+    'final_hidden' (docs/decision-metrics.md §1), made consistent with a greedy
+    capture from the target's lm_head and final norm `t`."""
+    write_dataset(path, samples, H, {"hidden_states": LAYERS}, {"hidden_states": (0, 5)})
+    with open(os.path.join(path, "dataset.json")) as f:
+        manifest = json.load(f)
+    manifest["final_hidden_state"] = {"key": "final_hidden", "norm_applied": norm_applied}
+    with open(os.path.join(path, "dataset.json"), "w") as f:
+        json.dump(manifest, f, indent=1)
+    n = len(samples)
+    for i, ids, mask, _ in samples:
+        start = (i // CHUNK) * CHUNK
+        f = os.path.join(path, "rows_%d-%d" % (start, min(start + CHUNK, n)), "data_%d.ckpt" % i)
+        obj = torch.load(f)
+        obj["final_hidden"] = dm.make_final_hidden(ids, mask, t["head"], t["norm"], 1e-6,
+                                                   norm_applied, g).to(t["head"].dtype)
+        torch.save(obj, f)
+
+
+def write_wrong_head_target(out, s, t, dtype_name, g):
+    """target-wronghead: the target with a random lm_head of the same shape
+    (the consistency check must refuse it)."""
+    t2 = dict(t, head=(torch.randn(s["V"], s["H"], generator=g) / s["H"] ** 0.5).to(t["head"].dtype))
+    tmp = os.path.join(out, ".wronghead")
+    write_targets(tmp, s, t2, dtype_name, False)
+    os.replace(os.path.join(tmp, "target"), os.path.join(out, "target-wronghead"))
+    os.rmdir(tmp)
+
+
 def logit_checks(drafter, samples):
     """Logits of a few blocks (first, a middle and the last anchor of the first
     two samples; at most 7 rows), in reference.py's `logits` format."""
@@ -523,6 +554,11 @@ def main(argv=None):
         write_dataset(os.path.join(out, "dataset-v1new"),
                       generate_samples_plain(s, v1, g1), H,
                       {"hidden_states": LAYERS}, {"hidden_states": (0, 5)})
+        # The final hidden state (own generator: the draws above are untouched).
+        gf = torch.Generator().manual_seed(args.seed + 777)
+        write_final_dataset(os.path.join(out, "dataset-final"), samples, H, t, False, gf)
+        write_final_dataset(os.path.join(out, "dataset-final-normed"), samples, H, t, True, gf)
+        write_wrong_head_target(out, s, t, dtype_name, gf)
         g2 = torch.Generator().manual_seed(args.seed + DFLASH2["seed_offset"])
         w2 = {k: v.to(sdtype) for k, v in make_dflash2_weights(s, size, g2).items()}
         d2dir = os.path.join(out, "drafter2")
@@ -532,8 +568,10 @@ def main(argv=None):
                       {(k + ".weight" if k in ref.CODEBOOKS else k): v for k, v in w2.items()})
         d2 = ref.Drafter(d2dir, t["embed"], t["head"])
         d2.stored_dtype = sdtype
-        write_dataset(os.path.join(out, "dataset2"), generate_samples_plain(s, d2, g2), H,
+        samples2 = generate_samples_plain(s, d2, g2)
+        write_dataset(os.path.join(out, "dataset2"), samples2, H,
                       {"hidden_states": LAYERS}, {"hidden_states": (0, 5)})
+        write_final_dataset(os.path.join(out, "dataset2-final"), samples2, H, t, False, gf)
         extra = [(ddir, "dataset", "current", ["zlab-current"]),
                  (v1dir, "dataset-v1new", "v1new", ["zlab-current", "zlab-2025"]),
                  (d2dir, "dataset2", "dflash2", ["zlab-current"])]

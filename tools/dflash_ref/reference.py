@@ -993,6 +993,23 @@ def logits_entry(drafter, s, a, B, rows, semantics):
     return e
 
 
+def add_sampling(r, args, drafter, samples):
+    """eval --sampling: the target consistency, sampled acceptance and the
+    draft-length curve (decision_metrics.py) added to the result `r`."""
+    import decision_metrics as dm
+    if args.mode != "anchor":
+        raise ValueError("--sampling needs --mode anchor")
+    _, head, _ = load_target(args.target)
+    norm, eps = dm.load_target_norm(args.target)
+    norm_applied = dm.attach_final_hidden(args.dataset, samples)
+    B = args.block_size or drafter.cfg.block_size
+    r["target_consistency"] = dm.consistency(samples, head, norm, eps, norm_applied)
+    r["draft_length_curve"] = dm.draft_length_curve(r["accepted_histogram"])
+    r["sampling"] = dm.sampled_eval(drafter, samples, args.sampling, head, norm, eps,
+                                    norm_applied, B, args.anchors, args.max_blocks,
+                                    args.semantics)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -1017,6 +1034,9 @@ def main(argv=None):
     pe.add_argument("--anchors", choices=["all", "even"], default="all")
     pe.add_argument("--max-blocks", type=int, default=0, help="per sample; 0 = no limit")
     pe.add_argument("--max-new-tokens", type=int, default=0, help="replay; 0 = no limit")
+    pe.add_argument("--sampling", action="append", default=[],
+                    help="anchor mode: also sampled acceptance, t=T[,p=P][,k=K] (repeatable; "
+                         "needs the dataset's final_hidden_state; decision_metrics.py)")
     pl = sub.choices["logits"]
     pl.add_argument("--blocks", required=True, help="SAMPLE:ANCHOR[,...] (sample = file index)")
     pl.add_argument("--rows", type=int, default=0, help="logit rows per block; 0 = all")
@@ -1030,6 +1050,8 @@ def main(argv=None):
         if args.cmd == "eval":
             r = evaluate(drafter, samples, args.mode, args.anchors, args.max_blocks,
                          args.block_size, args.max_new_tokens, args.semantics)
+            if args.sampling:
+                add_sampling(r, args, drafter, samples)
             emit(r, args.json)
             return 0
         B = args.block_size or drafter.cfg.block_size

@@ -1,0 +1,110 @@
+#include "eval/sampling_distributions.h"
+
+#include <algorithm>
+#include <limits>
+
+#include <ATen/ATen.h>
+
+#include "eval/target_consistency.h"
+#include "model/candidate_selector.h"
+
+namespace dflash::eval {
+namespace {
+
+// The drafter's logits for hidden rows, as block_scorer computes them.
+at::Tensor DrafterLogits(const at::Tensor& h, const weights::TargetTensors& target,
+                         const model::DrafterConfig& cfg) {
+  at::Tensor logits = at::mm(h, target.lm_head.t()).to(at::kFloat);
+  if (cfg.output_multiplier != 1.0) logits = logits * cfg.output_multiplier;
+  if (cfg.final_logit_softcapping > 0) {
+    const double c = cfg.final_logit_softcapping;
+    logits = at::tanh(logits / c) * c;
+  }
+  return logits;
+}
+
+at::Tensor OneHotArgmax(const at::Tensor& logits) {
+  return at::zeros_like(logits).scatter_(-1, logits.argmax(-1, /*keepdim=*/true), 1.0);
+}
+
+// DFlash 2: the candidates of each row and their selector scores given the
+// teacher-forced predecessors, as block_scorer's top-k and selector.
+struct SelectorRows {
+  at::Tensor cand, scores;  // [n, k]
+};
+
+SelectorRows ScoreCandidates(const model::SelectorWeights& w, const at::Tensor& h,
+                             const at::Tensor& logits, const at::Tensor& pred) {
+  auto [unary, cand] = logits.topk(w.top_k, -1);
+  const at::Tensor eta = at::linear(h.to(w.projection.scalar_type()), w.projection).to(at::kFloat);
+  return {cand, model::SelectorScores(w, eta, pred, unary, cand)};
+}
+
+// alpha per row with q over the k candidates: one-hot at the selector's
+// choice for T = 0, else softmax(S / T).
+at::Tensor SelectorAlpha(const SelectorRows& r, const at::Tensor& p, const SamplingSetting& s) {
+  at::Tensor q;
+  if (s.temperature <= 0) {
+    q = r.cand.eq(model::ChooseCandidate(r.scores, r.cand).unsqueeze(-1)).to(at::kFloat);
+  } else {
+    q = at::softmax(r.scores / s.temperature, -1);
+  }
+  return at::minimum(p.gather(-1, r.cand), q).sum(-1);
+}
+
+}  // namespace
+
+at::Tensor ProcessedProbs(const at::Tensor& logits, const SamplingSetting& s) {
+  if (s.temperature <= 0) return OneHotArgmax(logits);
+  at::Tensor x = logits.to(at::kFloat) / s.temperature;
+  const int64_t V = x.size(-1);
+  if (s.top_k > 0 && s.top_k < V) {
+    const at::Tensor kth = std::get<0>(x.topk(s.top_k, -1)).narrow(-1, s.top_k - 1, 1);
+    x = x.masked_fill(x.lt(kth), -std::numeric_limits<float>::infinity());
+  }
+  at::Tensor probs = at::softmax(x, -1);
+  if (s.top_p < 1.0) {
+    // Keep a token when the mass strictly above it (descending) is < top_p:
+    // the smallest set of largest probabilities that reaches top_p.
+    auto [sorted, order] = probs.sort(-1, /*descending=*/true);
+    const at::Tensor above = sorted.cumsum(-1) - sorted;
+    const at::Tensor keep_sorted = above.lt(s.top_p);
+    const at::Tensor keep = at::zeros_like(keep_sorted).scatter_(-1, order, keep_sorted);
+    probs = probs * keep.to(at::kFloat);
+    probs = probs / probs.sum(-1, /*keepdim=*/true);
+  }
+  return probs;
+}
+
+at::Tensor SlotAlphas(const SlotAlphaInputs& in, const model::DrafterModel& drafter,
+                      const weights::TargetTensors& target,
+                      const std::vector<SamplingSetting>& settings, int64_t max_logit_elements) {
+  const int64_t rows = in.drafter_hidden.size(0);
+  const int64_t S = static_cast<int64_t>(settings.size());
+  const model::SelectorWeights* selector = drafter.selector();
+  // As block_scorer slices its rows, so the drafter's logits are the same.
+  const int64_t slice = std::max<int64_t>(
+      1, std::min<int64_t>(rows, max_logit_elements / std::max<int64_t>(1, target.vocab_size)));
+  at::Tensor out = at::empty({rows, S}, in.drafter_hidden.options().dtype(at::kFloat));
+  for (int64_t r0 = 0; r0 < rows; r0 += slice) {
+    const int64_t n = std::min(slice, rows - r0);
+    const at::Tensor h = in.drafter_hidden.narrow(0, r0, n);
+    const at::Tensor dl = DrafterLogits(h, target, drafter.config());
+    const at::Tensor tl = TargetLogits(target, in.target_hidden.narrow(0, r0, n), in.norm_applied);
+    SelectorRows sel;
+    if (selector != nullptr) {
+      sel = ScoreCandidates(*selector, h, dl, in.predecessors.narrow(0, r0, n));
+    }
+    // One setting at a time: at most two [n, V] distributions are alive.
+    for (int64_t i = 0; i < S; ++i) {
+      const at::Tensor p = ProcessedProbs(tl, settings[i]);
+      at::Tensor alpha = selector != nullptr
+                             ? SelectorAlpha(sel, p, settings[i])
+                             : at::minimum(p, ProcessedProbs(dl, settings[i])).sum(-1);
+      out.narrow(0, r0, n).select(1, i).copy_(alpha);
+    }
+  }
+  return out;
+}
+
+}  // namespace dflash::eval
