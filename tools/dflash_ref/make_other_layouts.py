@@ -1,0 +1,150 @@
+#!/usr/bin/python3
+"""Rewrites fixture drafters in the layouts of the other DFlash trainers.
+
+  make_other_layouts.py FIXTURE_DIR
+
+FIXTURE_DIR is make_fixture.py's output (tiny or small). Written from the
+public format descriptions (no third-party code), each beside its z-lab-layout
+twin, which holds the same weights and must give the same numbers:
+
+  spec-drafter         speculators "dflash" of drafter (twin: drafter)
+  spec-drafter2        speculators "dflash2" of drafter2-plain (twin: drafter2-plain)
+  drafter2-plain       drafter2 without the scales and softcap speculators has
+                       no keys for (z-lab layout)
+  modelopt-drafter     Model-Optimizer export of drafter-bidir (twin: drafter-bidir)
+  drafter-bidir        drafter with is_causal false (z-lab layout)
+  spec-drafter-shifted spec-drafter with aux_hidden_state_layer_ids written in
+                       HF numbering by mistake (every id one too low)
+
+speculators: the decoder shape nested in transformer_layer_config as a
+Qwen3Config diff (fields equal to Qwen3Config's defaults omitted), flat draft
+keys, aux_hidden_state_layer_ids in vLLM capture ids (HF layer k = id k+1),
+sliding_window_non_causal, and the training copies embed_tokens.weight,
+verifier_norm.weight and verifier_lm_head.weight saved with the drafter.
+Model-Optimizer: z-lab's layout with block_size at the top level,
+dflash_config.causal, use_swa and swa_window_size.
+"""
+import copy
+import json
+import os
+import shutil
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import reference as ref  # noqa: E402
+
+# Qwen3Config's defaults (transformers): what a to_diff_dict leaves out.
+QWEN3_DEFAULTS = {
+    "vocab_size": 151936, "hidden_size": 4096, "intermediate_size": 22016,
+    "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 32,
+    "head_dim": 128, "hidden_act": "silu", "max_position_embeddings": 32768,
+    "rms_norm_eps": 1e-6, "rope_theta": 10000.0, "attention_bias": False,
+    "use_sliding_window": False, "sliding_window": 4096, "max_window_layers": 28,
+}
+DECODER_KEYS = set(QWEN3_DEFAULTS) | {"layer_types", "rope_scaling", "rope_parameters",
+                                      "tie_word_embeddings"}
+DRAFT2_KEYS = ("conv_kernel_size", "conv_group_size", "selector_rank", "selector_top_k")
+
+
+def draft_value(cfg, key):
+    dc = cfg.get("dflash_config") or {}
+    return dc[key] if dc.get(key) is not None else cfg.get(key)
+
+
+def to_speculators(cfg, kind):
+    if cfg.get("is_causal") is True:
+        raise SystemExit("is_causal true has no speculators spelling")
+    for key in ("input_embedding_scale", "output_multiplier", "final_logit_softcapping"):
+        if draft_value(cfg, key) is not None:
+            raise SystemExit(key + " has no speculators spelling")
+    tl = {k: v for k, v in cfg.items() if k in DECODER_KEYS}
+    for k, v in QWEN3_DEFAULTS.items():
+        if k in tl and tl[k] == v:
+            del tl[k]
+    tl.update({"model_type": "qwen3", "architectures": ["Qwen3ForCausalLM"]})
+    out = {
+        "speculators_model_type": kind,
+        "architectures": ["DFlash2DraftModel" if kind == "dflash2" else "DFlashDraftModel"],
+        "transformer_layer_config": tl,
+        "draft_vocab_size": cfg["vocab_size"],
+        "block_size": draft_value(cfg, "block_size") or 16,
+        "mask_token_id": draft_value(cfg, "mask_token_id"),
+        "aux_hidden_state_layer_ids": [i + 1 for i in draft_value(cfg, "target_layer_ids")],
+        "sliding_window_non_causal": cfg.get("is_causal") is False,
+        "projector_type": "dflash", "sample_from_anchor": False, "shift_label": False,
+        "speculators_version": "fixture",
+        "torch_dtype": cfg.get("torch_dtype", cfg.get("dtype")),
+    }
+    if kind == "dflash2":
+        out.update({k: draft_value(cfg, k) for k in DRAFT2_KEYS})
+    return out
+
+
+def to_modelopt(cfg):
+    out = copy.deepcopy(cfg)
+    dc = out.setdefault("dflash_config", {})
+    out["block_size"] = dc.pop("block_size", out.get("block_size", 16))
+    dc["causal"] = out.pop("is_causal", None) is True
+    if out.pop("use_sliding_window", True):
+        out["use_swa"] = True
+        out["swa_window_size"] = out.pop("sliding_window")
+    return out
+
+
+def write_dir(path, cfg, weights_from, extra=None):
+    os.makedirs(path, exist_ok=True)
+    with open(os.path.join(path, "config.json"), "w") as f:
+        json.dump(cfg, f, indent=1)
+    src = os.path.join(weights_from, "model.safetensors")
+    if extra is None:
+        shutil.copyfile(src, os.path.join(path, "model.safetensors"))
+        return
+    w = ref.read_safetensors(src)
+    w.update(extra)
+    ref.write_safetensors(os.path.join(path, "model.safetensors"), w, {"format": "pt"})
+
+
+def speculators_extras(cfg, weights_dir):
+    """The training copies speculators saves with a drafter (values unused)."""
+    import torch
+    w = ref.read_safetensors(os.path.join(weights_dir, "model.safetensors"))
+    H, V = w["norm.weight"].shape[0], cfg["vocab_size"]
+    dt = w["norm.weight"].dtype
+    g = torch.Generator().manual_seed(7)
+    return {"embed_tokens.weight": torch.randn(V, H, generator=g).to(dt),
+            "verifier_norm.weight": torch.ones(H, dtype=dt),
+            "verifier_lm_head.weight": torch.randn(V, H, generator=g).to(dt)}
+
+
+def load(path):
+    with open(os.path.join(path, "config.json")) as f:
+        return json.load(f)
+
+
+def main(out):
+    d1 = os.path.join(out, "drafter")
+    c1 = load(d1)
+    write_dir(os.path.join(out, "spec-drafter"), to_speculators(c1, "dflash"), d1,
+              speculators_extras(c1, d1))
+    shifted = to_speculators(c1, "dflash")
+    shifted["aux_hidden_state_layer_ids"] = [i - 1 for i in shifted["aux_hidden_state_layer_ids"]]
+    write_dir(os.path.join(out, "spec-drafter-shifted"), shifted, d1)
+
+    bidir = dict(c1, is_causal=False)
+    write_dir(os.path.join(out, "drafter-bidir"), bidir, d1)
+    write_dir(os.path.join(out, "modelopt-drafter"), to_modelopt(bidir), d1)
+
+    d2 = os.path.join(out, "drafter2")
+    c2 = load(d2)
+    for key in ("input_embedding_scale", "output_multiplier", "final_logit_softcapping"):
+        c2.pop(key, None)
+        c2["dflash_config"].pop(key, None)
+    write_dir(os.path.join(out, "drafter2-plain"), c2, d2)
+    write_dir(os.path.join(out, "spec-drafter2"), to_speculators(c2, "dflash2"), d2,
+              speculators_extras(c2, d2))
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2:
+        raise SystemExit(__doc__)
+    main(sys.argv[1])
