@@ -83,6 +83,12 @@ absl::StatusOr<DatasetManifest> ParseManifest(absl::string_view json_text, absl:
                "needs an object 'features' mapping each feature key to its layer "
                "ids, e.g. {\"features\": {\"hidden_states\": [1, 16, 31, 46, 61]}}");
   }
+  if (auto it = doc.find("layer_numbering"); it != doc.end() && !it->is_null()) {
+    if (!it->is_string()) return Bad(source, "'layer_numbering' must be a string");
+    auto n = ParseNumbering(it->get<std::string>());
+    if (!n.ok()) return Bad(source, n.status().message());
+    m.numbering = *n;
+  }
   std::map<std::string, std::vector<int>> groups;
   for (auto it = features->begin(); it != features->end(); ++it) {
     if (!it->is_array()) {
@@ -98,6 +104,9 @@ absl::StatusOr<DatasetManifest> ParseManifest(absl::string_view json_text, absl:
       }
       ids.push_back(static_cast<int>(v.get<int64_t>()));
     }
+    auto hf = ToHfLayers(ids, m.numbering, absl::StrCat("feature '", it.key(), "'"));
+    if (!hf.ok()) return Bad(source, hf.status().message());
+    ids = std::move(hf).value();
   }
   auto checked = CheckLayerGroups(groups, source);
   if (!checked.ok()) return checked.status();

@@ -46,8 +46,8 @@ class OtherTrainersE2eTest : public testing::TinyServerTest {
   }
   static json Eval(const std::string& drafter, const std::string& dataset,
                    const std::string& mode) {
-    return CliJson({"eval", "--drafter", drafter, "--dataset", dataset, "--mode", mode,
-                    "--anchors", "all"});
+    return CliJson(
+        {"eval", "--drafter", drafter, "--dataset", dataset, "--mode", mode, "--anchors", "all"});
   }
   // Two service results, count for count (names and timings aside).
   static void ExpectSameResult(const json& got, const json& want) {
