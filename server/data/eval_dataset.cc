@@ -19,6 +19,7 @@
 #include "common/status_macros.h"
 #include "common/torch_guard.h"
 #include "data/dataset_manifest.h"
+#include "data/layer_numbering.h"
 #include "data/sample_files.h"
 #include "data/sample_reader.h"
 #include "weights/fingerprint.h"
@@ -217,9 +218,9 @@ absl::Status EvalDataset::CheckLayers(const std::vector<int>& wanted) const {
     }
   }
   if (missing.empty()) return absl::OkStatus();
-  return absl::FailedPreconditionError(
-      absl::StrCat("drafter needs ", missing.size() == 1 ? "layer " : "layers ",
-                   absl::StrJoin(missing, ", "), "; dataset holds ", LayerList(held)));
+  return absl::FailedPreconditionError(absl::StrCat(
+      "drafter needs ", missing.size() == 1 ? "layer " : "layers ", absl::StrJoin(missing, ", "),
+      "; dataset holds ", LayerList(held), MismatchInBothNumberings(wanted, missing, held)));
 }
 
 absl::StatusOr<at::Tensor> EvalDataset::Features(size_t i, const std::vector<int>& wanted) const {

@@ -1,5 +1,7 @@
 #include "data/layer_numbering.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 
@@ -39,6 +41,39 @@ std::string BothNumberings(const std::vector<int>& hf_ids) {
   for (int id : hf_ids) capture.push_back(id + 1);
   return absl::StrCat("hf-layer [", absl::StrJoin(hf_ids, ", "), "] = vllm-capture-id [",
                       absl::StrJoin(capture, ", "), "]");
+}
+
+namespace {
+
+std::vector<int> Plus(const std::vector<int>& ids, int d) {
+  std::vector<int> out;
+  for (int id : ids) out.push_back(id + d);
+  return out;
+}
+
+bool AllHeld(const std::vector<int>& ids, const std::vector<int>& held) {
+  return std::all_of(ids.begin(), ids.end(),
+                     [&](int id) { return std::find(held.begin(), held.end(), id) != held.end(); });
+}
+
+}  // namespace
+
+std::string MismatchInBothNumberings(const std::vector<int>& wanted,
+                                     const std::vector<int>& missing,
+                                     const std::vector<int>& held) {
+  std::string out =
+      absl::StrCat(" (hf-layer; as vllm-capture-id: needs ", absl::StrJoin(Plus(missing, 1), ", "),
+                   ", holds [", absl::StrJoin(Plus(held, 1), ", "), "])");
+  for (int d : {1, -1}) {
+    if (!AllHeld(Plus(wanted, d), held)) continue;
+    absl::StrAppend(&out, "; the dataset holds every layer the drafter needs shifted by ",
+                    d > 0 ? "+1" : "-1",
+                    ": check the layer numbering declared by the drafter (speculators "
+                    "aux_hidden_state_layer_ids count vllm-capture-id) and by the dataset "
+                    "(dataset.json 'layer_numbering')");
+    break;
+  }
+  return out;
 }
 
 }  // namespace dflash::data

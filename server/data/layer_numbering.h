@@ -36,4 +36,11 @@ absl::StatusOr<std::vector<int>> ToHfLayers(const std::vector<int>& ids, LayerNu
 // "hf-layer [1, 16] = vllm-capture-id [2, 17]".
 std::string BothNumberings(const std::vector<int>& hf_ids);
 
+// What a "drafter needs layer X; dataset holds [...]" error adds: the same
+// in capture ids and, when the dataset holds every wanted layer shifted by
+// one, that the declared numbering is likely off by one:
+// " (hf-layer; as vllm-capture-id: needs 4, holds [2, 3, 5])".
+std::string MismatchInBothNumberings(const std::vector<int>& wanted,
+                                     const std::vector<int>& missing, const std::vector<int>& held);
+
 }  // namespace dflash::data

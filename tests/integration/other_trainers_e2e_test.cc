@@ -117,5 +117,52 @@ TEST_F(OtherTrainersE2eTest, RefusedVariantsSayWhy) {
                                "checkpoints)"));
 }
 
+// Model-Optimizer's per-conversation dumps, and the same files declared in
+// vLLM capture ids, evaluate exactly as the SpecForge-layout dataset.
+TEST_F(OtherTrainersE2eTest, ModelOptCapturesAndCaptureIdManifestGiveTheReferenceNumbers) {
+  for (const auto& [dir, name] : {std::pair<const char*, const char*>{"dataset-modelopt", "dmo"},
+                                  {"dataset-capture-ids", "dci"}}) {
+    CommandResult r = Cli({"load-dataset", data_ + "/" + dir, "--name", name});
+    ASSERT_EQ(r.exit_code, 0) << dir << ": " << r.out << r.err;
+    ExpectSameMetrics(Eval("m", name, "anchor"), Expected("current/anchor_all.json"));
+    ExpectSameMetrics(Eval("m", name, "replay"), Expected("current/replay.json"));
+  }
+}
+
+// Model-Optimizer's "hidden_states" is the final hidden state [seq, H], not
+// SpecForge's concatenated layers: declared as such, the width says so.
+TEST_F(OtherTrainersE2eTest, ModelOptFinalHiddenStateIsNotTakenForTheLayers) {
+  const std::string dir = data_ + "/dataset-modelopt-wrong-key";
+  fs::create_directories(dir);
+  for (const auto& e : fs::directory_iterator(data_ + "/dataset-modelopt")) {
+    fs::copy_file(e.path(), dir + "/" + e.path().filename().string(),
+                  fs::copy_options::overwrite_existing);
+  }
+  std::ofstream(dir + "/dataset.json")
+      << R"({"hidden_size": 32, "features": {"hidden_states": [1, 3, 5, 7, 9]}})";
+  CommandResult r = Cli({"load-dataset", dir, "--name", "wrong"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_THAT(r.err, HasSubstr("'hidden_states' has width 32; expected 5 layers x hidden size 32 "
+                               "= 160 (hidden_size from the manifest)"));
+}
+
+// speculators ids written in HF numbering by mistake: the mapping shows
+// the shift, and the drafter asks for a layer the dataset does not hold.
+TEST_F(OtherTrainersE2eTest, OffByOneDeclaredNumberingIsCaught) {
+  CommandResult v = Cli({"validate", data_ + "/spec-drafter-shifted"});
+  ASSERT_EQ(v.exit_code, 0) << v.out << v.err;
+  EXPECT_THAT(v.out, HasSubstr("capture id->hf layer 1->0, 3->2, 5->4, 7->6, 9->8"));
+  Load("spec-drafter-shifted", "shifted");
+  CommandResult r = Cli({"eval", "--drafter", "shifted", "--dataset", "d", "--mode", "anchor"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_THAT(r.err,
+              HasSubstr("FAILED_PRECONDITION: drafter needs layers 0, 2, 4, 6, 8; dataset holds "
+                        "[1, 3, 5, 7, 9] (hf-layer; as vllm-capture-id: needs 1, 3, 5, 7, 9, "
+                        "holds [2, 4, 6, 8, 10]); the dataset holds every layer the drafter "
+                        "needs shifted by +1: check the layer numbering declared by the drafter "
+                        "(speculators aux_hidden_state_layer_ids count vllm-capture-id) and by "
+                        "the dataset (dataset.json 'layer_numbering')"));
+}
+
 }  // namespace
 }  // namespace dflash

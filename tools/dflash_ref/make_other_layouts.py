@@ -15,6 +15,12 @@ twin, which holds the same weights and must give the same numbers:
   drafter-bidir        drafter with is_causal false (z-lab layout)
   spec-drafter-shifted spec-drafter with aux_hidden_state_layer_ids written in
                        HF numbering by mistake (every id one too low)
+  dataset-modelopt     dataset as Model-Optimizer per-conversation .pt dumps
+                       (input_ids, aux_hidden_states [seq, n*H], the final
+                       hidden_states [seq, H], loss_mask); its manifest
+                       declares "aux_hidden_states"
+  dataset-capture-ids  dataset's files with a manifest in vLLM capture ids
+                       ("layer_numbering": "vllm-capture-id", every id + 1)
 
 speculators: the decoder shape nested in transformer_layer_config as a
 Qwen3Config diff (fields equal to Qwen3Config's defaults omitted), flat draft
@@ -116,6 +122,48 @@ def speculators_extras(cfg, weights_dir):
             "verifier_lm_head.weight": torch.randn(V, H, generator=g).to(dt)}
 
 
+def capture_files(root):
+    for folder, _, files in sorted(os.walk(root)):
+        for name in sorted(files):
+            if name.endswith(".ckpt"):
+                yield os.path.join(folder, name), name
+
+
+def write_datasets(out):
+    """dataset-modelopt and dataset-capture-ids from dataset."""
+    import torch
+    src = os.path.join(out, "dataset")
+    manifest = load_manifest(src)
+    (key, layers), = manifest["features"].items()
+    mo = os.path.join(out, "dataset-modelopt")
+    os.makedirs(mo, exist_ok=True)
+    g = torch.Generator().manual_seed(11)
+    for path, name in capture_files(src):
+        d = torch.load(path)
+        i = int(name[len("data_"):-len(".ckpt")])
+        feats = d[key]
+        torch.save({"input_ids": d["input_ids"], "aux_hidden_states": feats,
+                    "hidden_states": torch.randn(feats.shape[0], manifest["hidden_size"],
+                                                 generator=g).to(feats.dtype),
+                    "loss_mask": d["loss_mask"]},
+                   os.path.join(mo, "conversation_%d.pt" % i))
+    write_manifest(mo, dict(manifest, features={"aux_hidden_states": layers}))
+    ids = os.path.join(out, "dataset-capture-ids")
+    shutil.copytree(src, ids, dirs_exist_ok=True)
+    write_manifest(ids, dict(manifest, layer_numbering="vllm-capture-id",
+                             features={key: [i + 1 for i in layers]}))
+
+
+def load_manifest(path):
+    with open(os.path.join(path, "dataset.json")) as f:
+        return json.load(f)
+
+
+def write_manifest(path, m):
+    with open(os.path.join(path, "dataset.json"), "w") as f:
+        json.dump(m, f, indent=1)
+
+
 def load(path):
     with open(os.path.join(path, "config.json")) as f:
         return json.load(f)
@@ -142,6 +190,7 @@ def main(out):
     write_dir(os.path.join(out, "drafter2-plain"), c2, d2)
     write_dir(os.path.join(out, "spec-drafter2"), to_speculators(c2, "dflash2"), d2,
               speculators_extras(c2, d2))
+    write_datasets(out)
 
 
 if __name__ == "__main__":
