@@ -25,6 +25,35 @@ absl::Status Bad(absl::string_view label, absl::string_view what) {
   return absl::InvalidArgumentError(absl::StrCat(label, ": ", what));
 }
 
+absl::StatusOr<ResponsePositions> ParseResponsePositions(const json& doc,
+                                                         absl::string_view source) {
+  ResponsePositions r;
+  if (auto it = doc.find("loss_mask"); it != doc.end() && !it->is_null()) {
+    if (*it != "all-positions") {
+      return Bad(source, absl::StrCat("'loss_mask' can only be \"all-positions\" (every position "
+                                      "counts as a response); got ",
+                                      it->dump()));
+    }
+    r.all_positions = true;
+  }
+  if (auto it = doc.find("prompt_lengths"); it != doc.end() && !it->is_null()) {
+    if (r.all_positions) {
+      return Bad(source, "declares both 'prompt_lengths' and 'loss_mask'; keep one");
+    }
+    if (!it->is_array() || it->empty()) {
+      return Bad(source, "'prompt_lengths' must be a non-empty list (one per sample index)");
+    }
+    for (const json& v : *it) {
+      if (!v.is_number_integer() || v.get<int64_t>() < 0) {
+        return Bad(source,
+                   absl::StrCat("'prompt_lengths' holds ", v.dump(), "; expected integers >= 0"));
+      }
+      r.prompt_lengths.push_back(v.get<int64_t>());
+    }
+  }
+  return r;
+}
+
 }  // namespace
 
 absl::StatusOr<std::vector<LayerGroup>> CheckLayerGroups(
@@ -108,6 +137,9 @@ absl::StatusOr<DatasetManifest> ParseManifest(absl::string_view json_text, absl:
     if (!hf.ok()) return Bad(source, hf.status().message());
     ids = std::move(hf).value();
   }
+  auto responses = ParseResponsePositions(doc, source);
+  if (!responses.ok()) return responses.status();
+  m.responses = std::move(responses).value();
   auto checked = CheckLayerGroups(groups, source);
   if (!checked.ok()) return checked.status();
   m.features = std::move(checked).value();

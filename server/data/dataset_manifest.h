@@ -30,6 +30,15 @@ inline constexpr char kManifestFile[] = "dataset.json";
 // One feature key and the target layers its columns hold, in column order.
 using LayerGroup = std::pair<std::string, std::vector<int>>;
 
+// Where responses start in captures that record no loss mask (vLLM's
+// hs_{i}.safetensors): "prompt_lengths" (one per sample index; positions
+// >= P are responses) or "loss_mask": "all-positions".
+struct ResponsePositions {
+  bool all_positions = false;
+  std::vector<int64_t> prompt_lengths;  // by sample index
+  bool declared() const { return all_positions || !prompt_lengths.empty(); }
+};
+
 struct DatasetManifest {
   std::string name;                  // empty when absent
   int64_t hidden_size = 0;           // 0 when absent
@@ -37,6 +46,7 @@ struct DatasetManifest {
   // "layer_numbering" as declared ("hf-layer" when absent); with
   // vllm-capture-id, `features` holds the ids minus one.
   LayerNumbering numbering = LayerNumbering::kHfLayer;
+  ResponsePositions responses;
 };
 
 // InvalidArgument "manifest '<path>': <defect>".

@@ -33,6 +33,7 @@ struct Declared {
   std::string name;
   int64_t hidden_size = 0;
   std::vector<FeatureGroup> groups;
+  ResponsePositions responses;
 };
 
 absl::StatusOr<Declared> DeclaredLayers(const DatasetLoadOptions& options) {
@@ -56,6 +57,7 @@ absl::StatusOr<Declared> DeclaredLayers(const DatasetLoadOptions& options) {
     ASSIGN_OR_RETURN(DatasetManifest m, ParseManifest(text.str(), manifest.string()));
     d.name = m.name;
     d.hidden_size = m.hidden_size;
+    d.responses = m.responses;
     groups = std::move(m.features);
   }
   for (auto& [key, ids] : groups) d.groups.push_back({key, ids});
@@ -167,6 +169,7 @@ absl::StatusOr<EvalDataset> EvalDataset::Load(const DatasetLoadOptions& options)
   expect.hidden_size = declared.hidden_size;
   expect.hidden_size_from_manifest = declared.hidden_size > 0;
   expect.vocab_size = options.vocab_size;
+  expect.responses = declared.responses;
 
   DatasetHash hash = HashGroups(ds.groups_);
   for (const SampleFile& file : files) {

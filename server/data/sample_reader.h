@@ -12,6 +12,7 @@
 #include <ATen/core/Tensor.h>
 
 #include "absl/status/statusor.h"
+#include "data/dataset_manifest.h"
 #include "data/eval_dataset.h"
 
 namespace dflash::data {
@@ -24,6 +25,8 @@ struct SampleExpectations {
   int64_t vocab_size = 0;  // > 0: token ids must be below it
   // Feature dtype every group must have; nullopt = take this sample's.
   c10::optional<c10::ScalarType> feature_dtype;
+  // For captures without a loss mask (data/vllm_capture.h).
+  ResponsePositions responses;
 };
 
 struct HostSample {

@@ -164,5 +164,31 @@ TEST_F(OtherTrainersE2eTest, OffByOneDeclaredNumberingIsCaught) {
                         "the dataset (dataset.json 'layer_numbering')"));
 }
 
+// vLLM / speculators hs_{i}.safetensors: no loss mask, so the manifest's
+// prompt lengths (here reproducing the SpecForge masks) or "all-positions".
+TEST_F(OtherTrainersE2eTest, VllmCapturesGiveTheReferenceNumbers) {
+  ASSERT_EQ(Cli({"load-dataset", data_ + "/dataset-vllm", "--name", "dvl"}).exit_code, 0);
+  ExpectSameMetrics(Eval("m", "dvl", "anchor"), Expected("current/anchor_all.json"));
+  ExpectSameMetrics(Eval("m", "dvl", "replay"), Expected("current/replay.json"));
+  ASSERT_EQ(Cli({"load-dataset", data_ + "/dataset-vllm-all", "--name", "dva"}).exit_code, 0);
+  const json all = Eval("m", "dva", "anchor");
+  const json want = Expected("current/anchor_all.json");
+  ASSERT_TRUE(all.contains("blocks")) << all.dump();
+  EXPECT_GT(std::stoll(all["blocks"].get<std::string>()), want["blocks"].get<int64_t>());
+}
+
+TEST_F(OtherTrainersE2eTest, VllmCaptureDefectsSayWhat) {
+  CommandResult r = Cli({"load-dataset", data_ + "/dataset-vllm-nomask", "--name", "nm"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_THAT(r.err, HasSubstr("sample 'hs_0.safetensors': records no loss mask; declare where "
+                               "responses start in dataset.json: \"prompt_lengths\": [P per "
+                               "sample index] or \"loss_mask\": \"all-positions\""));
+  r = Cli({"load-dataset", data_ + "/dataset-vllm-fp8", "--name", "f8"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_THAT(r.err, HasSubstr("sample 'hs_0.safetensors': holds 'hidden_states_scale': an FP8 "
+                               "capture with scales; this service does not dequantize FP8 hidden "
+                               "states; capture in bf16 or fp32"));
+}
+
 }  // namespace
 }  // namespace dflash

@@ -21,6 +21,13 @@ twin, which holds the same weights and must give the same numbers:
                        declares "aux_hidden_states"
   dataset-capture-ids  dataset's files with a manifest in vLLM capture ids
                        ("layer_numbering": "vllm-capture-id", every id + 1)
+  dataset-vllm         dataset as vLLM / speculators hs_{i}.safetensors
+                       (hidden_states [seq, layers, H], token_ids, no loss
+                       mask; the manifest gives "prompt_lengths", which
+                       reproduce dataset's masks)
+  dataset-vllm-all     the same files declared "loss_mask": "all-positions"
+  dataset-vllm-nomask  the same files, the manifest silent on responses
+  dataset-vllm-fp8     hs_0 with a "hidden_states_scale" tensor (FP8-style)
 
 speculators: the decoder shape nested in transformer_layer_config as a
 Qwen3Config diff (fields equal to Qwen3Config's defaults omitted), flat draft
@@ -148,10 +155,45 @@ def write_datasets(out):
                     "loss_mask": d["loss_mask"]},
                    os.path.join(mo, "conversation_%d.pt" % i))
     write_manifest(mo, dict(manifest, features={"aux_hidden_states": layers}))
+    write_vllm(out, src, manifest, key, layers)
     ids = os.path.join(out, "dataset-capture-ids")
     shutil.copytree(src, ids, dirs_exist_ok=True)
     write_manifest(ids, dict(manifest, layer_numbering="vllm-capture-id",
                              features={key: [i + 1 for i in layers]}))
+
+
+def write_vllm(out, src, manifest, key, layers):
+    """hs_{i}.safetensors; the masks become prompt lengths (each is a suffix)."""
+    H = manifest["hidden_size"]
+    vl = os.path.join(out, "dataset-vllm")
+    os.makedirs(vl, exist_ok=True)
+    prompts = {}
+    for path, name in capture_files(src):
+        import torch
+        d = torch.load(path)
+        i = int(name[len("data_"):-len(".ckpt")])
+        mask = d["loss_mask"]
+        p = int(mask.nonzero()[0])
+        assert int(mask.sum()) == len(mask) - p, "mask is not a suffix"
+        prompts[i] = p
+        hs = d[key].reshape(d[key].shape[0], len(layers), H).contiguous()
+        ref.write_safetensors(os.path.join(vl, "hs_%d.safetensors" % i),
+                              {"hidden_states": hs, "token_ids": d["input_ids"]})
+    base = {"name": "vllm", "hidden_size": H, "layer_numbering": "vllm-capture-id",
+            "features": {"hidden_states": [i + 1 for i in layers]}}
+    write_manifest(vl, dict(base, prompt_lengths=[prompts[i] for i in sorted(prompts)]))
+    al = os.path.join(out, "dataset-vllm-all")
+    shutil.copytree(vl, al, dirs_exist_ok=True)
+    write_manifest(al, dict(base, loss_mask="all-positions"))
+    nm = os.path.join(out, "dataset-vllm-nomask")
+    shutil.copytree(vl, nm, dirs_exist_ok=True)
+    write_manifest(nm, base)
+    f8 = os.path.join(out, "dataset-vllm-fp8")
+    shutil.copytree(vl, f8, dirs_exist_ok=True)
+    w = ref.read_safetensors(os.path.join(f8, "hs_0.safetensors"))
+    import torch
+    w["hidden_states_scale"] = torch.ones(1)
+    ref.write_safetensors(os.path.join(f8, "hs_0.safetensors"), w)
 
 
 def load_manifest(path):
