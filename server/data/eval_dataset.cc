@@ -34,6 +34,7 @@ struct Declared {
   int64_t hidden_size = 0;
   std::vector<FeatureGroup> groups;
   ResponsePositions responses;
+  LayerNumbering numbering = LayerNumbering::kHfLayer;
 };
 
 absl::StatusOr<Declared> DeclaredLayers(const DatasetLoadOptions& options) {
@@ -58,6 +59,7 @@ absl::StatusOr<Declared> DeclaredLayers(const DatasetLoadOptions& options) {
     d.name = m.name;
     d.hidden_size = m.hidden_size;
     d.responses = m.responses;
+    d.numbering = m.numbering;
     groups = std::move(m.features);
   }
   for (auto& [key, ids] : groups) d.groups.push_back({key, ids});
@@ -163,6 +165,8 @@ absl::StatusOr<EvalDataset> EvalDataset::Load(const DatasetLoadOptions& options)
   ds.path_ = options.path;
   ds.groups_ = declared.groups;
   ds.name_ = DatasetName(options, declared);
+  ds.numbering_ = declared.numbering;
+  ds.responses_ = declared.responses;
 
   SampleExpectations expect;
   expect.groups = declared.groups;
@@ -188,6 +192,7 @@ absl::StatusOr<EvalDataset> EvalDataset::Load(const DatasetLoadOptions& options)
     // The first good sample fixes the hidden size and, unless a dtype is
     // requested, the stored dtype every later sample must share.
     expect.hidden_size = host->hidden_size;
+    ds.masks_from_manifest_ += host->mask_from_manifest ? 1 : 0;
     if (!options.dtype.has_value() && !host->features.empty()) {
       expect.feature_dtype = host->features[0].scalar_type();
     }
@@ -209,6 +214,21 @@ absl::StatusOr<EvalDataset> EvalDataset::Load(const DatasetLoadOptions& options)
   hash.UpdateU64(static_cast<uint64_t>(ds.hidden_size_));
   ds.fingerprint_ = hash.Hex();
   return ds;
+}
+
+std::string EvalDataset::capture_notes() const {
+  std::vector<std::string> notes;
+  if (numbering_ != LayerNumbering::kHfLayer) {
+    notes.push_back(absl::StrCat("layer ids declared as ", NumberingName(numbering_), ": ",
+                                 BothNumberings(layer_ids())));
+  }
+  if (masks_from_manifest_ > 0) {
+    notes.push_back(absl::StrCat(
+        "responses of ", masks_from_manifest_, " samples (no loss mask in the files) from ",
+        responses_.all_positions ? "dataset.json loss_mask all-positions: every position counts"
+                                 : "dataset.json prompt_lengths: positions >= P"));
+  }
+  return absl::StrJoin(notes, "; ");
 }
 
 absl::Status EvalDataset::CheckLayers(const std::vector<int>& wanted) const {

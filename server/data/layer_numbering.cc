@@ -7,6 +7,22 @@
 
 namespace dflash::data {
 
+namespace {
+
+std::vector<int> Plus(const std::vector<int>& ids, int d) {
+  std::vector<int> out;
+  out.reserve(ids.size());
+  for (int id : ids) out.push_back(id + d);
+  return out;
+}
+
+bool AllHeld(const std::vector<int>& ids, const std::vector<int>& held) {
+  return std::all_of(ids.begin(), ids.end(),
+                     [&](int id) { return std::find(held.begin(), held.end(), id) != held.end(); });
+}
+
+}  // namespace
+
 const char* NumberingName(LayerNumbering n) {
   return n == LayerNumbering::kVllmCaptureId ? "vllm-capture-id" : "hf-layer";
 }
@@ -37,26 +53,9 @@ absl::StatusOr<std::vector<int>> ToHfLayers(const std::vector<int>& ids, LayerNu
 }
 
 std::string BothNumberings(const std::vector<int>& hf_ids) {
-  std::vector<int> capture;
-  for (int id : hf_ids) capture.push_back(id + 1);
   return absl::StrCat("hf-layer [", absl::StrJoin(hf_ids, ", "), "] = vllm-capture-id [",
-                      absl::StrJoin(capture, ", "), "]");
+                      absl::StrJoin(Plus(hf_ids, 1), ", "), "]");
 }
-
-namespace {
-
-std::vector<int> Plus(const std::vector<int>& ids, int d) {
-  std::vector<int> out;
-  for (int id : ids) out.push_back(id + d);
-  return out;
-}
-
-bool AllHeld(const std::vector<int>& ids, const std::vector<int>& held) {
-  return std::all_of(ids.begin(), ids.end(),
-                     [&](int id) { return std::find(held.begin(), held.end(), id) != held.end(); });
-}
-
-}  // namespace
 
 std::string MismatchInBothNumberings(const std::vector<int>& wanted,
                                      const std::vector<int>& missing,

@@ -34,6 +34,7 @@ struct HostSample {
   at::Tensor loss_mask;              // [L] uint8
   std::vector<at::Tensor> features;  // [L, W_g], stored dtype
   int64_t hidden_size = 0;
+  bool mask_from_manifest = false;  // built from expect.responses (no mask in the file)
 };
 
 // Errors are InvalidArgument (or NotFound/InvalidArgument from the file

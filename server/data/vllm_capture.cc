@@ -133,6 +133,7 @@ absl::StatusOr<HostSample> ReadVllmCapture(const std::string& path,
   }
   ASSIGN_OR_RETURN(out.loss_mask,
                    ResponseMask(expect.responses, path.substr(path.rfind('/') + 1), length));
+  out.mask_from_manifest = true;
   ASSIGN_OR_RETURN(at::Tensor f, Features(*src, expect, length));
   out.hidden_size = f.size(1) / static_cast<int64_t>(expect.groups[0].layer_ids.size());
   out.features.push_back(std::move(f));

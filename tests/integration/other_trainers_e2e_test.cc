@@ -171,6 +171,14 @@ TEST_F(OtherTrainersE2eTest, VllmCapturesGiveTheReferenceNumbers) {
   ExpectSameMetrics(Eval("m", "dvl", "anchor"), Expected("current/anchor_all.json"));
   ExpectSameMetrics(Eval("m", "dvl", "replay"), Expected("current/replay.json"));
   ASSERT_EQ(Cli({"load-dataset", data_ + "/dataset-vllm-all", "--name", "dva"}).exit_code, 0);
+  CommandResult ls = Cli({"ls"});
+  ASSERT_EQ(ls.exit_code, 0) << ls.err;
+  EXPECT_THAT(ls.out, HasSubstr("layer ids declared as vllm-capture-id: hf-layer [1, 3, 5, 7, 9] "
+                                "= vllm-capture-id [2, 4, 6, 8, 10]; responses of 6 samples (no "
+                                "loss mask in the files) from dataset.json prompt_lengths: "
+                                "positions >= P"));
+  EXPECT_THAT(ls.out, HasSubstr("from dataset.json loss_mask all-positions: every position "
+                                "counts"));
   const json all = Eval("m", "dva", "anchor");
   const json want = Expected("current/anchor_all.json");
   ASSERT_TRUE(all.contains("blocks")) << all.dump();
