@@ -278,6 +278,7 @@ absl::StatusOr<at::Tensor> EvalDataset::Features(size_t i, const std::vector<int
   const int64_t h = hidden_size_;
   return TorchGuard("selecting feature columns", [&]() -> at::Tensor {
     std::vector<at::Tensor> parts;
+    parts.reserve(runs.size());
     for (const Run& r : runs) {
       parts.push_back(s.features[r.group].narrow(1, r.column * h, r.count * h));
     }
