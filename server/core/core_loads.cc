@@ -346,6 +346,7 @@ absl::StatusOr<LoadResult> EvalCoreImpl::DoLoadDataset(const LoadDatasetParams& 
   for (size_t i = 0; i < d.size(); ++i) tokens += d.sample(i).input_ids.numel();
   info.summary = absl::StrCat(d.size(), " samples, ", tokens, " tokens, layers [",
                               absl::StrJoin(d.layer_ids(), ", "), "], H=", d.hidden_size());
+  if (!d.capture_notes().empty()) absl::StrAppend(&info.summary, "; ", d.capture_notes());
   info.load_time_unix_micros = NowUnixMicros();
   info.load_seconds = SecondsSince(start);
   LoadResult result;

@@ -65,6 +65,35 @@ absl::StatusOr<FinalHiddenSpec> ParseFinalHidden(const json& v,
   return spec;
 }
 
+absl::StatusOr<ResponsePositions> ParseResponsePositions(const json& doc,
+                                                         absl::string_view source) {
+  ResponsePositions r;
+  if (auto it = doc.find("loss_mask"); it != doc.end() && !it->is_null()) {
+    if (*it != "all-positions") {
+      return Bad(source, absl::StrCat("'loss_mask' can only be \"all-positions\" (every position "
+                                      "counts as a response); got ",
+                                      it->dump()));
+    }
+    r.all_positions = true;
+  }
+  if (auto it = doc.find("prompt_lengths"); it != doc.end() && !it->is_null()) {
+    if (r.all_positions) {
+      return Bad(source, "declares both 'prompt_lengths' and 'loss_mask'; keep one");
+    }
+    if (!it->is_array() || it->empty()) {
+      return Bad(source, "'prompt_lengths' must be a non-empty list (one per sample index)");
+    }
+    for (const json& v : *it) {
+      if (!v.is_number_integer() || v.get<int64_t>() < 0) {
+        return Bad(source,
+                   absl::StrCat("'prompt_lengths' holds ", v.dump(), "; expected integers >= 0"));
+      }
+      r.prompt_lengths.push_back(v.get<int64_t>());
+    }
+  }
+  return r;
+}
+
 }  // namespace
 
 absl::StatusOr<std::vector<LayerGroup>> CheckLayerGroups(
@@ -123,6 +152,12 @@ absl::StatusOr<DatasetManifest> ParseManifest(absl::string_view json_text, absl:
                "needs an object 'features' mapping each feature key to its layer "
                "ids, e.g. {\"features\": {\"hidden_states\": [1, 16, 31, 46, 61]}}");
   }
+  if (auto it = doc.find("layer_numbering"); it != doc.end() && !it->is_null()) {
+    if (!it->is_string()) return Bad(source, "'layer_numbering' must be a string");
+    auto n = ParseNumbering(it->get<std::string>());
+    if (!n.ok()) return Bad(source, n.status().message());
+    m.numbering = *n;
+  }
   std::map<std::string, std::vector<int>> groups;
   for (auto it = features->begin(); it != features->end(); ++it) {
     if (!it->is_array()) {
@@ -138,7 +173,13 @@ absl::StatusOr<DatasetManifest> ParseManifest(absl::string_view json_text, absl:
       }
       ids.push_back(static_cast<int>(v.get<int64_t>()));
     }
+    auto hf = ToHfLayers(ids, m.numbering, absl::StrCat("feature '", it.key(), "'"));
+    if (!hf.ok()) return Bad(source, hf.status().message());
+    ids = std::move(hf).value();
   }
+  auto responses = ParseResponsePositions(doc, source);
+  if (!responses.ok()) return responses.status();
+  m.responses = std::move(responses).value();
   auto checked = CheckLayerGroups(groups, source);
   if (!checked.ok()) return checked.status();
   m.features = std::move(checked).value();

@@ -5,6 +5,8 @@
 //   {"name": "gsm8k-qwen3", "hidden_size": 5120,
 //    "features": {"hidden_states": [1, 16, 31, 46, 61]}}
 //
+// "layer_numbering": "hf-layer" (default) or "vllm-capture-id" says how the
+// ids are counted (data/layer_numbering.h); capture ids are converted here.
 // "name" and "hidden_size" are optional (the hidden size is then derived from
 // the stored width). Unknown top-level fields are ignored. Feature groups are
 // returned in a canonical order: hidden_states, aux_hidden_state,
@@ -29,6 +31,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "data/layer_numbering.h"
 
 namespace dflash::data {
 
@@ -43,10 +46,23 @@ struct FinalHiddenSpec {
   bool norm_applied = false;  // true: already passed through the final norm
 };
 
+// Where responses start in captures that record no loss mask (vLLM's
+// hs_{i}.safetensors): "prompt_lengths" (one per sample index; positions
+// >= P are responses) or "loss_mask": "all-positions".
+struct ResponsePositions {
+  bool all_positions = false;
+  std::vector<int64_t> prompt_lengths;  // by sample index
+  bool declared() const { return all_positions || !prompt_lengths.empty(); }
+};
+
 struct DatasetManifest {
-  std::string name;         // empty when absent
-  int64_t hidden_size = 0;  // 0 when absent
-  std::vector<LayerGroup> features;
+  std::string name;                  // empty when absent
+  int64_t hidden_size = 0;           // 0 when absent
+  std::vector<LayerGroup> features;  // in hf-layer numbering (converted)
+  // "layer_numbering" as declared ("hf-layer" when absent); with
+  // vllm-capture-id, `features` holds the ids minus one.
+  LayerNumbering numbering = LayerNumbering::kHfLayer;
+  ResponsePositions responses;
   std::optional<FinalHiddenSpec> final_hidden;  // absent: the data holds none
 };
 

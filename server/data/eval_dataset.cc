@@ -20,6 +20,7 @@
 #include "common/status_macros.h"
 #include "common/torch_guard.h"
 #include "data/dataset_manifest.h"
+#include "data/layer_numbering.h"
 #include "data/sample_files.h"
 #include "data/sample_reader.h"
 #include "weights/fingerprint.h"
@@ -34,6 +35,8 @@ struct Declared {
   int64_t hidden_size = 0;
   std::vector<FeatureGroup> groups;
   std::optional<FinalHiddenSpec> final_hidden;
+  ResponsePositions responses;
+  LayerNumbering numbering = LayerNumbering::kHfLayer;
 };
 
 absl::StatusOr<Declared> DeclaredLayers(const DatasetLoadOptions& options) {
@@ -58,6 +61,8 @@ absl::StatusOr<Declared> DeclaredLayers(const DatasetLoadOptions& options) {
     d.name = m.name;
     d.hidden_size = m.hidden_size;
     d.final_hidden = m.final_hidden;
+    d.responses = m.responses;
+    d.numbering = m.numbering;
     groups = std::move(m.features);
   }
   for (auto& [key, ids] : groups) d.groups.push_back({key, ids});
@@ -177,6 +182,8 @@ absl::StatusOr<EvalDataset> EvalDataset::Load(const DatasetLoadOptions& options)
       if (declared.groups[g].key == declared.final_hidden->key) final_group = static_cast<int>(g);
     }
   }
+  ds.numbering_ = declared.numbering;
+  ds.responses_ = declared.responses;
 
   SampleExpectations expect;
   expect.groups = declared.groups;
@@ -186,6 +193,7 @@ absl::StatusOr<EvalDataset> EvalDataset::Load(const DatasetLoadOptions& options)
   if (declared.final_hidden.has_value() && final_group < 0) {
     expect.final_hidden_key = declared.final_hidden->key;
   }
+  expect.responses = declared.responses;
 
   DatasetHash hash = HashGroups(ds.groups_);
   if (declared.final_hidden.has_value()) {  // absent: fingerprints as before
@@ -209,6 +217,7 @@ absl::StatusOr<EvalDataset> EvalDataset::Load(const DatasetLoadOptions& options)
     // The first good sample fixes the hidden size and, unless a dtype is
     // requested, the stored dtype every later sample must share.
     expect.hidden_size = host->hidden_size;
+    ds.masks_from_manifest_ += host->mask_from_manifest ? 1 : 0;
     if (!options.dtype.has_value() && !host->features.empty()) {
       expect.feature_dtype = host->features[0].scalar_type();
     }
@@ -234,6 +243,21 @@ absl::StatusOr<EvalDataset> EvalDataset::Load(const DatasetLoadOptions& options)
   return ds;
 }
 
+std::string EvalDataset::capture_notes() const {
+  std::vector<std::string> notes;
+  if (numbering_ != LayerNumbering::kHfLayer) {
+    notes.push_back(absl::StrCat("layer ids declared as ", NumberingName(numbering_), ": ",
+                                 BothNumberings(layer_ids())));
+  }
+  if (masks_from_manifest_ > 0) {
+    notes.push_back(absl::StrCat(
+        "responses of ", masks_from_manifest_, " samples (no loss mask in the files) from ",
+        responses_.all_positions ? "dataset.json loss_mask all-positions: every position counts"
+                                 : "dataset.json prompt_lengths: positions >= P"));
+  }
+  return absl::StrJoin(notes, "; ");
+}
+
 absl::Status EvalDataset::CheckLayers(const std::vector<int>& wanted) const {
   const std::vector<int> held = layer_ids();
   const std::set<int> held_set(held.begin(), held.end());
@@ -244,9 +268,9 @@ absl::Status EvalDataset::CheckLayers(const std::vector<int>& wanted) const {
     }
   }
   if (missing.empty()) return absl::OkStatus();
-  return absl::FailedPreconditionError(
-      absl::StrCat("drafter needs ", missing.size() == 1 ? "layer " : "layers ",
-                   absl::StrJoin(missing, ", "), "; dataset holds ", LayerList(held)));
+  return absl::FailedPreconditionError(absl::StrCat(
+      "drafter needs ", missing.size() == 1 ? "layer " : "layers ", absl::StrJoin(missing, ", "),
+      "; dataset holds ", LayerList(held), MismatchInBothNumberings(wanted, missing, held)));
 }
 
 absl::StatusOr<at::Tensor> EvalDataset::Features(size_t i, const std::vector<int>& wanted) const {
@@ -281,6 +305,7 @@ absl::StatusOr<at::Tensor> EvalDataset::Features(size_t i, const std::vector<int
   const int64_t h = hidden_size_;
   return TorchGuard("selecting feature columns", [&]() -> at::Tensor {
     std::vector<at::Tensor> parts;
+    parts.reserve(runs.size());
     for (const Run& r : runs) {
       parts.push_back(s.features[r.group].narrow(1, r.column * h, r.count * h));
     }

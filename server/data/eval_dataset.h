@@ -90,6 +90,9 @@ class EvalDataset {
   const std::optional<FinalHiddenSpec>& final_hidden() const { return final_hidden_; }
   // Samples skipped under skip_bad_samples, one line each (file: reason).
   const std::vector<std::string>& skipped() const { return skipped_; }
+  // "" for hf-layer ids and masks read from the files; else how the ids were
+  // declared (both numberings) and where the responses came from, for ls.
+  std::string capture_notes() const;
 
   // FailedPrecondition "drafter needs layer 61; dataset holds [1, 16, 31, 46]"
   // when a wanted layer is absent.
@@ -110,6 +113,9 @@ class EvalDataset {
   int64_t bytes_ = 0;
   std::vector<DatasetSample> samples_;
   std::vector<std::string> skipped_;
+  LayerNumbering numbering_ = LayerNumbering::kHfLayer;
+  ResponsePositions responses_;
+  int64_t masks_from_manifest_ = 0;  // samples whose loss mask came from responses_
 };
 
 }  // namespace dflash::data

@@ -53,6 +53,8 @@ struct SortKey {
 
 bool IsCaptureFileName(absl::string_view name) {
   if (name.empty() || name[0] == '.') return false;
+  // vLLM / speculators per-sample captures (data/vllm_capture.h).
+  if (absl::StartsWith(name, "hs_") && absl::EndsWith(name, ".safetensors")) return true;
   for (absl::string_view ext : kExtensions) {
     if (name.size() > ext.size() && absl::EndsWith(name, ext)) return true;
   }

@@ -8,6 +8,7 @@
 #include "common/shape_text.h"
 #include "common/status_macros.h"
 #include "common/torch_guard.h"
+#include "data/vllm_capture.h"
 #include "weights/torch_pt_file.h"
 
 namespace dflash::data {
@@ -75,6 +76,7 @@ absl::StatusOr<at::Tensor> ReadFinalHidden(const weights::TensorSource& src, con
 
 absl::StatusOr<HostSample> ReadSampleImpl(const std::string& path,
                                           const SampleExpectations& expect) {
+  if (IsVllmCaptureName(path.substr(path.rfind('/') + 1))) return ReadVllmCapture(path, expect);
   ASSIGN_OR_RETURN(weights::TensorSourcePtr src, weights::OpenTorchPt(path));
   HostSample out;
   ASSIGN_OR_RETURN(at::Tensor ids, ReadKey(*src, "input_ids", "tensor"));

@@ -12,6 +12,7 @@
 #include <ATen/core/Tensor.h>
 
 #include "absl/status/statusor.h"
+#include "data/dataset_manifest.h"
 #include "data/eval_dataset.h"
 
 namespace dflash::data {
@@ -27,6 +28,8 @@ struct SampleExpectations {
   // A key holding the target's final hidden state [L, H] outside the
   // feature groups (empty: none, or it is a feature group's own key).
   std::string final_hidden_key;
+  // For captures without a loss mask (data/vllm_capture.h).
+  ResponsePositions responses;
 };
 
 struct HostSample {
@@ -35,6 +38,7 @@ struct HostSample {
   std::vector<at::Tensor> features;  // [L, W_g], stored dtype
   at::Tensor final_hidden;           // [L, H] when final_hidden_key is set
   int64_t hidden_size = 0;
+  bool mask_from_manifest = false;  // built from expect.responses (no mask in the file)
 };
 
 // Errors are InvalidArgument (or NotFound/InvalidArgument from the file

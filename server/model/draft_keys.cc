@@ -108,13 +108,12 @@ const std::set<std::string>& HarmlessKeys() {
 const std::map<std::string, std::string>& RefusedKeys() {
   static const std::map<std::string, std::string> keys = {
       {"quantization_config", "quantized checkpoints are not supported"},
-      {"speculators_model_type",
-       "speculators checkpoints (a nested transformer_layer_config, shifted layer ids) are "
-       "not read by this service yet"},
-      {"sliding_window_non_causal", "a speculators key; not read by this service yet"},
-      {"projector_type", "projector variants (DSpark, Domino, LiLiCorr) are not supported"},
-      {"use_swa", "a Model-Optimizer export key; not read by this service yet"},
-      {"swa_window_size", "a Model-Optimizer export key; not read by this service yet"},
+      {"sliding_window_non_causal",
+       "a speculators key, but 'speculators_model_type' is absent; add it (\"dflash\" or "
+       "\"dflash2\") if this is a speculators checkpoint"},
+      {"aux_hidden_state_layer_ids",
+       "a speculators key (vLLM capture ids), but 'speculators_model_type' is absent; add it "
+       "(\"dflash\" or \"dflash2\") if this is a speculators checkpoint"},
   };
   return keys;
 }

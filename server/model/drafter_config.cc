@@ -14,6 +14,7 @@
 #include "common/status_macros.h"
 #include "model/config_fields.h"
 #include "model/draft_keys.h"
+#include "model/foreign_config.h"
 
 namespace dflash::model {
 namespace {
@@ -297,17 +298,22 @@ absl::Status ParseLayerTypes(const Json& root, DrafterConfig& cfg) {
 }  // namespace
 
 absl::StatusOr<DrafterConfig> ParseDrafterConfig(const std::string& json_text) {
-  Json root;
+  Json written;
   try {
-    root = Json::parse(json_text);
+    written = Json::parse(json_text);
   } catch (const Json::exception& e) {
     return absl::InvalidArgumentError(absl::StrCat("config is not valid JSON: ", e.what()));
   }
-  if (!root.is_object()) {
+  if (!written.is_object()) {
     return absl::InvalidArgumentError(
-        absl::StrCat("config must be a JSON object; got ", JsonTypeName(root)));
+        absl::StrCat("config must be a JSON object; got ", JsonTypeName(written)));
   }
+  // Other trainers' files (speculators, Model-Optimizer) in z-lab's layout.
+  internal::ConfigLayout layout;
+  ASSIGN_OR_RETURN(const Json root, internal::ToZlabLayout(written, &layout));
   DrafterConfig cfg;
+  cfg.layout = layout.name;
+  cfg.layout_notes = std::move(layout.notes);
   RETURN_IF_ERROR(RequireInt(root, "hidden_size", "hidden_size", &cfg.hidden_size));
   RETURN_IF_ERROR(RequirePositive("hidden_size", cfg.hidden_size));
   RETURN_IF_ERROR(
@@ -380,6 +386,10 @@ const char* FamilyName(DrafterFamily f) {
 
 std::vector<std::string> DescribeDraftKeys(const DrafterConfig& c) {
   std::vector<std::string> out;
+  if (c.layout != "z-lab") {
+    out.push_back(absl::StrCat("layout ", c.layout, ", read as z-lab's:"));
+    for (const std::string& n : c.layout_notes) out.push_back(absl::StrCat("  ", n));
+  }
   out.push_back(absl::StrCat("family ", FamilyName(c.family), " (",
                              c.is_dflash2() ? "DFlash2DraftModel" : "DFlashDraftModel", ")"));
   for (const DraftKey& k : c.draft_keys) {

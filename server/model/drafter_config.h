@@ -83,6 +83,11 @@ struct DrafterConfig {
   int64_t vocab_size = 0;             // informational; the target decides
   std::string dtype;                  // stored dtype as written ("bfloat16")
   std::vector<std::string> warnings;  // e.g. unknown top-level keys
+  // The trainer's layout the file was written in ("z-lab", "speculators
+  // dflash", "speculators dflash2", "Model-Optimizer") and, for the others,
+  // the mapping onto z-lab's keys (layer numbering first), for validate.
+  std::string layout = "z-lab";
+  std::vector<std::string> layout_notes;
 
   int64_t num_target_features() const { return static_cast<int64_t>(target_layer_ids.size()); }
   bool is_dflash2() const { return family == DrafterFamily::kDFlash2; }

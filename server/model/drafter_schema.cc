@@ -120,6 +120,12 @@ std::vector<weights::TensorSpec> DrafterSchema(const DrafterConfig& c, int64_t t
 
 std::vector<weights::IgnoreRule> DrafterIgnoreRules() {
   return {
+      // speculators saves the verifier's final norm (and sometimes its head)
+      // for training; the service uses the resident target's.
+      {"verifier_norm.weight",
+       "a speculators training copy of the target's final norm (the drafter does not use it)"},
+      {"verifier_lm_head.weight",
+       "a speculators training copy of the target's lm_head (the target's own is used)"},
       {"embed_tokens.weight",
        "the drafter borrows the target's embed_tokens (a copy saved with the "
        "drafter is not used)"},

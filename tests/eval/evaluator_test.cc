@@ -436,7 +436,12 @@ TEST_F(EvaluatorTest, DatasetWithoutTheDrafterLayers) {
   ASSERT_OK_AND_ASSIGN(data::EvalDataset other, data::EvalDataset::Load(lo));
   EXPECT_THAT(Evaluate(*drafter_, *target_, other, EvalOptions{}),
               StatusIs(absl::StatusCode::kFailedPrecondition,
-                       Eq("drafter needs layer 3; dataset holds [1, 2, 4]")));
+                       Eq("drafter needs layer 3; dataset holds [1, 2, 4] (hf-layer; as "
+                          "vllm-capture-id: needs 4, holds [2, 3, 5]); the dataset holds "
+                          "every layer the drafter needs shifted by +1: check the layer "
+                          "numbering declared by the drafter (speculators "
+                          "aux_hidden_state_layer_ids count vllm-capture-id) and by the dataset "
+                          "(dataset.json 'layer_numbering')")));
 }
 
 TEST_F(EvaluatorTest, TargetHiddenSizeMismatch) {
