@@ -159,15 +159,28 @@ void AddCompare(CliContext& ctx) {
   struct State {
     std::vector<std::string> ids;
     std::string svg;
+    bool require_paired = false;
+    int64_t resamples = 0;
+    uint64_t seed = 0;
   };
   CliContext* cx = &ctx;
   State* st = ctx.Keep<State>();
   CLI::App* cmd = ctx.app.add_subcommand("compare", "finished jobs side by side, with differences");
   cmd->add_option("jobs", st->ids, "two or more job ids")->required()->expected(2, 1 << 20);
   cmd->add_option("--svg", st->svg, "also write per-position accuracy curves to FILE (SVG)");
+  cmd->add_flag("--require-paired", st->require_paired,
+                "fail when the jobs' samples cannot be paired (else a warning)");
+  cmd->add_option("--ci-resamples", st->resamples, "paired bootstrap resamples (0 = 1000)")
+      ->check(CLI::Range(int64_t{0}, int64_t{100000}));
+  cmd->add_option("--ci-seed", st->seed, "paired bootstrap seed");
   cmd->callback([cx, st] {
     cx->run = [cx, st](EvalClient& c) {
-      auto resp = c.CompareEvals(st->ids);
+      pb::CompareEvalsRequest req;
+      for (const std::string& id : st->ids) req.add_ids(id);
+      req.set_require_paired(st->require_paired);
+      req.set_ci_resamples(static_cast<int32_t>(st->resamples));
+      req.set_ci_seed(st->seed);
+      auto resp = c.CompareEvals(req);
       if (!resp.ok()) return ReportStatus(resp.status(), cx->err);
       cx->Print(*resp, FormatComparison(*resp));
       if (st->svg.empty()) return kExitOk;

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "client/format_jobs.h"
 
 namespace dflash::client {
 namespace {
@@ -248,6 +249,7 @@ std::string FormatEvalResult(const pb::EvalResult& r) {
   absl::StrAppend(
       &out, absl::StrFormat("time: setup %.3fs, compute %.3fs, %.0f tokens/s\n", r.setup_seconds(),
                             r.compute_seconds(), r.tokens_per_second()));
+  absl::StrAppend(&out, FormatIntervals(r));
   for (const std::string& w : r.warnings()) absl::StrAppend(&out, "warning: ", w, "\n");
   return out;
 }

@@ -53,6 +53,11 @@ std::string WithDiff(double v, double first, int precision, bool is_first) {
   return s;
 }
 
+// "[0.812, 0.845]", or "-" when the interval is absent.
+std::string IntervalText(bool has, const pb::Interval& i) {
+  return has ? absl::StrFormat("[%.4f, %.4f]", i.lo(), i.hi()) : std::string("-");
+}
+
 }  // namespace
 
 std::string JobStateLabel(pb::JobState state) {
@@ -261,7 +266,46 @@ std::string FormatComparison(const pb::CompareEvalsResponse& cmp) {
           return WithDiff(AccuracyAt(j.result(), pos), first, 4, i++ == 0);
         }));
   }
+  absl::StrAppend(&out, FormatDifferences(cmp));
   for (const std::string& w : cmp.warnings()) absl::StrAppend(&out, "warning: ", w, "\n");
+  return out;
+}
+
+std::string FormatIntervals(const pb::EvalResult& r) {
+  std::string out;
+  if (r.ci_resamples() > 0) {
+    absl::StrAppend(
+        &out,
+        absl::StrFormat("95%% intervals (percentile bootstrap over samples, %d resamples):\n"
+                        "  accept length %s   tau %s\n",
+                        r.ci_resamples(), IntervalText(r.has_accept_length_ci(), r.accept_length_ci()),
+                        IntervalText(r.has_tau_ci(), r.tau_ci())));
+    absl::StrAppend(&out, absl::StrFormat("  %4s %-17s %-17s %-17s\n", "pos", "accuracy",
+                                          "acceptance", "conditional"));
+    for (const pb::PositionMetrics& p : r.positions()) {
+      absl::StrAppend(&out, absl::StrFormat("  %4d %-17s %-17s %-17s\n", p.position(),
+                                            IntervalText(p.has_accuracy_ci(), p.accuracy_ci()),
+                                            IntervalText(p.has_acceptance_ci(), p.acceptance_ci()),
+                                            IntervalText(p.has_conditional_ci(), p.conditional_ci())));
+    }
+  }
+  if (r.has_gate()) absl::StrAppend(&out, r.gate().text(), "\n");
+  return out;
+}
+
+std::string FormatDifferences(const pb::CompareEvalsResponse& cmp) {
+  if (cmp.differences().empty()) return "";
+  std::string out = absl::StrFormat(
+      "paired differences against %s (95%% paired bootstrap over the shared samples)\n",
+      cmp.jobs(0).id());
+  absl::StrAppend(&out, absl::StrFormat("  %-16s %-14s %9s %-19s %s\n", "metric", "job", "delta",
+                                        "95% interval", "verdict"));
+  for (const pb::MetricDifference& d : cmp.differences()) {
+    const std::string& job = d.job_index() < cmp.jobs_size() ? cmp.jobs(d.job_index()).id() : "?";
+    absl::StrAppend(&out, absl::StrFormat("  %-16s %-14s %+9.4f %-19s %s\n", d.metric(), job,
+                                          d.delta(), IntervalText(d.has_delta_ci(), d.delta_ci()),
+                                          d.verdict()));
+  }
   return out;
 }
 

@@ -8,6 +8,7 @@
 #include "absl/strings/str_join.h"
 #include "common/fix_hint.h"
 #include "common/status_macros.h"
+#include "eval/bootstrap.h"
 #include "core/eval_core_impl.h"
 #include "core/placement.h"
 #include "core/resident.h"
@@ -91,6 +92,7 @@ absl::StatusOr<eval::EvalResult> EvalCoreImpl::DoRunEval(const EvalParams& param
   result.dtype = in.dtype;
   result.drafter_fingerprint = in.drafter_fingerprint;
   result.dataset_fingerprint = in.dataset_fingerprint;
+  eval::AddIntervals(params.options, &result);
   return result;
 }
 

@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/status_macros.h"
+#include "eval/bootstrap.h"
 
 namespace dflash::core {
 namespace {
@@ -94,6 +95,11 @@ absl::StatusOr<eval::EvalResult> JobServiceImpl::RunJob(const JobRecord& job,
     }
     if (!note.empty() && result.ok()) result->warnings.push_back(note);
   }
+  if (result.ok() && !job.request.gate.reference.empty()) {
+    std::string why;
+    std::optional<JobRecord> reference = GateReference(job, *result, &why);
+    result->gate = GateVerdictFor(job, *result, reference, why);
+  }
   return result;
 }
 
@@ -114,6 +120,18 @@ absl::StatusOr<JobRecord> JobServiceImpl::SubmitRecord(JobRecord record) {
     record.drafter_fingerprint = drafter.fingerprint;
   }
   record.device = target.device;
+  const jobs::GateSpec& gate = record.request.gate;
+  if (!gate.reference.empty()) {
+    RETURN_IF_ERROR(eval::ParseMetric(gate.metric, 1 << 20).status());
+    if (gate.reference != "best" && gate.reference != "previous") {
+      ASSIGN_OR_RETURN(JobRecord ref, queue_->Get(gate.reference), "gate reference");
+      if (ref.state != JobState::kSucceeded) {
+        return absl::FailedPreconditionError(
+            absl::StrCat("gate reference ", gate.reference, " is ",
+                         jobs::JobStateName(ref.state), "; the reference must have SUCCEEDED"));
+      }
+    }
+  }
   return queue_->Submit(std::move(record));
 }
 
@@ -148,7 +166,62 @@ absl::StatusOr<JobRecord> JobServiceImpl::Cancel(const std::string& id) {
   return queue_->Cancel(id, std::chrono::seconds(10));
 }
 
-absl::StatusOr<Comparison> JobServiceImpl::Compare(const std::vector<std::string>& ids) {
+std::optional<JobRecord> JobServiceImpl::GateReference(const JobRecord& job,
+                                                       const eval::EvalResult& result,
+                                                       std::string* why) {
+  const jobs::GateSpec& gate = job.request.gate;
+  if (gate.reference != "best" && gate.reference != "previous") {
+    auto ref = queue_->Get(gate.reference);
+    if (ref.ok() && ref->result) return *ref;
+    *why = absl::StrCat("job ", gate.reference, " has no result");
+    return std::nullopt;
+  }
+  // Earlier steps of the same run, scored on the same data.
+  jobs::ListQuery q;
+  q.state = JobState::kSucceeded;
+  q.run = job.request.run;
+  q.dataset = result.dataset_fingerprint;
+  q.order_by_step = true;
+  q.page_size = 1000;
+  if (job.request.step == 0) {
+    *why = absl::StrCat("step 0 has no earlier step in run '", job.request.run, "'");
+    return std::nullopt;
+  }
+  q.max_step = job.request.step - 1;
+  auto metric = eval::ParseMetric(gate.metric, static_cast<int64_t>(result.positions.size()));
+  std::optional<JobRecord> pick;
+  double best = 0;
+  for (;;) {
+    auto page = queue_->List(q);
+    if (!page.ok()) {
+      *why = absl::StrCat("listing run '", job.request.run, "': ", page.status().message());
+      return std::nullopt;
+    }
+    for (JobRecord& j : page->jobs) {
+      if (j.id == job.id || !j.result || !metric.ok() ||
+          metric->position > static_cast<int64_t>(j.result->positions.size())) {
+        continue;
+      }
+      const auto u = eval::Units(*j.result);
+      const double v = eval::MetricValues({*metric}, u, std::vector<int64_t>(u.size(), 1))[0];
+      // previous: the last in step order (newest among equal steps); best: the highest value.
+      if (gate.reference == "previous" || !pick || v > best) {
+        best = v;
+        pick = std::move(j);
+      }
+    }
+    if (page->next_page_token.empty()) break;
+    q.page_token = page->next_page_token;
+  }
+  if (!pick) {
+    *why = absl::StrCat("no SUCCEEDED job of run '", job.request.run, "' below step ",
+                        job.request.step, " on this dataset");
+  }
+  return pick;
+}
+
+absl::StatusOr<Comparison> JobServiceImpl::Compare(const std::vector<std::string>& ids,
+                                                   const CompareOptions& options) {
   if (ids.size() < 2) {
     return absl::InvalidArgumentError(
         absl::StrCat("compare needs at least two job ids; got ", ids.size()));
@@ -206,6 +279,14 @@ absl::StatusOr<Comparison> JobServiceImpl::Compare(const std::vector<std::string
       pc.acceptance.push_back(m.acceptance);
     }
     c.positions.push_back(std::move(pc));
+  }
+  auto differences = PairedDifferences(c.jobs, options.resamples, options.seed);
+  if (differences.ok()) {
+    c.differences = *std::move(differences);
+  } else if (options.require_paired) {
+    return differences.status();
+  } else {
+    c.warnings.push_back(absl::StrCat("no paired intervals: ", differences.status().message()));
   }
   return c;
 }

@@ -7,6 +7,7 @@
 
 #include <memory>
 #include <mutex>
+#include <optional>
 
 #include "core/job_service.h"
 
@@ -25,7 +26,8 @@ class JobServiceImpl final : public JobService {
   absl::StatusOr<jobs::JobRecord> Get(const std::string& id) override;
   absl::StatusOr<jobs::JobPage> List(const jobs::ListQuery& query) override;
   absl::StatusOr<jobs::JobRecord> Cancel(const std::string& id) override;
-  absl::StatusOr<Comparison> Compare(const std::vector<std::string>& ids) override;
+  absl::StatusOr<Comparison> Compare(const std::vector<std::string>& ids,
+                                     const CompareOptions& options) override;
   absl::StatusOr<WatchStart> Watch(const std::string& id, jobs::WatchFn fn) override;
   void Unwatch(int64_t handle) override;
   absl::StatusOr<ResourceInfo> Unload(ResourceKind kind, const std::string& name) override;
@@ -38,6 +40,10 @@ class JobServiceImpl final : public JobService {
   absl::StatusOr<eval::EvalResult> RunJob(const jobs::JobRecord& job,
                                           const eval::ProgressFn& progress);
   absl::StatusOr<jobs::JobRecord> SubmitRecord(jobs::JobRecord record);
+  // The regression gate's reference for a finished job (nullopt + why when
+  // there is none yet).
+  std::optional<jobs::JobRecord> GateReference(const jobs::JobRecord& job,
+                                               const eval::EvalResult& result, std::string* why);
 
   EvalCore& core_;
   // Held across "which jobs use it?" and the unload, and across a submit's

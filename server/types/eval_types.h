@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,13 @@ namespace dflash::eval {
 
 enum class Mode { kAnchor, kReplay };
 enum class AnchorStrategy { kEven, kRandom, kAll };
+// How the result's 95% intervals are formed (docs/decision-metrics-stats.md).
+enum class CiMethod { kBootstrap, kNone };
+
+// A 95% percentile-bootstrap interval [lo, hi].
+struct Interval {
+  double lo = 0, hi = 0;
+};
 
 struct EvalOptions {
   Mode mode = Mode::kAnchor;
@@ -28,6 +36,10 @@ struct EvalOptions {
   // Memory budget for one batched forward, in attention-score elements
   // (blocks x heads x B x keys); chunks are sized to stay under it.
   int64_t max_chunk_elements = 64ll << 20;
+  // Intervals over samples: the bootstrap draws ci_resamples resamples from
+  // a generator seeded with `seed`.
+  CiMethod ci = CiMethod::kBootstrap;
+  int64_t ci_resamples = 1000;
 };
 
 // Per-position numbers for j = 1..B-1 (positions[0] is j = 1).
@@ -49,6 +61,8 @@ struct PositionMetrics {
   double coverage = 0;        // covered / counted
   int64_t tf_correct = 0;     // teacher-forced selector picks the covered label
   double tf_accuracy = 0;     // tf_correct / covered
+  // 95% intervals over samples (absent with --ci none or one sample).
+  std::optional<Interval> accuracy_ci, acceptance_ci, conditional_ci;
 };
 
 // Where each block's first miss happened (DFlash 2); the three add up to the
@@ -66,6 +80,22 @@ struct SampleSummary {
   int64_t length = 0;                   // L
   int64_t first_response_position = 0;  // P
   int64_t accepted_total = 0;           // sum of (n + 1): replay adds up to L' - P
+  // Per-position counts of this sample's blocks (index 0 is j = 1): what
+  // the bootstrap and the paired comparison resample. Empty in records
+  // stored before they existed.
+  std::vector<int64_t> counted, correct, accepted, conditional_counted;
+};
+
+// A regression gate's outcome (eval --gate): the new job against a reference.
+struct GateVerdict {
+  std::string reference_job;  // empty when no reference was found
+  std::string metric;         // e.g. "tau", "accept_length", "acceptance[1]"
+  double min_delta = 0;
+  double value = 0, reference_value = 0, delta = 0;  // delta = value - reference_value
+  std::optional<Interval> delta_ci;                  // paired bootstrap
+  // "worse" (delta_ci.hi < -min_delta), "pass", "no reference" or "error".
+  std::string verdict;
+  std::string text;  // the one-line verdict, in words
 };
 
 struct EvalResult {
@@ -99,6 +129,10 @@ struct EvalResult {
   // Which weights and which data produced these numbers (set by the core).
   std::string drafter_fingerprint, dataset_fingerprint;
   std::vector<std::string> warnings;
+  // 95% intervals over samples (absent with --ci none or one sample).
+  std::optional<Interval> accept_length_ci, tau_ci;
+  int64_t ci_resamples = 0;  // 0: no intervals
+  std::optional<GateVerdict> gate;  // set when the job asked for a gate
 };
 
 struct EvalProgress {

@@ -26,6 +26,14 @@ absl::StatusOr<JobState> ParseJobState(absl::string_view name);
 // SUCCEEDED, FAILED, CANCELLED and INTERRUPTED never change again.
 bool IsTerminal(JobState state);
 
+// A regression gate: compare the finished job with a reference job of the
+// same run and dataset (docs/decision-metrics-stats.md, "Regression gate").
+struct GateSpec {
+  std::string reference;       // "best", "previous" or a job id; empty = no gate
+  std::string metric = "tau";  // a metric name (eval::ParseMetric)
+  double min_delta = 0;        // worse when the interval lies below -min_delta
+};
+
 // What was asked: dflash.eval.v1.EvalRequest as plain C++.
 struct JobRequest {
   core::EvalParams params;
@@ -33,6 +41,7 @@ struct JobRequest {
   int64_t step = 0;
   std::map<std::string, std::string> labels;
   bool unload_after = false;
+  GateSpec gate;
 };
 
 struct JobProgress {
