@@ -25,6 +25,7 @@ struct EvalState {
   bool detach = false, sync = false;
   std::string ci = "bootstrap";
   int64_t ci_resamples = 0;
+  double min_delta = 0;
 };
 
 // Exit status of a gated eval whose new checkpoint is significantly worse.
@@ -79,6 +80,7 @@ void CheckAndFill(EvalState& st) {
   req.set_step(st.step);
   if (st.ci == "none") req.set_ci("none");
   req.set_ci_resamples(static_cast<int32_t>(st.ci_resamples));
+  req.set_gate_min_delta(st.min_delta);
   if (req.gate().empty() && (!req.gate_metric().empty() || req.gate_min_delta() != 0)) {
     throw UsageError{"eval: --metric and --min-delta apply to --gate only"};
   }
@@ -212,7 +214,7 @@ void AddEvalCommand(CliContext& ctx) {
   cmd->add_option("--metric", *st->req.mutable_gate_metric(),
                   "gate metric: tau (default), accept_length, acceptance[j], accuracy[j], "
                   "conditional[j]");
-  cmd->add_option("--min-delta", *st->req.mutable_gate_min_delta(),
+  cmd->add_option("--min-delta", st->min_delta,
                   "gate: worse only when the whole interval lies below -X")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--progress", st->progress,

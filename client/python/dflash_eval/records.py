@@ -165,6 +165,34 @@ class EvalRequest(Record):
     labels: Dict[str, str] = field(default_factory=dict)
     unload_after: bool = False
     semantics: str = ""
+    ci: str = ""
+    ci_resamples: int = 0
+    gate: str = ""
+    gate_metric: str = ""
+    gate_min_delta: float = 0.0
+
+
+@dataclass
+class Interval(Record):
+    """A 95% percentile-bootstrap interval [lo, hi]."""
+
+    lo: float = 0.0
+    hi: float = 0.0
+
+
+@dataclass
+class GateVerdict(Record):
+    """A regression gate's outcome: "worse", "pass", "no reference" or "error"."""
+
+    reference_job: str = ""
+    metric: str = ""
+    min_delta: float = 0.0
+    value: float = 0.0
+    reference_value: float = 0.0
+    delta: float = 0.0
+    delta_ci: Optional[Interval] = None
+    verdict: str = ""
+    text: str = ""
 
 
 @dataclass
@@ -186,6 +214,9 @@ class PositionMetrics(Record):
     coverage: float = 0.0
     tf_correct: int = 0
     tf_accuracy: float = 0.0
+    accuracy_ci: Optional[Interval] = None
+    acceptance_ci: Optional[Interval] = None
+    conditional_ci: Optional[Interval] = None
 
 
 @dataclass
@@ -206,6 +237,11 @@ class SampleSummary(Record):
     mean_accept_length: float = 0.0
     length: int = 0
     first_response_position: int = 0
+    accepted_total: int = 0
+    counted: List[int] = field(default_factory=list)
+    correct: List[int] = field(default_factory=list)
+    accepted: List[int] = field(default_factory=list)
+    conditional_counted: List[int] = field(default_factory=list)
 
 
 @dataclass
@@ -238,6 +274,10 @@ class EvalResult(Record):
     oracle_accept_length_pooled: float = 0.0
     first_miss: Optional[FirstMissSplit] = None
     selector_near_ties: int = 0
+    accept_length_ci: Optional[Interval] = None
+    tau_ci: Optional[Interval] = None
+    ci_resamples: int = 0
+    gate: Optional[GateVerdict] = None
 
 
 @dataclass
@@ -322,6 +362,20 @@ class PositionComparison(Record):
 
 
 @dataclass
+class MetricDifference(Record):
+    """One metric of jobs[job_index] against jobs[0], paired over shared samples."""
+
+    metric: str = ""
+    job_index: int = 0
+    reference_value: float = 0.0
+    value: float = 0.0
+    delta: float = 0.0
+    delta_ci: Optional[Interval] = None
+    excludes_zero: bool = False
+    verdict: str = ""
+
+
+@dataclass
 class CompareEvalsResponse(Record):
     """Jobs side by side: one value per job in `jobs` order."""
 
@@ -331,6 +385,7 @@ class CompareEvalsResponse(Record):
     accept_length_delta: List[float] = field(default_factory=list)
     tau: List[float] = field(default_factory=list)
     positions: List[PositionComparison] = field(default_factory=list)
+    differences: List[MetricDifference] = field(default_factory=list)
 
 
 # --- conversion ------------------------------------------------------------
