@@ -105,6 +105,8 @@ void AddList(CliContext& ctx) {
       ->check(CLI::IsMember(kStates));
   cmd->add_option("--drafter", *st->req.mutable_drafter(), "only this drafter");
   cmd->add_option("--dataset", *st->req.mutable_dataset(), "only this dataset");
+  cmd->add_option("--suite", *st->req.mutable_suite(),
+                  "only suite jobs of this suite (as given: 'a,b,c' or a configured name)");
   cmd->add_option("--limit", st->limit, "at most N jobs per page (default: the server's)")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--page-token", *st->req.mutable_page_token(),
@@ -261,18 +263,31 @@ void AddHistory(CliContext& ctx) {
       chart.x_label = "training step";
       chart.y_label = "accept length (pooled, incl. bonus token)";
       chart.integer_x = true;
-      // One point per step: the newest evaluation of that step.
-      ChartSeries s{st->req.run(), {}};
+      // One curve per dataset (a suite job adds a point to each of its
+      // datasets' curves); one point per step: the newest evaluation of it.
+      std::vector<ChartSeries> curves;
+      const auto add = [&](const std::string& dataset, double x, double y) {
+        auto it = std::find_if(curves.begin(), curves.end(),
+                               [&](const ChartSeries& c) { return c.name == dataset; });
+        if (it == curves.end()) it = curves.insert(curves.end(), ChartSeries{dataset, {}});
+        if (!it->points.empty() && it->points.back().first == x) {
+          it->points.back().second = y;
+        } else {
+          it->points.push_back({x, y});
+        }
+      };
       for (const pb::EvalJob& j : *jobs) {
         const double x = static_cast<double>(j.request().step());
-        const double y = j.result().accept_length_pooled();
-        if (!s.points.empty() && s.points.back().first == x) {
-          s.points.back().second = y;
-        } else {
-          s.points.push_back({x, y});
+        if (j.result().suite_results_size() == 0) {
+          add(j.request().dataset(), x, j.result().accept_length_pooled());
+        }
+        for (const pb::DatasetResult& d : j.result().suite_results()) {
+          add(d.dataset(), x, d.result().accept_length_pooled());
         }
       }
-      chart.series.push_back(std::move(s));
+      // One dataset: the curve is named after the run, as before suites.
+      if (curves.size() == 1) curves[0].name = st->req.run();
+      for (ChartSeries& s : curves) chart.series.push_back(std::move(s));
       return WriteSvg(*cx, st->svg, RenderLineChart(chart));
     };
   });

@@ -187,6 +187,7 @@ std::string FormatLoadResponse(const pb::LoadResponse& resp) {
 }
 
 std::string FormatEvalResult(const pb::EvalResult& r) {
+  if (r.suite_results_size() > 0) return FormatSuiteResult(r);
   std::string out;
   const char* mode = r.mode() == pb::EVAL_MODE_REPLAY ? "replay" : "anchor";
   const bool dflash2 = r.selector_top_k() > 0;

@@ -37,6 +37,13 @@ double AccuracyAt(const pb::EvalResult& r, int j) {
   return std::nan("");
 }
 
+double AcceptanceAt(const pb::EvalResult& r, int j) {
+  for (const pb::PositionMetrics& p : r.positions()) {
+    if (p.position() == j) return p.acceptance();
+  }
+  return std::nan("");
+}
+
 std::string Cell3(double v) {
   return std::isnan(v) ? "-" : absl::StrFormat("%.3f", v);
 }
@@ -293,6 +300,34 @@ std::string FormatIntervals(const pb::EvalResult& r) {
   return out;
 }
 
+std::string FormatSuiteResult(const pb::EvalResult& r) {
+  std::string out = absl::StrFormat(
+      "suite %s: %d datasets, %s mode, block size %d (macro average = unweighted mean over "
+      "datasets)\n",
+      r.suite(), r.suite_results_size(), r.mode() == pb::EVAL_MODE_REPLAY ? "replay" : "anchor",
+      r.block_size());
+  absl::StrAppend(&out, absl::StrFormat("  %-16s %8s %8s %-26s %-26s %7s %7s %7s\n", "dataset",
+                                        "samples", "blocks", "accept length [95%]", "tau [95%]",
+                                        "acc@1", "acc@2", "acc@3"));
+  const auto row = [&](const std::string& name, const pb::EvalResult& x) {
+    const auto cell = [](double v, bool has, const pb::Interval& i) {
+      return has ? absl::StrFormat("%.3f [%.3f, %.3f]", v, i.lo(), i.hi())
+                 : absl::StrFormat("%.3f", v);
+    };
+    absl::StrAppend(
+        &out, absl::StrFormat("  %-16s %8d %8d %-26s %-26s %7s %7s %7s\n", name, x.samples(),
+                              x.blocks(),
+                              cell(x.accept_length_pooled(), x.has_accept_length_ci(),
+                                   x.accept_length_ci()),
+                              cell(x.tau(), x.has_tau_ci(), x.tau_ci()), Cell4(AcceptanceAt(x, 1)),
+                              Cell4(AcceptanceAt(x, 2)), Cell4(AcceptanceAt(x, 3))));
+  };
+  for (const pb::DatasetResult& d : r.suite_results()) row(d.dataset(), d.result());
+  row("macro average", r);
+  for (const std::string& w : r.warnings()) absl::StrAppend(&out, "warning: ", w, "\n");
+  return out;
+}
+
 std::string FormatDifferences(const pb::CompareEvalsResponse& cmp) {
   if (cmp.differences().empty()) return "";
   std::string out = absl::StrFormat(
@@ -315,13 +350,18 @@ std::string FormatHistory(const std::string& run, const std::vector<pb::EvalJob>
   absl::StrAppend(&out,
                   absl::StrFormat("%10s %10s %7s %7s %7s %7s %7s  %-12s %s\n", "STEP", "ACCEPT LEN",
                                   "TAU", "ACC@1", "ACC@2", "ACC@3", "ACC@4", "DATASET", "JOB"));
-  for (const pb::EvalJob& j : jobs) {
-    const pb::EvalResult& r = j.result();
+  const auto row = [&](const pb::EvalJob& j, const pb::EvalResult& r, const std::string& dataset) {
     absl::StrAppend(&out, absl::StrFormat("%10d %10s %7s %7s %7s %7s %7s  %-12s %s\n",
                                           j.request().step(), Cell3(r.accept_length_pooled()),
                                           Cell3(r.tau()), Cell4(AccuracyAt(r, 1)),
                                           Cell4(AccuracyAt(r, 2)), Cell4(AccuracyAt(r, 3)),
-                                          Cell4(AccuracyAt(r, 4)), j.request().dataset(), j.id()));
+                                          Cell4(AccuracyAt(r, 4)), dataset, j.id()));
+  };
+  for (const pb::EvalJob& j : jobs) {
+    // A suite job: one row per dataset (one curve each), then its macro average.
+    for (const pb::DatasetResult& d : j.result().suite_results()) row(j, d.result(), d.dataset());
+    row(j, j.result(),
+        j.result().suite_results_size() > 0 ? "macro avg" : j.request().dataset());
   }
   return out;
 }

@@ -81,7 +81,9 @@ JobServiceImpl::~JobServiceImpl() {
 absl::StatusOr<eval::EvalResult> JobServiceImpl::RunJob(const JobRecord& job,
                                                         const eval::ProgressFn& progress) {
   const EvalParams& r = job.request.params;
-  absl::StatusOr<eval::EvalResult> result = core_.RunEval(r, progress);
+  absl::StatusOr<eval::EvalResult> result = job.request.suite_datasets.empty()
+                                                ? core_.RunEval(r, progress)
+                                                : RunSuite(job, progress);
   if (job.request.unload_after && !r.drafter.empty()) {
     std::lock_guard<std::mutex> lock(resource_mu_);
     std::vector<std::string> others = queue_->UnfinishedJobsWhere(
@@ -103,6 +105,32 @@ absl::StatusOr<eval::EvalResult> JobServiceImpl::RunJob(const JobRecord& job,
   return result;
 }
 
+absl::StatusOr<eval::EvalResult> JobServiceImpl::RunSuite(const JobRecord& job,
+                                                          const eval::ProgressFn& progress) {
+  std::vector<eval::DatasetResult> parts;
+  eval::EvalProgress done;  // the datasets already finished
+  for (const std::string& dataset : job.request.suite_datasets) {
+    EvalParams params = job.request.params;
+    params.dataset = dataset;
+    const eval::ProgressFn offset = [&](const eval::EvalProgress& p) {
+      eval::EvalProgress all = p;
+      all.blocks_done += done.blocks_done;
+      all.blocks_total += done.blocks_total;
+      all.samples_done += done.samples_done;
+      all.samples_total += done.samples_total;
+      return progress ? progress(all) : true;
+    };
+    ASSIGN_OR_RETURN(eval::EvalResult r, core_.RunEval(params, offset), "suite dataset '",
+                     dataset, "'");
+    done.blocks_done += r.blocks;
+    done.blocks_total += r.blocks;
+    done.samples_done += static_cast<int64_t>(r.per_sample.size());
+    done.samples_total += static_cast<int64_t>(r.per_sample.size());
+    parts.push_back({dataset, std::move(r)});
+  }
+  return MacroAverage(job.request.params.dataset, std::move(parts));
+}
+
 absl::StatusOr<JobRecord> JobServiceImpl::SubmitRecord(JobRecord record) {
   const EvalParams& r = record.request.params;
   if (r.drafter.empty() == r.checkpoint_path.empty()) {
@@ -113,8 +141,28 @@ absl::StatusOr<JobRecord> JobServiceImpl::SubmitRecord(JobRecord record) {
   if (r.dataset.empty()) return absl::InvalidArgumentError("dataset is required");
   std::lock_guard<std::mutex> lock(resource_mu_);
   ASSIGN_OR_RETURN(ResourceInfo target, PickResident(core_, ResourceKind::kTarget, r.target));
-  ASSIGN_OR_RETURN(ResourceInfo dataset, PickResident(core_, ResourceKind::kDataset, r.dataset));
-  record.dataset_fingerprint = dataset.fingerprint;
+  std::vector<std::string> resident;
+  for (const ResourceInfo& d : core_.ListResources(ResourceKind::kDataset)) {
+    resident.push_back(d.name);
+  }
+  ASSIGN_OR_RETURN(record.request.suite_datasets, ResolveSuite(r.dataset, suites_, resident));
+  if (record.request.suite_datasets.empty()) {
+    ASSIGN_OR_RETURN(ResourceInfo dataset,
+                     PickResident(core_, ResourceKind::kDataset, r.dataset));
+    record.dataset_fingerprint = dataset.fingerprint;
+  } else {
+    std::vector<std::string> fingerprints;
+    for (const std::string& name : record.request.suite_datasets) {
+      ASSIGN_OR_RETURN(ResourceInfo dataset, PickResident(core_, ResourceKind::kDataset, name),
+                       "suite '", r.dataset, "'");
+      fingerprints.push_back(dataset.fingerprint);
+    }
+    record.dataset_fingerprint = absl::StrJoin(fingerprints, ",");
+    if (!record.request.gate.reference.empty()) {
+      return absl::InvalidArgumentError(
+          "gate applies to one dataset; gate each dataset of the suite in its own job");
+    }
+  }
   if (!r.drafter.empty()) {
     ASSIGN_OR_RETURN(ResourceInfo drafter, PickResident(core_, ResourceKind::kDrafter, r.drafter));
     record.drafter_fingerprint = drafter.fingerprint;
@@ -307,7 +355,9 @@ absl::StatusOr<ResourceInfo> JobServiceImpl::Unload(ResourceKind kind, const std
         const EvalParams& r = request.params;
         switch (kind) {
           case ResourceKind::kDrafter: return r.drafter == name;
-          case ResourceKind::kDataset: return r.dataset == name;
+          case ResourceKind::kDataset:
+            return r.dataset == name ||
+                   std::count(request.suite_datasets.begin(), request.suite_datasets.end(), name);
           case ResourceKind::kTarget: return r.target == name || r.target.empty();
         }
         return false;

@@ -10,6 +10,7 @@
 #include <optional>
 
 #include "core/job_service.h"
+#include "core/suite_job.h"
 
 namespace dflash::core {
 
@@ -20,6 +21,8 @@ class JobServiceImpl final : public JobService {
                                                                 store::ResultStore& store,
                                                                 jobs::JobQueueOptions options);
   ~JobServiceImpl() override;
+  // The suites the server's config declares (name -> datasets); call before serving.
+  void SetSuites(SuiteMap suites) { suites_ = std::move(suites); }
 
   absl::StatusOr<jobs::JobRecord> Submit(jobs::JobRequest request) override;
   absl::StatusOr<jobs::JobRecord> Resubmit(const std::string& id) override;
@@ -40,6 +43,9 @@ class JobServiceImpl final : public JobService {
   absl::StatusOr<eval::EvalResult> RunJob(const jobs::JobRecord& job,
                                           const eval::ProgressFn& progress);
   absl::StatusOr<jobs::JobRecord> SubmitRecord(jobs::JobRecord record);
+  // A suite job: each dataset in turn, then the macro average.
+  absl::StatusOr<eval::EvalResult> RunSuite(const jobs::JobRecord& job,
+                                            const eval::ProgressFn& progress);
   // The regression gate's reference for a finished job (nullopt + why when
   // there is none yet).
   std::optional<jobs::JobRecord> GateReference(const jobs::JobRecord& job,
@@ -50,6 +56,7 @@ class JobServiceImpl final : public JobService {
   // resident check and its enqueue, so neither slips between the other.
   std::mutex resource_mu_;
   std::unique_ptr<jobs::JobQueue> queue_;
+  SuiteMap suites_;
 };
 
 }  // namespace dflash::core

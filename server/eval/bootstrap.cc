@@ -213,6 +213,13 @@ std::vector<std::optional<Interval>> PairedIntervals(const std::vector<MetricId>
 
 absl::StatusOr<PairedUnits> PairSamples(const EvalResult& a, absl::string_view a_name,
                                         const EvalResult& b, absl::string_view b_name) {
+  for (const auto& [r, name] : {std::pair{&a, a_name}, std::pair{&b, b_name}}) {
+    if (!r->suite_results.empty()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "cannot pair ", name, ": it is a suite job (", r->suite,
+          "); its per-dataset results pair only with jobs on one dataset"));
+    }
+  }
   if (a.dataset_fingerprint != b.dataset_fingerprint) {
     return absl::FailedPreconditionError(absl::StrCat(
         "cannot pair ", a_name, " and ", b_name, ": they were scored on different datasets (",

@@ -96,6 +96,12 @@ void ToProto(const eval::EvalResult& in, pb::EvalResult* out) {
   if (in.tau_ci) SetInterval(in.tau_ci, out->mutable_tau_ci());
   out->set_ci_resamples(static_cast<int32_t>(in.ci_resamples));
   if (in.gate) GateToProto(*in.gate, out->mutable_gate());
+  out->set_suite(in.suite);
+  for (const eval::DatasetResult& d : in.suite_results) {
+    pb::DatasetResult* pd = out->add_suite_results();
+    pd->set_dataset(d.dataset);
+    ToProto(d.result, pd->mutable_result());
+  }
 }
 
 absl::StatusOr<core::EvalParams> FromProto(const pb::EvalRequest& in) {

@@ -77,6 +77,7 @@ void ToProto(const jobs::JobRequest& in, pb::EvalRequest* out) {
   out->set_unload_after(in.unload_after);
   if (o.ci == eval::CiMethod::kNone) out->set_ci("none");
   out->set_ci_resamples(static_cast<int32_t>(o.ci_resamples));
+  for (const std::string& d : in.suite_datasets) out->add_suite_datasets(d);
   if (!in.gate.reference.empty()) {
     out->set_gate(in.gate.reference);
     out->set_gate_metric(in.gate.metric);
@@ -147,6 +148,8 @@ absl::StatusOr<jobs::ListQuery> FromProto(const pb::ListEvalsRequest& in) {
   q.drafter = in.drafter();
   q.dataset = in.dataset();
   q.run = in.run();
+  RETURN_IF_ERROR(CheckName("suite", in.suite()));
+  q.suite = in.suite();
   if (in.min_step() != 0) q.min_step = in.min_step();
   if (in.max_step() != 0) q.max_step = in.max_step();
   q.labels = std::map<std::string, std::string>(in.labels().begin(), in.labels().end());

@@ -76,6 +76,15 @@ eval::EvalOptions OptionsFromJson(const json& j) {
   return o;
 }
 
+json ResultToJson(const eval::EvalResult& r);
+eval::EvalResult ResultFromJson(const json& j);
+
+json SuiteToJson(const std::vector<eval::DatasetResult>& parts) {
+  json out = json::array();
+  for (const eval::DatasetResult& d : parts) out.push_back({d.dataset, ResultToJson(d.result)});
+  return out;
+}
+
 json ResultToJson(const eval::EvalResult& r) {
   json positions = json::array();
   for (const eval::PositionMetrics& p : r.positions) {
@@ -135,7 +144,9 @@ json ResultToJson(const eval::EvalResult& r) {
           {"accept_length_ci", IntervalToJson(r.accept_length_ci)},
           {"tau_ci", IntervalToJson(r.tau_ci)},
           {"ci_resamples", r.ci_resamples},
-          {"gate", r.gate ? GateToJson(*r.gate) : json(nullptr)}};
+          {"gate", r.gate ? GateToJson(*r.gate) : json(nullptr)},
+          {"suite", r.suite},
+          {"suite_results", SuiteToJson(r.suite_results)}};
 }
 
 eval::EvalResult ResultFromJson(const json& j) {
@@ -212,6 +223,12 @@ eval::EvalResult ResultFromJson(const json& j) {
   r.tau_ci = IntervalFromJson(j, "tau_ci");
   r.ci_resamples = j.value("ci_resamples", int64_t{0});
   if (j.contains("gate") && !j.at("gate").is_null()) r.gate = GateFromJson(j.at("gate"));
+  r.suite = j.value("suite", "");
+  if (j.contains("suite_results")) {
+    for (const json& d : j.at("suite_results")) {
+      r.suite_results.push_back({d.at(0).get<std::string>(), ResultFromJson(d.at(1))});
+    }
+  }
   return r;
 }
 
@@ -231,7 +248,10 @@ std::string RecordToJson(const jobs::JobRecord& r) {
               {"step", q.step},
               {"labels", q.labels},
               {"unload_after", q.unload_after},
-              {"gate", {q.gate.reference, q.gate.metric, q.gate.min_delta}}}},
+              {"gate", {q.gate.reference, q.gate.metric, q.gate.min_delta}},
+              // "suite" is what ListQuery.suite matches (json_extract in SQLite).
+              {"suite", q.suite_datasets.empty() ? json(nullptr) : json(q.params.dataset)},
+              {"suite_datasets", q.suite_datasets}}},
             {"progress",
              {r.progress.blocks_done, r.progress.blocks_total, r.progress.samples_done,
               r.progress.samples_total, r.progress.elapsed_seconds, r.progress.eta_seconds,
@@ -273,6 +293,9 @@ absl::StatusOr<jobs::JobRecord> RecordFromJson(const std::string& text) {
     r.request.step = q.at("step").get<int64_t>();
     r.request.labels = q.at("labels").get<std::map<std::string, std::string>>();
     r.request.unload_after = q.at("unload_after").get<bool>();
+    if (q.contains("suite_datasets")) {
+      r.request.suite_datasets = q.at("suite_datasets").get<std::vector<std::string>>();
+    }
     if (q.contains("gate")) {
       const json& g = q.at("gate");
       r.request.gate = {g.at(0).get<std::string>(), g.at(1).get<std::string>(),

@@ -98,6 +98,8 @@ struct GateVerdict {
   std::string text;  // the one-line verdict, in words
 };
 
+struct DatasetResult;
+
 struct EvalResult {
   Mode mode = Mode::kAnchor;
   std::string family;               // "DFlash 1" / "DFlash 2"
@@ -133,6 +135,16 @@ struct EvalResult {
   std::optional<Interval> accept_length_ci, tau_ci;
   int64_t ci_resamples = 0;  // 0: no intervals
   std::optional<GateVerdict> gate;  // set when the job asked for a gate
+  // A suite job (several datasets in one job): one result per dataset, in
+  // the suite's order; the fields above are then the macro average (the
+  // unweighted mean over datasets of each rate and length; counts summed).
+  std::string suite;
+  std::vector<DatasetResult> suite_results;
+};
+
+struct DatasetResult {
+  std::string dataset;
+  EvalResult result;
 };
 
 struct EvalProgress {

@@ -20,7 +20,7 @@ from .records import (CompareEvalsResponse, DeviceInfo, EvalJob, EvalProgress, E
                       EvalResult, FirstMissSplit, LoadResponse, PositionComparison,
                       PositionMetrics, Record, Resource, SampleSummary, ServerInfo, TensorEntry,
                       TensorStats, WeightReport)
-from .records import GateVerdict, Interval, MetricDifference
+from .records import DatasetResult, GateVerdict, Interval, MetricDifference
 
 __version__ = "0.1.0"
 
@@ -29,5 +29,5 @@ __all__ = [
     "EvalProgress", "EvalRequest", "EvalResult", "FirstMissSplit", "Job", "LoadResponse",
     "PositionComparison", "PositionMetrics", "Record", "Resource", "SampleSummary", "ServerInfo",
     "TensorEntry", "TensorStats", "TextProgress", "Tls", "UnreachableError", "WeightReport",
-    "GateVerdict", "Interval", "MetricDifference",
+    "DatasetResult", "GateVerdict", "Interval", "MetricDifference",
 ]

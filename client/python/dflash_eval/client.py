@@ -263,6 +263,7 @@ class Client:
     def list(self, *, state: names.EnumArg = None, drafter: str = "", dataset: str = "",
              run: str = "", min_step: int = 0, max_step: int = 0,
              labels: Optional[Mapping[str, str]] = None, order_by_step: bool = False,
+             suite: str = "",
              limit: Optional[int] = None) -> List[EvalJob]:
         """Jobs, newest first (or by step), every page up to `limit` jobs.
 
@@ -272,7 +273,7 @@ class Client:
         request = service_pb2.ListEvalsRequest(
             state=names.enum_name(names.JOB_STATE, state, "state"), drafter=drafter,
             dataset=dataset, run=run, min_step=min_step, max_step=max_step,
-            labels=dict(labels or {}), order_by_step=order_by_step,
+            labels=dict(labels or {}), order_by_step=order_by_step, suite=suite,
             page_size=min(limit, 1000) if limit else 1000)
         jobs: List[EvalJob] = []
         while limit is None or len(jobs) < limit:

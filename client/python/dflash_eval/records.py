@@ -170,6 +170,7 @@ class EvalRequest(Record):
     gate: str = ""
     gate_metric: str = ""
     gate_min_delta: float = 0.0
+    suite_datasets: List[str] = field(default_factory=list)
 
 
 @dataclass
@@ -278,6 +279,16 @@ class EvalResult(Record):
     tau_ci: Optional[Interval] = None
     ci_resamples: int = 0
     gate: Optional[GateVerdict] = None
+    suite: str = ""
+    suite_results: List["DatasetResult"] = field(default_factory=list)
+
+
+@dataclass
+class DatasetResult(Record):
+    """One dataset's result within a suite job."""
+
+    dataset: str = ""
+    result: Optional[EvalResult] = None
 
 
 @dataclass
