@@ -282,18 +282,19 @@ std::string FormatIntervals(const pb::EvalResult& r) {
   std::string out;
   if (r.ci_resamples() > 0) {
     absl::StrAppend(
-        &out,
-        absl::StrFormat("95%% intervals (percentile bootstrap over samples, %d resamples):\n"
-                        "  accept length %s   tau %s\n",
-                        r.ci_resamples(), IntervalText(r.has_accept_length_ci(), r.accept_length_ci()),
-                        IntervalText(r.has_tau_ci(), r.tau_ci())));
+        &out, absl::StrFormat("95%% intervals (percentile bootstrap over samples, %d resamples):\n"
+                              "  accept length %s   tau %s\n",
+                              r.ci_resamples(),
+                              IntervalText(r.has_accept_length_ci(), r.accept_length_ci()),
+                              IntervalText(r.has_tau_ci(), r.tau_ci())));
     absl::StrAppend(&out, absl::StrFormat("  %4s %-17s %-17s %-17s\n", "pos", "accuracy",
                                           "acceptance", "conditional"));
     for (const pb::PositionMetrics& p : r.positions()) {
-      absl::StrAppend(&out, absl::StrFormat("  %4d %-17s %-17s %-17s\n", p.position(),
-                                            IntervalText(p.has_accuracy_ci(), p.accuracy_ci()),
-                                            IntervalText(p.has_acceptance_ci(), p.acceptance_ci()),
-                                            IntervalText(p.has_conditional_ci(), p.conditional_ci())));
+      absl::StrAppend(&out,
+                      absl::StrFormat("  %4d %-17s %-17s %-17s\n", p.position(),
+                                      IntervalText(p.has_accuracy_ci(), p.accuracy_ci()),
+                                      IntervalText(p.has_acceptance_ci(), p.acceptance_ci()),
+                                      IntervalText(p.has_conditional_ci(), p.conditional_ci())));
     }
   }
   if (r.has_gate()) absl::StrAppend(&out, r.gate().text(), "\n");
@@ -315,12 +316,11 @@ std::string FormatSuiteResult(const pb::EvalResult& r) {
                  : absl::StrFormat("%.3f", v);
     };
     absl::StrAppend(
-        &out, absl::StrFormat("  %-16s %8d %8d %-26s %-26s %7s %7s %7s\n", name, x.samples(),
-                              x.blocks(),
-                              cell(x.accept_length_pooled(), x.has_accept_length_ci(),
-                                   x.accept_length_ci()),
-                              cell(x.tau(), x.has_tau_ci(), x.tau_ci()), Cell4(AcceptanceAt(x, 1)),
-                              Cell4(AcceptanceAt(x, 2)), Cell4(AcceptanceAt(x, 3))));
+        &out, absl::StrFormat(
+                  "  %-16s %8d %8d %-26s %-26s %7s %7s %7s\n", name, x.samples(), x.blocks(),
+                  cell(x.accept_length_pooled(), x.has_accept_length_ci(), x.accept_length_ci()),
+                  cell(x.tau(), x.has_tau_ci(), x.tau_ci()), Cell4(AcceptanceAt(x, 1)),
+                  Cell4(AcceptanceAt(x, 2)), Cell4(AcceptanceAt(x, 3))));
   };
   for (const pb::DatasetResult& d : r.suite_results()) row(d.dataset(), d.result());
   row("macro average", r);
@@ -337,9 +337,9 @@ std::string FormatDifferences(const pb::CompareEvalsResponse& cmp) {
                                         "95% interval", "verdict"));
   for (const pb::MetricDifference& d : cmp.differences()) {
     const std::string& job = d.job_index() < cmp.jobs_size() ? cmp.jobs(d.job_index()).id() : "?";
-    absl::StrAppend(&out, absl::StrFormat("  %-16s %-14s %+9.4f %-19s %s\n", d.metric(), job,
-                                          d.delta(), IntervalText(d.has_delta_ci(), d.delta_ci()),
-                                          d.verdict()));
+    absl::StrAppend(&out,
+                    absl::StrFormat("  %-16s %-14s %+9.4f %-19s %s\n", d.metric(), job, d.delta(),
+                                    IntervalText(d.has_delta_ci(), d.delta_ci()), d.verdict()));
   }
   return out;
 }
@@ -351,17 +351,16 @@ std::string FormatHistory(const std::string& run, const std::vector<pb::EvalJob>
                   absl::StrFormat("%10s %10s %7s %7s %7s %7s %7s  %-12s %s\n", "STEP", "ACCEPT LEN",
                                   "TAU", "ACC@1", "ACC@2", "ACC@3", "ACC@4", "DATASET", "JOB"));
   const auto row = [&](const pb::EvalJob& j, const pb::EvalResult& r, const std::string& dataset) {
-    absl::StrAppend(&out, absl::StrFormat("%10d %10s %7s %7s %7s %7s %7s  %-12s %s\n",
-                                          j.request().step(), Cell3(r.accept_length_pooled()),
-                                          Cell3(r.tau()), Cell4(AccuracyAt(r, 1)),
-                                          Cell4(AccuracyAt(r, 2)), Cell4(AccuracyAt(r, 3)),
-                                          Cell4(AccuracyAt(r, 4)), dataset, j.id()));
+    absl::StrAppend(
+        &out, absl::StrFormat("%10d %10s %7s %7s %7s %7s %7s  %-12s %s\n", j.request().step(),
+                              Cell3(r.accept_length_pooled()), Cell3(r.tau()),
+                              Cell4(AccuracyAt(r, 1)), Cell4(AccuracyAt(r, 2)),
+                              Cell4(AccuracyAt(r, 3)), Cell4(AccuracyAt(r, 4)), dataset, j.id()));
   };
   for (const pb::EvalJob& j : jobs) {
     // A suite job: one row per dataset (one curve each), then its macro average.
     for (const pb::DatasetResult& d : j.result().suite_results()) row(j, d.result(), d.dataset());
-    row(j, j.result(),
-        j.result().suite_results_size() > 0 ? "macro avg" : j.request().dataset());
+    row(j, j.result(), j.result().suite_results_size() > 0 ? "macro avg" : j.request().dataset());
   }
   return out;
 }

@@ -242,10 +242,11 @@ void ParseSuites(const json& v, PreloadConfig* preload) {
     if (!list.is_array() || list.size() < 2) {
       Fail(absl::StrCat("config key '", where, "' must be a list of two or more dataset names"));
     }
-    std::vector<std::string>& datasets = preload->suites[name];
+    std::vector<std::string> datasets;
     for (size_t i = 0; i < list.size(); ++i) {
       datasets.push_back(Scalar(list[i], absl::StrCat(where, "[", i, "]")));
     }
+    preload->suites[name] = std::move(datasets);
   }
 }
 

@@ -32,8 +32,7 @@ absl::StatusOr<std::vector<MetricDifference>> PairedDifferences(
   const std::vector<eval::MetricId> metrics = eval::AllMetrics(CommonPositions(jobs));
   const eval::EvalResult& base = *jobs.front().result;
   const std::vector<int64_t> ones_base(eval::Units(base).size(), 1);
-  const std::vector<double> base_values =
-      eval::MetricValues(metrics, eval::Units(base), ones_base);
+  const std::vector<double> base_values = eval::MetricValues(metrics, eval::Units(base), ones_base);
   for (size_t k = 1; k < jobs.size(); ++k) {
     const eval::EvalResult& r = *jobs[k].result;
     ASSIGN_OR_RETURN(eval::PairedUnits p, eval::PairSamples(base, jobs.front().id, r, jobs[k].id));
@@ -94,13 +93,14 @@ eval::GateVerdict GateVerdictFor(const jobs::JobRecord& job, const eval::EvalRes
   const eval::EvalOptions& o = job.request.params.options;
   v.delta_ci = eval::PairedIntervals({*metric}, paired->a, paired->b,
                                      o.ci_resamples > 0 ? o.ci_resamples : 1000, o.seed)[0];
-  if (!v.delta_ci) return error(absl::StrCat("metric ", spec.metric, " is undefined on the samples"));
+  if (!v.delta_ci)
+    return error(absl::StrCat("metric ", spec.metric, " is undefined on the samples"));
   const bool worse = v.delta_ci->hi < -spec.min_delta;
   v.verdict = worse ? "worse" : "pass";
-  v.text = absl::StrCat("gate: ", worse ? "WORSE than " : "pass against ", reference->id,
-                        " (step ", reference->request.step, ") on ", spec.metric, ": ",
-                        Fmt(v.value), " vs ", Fmt(v.reference_value), ", delta ", Fmt(v.delta),
-                        ", 95% interval [", Fmt(v.delta_ci->lo), ", ", Fmt(v.delta_ci->hi), "]",
+  v.text = absl::StrCat("gate: ", worse ? "WORSE than " : "pass against ", reference->id, " (step ",
+                        reference->request.step, ") on ", spec.metric, ": ", Fmt(v.value), " vs ",
+                        Fmt(v.reference_value), ", delta ", Fmt(v.delta), ", 95% interval [",
+                        Fmt(v.delta_ci->lo), ", ", Fmt(v.delta_ci->hi), "]",
                         worse ? " lies below -" : " does not lie below -", Fmt(spec.min_delta));
   return v;
 }

@@ -81,9 +81,8 @@ JobServiceImpl::~JobServiceImpl() {
 absl::StatusOr<eval::EvalResult> JobServiceImpl::RunJob(const JobRecord& job,
                                                         const eval::ProgressFn& progress) {
   const EvalParams& r = job.request.params;
-  absl::StatusOr<eval::EvalResult> result = job.request.suite_datasets.empty()
-                                                ? core_.RunEval(r, progress)
-                                                : RunSuite(job, progress);
+  absl::StatusOr<eval::EvalResult> result =
+      job.request.suite_datasets.empty() ? core_.RunEval(r, progress) : RunSuite(job, progress);
   if (job.request.unload_after && !r.drafter.empty()) {
     std::lock_guard<std::mutex> lock(resource_mu_);
     std::vector<std::string> others = queue_->UnfinishedJobsWhere(
@@ -120,8 +119,8 @@ absl::StatusOr<eval::EvalResult> JobServiceImpl::RunSuite(const JobRecord& job,
       all.samples_total += done.samples_total;
       return progress ? progress(all) : true;
     };
-    ASSIGN_OR_RETURN(eval::EvalResult r, core_.RunEval(params, offset), "suite dataset '",
-                     dataset, "'");
+    ASSIGN_OR_RETURN(eval::EvalResult r, core_.RunEval(params, offset), "suite dataset '", dataset,
+                     "'");
     done.blocks_done += r.blocks;
     done.blocks_total += r.blocks;
     done.samples_done += static_cast<int64_t>(r.per_sample.size());
@@ -147,8 +146,7 @@ absl::StatusOr<JobRecord> JobServiceImpl::SubmitRecord(JobRecord record) {
   }
   ASSIGN_OR_RETURN(record.request.suite_datasets, ResolveSuite(r.dataset, suites_, resident));
   if (record.request.suite_datasets.empty()) {
-    ASSIGN_OR_RETURN(ResourceInfo dataset,
-                     PickResident(core_, ResourceKind::kDataset, r.dataset));
+    ASSIGN_OR_RETURN(ResourceInfo dataset, PickResident(core_, ResourceKind::kDataset, r.dataset));
     record.dataset_fingerprint = dataset.fingerprint;
   } else {
     std::vector<std::string> fingerprints;
@@ -174,9 +172,9 @@ absl::StatusOr<JobRecord> JobServiceImpl::SubmitRecord(JobRecord record) {
     if (gate.reference != "best" && gate.reference != "previous") {
       ASSIGN_OR_RETURN(JobRecord ref, queue_->Get(gate.reference), "gate reference");
       if (ref.state != JobState::kSucceeded) {
-        return absl::FailedPreconditionError(
-            absl::StrCat("gate reference ", gate.reference, " is ",
-                         jobs::JobStateName(ref.state), "; the reference must have SUCCEEDED"));
+        return absl::FailedPreconditionError(absl::StrCat("gate reference ", gate.reference, " is ",
+                                                          jobs::JobStateName(ref.state),
+                                                          "; the reference must have SUCCEEDED"));
       }
     }
   }

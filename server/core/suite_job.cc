@@ -39,8 +39,8 @@ absl::StatusOr<std::vector<std::string>> ResolveSuite(const std::string& dataset
     }
   }
   if (parts.size() < 2) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("suite '", dataset, "' has ", parts.size(), " dataset; a suite needs two or more"));
+    return absl::InvalidArgumentError(absl::StrCat("suite '", dataset, "' has ", parts.size(),
+                                                   " dataset; a suite needs two or more"));
   }
   return parts;
 }

@@ -134,7 +134,8 @@ absl::StatusOr<MetricId> ParseMetric(absl::string_view name, int64_t positions) 
 std::vector<MetricId> AllMetrics(int64_t positions) {
   std::vector<MetricId> out = {{MetricKind::kAcceptLength, 0}, {MetricKind::kTau, 0}};
   for (int j = 1; j <= positions; ++j) {
-    for (MetricKind k : {MetricKind::kAccuracy, MetricKind::kAcceptance, MetricKind::kConditional}) {
+    for (MetricKind k :
+         {MetricKind::kAccuracy, MetricKind::kAcceptance, MetricKind::kConditional}) {
       out.push_back({k, j});
     }
   }
@@ -215,9 +216,9 @@ absl::StatusOr<PairedUnits> PairSamples(const EvalResult& a, absl::string_view a
                                         const EvalResult& b, absl::string_view b_name) {
   for (const auto& [r, name] : {std::pair{&a, a_name}, std::pair{&b, b_name}}) {
     if (!r->suite_results.empty()) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "cannot pair ", name, ": it is a suite job (", r->suite,
-          "); its per-dataset results pair only with jobs on one dataset"));
+      return absl::FailedPreconditionError(
+          absl::StrCat("cannot pair ", name, ": it is a suite job (", r->suite,
+                       "); its per-dataset results pair only with jobs on one dataset"));
     }
   }
   if (a.dataset_fingerprint != b.dataset_fingerprint) {
@@ -265,8 +266,7 @@ absl::StatusOr<PairedUnits> PairSamples(const EvalResult& a, absl::string_view a
 
 void AddIntervals(const EvalOptions& options, EvalResult* result) {
   if (options.ci == CiMethod::kNone || options.ci_resamples <= 0) return;
-  const std::vector<MetricId> metrics =
-      AllMetrics(static_cast<int64_t>(result->positions.size()));
+  const std::vector<MetricId> metrics = AllMetrics(static_cast<int64_t>(result->positions.size()));
   std::vector<std::optional<Interval>> ci =
       BootstrapIntervals(metrics, Units(*result), options.ci_resamples, options.seed);
   result->ci_resamples = options.ci_resamples;

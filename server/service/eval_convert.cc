@@ -157,8 +157,8 @@ absl::StatusOr<core::EvalParams> FromProto(const pb::EvalRequest& in) {
   }
   RETURN_IF_ERROR(NonNegative("ci_resamples", in.ci_resamples()));
   if (in.ci_resamples() > kMaxCiResamples) {
-    return absl::InvalidArgumentError(absl::StrCat("ci_resamples must be <= ", kMaxCiResamples,
-                                                   "; got ", in.ci_resamples()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("ci_resamples must be <= ", kMaxCiResamples, "; got ", in.ci_resamples()));
   }
   if (in.ci_resamples() > 0) o.ci_resamples = in.ci_resamples();
   return p;

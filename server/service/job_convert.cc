@@ -181,8 +181,8 @@ absl::StatusOr<std::vector<std::string>> JobIdsFromProto(const pb::CompareEvalsR
 absl::StatusOr<core::CompareOptions> CompareOptionsFromProto(const pb::CompareEvalsRequest& in) {
   RETURN_IF_ERROR(NonNegative("ci_resamples", in.ci_resamples()));
   if (in.ci_resamples() > kMaxCiResamples) {
-    return absl::InvalidArgumentError(absl::StrCat("ci_resamples must be <= ", kMaxCiResamples,
-                                                   "; got ", in.ci_resamples()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("ci_resamples must be <= ", kMaxCiResamples, "; got ", in.ci_resamples()));
   }
   core::CompareOptions o;
   o.require_paired = in.require_paired();

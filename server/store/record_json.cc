@@ -36,10 +36,14 @@ std::optional<eval::Interval> IntervalFromJson(const json& j, const char* key) {
 }
 
 json GateToJson(const eval::GateVerdict& g) {
-  return {{"reference_job", g.reference_job}, {"metric", g.metric},
-          {"min_delta", g.min_delta},         {"value", g.value},
-          {"reference_value", g.reference_value}, {"delta", g.delta},
-          {"delta_ci", IntervalToJson(g.delta_ci)}, {"verdict", g.verdict},
+  return {{"reference_job", g.reference_job},
+          {"metric", g.metric},
+          {"min_delta", g.min_delta},
+          {"value", g.value},
+          {"reference_value", g.reference_value},
+          {"delta", g.delta},
+          {"delta_ci", IntervalToJson(g.delta_ci)},
+          {"verdict", g.verdict},
           {"text", g.text}};
 }
 

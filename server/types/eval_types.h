@@ -133,7 +133,7 @@ struct EvalResult {
   std::vector<std::string> warnings;
   // 95% intervals over samples (absent with --ci none or one sample).
   std::optional<Interval> accept_length_ci, tau_ci;
-  int64_t ci_resamples = 0;  // 0: no intervals
+  int64_t ci_resamples = 0;         // 0: no intervals
   std::optional<GateVerdict> gate;  // set when the job asked for a gate
   // A suite job (several datasets in one job): one result per dataset, in
   // the suite's order; the fields above are then the macro average (the

@@ -74,7 +74,7 @@ struct ListQuery {
   std::string drafter;  // matches the request's drafter, checkpoint path or drafter fingerprint
   std::string dataset;  // matches the request's dataset or the dataset fingerprint
   std::string run;
-  std::string suite;  // suite jobs whose suite (params.dataset) is this
+  std::string suite;                          // suite jobs whose suite (params.dataset) is this
   std::optional<int64_t> min_step, max_step;  // inclusive
   std::map<std::string, std::string> labels;  // every one must match exactly
   bool order_by_step = false;  // false: newest first; true: step ascending, then oldest first

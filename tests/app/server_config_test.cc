@@ -141,13 +141,14 @@ TEST_F(ServerConfigTest, DefaultsWithoutAFile) {
 }
 
 TEST_F(ServerConfigTest, UnknownTopLevelKeyIsNamed) {
-  EXPECT_EQ(ParseError({"--config", Write("c.yaml", "listne: 127.0.0.1:1\n")}),
-            "unknown key 'listne' in the config file (nearest: 'listen', 'device', 'tls_key'; "
-            "known: auth_token_file, concurrent_jobs, data_roots, device, "
-            "insecure_allow_remote, listen, log_format, log_level, max_concurrent_streams, "
-            "max_eval_blocks, max_queued, max_request_bytes, max_resident_bytes, "
-            "metrics_listen, port_file, preload, state_dir, suites, threads, tls_cert, tls_client_ca, "
-            "tls_key, workers)");
+  EXPECT_EQ(
+      ParseError({"--config", Write("c.yaml", "listne: 127.0.0.1:1\n")}),
+      "unknown key 'listne' in the config file (nearest: 'listen', 'device', 'suites'; "
+      "known: auth_token_file, concurrent_jobs, data_roots, device, "
+      "insecure_allow_remote, listen, log_format, log_level, max_concurrent_streams, "
+      "max_eval_blocks, max_queued, max_request_bytes, max_resident_bytes, "
+      "metrics_listen, port_file, preload, state_dir, suites, threads, tls_cert, tls_client_ca, "
+      "tls_key, workers)");
 }
 
 TEST_F(ServerConfigTest, SecurityKeysComeFromTheFile) {
@@ -203,8 +204,9 @@ TEST_F(ServerConfigTest, WrongShapesAndValues) {
 }
 
 TEST_F(ServerConfigTest, SuitesNameTwoOrMoreDatasets) {
-  Parse({"--config", Write("s.yaml", "suites:\n  reasoning: [gsm8k, math500]\n  code: [mbpp, "
-                                     "humaneval]\n")});
+  Parse({"--config", Write("s.yaml",
+                           "suites:\n  reasoning: [gsm8k, math500]\n  code: [mbpp, "
+                           "humaneval]\n")});
   EXPECT_THAT(config_.preload.suites,
               ElementsAre(Pair("code", ElementsAre("mbpp", "humaneval")),
                           Pair("reasoning", ElementsAre("gsm8k", "math500"))));

@@ -249,7 +249,7 @@ TEST(FormatJobsTest, DifferencesSayBetterWorseOrNoDifference) {
   EXPECT_EQ(FormatDifferences(cmp),
             "paired differences against ev-a (95% paired bootstrap over the shared samples)\n"
             "  metric           job                delta 95% interval        verdict\n"
-            "  tau              ev-b             -0.2500 [-0.5000, -0.1250] worse\n");
+            "  tau              ev-b             -0.2500 [-0.5000, -0.1250]  worse\n");
 }
 
 TEST(FormatJobsTest, SuiteIsATableWithTheMacroAverage) {

@@ -20,14 +20,15 @@ TEST_F(SuiteJobTest, ResolvesCommaListsAndConfiguredSuites) {
   const std::vector<std::string> resident = {"gsm8k", "math500", "d"};
   EXPECT_THAT(*ResolveSuite("gsm8k, math500", suites, resident), ElementsAre("gsm8k", "math500"));
   EXPECT_THAT(*ResolveSuite("reasoning", suites, resident), ElementsAre("gsm8k", "math500"));
-  EXPECT_THAT(*ResolveSuite("gsm8k", suites, resident), IsEmpty());  // one dataset
-  EXPECT_THAT(*ResolveSuite("d", suites, resident), IsEmpty());      // a resident dataset wins
+  EXPECT_THAT(*ResolveSuite("gsm8k", suites, resident), IsEmpty());    // one dataset
+  EXPECT_THAT(*ResolveSuite("d", suites, resident), IsEmpty());        // a resident dataset wins
   EXPECT_THAT(*ResolveSuite("unknown", suites, resident), IsEmpty());  // fails later, by name
-  EXPECT_THAT(ResolveSuite("a,,b", suites, resident).status(),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       "suite 'a,,b' has an empty dataset name"));
-  EXPECT_THAT(ResolveSuite("a,b,a", suites, resident).status(),
-              StatusIs(absl::StatusCode::kInvalidArgument, "suite 'a,b,a' names dataset 'a' twice"));
+  EXPECT_THAT(
+      ResolveSuite("a,,b", suites, resident).status(),
+      StatusIs(absl::StatusCode::kInvalidArgument, "suite 'a,,b' has an empty dataset name"));
+  EXPECT_THAT(
+      ResolveSuite("a,b,a", suites, resident).status(),
+      StatusIs(absl::StatusCode::kInvalidArgument, "suite 'a,b,a' names dataset 'a' twice"));
 }
 
 eval::EvalResult Part(double accept, double tau, int64_t blocks, std::vector<double> acceptance) {

@@ -108,9 +108,9 @@ TEST_F(BootstrapTest, MatchesPythonReference) {
   // python3 tools/dflash_ref/bootstrap.py case.json, resamples 1000, seed 7.
   EvalResult r = CaseA();
   const auto ci = BootstrapIntervals(AllMetrics(2), Units(r), 1000, 7);
-  const std::vector<std::pair<double, double>> want = {
-      {1.0, 2.5}, {1.0, 2.5}, {0.0, 1.0}, {0.0, 1.0}, {0.0, 1.0}, {0.5, 1.0}, {0.0, 0.5},
-      {0.5, 0.5}};
+  const std::vector<std::pair<double, double>> want = {{1.0, 2.5}, {1.0, 2.5}, {0.0, 1.0},
+                                                       {0.0, 1.0}, {0.0, 1.0}, {0.5, 1.0},
+                                                       {0.0, 0.5}, {0.5, 0.5}};
   ASSERT_EQ(ci.size(), want.size());
   for (size_t m = 0; m < want.size(); ++m) {
     ASSERT_TRUE(ci[m].has_value()) << m;
@@ -123,9 +123,9 @@ TEST_F(BootstrapTest, PairedMatchesPythonReference) {
   const EvalResult a = CaseA(), b = CaseB();
   ASSERT_OK_AND_ASSIGN(PairedUnits p, PairSamples(a, "ev-a", b, "ev-b"));
   const auto ci = PairedIntervals(AllMetrics(2), p.a, p.b, 1000, 7);
-  const std::vector<std::pair<double, double>> want = {
-      {0.5, 1.0}, {0.5, 1.0}, {0.0, 1.0}, {0.0, 1.0}, {0.0, 1.0}, {-1.0, 0.5}, {0.0, 0.5},
-      {0.0, 0.5}};
+  const std::vector<std::pair<double, double>> want = {{0.5, 1.0}, {0.5, 1.0}, {0.0, 1.0},
+                                                       {0.0, 1.0}, {0.0, 1.0}, {-1.0, 0.5},
+                                                       {0.0, 0.5}, {0.0, 0.5}};
   for (size_t m = 0; m < want.size(); ++m) {
     ASSERT_TRUE(ci[m].has_value()) << m;
     EXPECT_NEAR(ci[m]->lo, want[m].first, 1e-12) << MetricName(AllMetrics(2)[m]);

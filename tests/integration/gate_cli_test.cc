@@ -26,9 +26,9 @@ class GateCliTest : public testing::TinyServerTest {
   // `eval --checkpoint DIR` in run `run` at `step`, with `extra` flags.
   static CommandResult Eval(const std::string& drafter_dir, const std::string& run, int step,
                             std::vector<std::string> extra) {
-    std::vector<std::string> args = {"eval",  "--checkpoint", data_ + "/" + drafter_dir,
-                                     "--dataset", "d", "--run", run, "--step",
-                                     std::to_string(step), "--progress", "none"};
+    std::vector<std::string> args = {
+        "eval", "--checkpoint", data_ + "/" + drafter_dir, "--dataset",  "d",   "--run",
+        run,    "--step",       std::to_string(step),      "--progress", "none"};
     args.insert(args.end(), extra.begin(), extra.end());
     return Cli(args);
   }
@@ -42,7 +42,8 @@ class GateCliTest : public testing::TinyServerTest {
 TEST_F(GateCliTest, EvalPrintsIntervalsAndCarriesThemInJson) {
   CommandResult r = Cli({"eval", "--drafter", "m", "--dataset", "d", "--progress", "none"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_THAT(r.out, HasSubstr("95% intervals (percentile bootstrap over samples, 1000 resamples)"));
+  EXPECT_THAT(r.out,
+              HasSubstr("95% intervals (percentile bootstrap over samples, 1000 resamples)"));
   json j = CliJson({"eval", "--drafter", "m", "--dataset", "d", "--progress", "none"});
   ASSERT_TRUE(j.contains("acceptLengthCi")) << j.dump();
   const double lo = j["acceptLengthCi"]["lo"], hi = j["acceptLengthCi"]["hi"];
@@ -79,14 +80,15 @@ TEST_F(GateCliTest, GateExitsFourOnlyWhenSignificantlyWorse) {
   CommandResult tolerant = Eval("drafter-v1new", "gate-run", 250,
                                 {"--gate", good, "--metric", "acceptance[1]", "--min-delta", "2"});
   EXPECT_EQ(tolerant.exit_code, 0) << tolerant.out << tolerant.err;
-  EXPECT_THAT(tolerant.out, HasSubstr("gate: pass against " + good + " (step 100) on acceptance[1]"));
+  EXPECT_THAT(tolerant.out,
+              HasSubstr("gate: pass against " + good + " (step 100) on acceptance[1]"));
   // best: the step-100 weights again equal the best (delta 0): pass.
   CommandResult same = Eval("drafter", "gate-run", 300, {"--gate", "best"});
   EXPECT_EQ(same.exit_code, 0) << same.out << same.err;
   EXPECT_THAT(same.out, HasSubstr("gate: pass against " + good));
   // --json: stdout is the result (with its gate); the verdict line goes to stderr.
-  CommandResult js = Eval("drafter-v1new", "gate-run", 400, {"--gate", "best", "--metric",
-                                                              "accept_length"});
+  CommandResult js =
+      Eval("drafter-v1new", "gate-run", 400, {"--gate", "best", "--metric", "accept_length"});
   EXPECT_EQ(js.exit_code, 4) << js.err;
   CommandResult js2 = Cli({"--json", "eval", "--checkpoint", data_ + "/drafter-v1new", "--dataset",
                            "d", "--run", "gate-run", "--step", "500", "--gate", "best"});
@@ -112,14 +114,16 @@ TEST_F(GateCliTest, GateRefusalsNameTheProblem) {
 
 TEST_F(GateCliTest, CompareReportsPairedDifferences) {
   json a = CliJson({"eval", "--detach", "--drafter", "m", "--dataset", "d"});
-  json b = CliJson({"eval", "--detach", "--checkpoint", data_ + "/drafter-v1new", "--dataset", "d"});
+  json b =
+      CliJson({"eval", "--detach", "--checkpoint", data_ + "/drafter-v1new", "--dataset", "d"});
   const std::string ida = a["id"], idb = b["id"];
   CliJson({"results", ida, "--wait", "--progress", "none"});
   CliJson({"results", idb, "--wait", "--progress", "none"});
   CommandResult r = Cli({"compare", ida, idb});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("paired differences against " + ida));
-  EXPECT_THAT(r.out, ::testing::MatchesRegex("(.|\n)*  tau +" + idb + " +-[0-9.]+ \\[-[0-9.]+, "
+  EXPECT_THAT(r.out, ::testing::MatchesRegex("(.|\n)*  tau +" + idb +
+                                             " +-[0-9.]+ \\[-[0-9.]+, "
                                              "-[0-9.]+\\] +worse\n(.|\n)*"));
   json j = CliJson({"compare", ida, idb});
   ASSERT_FALSE(j["differences"].empty()) << j.dump();
@@ -132,8 +136,9 @@ TEST_F(GateCliTest, CompareReportsPairedDifferences) {
   CliJson({"results", c["id"], "--wait", "--progress", "none"});
   CommandResult strict = Cli({"compare", ida, c["id"], "--require-paired"});
   EXPECT_EQ(strict.exit_code, 1);
-  EXPECT_THAT(strict.err, HasSubstr("FAILED_PRECONDITION: cannot pair " + ida + " and " +
-                                    c["id"].get<std::string>() + ": they scored different samples"));
+  EXPECT_THAT(strict.err,
+              HasSubstr("FAILED_PRECONDITION: cannot pair " + ida + " and " +
+                        c["id"].get<std::string>() + ": they scored different samples"));
   CommandResult loose = Cli({"compare", ida, c["id"]});
   EXPECT_EQ(loose.exit_code, 0) << loose.err;
   EXPECT_THAT(loose.out, HasSubstr("warning: no paired intervals: cannot pair"));

@@ -84,11 +84,11 @@ TEST(PythonExampleTest, SubmitsOneDetachedEvalPerCheckpoint) {
   fs::create_directories(gate_dir + "/step-200");
   fs::copy(data + "/drafter", gate_dir + "/step-100", fs::copy_options::recursive);
   fs::copy(data + "/drafter-v1new", gate_dir + "/step-200", fs::copy_options::recursive);
-  CommandResult gated = RunCommand(
-      {ExamplePython(),
-       BinaryFromEnv("DFLASH_SOURCE_DIR") + "/examples/python/submit_per_checkpoint.py", "--server",
-       address, "--dataset", "d", "--gate", "previous", gate_dir},
-      {}, 300);
+  CommandResult gated =
+      RunCommand({ExamplePython(),
+                  BinaryFromEnv("DFLASH_SOURCE_DIR") + "/examples/python/submit_per_checkpoint.py",
+                  "--server", address, "--dataset", "d", "--gate", "previous", gate_dir},
+                 {}, 300);
   EXPECT_EQ(gated.exit_code, 4) << gated.out << gated.err;
   EXPECT_THAT(gated.out, HasSubstr("gate: pass (no reference: no SUCCEEDED job of run 'run-gate'"));
   EXPECT_THAT(gated.out, HasSubstr("gate: WORSE than "));

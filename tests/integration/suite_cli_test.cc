@@ -107,8 +107,8 @@ TEST_F(SuiteCliTest, BadSuitesAreRefusedByName) {
   EXPECT_EQ(missing.exit_code, 1);
   EXPECT_THAT(missing.err,
               HasSubstr("NOT_FOUND: suite 'd,nope': no resident dataset named 'nope'"));
-  CommandResult gated = Cli({"eval", "--drafter", "m", "--dataset", "d,d2", "--run", "g",
-                             "--step", "3", "--gate", "previous"});
+  CommandResult gated = Cli({"eval", "--drafter", "m", "--dataset", "d,d2", "--run", "g", "--step",
+                             "3", "--gate", "previous"});
   EXPECT_EQ(gated.exit_code, 1);
   EXPECT_THAT(gated.err, HasSubstr("gate applies to one dataset"));
 }
