@@ -307,9 +307,9 @@ std::string FormatSuiteResult(const pb::EvalResult& r) {
       "datasets)\n",
       r.suite(), r.suite_results_size(), r.mode() == pb::EVAL_MODE_REPLAY ? "replay" : "anchor",
       r.block_size());
-  absl::StrAppend(&out, absl::StrFormat("  %-16s %8s %8s %-26s %-26s %7s %7s %7s\n", "dataset",
+  absl::StrAppend(&out, absl::StrFormat("  %-16s %8s %8s %-26s %-26s %8s %8s %8s\n", "dataset",
                                         "samples", "blocks", "accept length [95%]", "tau [95%]",
-                                        "acc@1", "acc@2", "acc@3"));
+                                        "accept@1", "accept@2", "accept@3"));
   const auto row = [&](const std::string& name, const pb::EvalResult& x) {
     const auto cell = [](double v, bool has, const pb::Interval& i) {
       return has ? absl::StrFormat("%.3f [%.3f, %.3f]", v, i.lo(), i.hi())
@@ -317,7 +317,7 @@ std::string FormatSuiteResult(const pb::EvalResult& r) {
     };
     absl::StrAppend(
         &out, absl::StrFormat(
-                  "  %-16s %8d %8d %-26s %-26s %7s %7s %7s\n", name, x.samples(), x.blocks(),
+                  "  %-16s %8d %8d %-26s %-26s %8s %8s %8s\n", name, x.samples(), x.blocks(),
                   cell(x.accept_length_pooled(), x.has_accept_length_ci(), x.accept_length_ci()),
                   cell(x.tau(), x.has_tau_ci(), x.tau_ci()), Cell4(AcceptanceAt(x, 1)),
                   Cell4(AcceptanceAt(x, 2)), Cell4(AcceptanceAt(x, 3))));
@@ -333,12 +333,17 @@ std::string FormatDifferences(const pb::CompareEvalsResponse& cmp) {
   std::string out = absl::StrFormat(
       "paired differences against %s (95%% paired bootstrap over the shared samples)\n",
       cmp.jobs(0).id());
-  absl::StrAppend(&out, absl::StrFormat("  %-16s %-14s %9s %-19s %s\n", "metric", "job", "delta",
-                                        "95% interval", "verdict"));
+  int width = 14;
+  for (const pb::EvalJob& j : cmp.jobs()) width = std::max(width, static_cast<int>(j.id().size()));
+  absl::StrAppend(&out, absl::StrFormat("  %-16s %-*s %9s %-19s %s\n", "metric", width, "job",
+                                        "delta", "95% interval", "verdict"));
   for (const pb::MetricDifference& d : cmp.differences()) {
-    const std::string& job = d.job_index() < cmp.jobs_size() ? cmp.jobs(d.job_index()).id() : "?";
+    const std::string job = d.job_index() < cmp.jobs_size() ? cmp.jobs(d.job_index()).id() : "?";
+    // NaN: the metric has no denominator in one of the jobs ("undefined").
+    const std::string delta =
+        std::isnan(d.delta()) ? std::string("-") : absl::StrFormat("%+.4f", d.delta());
     absl::StrAppend(&out,
-                    absl::StrFormat("  %-16s %-14s %+9.4f %-19s %s\n", d.metric(), job, d.delta(),
+                    absl::StrFormat("  %-16s %-*s %9s %-19s %s\n", d.metric(), width, job, delta,
                                     IntervalText(d.has_delta_ci(), d.delta_ci()), d.verdict()));
   }
   return out;

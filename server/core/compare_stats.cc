@@ -4,6 +4,7 @@
 #include "core/compare_stats.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -49,7 +50,9 @@ absl::StatusOr<std::vector<MetricDifference>> PairedDifferences(
       d.delta = values[m] - base_values[m];
       d.delta_ci = ci[m];
       d.excludes_zero = ci[m] && (ci[m]->lo > 0 || ci[m]->hi < 0);
-      d.verdict = eval::DifferenceVerdict(ci[m]);
+      // A metric with no denominator in one job (e.g. conditional[j] when
+      // no block reached j) has no difference to judge.
+      d.verdict = std::isnan(d.delta) ? "undefined" : eval::DifferenceVerdict(ci[m]);
       out.push_back(std::move(d));
     }
   }
@@ -101,7 +104,8 @@ eval::GateVerdict GateVerdictFor(const jobs::JobRecord& job, const eval::EvalRes
                         reference->request.step, ") on ", spec.metric, ": ", Fmt(v.value), " vs ",
                         Fmt(v.reference_value), ", delta ", Fmt(v.delta), ", 95% interval [",
                         Fmt(v.delta_ci->lo), ", ", Fmt(v.delta_ci->hi), "]",
-                        worse ? " lies below -" : " does not lie below -", Fmt(spec.min_delta));
+                        worse ? " lies below " : " does not lie below ",
+                        spec.min_delta > 0 ? absl::StrCat("-", Fmt(spec.min_delta)) : "zero");
   return v;
 }
 

@@ -22,7 +22,7 @@ struct MetricDifference {
   double reference_value = 0, value = 0, delta = 0;  // delta = value - reference_value
   std::optional<eval::Interval> delta_ci;
   bool excludes_zero = false;
-  std::string verdict;  // "better", "worse" or "no detectable difference"
+  std::string verdict;  // "better", "worse", "no detectable difference" or "undefined"
 };
 
 // Every metric (accept length, tau, the per-position rates on the positions
