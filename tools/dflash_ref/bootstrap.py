@@ -2,6 +2,7 @@
 """Reference for the service's bootstrap intervals (server/eval/bootstrap.cc).
 
   bootstrap.py CASE.json   -> prints the intervals as JSON
+  bootstrap.py --self-test -> the documented case (ctest dflash_ref_bootstrap)
 
 CASE: {"samples": [{"blocks": b, "accepted_total": a, "counted": [...],
 "correct": [...], "accepted": [...], "conditional_counted": [...]}, ...],
@@ -92,6 +93,42 @@ def intervals(case):
     return out
 
 
+def _unit(blocks, total, counted, correct, accepted, conditional):
+    return {"blocks": blocks, "accepted_total": total, "counted": counted, "correct": correct,
+            "accepted": accepted, "conditional_counted": conditional}
+
+
+# The documented case (docs/decision-metrics-stats.md; tests/eval/bootstrap_test.cc
+# holds the same numbers for the C++ side).
+CASE_A = [_unit(2, 5, [2, 2], [2, 1], [2, 1], [2, 2]), _unit(1, 1, [1, 1], [0, 1], [0, 0], [1, 0]),
+          _unit(3, 6, [3, 2], [2, 1], [2, 1], [3, 2]), _unit(0, 0, [0, 0], [0, 0], [0, 0], [0, 0])]
+CASE_B = [_unit(2, 6, [2, 2], [2, 2], [2, 2], [2, 2]), _unit(1, 2, [1, 1], [1, 0], [1, 0], [1, 1]),
+          _unit(3, 9, [3, 3], [3, 3], [3, 3], [3, 3]), _unit(0, 0, [0, 0], [0, 0], [0, 0], [0, 0])]
+WANT_A = [[1.0, 2.5], [1.0, 2.5], [0.0, 1.0], [0.0, 1.0], [0.0, 1.0], [0.5, 1.0], [0.0, 0.5],
+          [0.5, 0.5]]
+WANT_PAIRED = [[0.5, 1.0], [0.5, 1.0], [0.0, 1.0], [0.0, 1.0], [0.0, 1.0], [-1.0, 0.5],
+               [0.0, 0.5], [0.0, 0.5]]
+
+
+def self_test():
+    """The documented case gives the C++ test's numbers; identical samples a zero width."""
+    fails = 0
+    for name, case, want in (
+            ("single", {"samples": CASE_A, "resamples": 1000, "seed": 7}, WANT_A),
+            ("paired", {"samples": CASE_A, "paired_with": CASE_B, "resamples": 1000, "seed": 7},
+             WANT_PAIRED)):
+        got = list(intervals(case).values())
+        ok = all(abs(g[0] - w[0]) < 1e-12 and abs(g[1] - w[1]) < 1e-12 for g, w in zip(got, want))
+        print("%s %s: %s" % ("ok  " if ok else "FAIL", name, got))
+        fails += not ok
+    same = intervals({"samples": [CASE_A[0]] * 5, "resamples": 200, "seed": 1})
+    ok = all(v[0] == v[1] for v in same.values())
+    print("%s identical samples give zero-width intervals" % ("ok  " if ok else "FAIL"))
+    return fails + (not ok)
+
+
 if __name__ == "__main__":
+    if sys.argv[1:] == ["--self-test"]:
+        sys.exit(1 if self_test() else 0)
     with open(sys.argv[1]) as f:
         print(json.dumps(intervals(json.load(f)), indent=1))
