@@ -23,7 +23,7 @@ import glob
 import os
 import re
 import sys
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import dflash_eval
 
@@ -105,7 +105,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ap.add_argument("--min-delta", type=float, default=0.0,
                     help="gate: worse only when the whole interval lies below -X")
     args = ap.parse_args(argv)
-    gate = {"gate": args.gate, "gate_metric": args.metric,
+    gate: Dict[str, Any] = {"gate": args.gate, "gate_metric": args.metric,
             "gate_min_delta": args.min_delta} if args.gate else {}
 
     checkpoints = find_checkpoints(args.paths)

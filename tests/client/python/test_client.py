@@ -151,13 +151,14 @@ class ClientTest(server.SharedServerTest):
     def test_intervals_paired_compare_and_the_gate(self) -> None:
         first = self.client.submit(checkpoint=self.path("drafter"), dataset="d", run="py-gate",
                                    step=1, gate="previous").result()
-        self.assertIsNotNone(first.accept_length_ci)
+        assert first.accept_length_ci is not None and first.gate is not None
         self.assertLessEqual(first.accept_length_ci.lo, first.accept_length_pooled)
         self.assertEqual(first.ci_resamples, 1000)
         self.assertEqual(first.gate.verdict, "no reference")
         worse = self.client.submit(checkpoint=self.path("drafter-v1new"), dataset="d",
                                    run="py-gate", step=2, gate="previous")
         verdict = worse.result().gate
+        assert verdict is not None and verdict.delta_ci is not None
         self.assertEqual(verdict.verdict, "worse", verdict.text)
         self.assertLess(verdict.delta_ci.hi, 0.0)
         self.assertTrue(verdict.text.startswith("gate: WORSE than "), verdict.text)
