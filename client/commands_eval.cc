@@ -26,7 +26,13 @@ struct EvalState {
   std::vector<std::string> sampling;  // --sampling specs
   bool detach = false, sync = false;
   bool full_positions = false;
+  std::string ci = "bootstrap";
+  int64_t ci_resamples = 0;
+  double min_delta = 0;
 };
+
+// Exit status of a gated eval whose new checkpoint is significantly worse.
+constexpr int kExitGateWorse = 4;
 
 // Conditional arguments are checked here, after parsing, with the missing
 // piece named (the original harness got this wrong).
@@ -81,6 +87,19 @@ void CheckAndFill(EvalState& st) {
   req.set_max_new_tokens(static_cast<int32_t>(st.max_new_tokens));
   req.set_step(st.step);
   req.set_full_positions(st.full_positions);
+  if (st.ci == "none") req.set_ci("none");
+  req.set_ci_resamples(static_cast<int32_t>(st.ci_resamples));
+  req.set_gate_min_delta(st.min_delta);
+  if (req.gate().empty() && (!req.gate_metric().empty() || req.gate_min_delta() != 0)) {
+    throw UsageError{"eval: --metric and --min-delta apply to --gate only"};
+  }
+  if (!req.gate().empty() && (st.detach || st.sync)) {
+    throw UsageError{"eval: --gate waits for the job's verdict; drop --detach/--sync"};
+  }
+  if ((req.gate() == "best" || req.gate() == "previous") && req.run().empty()) {
+    throw UsageError{absl::StrCat("eval: --gate ", req.gate(),
+                                  " compares with earlier steps of a run; give --run R --step S")};
+  }
 }
 
 int RunSync(CliContext& cx, const EvalState& st, EvalClient& c) {
@@ -146,6 +165,12 @@ int WaitAndPrintResult(CliContext& cx, EvalClient& c, const pb::EvalJob& job,
     return kExitRpcError;
   }
   cx.Print(final_job->result(), FormatEvalResult(final_job->result()));
+  if (final_job->result().has_gate()) {
+    const pb::GateVerdict& g = final_job->result().gate();
+    if (cx.g.json) cx.err << g.text() << "\n";  // the verdict line also reaches a script's log
+    if (g.verdict() == "worse") return kExitGateWorse;
+    if (g.verdict() == "error") return kExitRpcError;
+  }
   return kExitOk;
 }
 
@@ -197,6 +222,21 @@ void AddEvalCommand(CliContext& ctx) {
       "with --checkpoint: free the drafter when the job ends");
   cmd->add_flag("--detach", st->detach, "print the job id and return at once");
   cmd->add_flag("--sync", st->sync, "run inside this call (RunEval), no job");
+  cmd->add_option("--ci", st->ci, "95% intervals over samples: bootstrap or none")
+      ->check(CLI::IsMember({"bootstrap", "none"}))
+      ->capture_default_str();
+  cmd->add_option("--ci-resamples", st->ci_resamples, "bootstrap resamples (0 = 1000)")
+      ->check(CLI::Range(int64_t{0}, int64_t{100000}));
+  cmd->add_option("--gate", *st->req.mutable_gate(),
+                  "regression gate: best, previous or a JOB id; exit 4 when this checkpoint is "
+                  "significantly worse than that reference")
+      ->check([](const std::string& v) { return v.empty() ? "--gate needs a value" : ""; });
+  cmd->add_option("--metric", *st->req.mutable_gate_metric(),
+                  "gate metric: tau (default), accept_length, acceptance[j], accuracy[j], "
+                  "conditional[j]");
+  cmd->add_option("--min-delta", st->min_delta,
+                  "gate: worse only when the whole interval lies below -X")
+      ->check(CLI::NonNegativeNumber);
   cmd->add_option("--progress", st->progress,
                   "auto (bar on a terminal, else lines), bar, lines or none")
       ->check(CLI::IsMember({"auto", "bar", "lines", "none"}))

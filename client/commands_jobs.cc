@@ -105,6 +105,8 @@ void AddList(CliContext& ctx) {
       ->check(CLI::IsMember(kStates));
   cmd->add_option("--drafter", *st->req.mutable_drafter(), "only this drafter");
   cmd->add_option("--dataset", *st->req.mutable_dataset(), "only this dataset");
+  cmd->add_option("--suite", *st->req.mutable_suite(),
+                  "only suite jobs of this suite (as given: 'a,b,c' or a configured name)");
   cmd->add_option("--limit", st->limit, "at most N jobs per page (default: the server's)")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--page-token", *st->req.mutable_page_token(),
@@ -159,15 +161,28 @@ void AddCompare(CliContext& ctx) {
   struct State {
     std::vector<std::string> ids;
     std::string svg;
+    bool require_paired = false;
+    int64_t resamples = 0;
+    uint64_t seed = 0;
   };
   CliContext* cx = &ctx;
   State* st = ctx.Keep<State>();
   CLI::App* cmd = ctx.app.add_subcommand("compare", "finished jobs side by side, with differences");
   cmd->add_option("jobs", st->ids, "two or more job ids")->required()->expected(2, 1 << 20);
   cmd->add_option("--svg", st->svg, "also write per-position accuracy curves to FILE (SVG)");
+  cmd->add_flag("--require-paired", st->require_paired,
+                "fail when the jobs' samples cannot be paired (else a warning)");
+  cmd->add_option("--ci-resamples", st->resamples, "paired bootstrap resamples (0 = 1000)")
+      ->check(CLI::Range(int64_t{0}, int64_t{100000}));
+  cmd->add_option("--ci-seed", st->seed, "paired bootstrap seed");
   cmd->callback([cx, st] {
     cx->run = [cx, st](EvalClient& c) {
-      auto resp = c.CompareEvals(st->ids);
+      pb::CompareEvalsRequest req;
+      for (const std::string& id : st->ids) req.add_ids(id);
+      req.set_require_paired(st->require_paired);
+      req.set_ci_resamples(static_cast<int32_t>(st->resamples));
+      req.set_ci_seed(st->seed);
+      auto resp = c.CompareEvals(req);
       if (!resp.ok()) return ReportStatus(resp.status(), cx->err);
       cx->Print(*resp, FormatComparison(*resp));
       if (st->svg.empty()) return kExitOk;
@@ -248,18 +263,31 @@ void AddHistory(CliContext& ctx) {
       chart.x_label = "training step";
       chart.y_label = "accept length (pooled, incl. bonus token)";
       chart.integer_x = true;
-      // One point per step: the newest evaluation of that step.
-      ChartSeries s{st->req.run(), {}};
+      // One curve per dataset (a suite job adds a point to each of its
+      // datasets' curves); one point per step: the newest evaluation of it.
+      std::vector<ChartSeries> curves;
+      const auto add = [&](const std::string& dataset, double x, double y) {
+        auto it = std::find_if(curves.begin(), curves.end(),
+                               [&](const ChartSeries& c) { return c.name == dataset; });
+        if (it == curves.end()) it = curves.insert(curves.end(), ChartSeries{dataset, {}});
+        if (!it->points.empty() && it->points.back().first == x) {
+          it->points.back().second = y;
+        } else {
+          it->points.push_back({x, y});
+        }
+      };
       for (const pb::EvalJob& j : *jobs) {
         const double x = static_cast<double>(j.request().step());
-        const double y = j.result().accept_length_pooled();
-        if (!s.points.empty() && s.points.back().first == x) {
-          s.points.back().second = y;
-        } else {
-          s.points.push_back({x, y});
+        if (j.result().suite_results_size() == 0) {
+          add(j.request().dataset(), x, j.result().accept_length_pooled());
+        }
+        for (const pb::DatasetResult& d : j.result().suite_results()) {
+          add(d.dataset(), x, d.result().accept_length_pooled());
         }
       }
-      chart.series.push_back(std::move(s));
+      // One dataset: the curve is named after the run, as before suites.
+      if (curves.size() == 1) curves[0].name = st->req.run();
+      for (ChartSeries& s : curves) chart.series.push_back(std::move(s));
       return WriteSvg(*cx, st->svg, RenderLineChart(chart));
     };
   });

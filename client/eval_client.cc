@@ -167,10 +167,15 @@ bool IsFinalState(pb::JobState state) {
 
 absl::StatusOr<pb::CompareEvalsResponse> EvalClient::CompareEvals(
     const std::vector<std::string>& ids) {
-  grpc::ClientContext ctx;
-  Prepare(&ctx);
   pb::CompareEvalsRequest req;
   for (const std::string& id : ids) req.add_ids(id);
+  return CompareEvals(req);
+}
+
+absl::StatusOr<pb::CompareEvalsResponse> EvalClient::CompareEvals(
+    const pb::CompareEvalsRequest& req) {
+  grpc::ClientContext ctx;
+  Prepare(&ctx);
   pb::CompareEvalsResponse resp;
   absl::Status s = Convert(stub_->CompareEvals(&ctx, req, &resp));
   if (!s.ok()) return s;

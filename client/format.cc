@@ -10,6 +10,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "client/format_decision.h"
+#include "client/format_jobs.h"
 
 namespace dflash::client {
 namespace {
@@ -191,6 +192,7 @@ std::string FormatLoadResponse(const pb::LoadResponse& resp) {
 }
 
 std::string FormatEvalResult(const pb::EvalResult& r) {
+  if (r.suite_results_size() > 0) return FormatSuiteResult(r);
   std::string out;
   const char* mode = r.mode() == pb::EVAL_MODE_REPLAY ? "replay" : "anchor";
   const bool dflash2 = r.selector_top_k() > 0;
@@ -265,6 +267,7 @@ std::string FormatEvalResult(const pb::EvalResult& r) {
   absl::StrAppend(
       &out, absl::StrFormat("time: setup %.3fs, compute %.3fs, %.0f tokens/s\n", r.setup_seconds(),
                             r.compute_seconds(), r.tokens_per_second()));
+  absl::StrAppend(&out, FormatIntervals(r));
   for (const std::string& w : r.warnings()) absl::StrAppend(&out, "warning: ", w, "\n");
   return out;
 }

@@ -37,6 +37,13 @@ double AccuracyAt(const pb::EvalResult& r, int j) {
   return std::nan("");
 }
 
+double AcceptanceAt(const pb::EvalResult& r, int j) {
+  for (const pb::PositionMetrics& p : r.positions()) {
+    if (p.position() == j) return p.acceptance();
+  }
+  return std::nan("");
+}
+
 std::string Cell3(double v) {
   return std::isnan(v) ? "-" : absl::StrFormat("%.3f", v);
 }
@@ -51,6 +58,11 @@ std::string WithDiff(double v, double first, int precision, bool is_first) {
   if (!is_first && !std::isnan(first))
     absl::StrAppend(&s, absl::StrFormat(" (%+.*f)", precision, v - first));
   return s;
+}
+
+// "[0.812, 0.845]", or "-" when the interval is absent.
+std::string IntervalText(bool has, const pb::Interval& i) {
+  return has ? absl::StrFormat("[%.4f, %.4f]", i.lo(), i.hi()) : std::string("-");
 }
 
 }  // namespace
@@ -261,7 +273,79 @@ std::string FormatComparison(const pb::CompareEvalsResponse& cmp) {
           return WithDiff(AccuracyAt(j.result(), pos), first, 4, i++ == 0);
         }));
   }
+  absl::StrAppend(&out, FormatDifferences(cmp));
   for (const std::string& w : cmp.warnings()) absl::StrAppend(&out, "warning: ", w, "\n");
+  return out;
+}
+
+std::string FormatIntervals(const pb::EvalResult& r) {
+  std::string out;
+  if (r.ci_resamples() > 0) {
+    absl::StrAppend(
+        &out, absl::StrFormat("95%% intervals (percentile bootstrap over samples, %d resamples):\n"
+                              "  accept length %s   tau %s\n",
+                              r.ci_resamples(),
+                              IntervalText(r.has_accept_length_ci(), r.accept_length_ci()),
+                              IntervalText(r.has_tau_ci(), r.tau_ci())));
+    absl::StrAppend(&out, absl::StrFormat("  %4s %-17s %-17s %-17s\n", "pos", "accuracy",
+                                          "acceptance", "conditional"));
+    for (const pb::PositionMetrics& p : r.positions()) {
+      absl::StrAppend(&out,
+                      absl::StrFormat("  %4d %-17s %-17s %-17s\n", p.position(),
+                                      IntervalText(p.has_accuracy_ci(), p.accuracy_ci()),
+                                      IntervalText(p.has_acceptance_ci(), p.acceptance_ci()),
+                                      IntervalText(p.has_conditional_ci(), p.conditional_ci())));
+    }
+  }
+  if (r.has_gate()) absl::StrAppend(&out, r.gate().text(), "\n");
+  return out;
+}
+
+std::string FormatSuiteResult(const pb::EvalResult& r) {
+  std::string out = absl::StrFormat(
+      "suite %s: %d datasets, %s mode, block size %d (macro average = unweighted mean over "
+      "datasets)\n",
+      r.suite(), r.suite_results_size(), r.mode() == pb::EVAL_MODE_REPLAY ? "replay" : "anchor",
+      r.block_size());
+  absl::StrAppend(&out, absl::StrFormat("  %-16s %8s %8s %-26s %-26s %8s %8s %8s\n", "dataset",
+                                        "samples", "blocks", "accept length [95%]", "tau [95%]",
+                                        "accept@1", "accept@2", "accept@3"));
+  const auto row = [&](const std::string& name, const pb::EvalResult& x) {
+    const auto cell = [](double v, bool has, const pb::Interval& i) {
+      return has ? absl::StrFormat("%.3f [%.3f, %.3f]", v, i.lo(), i.hi())
+                 : absl::StrFormat("%.3f", v);
+    };
+    absl::StrAppend(
+        &out, absl::StrFormat(
+                  "  %-16s %8d %8d %-26s %-26s %8s %8s %8s\n", name, x.samples(), x.blocks(),
+                  cell(x.accept_length_pooled(), x.has_accept_length_ci(), x.accept_length_ci()),
+                  cell(x.tau(), x.has_tau_ci(), x.tau_ci()), Cell4(AcceptanceAt(x, 1)),
+                  Cell4(AcceptanceAt(x, 2)), Cell4(AcceptanceAt(x, 3))));
+  };
+  for (const pb::DatasetResult& d : r.suite_results()) row(d.dataset(), d.result());
+  row("macro average", r);
+  for (const std::string& w : r.warnings()) absl::StrAppend(&out, "warning: ", w, "\n");
+  return out;
+}
+
+std::string FormatDifferences(const pb::CompareEvalsResponse& cmp) {
+  if (cmp.differences().empty()) return "";
+  std::string out = absl::StrFormat(
+      "paired differences against %s (95%% paired bootstrap over the shared samples)\n",
+      cmp.jobs(0).id());
+  int width = 14;
+  for (const pb::EvalJob& j : cmp.jobs()) width = std::max(width, static_cast<int>(j.id().size()));
+  absl::StrAppend(&out, absl::StrFormat("  %-16s %-*s %9s %-19s %s\n", "metric", width, "job",
+                                        "delta", "95% interval", "verdict"));
+  for (const pb::MetricDifference& d : cmp.differences()) {
+    const std::string job = d.job_index() < cmp.jobs_size() ? cmp.jobs(d.job_index()).id() : "?";
+    // NaN: the metric has no denominator in one of the jobs ("undefined").
+    const std::string delta =
+        std::isnan(d.delta()) ? std::string("-") : absl::StrFormat("%+.4f", d.delta());
+    absl::StrAppend(&out,
+                    absl::StrFormat("  %-16s %-*s %9s %-19s %s\n", d.metric(), width, job, delta,
+                                    IntervalText(d.has_delta_ci(), d.delta_ci()), d.verdict()));
+  }
   return out;
 }
 
@@ -271,13 +355,17 @@ std::string FormatHistory(const std::string& run, const std::vector<pb::EvalJob>
   absl::StrAppend(&out,
                   absl::StrFormat("%10s %10s %7s %7s %7s %7s %7s  %-12s %s\n", "STEP", "ACCEPT LEN",
                                   "TAU", "ACC@1", "ACC@2", "ACC@3", "ACC@4", "DATASET", "JOB"));
+  const auto row = [&](const pb::EvalJob& j, const pb::EvalResult& r, const std::string& dataset) {
+    absl::StrAppend(
+        &out, absl::StrFormat("%10d %10s %7s %7s %7s %7s %7s  %-12s %s\n", j.request().step(),
+                              Cell3(r.accept_length_pooled()), Cell3(r.tau()),
+                              Cell4(AccuracyAt(r, 1)), Cell4(AccuracyAt(r, 2)),
+                              Cell4(AccuracyAt(r, 3)), Cell4(AccuracyAt(r, 4)), dataset, j.id()));
+  };
   for (const pb::EvalJob& j : jobs) {
-    const pb::EvalResult& r = j.result();
-    absl::StrAppend(&out, absl::StrFormat("%10d %10s %7s %7s %7s %7s %7s  %-12s %s\n",
-                                          j.request().step(), Cell3(r.accept_length_pooled()),
-                                          Cell3(r.tau()), Cell4(AccuracyAt(r, 1)),
-                                          Cell4(AccuracyAt(r, 2)), Cell4(AccuracyAt(r, 3)),
-                                          Cell4(AccuracyAt(r, 4)), j.request().dataset(), j.id()));
+    // A suite job: one row per dataset (one curve each), then its macro average.
+    for (const pb::DatasetResult& d : j.result().suite_results()) row(j, d.result(), d.dataset());
+    row(j, j.result(), j.result().suite_results_size() > 0 ? "macro avg" : j.request().dataset());
   }
   return out;
 }

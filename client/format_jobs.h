@@ -31,6 +31,15 @@ std::string FormatJobList(const pb::ListEvalsResponse& list);
 // Accept length, tau and per-position accuracy side by side, each with its
 // difference from the first job, then the server's warnings.
 std::string FormatComparison(const pb::CompareEvalsResponse& cmp);
+// The result's 95% intervals (accept length, tau, per-position rates) and
+// its gate verdict; "" when it has neither.
+std::string FormatIntervals(const pb::EvalResult& r);
+// A suite job's result: one row per dataset (samples, blocks, accept length
+// and tau with their intervals, acceptance at j = 1..3), then the macro average.
+std::string FormatSuiteResult(const pb::EvalResult& r);
+// The paired differences of a comparison: per metric, each job against the
+// first, "better", "worse" or "no detectable difference".
+std::string FormatDifferences(const pb::CompareEvalsResponse& cmp);
 // Step vs accept length, tau and accuracy at positions 1..4, in the given order.
 std::string FormatHistory(const std::string& run, const std::vector<pb::EvalJob>& jobs);
 

@@ -11,6 +11,11 @@ Given a folder that is not itself a checkpoint, every checkpoint directory
 directly under it is submitted, in step order. The run defaults to the
 parent folder's name and the step comes from the folder's name. Inside a
 training script, use `dflash_eval.CheckpointHook` instead.
+
+With --gate best|previous|JOB it waits, prints each job's one-line gate
+verdict (the server computes it: the new checkpoint against the reference,
+paired over the same samples) and exits 4 when a checkpoint is significantly
+worse, as `dflash-eval eval --gate` does.
 """
 
 import argparse
@@ -18,7 +23,7 @@ import glob
 import os
 import re
 import sys
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import dflash_eval
 
@@ -92,7 +97,16 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                     help="leave each drafter resident (default: unload_after)")
     ap.add_argument("--wait", action="store_true",
                     help="wait until every job ends; print accept length per step")
+    ap.add_argument("--gate", default="",
+                    help="best, previous or a job id: exit 4 when a checkpoint is significantly "
+                         "worse than that reference (implies --wait)")
+    ap.add_argument("--metric", default="tau", help="gate metric (tau, accept_length, "
+                    "acceptance[j], ...)")
+    ap.add_argument("--min-delta", type=float, default=0.0,
+                    help="gate: worse only when the whole interval lies below -X")
     args = ap.parse_args(argv)
+    gate: Dict[str, Any] = {"gate": args.gate, "gate_metric": args.metric,
+            "gate_min_delta": args.min_delta} if args.gate else {}
 
     checkpoints = find_checkpoints(args.paths)
     labels = parse_labels(args.label)
@@ -104,23 +118,27 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             job = client.submit(checkpoint=path, dataset=args.dataset, mode=args.mode, run=run,
                                 step=step_of(path) or 0, labels=labels, target=args.target,
                                 anchors=args.anchors, max_samples=args.max_samples,
-                                unload_after=not args.keep_loaded)
+                                unload_after=not args.keep_loaded, **gate)
             jobs.append(job)
             print(f"submitted {job.id}  run {run} step {job.record.step}  {path}", flush=True)
-        if not args.wait:
+        if not args.wait and not args.gate:
             return 0
-        failed = 0
+        failed = worse = 0
         print(f"{'step':>10} {'accept length':>14} {'tau':>7}  job")
         for job in jobs:
             final = job.wait()
             if final.succeeded and final.result is not None:
                 r = final.result
                 print(f"{final.step:>10} {r.accept_length_pooled:>14.3f} {r.tau:>7.3f}  {job.id}")
+                if r.gate is not None:
+                    print(f"{'':>10} {r.gate.text}")
+                    worse += r.gate.verdict == "worse"
+                    failed += r.gate.verdict == "error"
             else:
                 failed += 1
                 print(f"{final.step:>10} {final.state:>14}          {job.id}: "
                       f"{final.error_message}")
-        return 1 if failed else 0
+        return 1 if failed else 4 if worse else 0
     except dflash_eval.Error as e:
         print(f"submit_per_checkpoint: {e}", file=sys.stderr)
         return 2 if isinstance(e, dflash_eval.UnreachableError) else 1

@@ -234,6 +234,22 @@ class YamlJsonConfig final : public CLI::Config {
   PreloadConfig* preload_;
 };
 
+// suites: {NAME: [dataset, ...], ...}: two or more dataset names each.
+void ParseSuites(const json& v, PreloadConfig* preload) {
+  if (!v.is_object()) Fail("config key 'suites' must be a mapping of suite names to dataset lists");
+  for (const auto& [name, list] : v.items()) {
+    const std::string where = absl::StrCat("suites.", name);
+    if (!list.is_array() || list.size() < 2) {
+      Fail(absl::StrCat("config key '", where, "' must be a list of two or more dataset names"));
+    }
+    std::vector<std::string> datasets;
+    for (size_t i = 0; i < list.size(); ++i) {
+      datasets.push_back(Scalar(list[i], absl::StrCat(where, "[", i, "]")));
+    }
+    preload->suites[name] = std::move(datasets);
+  }
+}
+
 }  // namespace
 
 std::vector<CLI::ConfigItem> ParseConfigText(const std::string& text, const CLI::App& app,
@@ -247,6 +263,7 @@ std::vector<CLI::ConfigItem> ParseConfigText(const std::string& text, const CLI:
     if (k != "data_root") known.push_back(k);  // accepted, not advertised
   }
   known.push_back("preload");
+  known.push_back("suites");
   std::sort(known.begin(), known.end());
 
   std::vector<CLI::ConfigItem> items;
@@ -254,6 +271,10 @@ std::vector<CLI::ConfigItem> ParseConfigText(const std::string& text, const CLI:
     const std::string key = absl::StrReplaceAll(raw_key, {{"-", "_"}});
     if (key == "preload") {
       ParsePreload(value, preload);
+      continue;
+    }
+    if (key == "suites") {
+      ParseSuites(value, preload);
       continue;
     }
     auto it = keys.find(key);

@@ -25,6 +25,9 @@ struct PreloadConfig {
   std::vector<core::LoadTargetParams> targets;
   std::vector<core::LoadDatasetParams> datasets;
   std::vector<core::LoadDrafterParams> drafters;
+  // Named sets of resident datasets (`suites: {reasoning: [gsm8k, math500]}`):
+  // `eval --dataset reasoning` evaluates each in one job (core/suite_job.h).
+  std::map<std::string, std::vector<std::string>> suites;
   bool empty() const { return targets.empty() && datasets.empty() && drafters.empty(); }
 };
 

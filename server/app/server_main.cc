@@ -163,6 +163,7 @@ absl::Status StartJobs(const ServerConfig& config, Server& s) {
   job_options.concurrent_jobs = config.concurrent_jobs;
   job_options.server_version = info.server_version;
   ASSIGN_OR_RETURN(s.jobs, core::JobServiceImpl::Create(*s.core, *s.store, job_options));
+  s.jobs->SetSuites(config.preload.suites);
   spdlog::info("results store {}; {} concurrent job(s), at most {} queued", store_path,
                config.concurrent_jobs, config.max_queued);
   return absl::OkStatus();

@@ -11,6 +11,7 @@
 #include "core/eval_core_impl.h"
 #include "core/placement.h"
 #include "core/resident.h"
+#include "eval/bootstrap.h"
 #include "eval/evaluator.h"
 #include "eval/target_consistency.h"
 #include "model/drafter_schema.h"
@@ -98,6 +99,7 @@ absl::StatusOr<eval::EvalResult> EvalCoreImpl::DoRunEval(const EvalParams& param
   result.drafter_fingerprint = in.drafter_fingerprint;
   result.dataset_fingerprint = in.dataset_fingerprint;
   result.target_consistency = consistency;
+  eval::AddIntervals(params.options, &result);
   return result;
 }
 

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "core/compare_stats.h"
 #include "core/eval_core.h"
 #include "jobs/job_queue.h"
 #include "types/job_types.h"
@@ -28,6 +29,15 @@ struct Comparison {
   std::vector<std::string> warnings;
   std::vector<double> accept_length, accept_length_delta, tau;
   std::vector<PositionComparison> positions;
+  // Paired-bootstrap differences against jobs[0]; empty (and a warning)
+  // when the samples cannot be paired and pairing was not required.
+  std::vector<MetricDifference> differences;
+};
+
+struct CompareOptions {
+  bool require_paired = false;  // FailedPrecondition instead of a warning
+  int64_t resamples = 1000;
+  uint64_t seed = 0;
 };
 
 struct WatchStart {
@@ -48,7 +58,8 @@ class JobService {
   // Returns the record once the job has stopped (or, for a long chunk, still
   // RUNNING with the stop requested).
   virtual absl::StatusOr<jobs::JobRecord> Cancel(const std::string& id) = 0;
-  virtual absl::StatusOr<Comparison> Compare(const std::vector<std::string>& ids) = 0;
+  virtual absl::StatusOr<Comparison> Compare(const std::vector<std::string>& ids,
+                                             const CompareOptions& options) = 0;
 
   // The job now and, unless finished, every later change via `fn` (under a
   // lock: quick, and no calls back into the service), the final state last.

@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/status_macros.h"
+#include "eval/bootstrap.h"
 
 namespace dflash::core {
 namespace {
@@ -80,7 +81,8 @@ JobServiceImpl::~JobServiceImpl() {
 absl::StatusOr<eval::EvalResult> JobServiceImpl::RunJob(const JobRecord& job,
                                                         const eval::ProgressFn& progress) {
   const EvalParams& r = job.request.params;
-  absl::StatusOr<eval::EvalResult> result = core_.RunEval(r, progress);
+  absl::StatusOr<eval::EvalResult> result =
+      job.request.suite_datasets.empty() ? core_.RunEval(r, progress) : RunSuite(job, progress);
   if (job.request.unload_after && !r.drafter.empty()) {
     std::lock_guard<std::mutex> lock(resource_mu_);
     std::vector<std::string> others = queue_->UnfinishedJobsWhere(
@@ -94,7 +96,38 @@ absl::StatusOr<eval::EvalResult> JobServiceImpl::RunJob(const JobRecord& job,
     }
     if (!note.empty() && result.ok()) result->warnings.push_back(note);
   }
+  if (result.ok() && !job.request.gate.reference.empty()) {
+    std::string why;
+    std::optional<JobRecord> reference = GateReference(job, *result, &why);
+    result->gate = GateVerdictFor(job, *result, reference, why);
+  }
   return result;
+}
+
+absl::StatusOr<eval::EvalResult> JobServiceImpl::RunSuite(const JobRecord& job,
+                                                          const eval::ProgressFn& progress) {
+  std::vector<eval::DatasetResult> parts;
+  eval::EvalProgress done;  // the datasets already finished
+  for (const std::string& dataset : job.request.suite_datasets) {
+    EvalParams params = job.request.params;
+    params.dataset = dataset;
+    const eval::ProgressFn offset = [&](const eval::EvalProgress& p) {
+      eval::EvalProgress all = p;
+      all.blocks_done += done.blocks_done;
+      all.blocks_total += done.blocks_total;
+      all.samples_done += done.samples_done;
+      all.samples_total += done.samples_total;
+      return progress ? progress(all) : true;
+    };
+    ASSIGN_OR_RETURN(eval::EvalResult r, core_.RunEval(params, offset), "suite dataset '", dataset,
+                     "'");
+    done.blocks_done += r.blocks;
+    done.blocks_total += r.blocks;
+    done.samples_done += static_cast<int64_t>(r.per_sample.size());
+    done.samples_total += static_cast<int64_t>(r.per_sample.size());
+    parts.push_back({dataset, std::move(r)});
+  }
+  return MacroAverage(job.request.params.dataset, std::move(parts));
 }
 
 absl::StatusOr<JobRecord> JobServiceImpl::SubmitRecord(JobRecord record) {
@@ -107,13 +140,44 @@ absl::StatusOr<JobRecord> JobServiceImpl::SubmitRecord(JobRecord record) {
   if (r.dataset.empty()) return absl::InvalidArgumentError("dataset is required");
   std::lock_guard<std::mutex> lock(resource_mu_);
   ASSIGN_OR_RETURN(ResourceInfo target, PickResident(core_, ResourceKind::kTarget, r.target));
-  ASSIGN_OR_RETURN(ResourceInfo dataset, PickResident(core_, ResourceKind::kDataset, r.dataset));
-  record.dataset_fingerprint = dataset.fingerprint;
+  std::vector<std::string> resident;
+  for (const ResourceInfo& d : core_.ListResources(ResourceKind::kDataset)) {
+    resident.push_back(d.name);
+  }
+  ASSIGN_OR_RETURN(record.request.suite_datasets, ResolveSuite(r.dataset, suites_, resident));
+  if (record.request.suite_datasets.empty()) {
+    ASSIGN_OR_RETURN(ResourceInfo dataset, PickResident(core_, ResourceKind::kDataset, r.dataset));
+    record.dataset_fingerprint = dataset.fingerprint;
+  } else {
+    std::vector<std::string> fingerprints;
+    for (const std::string& name : record.request.suite_datasets) {
+      ASSIGN_OR_RETURN(ResourceInfo dataset, PickResident(core_, ResourceKind::kDataset, name),
+                       "suite '", r.dataset, "'");
+      fingerprints.push_back(dataset.fingerprint);
+    }
+    record.dataset_fingerprint = absl::StrJoin(fingerprints, ",");
+    if (!record.request.gate.reference.empty()) {
+      return absl::InvalidArgumentError(
+          "gate applies to one dataset; gate each dataset of the suite in its own job");
+    }
+  }
   if (!r.drafter.empty()) {
     ASSIGN_OR_RETURN(ResourceInfo drafter, PickResident(core_, ResourceKind::kDrafter, r.drafter));
     record.drafter_fingerprint = drafter.fingerprint;
   }
   record.device = target.device;
+  const jobs::GateSpec& gate = record.request.gate;
+  if (!gate.reference.empty()) {
+    RETURN_IF_ERROR(eval::ParseMetric(gate.metric, 1 << 20).status());
+    if (gate.reference != "best" && gate.reference != "previous") {
+      ASSIGN_OR_RETURN(JobRecord ref, queue_->Get(gate.reference), "gate reference");
+      if (ref.state != JobState::kSucceeded) {
+        return absl::FailedPreconditionError(absl::StrCat("gate reference ", gate.reference, " is ",
+                                                          jobs::JobStateName(ref.state),
+                                                          "; the reference must have SUCCEEDED"));
+      }
+    }
+  }
   return queue_->Submit(std::move(record));
 }
 
@@ -148,7 +212,62 @@ absl::StatusOr<JobRecord> JobServiceImpl::Cancel(const std::string& id) {
   return queue_->Cancel(id, std::chrono::seconds(10));
 }
 
-absl::StatusOr<Comparison> JobServiceImpl::Compare(const std::vector<std::string>& ids) {
+std::optional<JobRecord> JobServiceImpl::GateReference(const JobRecord& job,
+                                                       const eval::EvalResult& result,
+                                                       std::string* why) {
+  const jobs::GateSpec& gate = job.request.gate;
+  if (gate.reference != "best" && gate.reference != "previous") {
+    auto ref = queue_->Get(gate.reference);
+    if (ref.ok() && ref->result) return *ref;
+    *why = absl::StrCat("job ", gate.reference, " has no result");
+    return std::nullopt;
+  }
+  // Earlier steps of the same run, scored on the same data.
+  jobs::ListQuery q;
+  q.state = JobState::kSucceeded;
+  q.run = job.request.run;
+  q.dataset = result.dataset_fingerprint;
+  q.order_by_step = true;
+  q.page_size = 1000;
+  if (job.request.step == 0) {
+    *why = absl::StrCat("step 0 has no earlier step in run '", job.request.run, "'");
+    return std::nullopt;
+  }
+  q.max_step = job.request.step - 1;
+  auto metric = eval::ParseMetric(gate.metric, static_cast<int64_t>(result.positions.size()));
+  std::optional<JobRecord> pick;
+  double best = 0;
+  for (;;) {
+    auto page = queue_->List(q);
+    if (!page.ok()) {
+      *why = absl::StrCat("listing run '", job.request.run, "': ", page.status().message());
+      return std::nullopt;
+    }
+    for (JobRecord& j : page->jobs) {
+      if (j.id == job.id || !j.result || !metric.ok() ||
+          metric->position > static_cast<int64_t>(j.result->positions.size())) {
+        continue;
+      }
+      const auto u = eval::Units(*j.result);
+      const double v = eval::MetricValues({*metric}, u, std::vector<int64_t>(u.size(), 1))[0];
+      // previous: the last in step order (newest among equal steps); best: the highest value.
+      if (gate.reference == "previous" || !pick || v > best) {
+        best = v;
+        pick = std::move(j);
+      }
+    }
+    if (page->next_page_token.empty()) break;
+    q.page_token = page->next_page_token;
+  }
+  if (!pick) {
+    *why = absl::StrCat("no SUCCEEDED job of run '", job.request.run, "' below step ",
+                        job.request.step, " on this dataset");
+  }
+  return pick;
+}
+
+absl::StatusOr<Comparison> JobServiceImpl::Compare(const std::vector<std::string>& ids,
+                                                   const CompareOptions& options) {
   if (ids.size() < 2) {
     return absl::InvalidArgumentError(
         absl::StrCat("compare needs at least two job ids; got ", ids.size()));
@@ -207,6 +326,14 @@ absl::StatusOr<Comparison> JobServiceImpl::Compare(const std::vector<std::string
     }
     c.positions.push_back(std::move(pc));
   }
+  auto differences = PairedDifferences(c.jobs, options.resamples, options.seed);
+  if (differences.ok()) {
+    c.differences = *std::move(differences);
+  } else if (options.require_paired) {
+    return differences.status();
+  } else {
+    c.warnings.push_back(absl::StrCat("no paired intervals: ", differences.status().message()));
+  }
   return c;
 }
 
@@ -226,7 +353,9 @@ absl::StatusOr<ResourceInfo> JobServiceImpl::Unload(ResourceKind kind, const std
         const EvalParams& r = request.params;
         switch (kind) {
           case ResourceKind::kDrafter: return r.drafter == name;
-          case ResourceKind::kDataset: return r.dataset == name;
+          case ResourceKind::kDataset:
+            return r.dataset == name ||
+                   std::count(request.suite_datasets.begin(), request.suite_datasets.end(), name);
           case ResourceKind::kTarget: return r.target == name || r.target.empty();
         }
         return false;

@@ -7,8 +7,10 @@
 
 #include <memory>
 #include <mutex>
+#include <optional>
 
 #include "core/job_service.h"
+#include "core/suite_job.h"
 
 namespace dflash::core {
 
@@ -19,13 +21,16 @@ class JobServiceImpl final : public JobService {
                                                                 store::ResultStore& store,
                                                                 jobs::JobQueueOptions options);
   ~JobServiceImpl() override;
+  // The suites the server's config declares (name -> datasets); call before serving.
+  void SetSuites(SuiteMap suites) { suites_ = std::move(suites); }
 
   absl::StatusOr<jobs::JobRecord> Submit(jobs::JobRequest request) override;
   absl::StatusOr<jobs::JobRecord> Resubmit(const std::string& id) override;
   absl::StatusOr<jobs::JobRecord> Get(const std::string& id) override;
   absl::StatusOr<jobs::JobPage> List(const jobs::ListQuery& query) override;
   absl::StatusOr<jobs::JobRecord> Cancel(const std::string& id) override;
-  absl::StatusOr<Comparison> Compare(const std::vector<std::string>& ids) override;
+  absl::StatusOr<Comparison> Compare(const std::vector<std::string>& ids,
+                                     const CompareOptions& options) override;
   absl::StatusOr<WatchStart> Watch(const std::string& id, jobs::WatchFn fn) override;
   void Unwatch(int64_t handle) override;
   absl::StatusOr<ResourceInfo> Unload(ResourceKind kind, const std::string& name) override;
@@ -38,12 +43,20 @@ class JobServiceImpl final : public JobService {
   absl::StatusOr<eval::EvalResult> RunJob(const jobs::JobRecord& job,
                                           const eval::ProgressFn& progress);
   absl::StatusOr<jobs::JobRecord> SubmitRecord(jobs::JobRecord record);
+  // A suite job: each dataset in turn, then the macro average.
+  absl::StatusOr<eval::EvalResult> RunSuite(const jobs::JobRecord& job,
+                                            const eval::ProgressFn& progress);
+  // The regression gate's reference for a finished job (nullopt + why when
+  // there is none yet).
+  std::optional<jobs::JobRecord> GateReference(const jobs::JobRecord& job,
+                                               const eval::EvalResult& result, std::string* why);
 
   EvalCore& core_;
   // Held across "which jobs use it?" and the unload, and across a submit's
   // resident check and its enqueue, so neither slips between the other.
   std::mutex resource_mu_;
   std::unique_ptr<jobs::JobQueue> queue_;
+  SuiteMap suites_;
 };
 
 }  // namespace dflash::core

@@ -38,8 +38,13 @@ SampleSummary& MetricsAccumulator::Slot(int64_t sample) {
   if (it != sample_slot_.end()) return samples_[it->second];
   sample_slot_.emplace(sample, samples_.size());
   samples_.push_back(SampleSummary{});
-  samples_.back().sample_index = sample;
-  return samples_.back();
+  SampleSummary& s = samples_.back();
+  s.sample_index = sample;
+  // The sample's own per-position counts: what intervals resample.
+  for (auto* v : {&s.counted, &s.correct, &s.accepted, &s.conditional_counted}) {
+    v->assign(positions_.size(), 0);
+  }
+  return s;
 }
 
 void MetricsAccumulator::BeginSample(int64_t sample, int64_t length, int64_t first_response) {
@@ -56,12 +61,21 @@ void MetricsAccumulator::Add(const BlockOutcome& block) {
       std::min<int64_t>(block.positions >= 0 ? block.positions : measured, block_size_ - 1);
   // Scored to the first miss, `correct` stops after it: n is still exact.
   const int64_t n = std::min(LeadingMatches(block.correct), exists);
+  SampleSummary& s = Slot(block.sample);
   for (int64_t j = 1; j <= exists; ++j) {
     PositionMetrics& p = positions_[j - 1];
+    // Past the measured slots (scored to the first miss) nothing is counted.
+    const int64_t correct = j <= measured && block.correct[j - 1] != 0;
+    const int64_t conditional = n >= j - 1;  // 1..j-1 all correct
+    const int64_t accepted = n >= j;         // 1..j all correct
     ++p.counted;
-    if (j <= measured && block.correct[j - 1] != 0) ++p.correct;
-    if (n >= j - 1) ++p.conditional_counted;  // 1..j-1 all correct
-    if (n >= j) ++p.accepted;                 // 1..j all correct
+    p.correct += correct;
+    p.conditional_counted += conditional;
+    p.accepted += accepted;
+    ++s.counted[j - 1];
+    s.correct[j - 1] += correct;
+    s.conditional_counted[j - 1] += conditional;
+    s.accepted[j - 1] += accepted;
     if (j - 1 < static_cast<int64_t>(block.cross_entropy.size())) {
       ce_sum_[j - 1] += block.cross_entropy[j - 1];
       ++p.cross_entropy_counted;
@@ -74,7 +88,6 @@ void MetricsAccumulator::Add(const BlockOutcome& block) {
   ++blocks_;
   tokens_ += exists;
   accept_sum_ += value;
-  SampleSummary& s = Slot(block.sample);
   ++s.blocks;
   s.accepted_total += value;
   AddSelector(block, n, std::min(exists, measured));

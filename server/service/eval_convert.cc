@@ -10,6 +10,23 @@
 namespace dflash::service {
 namespace {
 
+void SetInterval(const std::optional<eval::Interval>& in, pb::Interval* out) {
+  out->set_lo(in->lo);
+  out->set_hi(in->hi);
+}
+
+void GateToProto(const eval::GateVerdict& in, pb::GateVerdict* out) {
+  out->set_reference_job(in.reference_job);
+  out->set_metric(in.metric);
+  out->set_min_delta(in.min_delta);
+  out->set_value(in.value);
+  out->set_reference_value(in.reference_value);
+  out->set_delta(in.delta);
+  if (in.delta_ci) SetInterval(in.delta_ci, out->mutable_delta_ci());
+  out->set_verdict(in.verdict);
+  out->set_text(in.text);
+}
+
 void SettingToProto(const eval::SamplingSetting& s, pb::SamplingSetting* out) {
   out->set_temperature(s.temperature);
   out->set_top_p(s.top_p);
@@ -88,6 +105,9 @@ void ToProto(const eval::EvalResult& in, pb::EvalResult* out) {
     pp->set_coverage(p.coverage);
     pp->set_tf_correct(p.tf_correct);
     pp->set_tf_accuracy(p.tf_accuracy);
+    if (p.accuracy_ci) SetInterval(p.accuracy_ci, pp->mutable_accuracy_ci());
+    if (p.acceptance_ci) SetInterval(p.acceptance_ci, pp->mutable_acceptance_ci());
+    if (p.conditional_ci) SetInterval(p.conditional_ci, pp->mutable_conditional_ci());
   }
   for (int64_t h : in.accepted_histogram) out->add_accepted_histogram(h);
   for (const eval::SampleSummary& s : in.per_sample) {
@@ -97,6 +117,11 @@ void ToProto(const eval::EvalResult& in, pb::EvalResult* out) {
     ps->set_mean_accept_length(s.mean_accept_length);
     ps->set_length(static_cast<int32_t>(s.length));
     ps->set_first_response_position(static_cast<int32_t>(s.first_response_position));
+    ps->set_accepted_total(s.accepted_total);
+    for (int64_t v : s.counted) ps->add_counted(v);
+    for (int64_t v : s.correct) ps->add_correct(v);
+    for (int64_t v : s.accepted) ps->add_accepted(v);
+    for (int64_t v : s.conditional_counted) ps->add_conditional_counted(v);
   }
   out->set_setup_seconds(in.setup_seconds);
   out->set_compute_seconds(in.compute_seconds);
@@ -122,6 +147,16 @@ void ToProto(const eval::EvalResult& in, pb::EvalResult* out) {
   out->set_positions_to_first_miss(in.positions_to_first_miss);
   out->set_context_positions(in.context_positions);
   SampledToProto(in, out);
+  if (in.accept_length_ci) SetInterval(in.accept_length_ci, out->mutable_accept_length_ci());
+  if (in.tau_ci) SetInterval(in.tau_ci, out->mutable_tau_ci());
+  out->set_ci_resamples(static_cast<int32_t>(in.ci_resamples));
+  if (in.gate) GateToProto(*in.gate, out->mutable_gate());
+  out->set_suite(in.suite);
+  for (const eval::DatasetResult& d : in.suite_results) {
+    pb::DatasetResult* pd = out->add_suite_results();
+    pd->set_dataset(d.dataset);
+    ToProto(d.result, pd->mutable_result());
+  }
 }
 
 absl::StatusOr<core::EvalParams> FromProto(const pb::EvalRequest& in) {
@@ -191,6 +226,18 @@ absl::StatusOr<core::EvalParams> FromProto(const pb::EvalRequest& in) {
     ASSIGN_OR_RETURN(eval::SamplingSetting s, SettingFromProto(in.sampling(i), i));
     o.sampling.push_back(s);
   }
+  if (in.ci() == "none") {
+    o.ci = eval::CiMethod::kNone;
+  } else if (!in.ci().empty() && in.ci() != "bootstrap") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("ci must be bootstrap or none (empty = bootstrap); got '", in.ci(), "'"));
+  }
+  RETURN_IF_ERROR(NonNegative("ci_resamples", in.ci_resamples()));
+  if (in.ci_resamples() > kMaxCiResamples) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("ci_resamples must be <= ", kMaxCiResamples, "; got ", in.ci_resamples()));
+  }
+  if (in.ci_resamples() > 0) o.ci_resamples = in.ci_resamples();
   return p;
 }
 

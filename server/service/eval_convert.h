@@ -11,6 +11,9 @@
 
 namespace dflash::service {
 
+// Most bootstrap resamples one request may ask for (intervals and compare).
+inline constexpr int kMaxCiResamples = 100000;
+
 absl::StatusOr<core::EvalParams> FromProto(const pb::EvalRequest& in);
 void ToProto(const eval::EvalResult& in, pb::EvalResult* out);
 void ToProto(const eval::TargetConsistency& in, pb::TargetConsistency* out);

@@ -327,7 +327,8 @@ absl::Status EvalService::HandleResubmitEval(Ctx*, const pb::ResubmitEvalRequest
 absl::Status EvalService::HandleCompareEvals(Ctx*, const pb::CompareEvalsRequest& req,
                                              pb::CompareEvalsResponse* resp) {
   ASSIGN_OR_RETURN(std::vector<std::string> ids, JobIdsFromProto(req));
-  ASSIGN_OR_RETURN(core::Comparison comparison, jobs_->Compare(ids));
+  ASSIGN_OR_RETURN(core::CompareOptions options, CompareOptionsFromProto(req));
+  ASSIGN_OR_RETURN(core::Comparison comparison, jobs_->Compare(ids, options));
   ToProto(comparison, resp);
   return absl::OkStatus();
 }

@@ -34,6 +34,22 @@ absl::StatusOr<jobs::JobRequest> JobRequestFromProto(const pb::EvalRequest& in) 
   r.step = in.step();
   r.labels = std::map<std::string, std::string>(in.labels().begin(), in.labels().end());
   r.unload_after = in.unload_after();
+  if (!in.gate().empty()) {
+    RETURN_IF_ERROR(CheckName("gate", in.gate()));
+    r.gate.reference = in.gate();
+    if (!in.gate_metric().empty()) r.gate.metric = in.gate_metric();
+    if (!(in.gate_min_delta() >= 0)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("gate_min_delta must be >= 0; got ", in.gate_min_delta()));
+    }
+    r.gate.min_delta = in.gate_min_delta();
+    if (r.run.empty() && (r.gate.reference == "best" || r.gate.reference == "previous")) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "gate '", r.gate.reference, "' looks for the reference among the run's jobs; give run"));
+    }
+  } else if (!in.gate_metric().empty() || in.gate_min_delta() != 0) {
+    return absl::InvalidArgumentError("gate_metric and gate_min_delta need gate");
+  }
   return r;
 }
 
@@ -61,6 +77,14 @@ void ToProto(const jobs::JobRequest& in, pb::EvalRequest* out) {
   out->set_step(in.step);
   for (const auto& [k, v] : in.labels) (*out->mutable_labels())[k] = v;
   out->set_unload_after(in.unload_after);
+  if (o.ci == eval::CiMethod::kNone) out->set_ci("none");
+  out->set_ci_resamples(static_cast<int32_t>(o.ci_resamples));
+  for (const std::string& d : in.suite_datasets) out->add_suite_datasets(d);
+  if (!in.gate.reference.empty()) {
+    out->set_gate(in.gate.reference);
+    out->set_gate_metric(in.gate.metric);
+    out->set_gate_min_delta(in.gate.min_delta);
+  }
 }
 
 void ToProto(const jobs::JobRecord& in, pb::EvalJob* out) {
@@ -126,6 +150,8 @@ absl::StatusOr<jobs::ListQuery> FromProto(const pb::ListEvalsRequest& in) {
   q.drafter = in.drafter();
   q.dataset = in.dataset();
   q.run = in.run();
+  RETURN_IF_ERROR(CheckName("suite", in.suite()));
+  q.suite = in.suite();
   if (in.min_step() != 0) q.min_step = in.min_step();
   if (in.max_step() != 0) q.max_step = in.max_step();
   q.labels = std::map<std::string, std::string>(in.labels().begin(), in.labels().end());
@@ -154,6 +180,19 @@ absl::StatusOr<std::vector<std::string>> JobIdsFromProto(const pb::CompareEvalsR
   return ids;
 }
 
+absl::StatusOr<core::CompareOptions> CompareOptionsFromProto(const pb::CompareEvalsRequest& in) {
+  RETURN_IF_ERROR(NonNegative("ci_resamples", in.ci_resamples()));
+  if (in.ci_resamples() > kMaxCiResamples) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("ci_resamples must be <= ", kMaxCiResamples, "; got ", in.ci_resamples()));
+  }
+  core::CompareOptions o;
+  o.require_paired = in.require_paired();
+  if (in.ci_resamples() > 0) o.resamples = in.ci_resamples();
+  o.seed = in.ci_seed();
+  return o;
+}
+
 void ToProto(const core::Comparison& in, pb::CompareEvalsResponse* out) {
   for (const jobs::JobRecord& j : in.jobs) ToProto(j, out->add_jobs());
   for (const std::string& w : in.warnings) out->add_warnings(w);
@@ -166,6 +205,20 @@ void ToProto(const core::Comparison& in, pb::CompareEvalsResponse* out) {
     for (double v : p.accuracy) pp->add_accuracy(v);
     for (double v : p.accuracy_delta) pp->add_accuracy_delta(v);
     for (double v : p.acceptance) pp->add_acceptance(v);
+  }
+  for (const core::MetricDifference& d : in.differences) {
+    pb::MetricDifference* pd = out->add_differences();
+    pd->set_metric(d.metric);
+    pd->set_job_index(d.job_index);
+    pd->set_reference_value(d.reference_value);
+    pd->set_value(d.value);
+    pd->set_delta(d.delta);
+    if (d.delta_ci) {
+      pd->mutable_delta_ci()->set_lo(d.delta_ci->lo);
+      pd->mutable_delta_ci()->set_hi(d.delta_ci->hi);
+    }
+    pd->set_excludes_zero(d.excludes_zero);
+    pd->set_verdict(d.verdict);
   }
 }
 

@@ -27,6 +27,8 @@ void ToProto(const jobs::JobRecord& in, pb::EvalJob* out);
 absl::StatusOr<jobs::ListQuery> FromProto(const pb::ListEvalsRequest& in);
 // CompareEvals' ids: at most kMaxCompareJobs, each a well-formed id, none twice.
 absl::StatusOr<std::vector<std::string>> JobIdsFromProto(const pb::CompareEvalsRequest& in);
+// CompareEvals' pairing options: resamples in [0, kMaxCiResamples] (0 = 1000).
+absl::StatusOr<core::CompareOptions> CompareOptionsFromProto(const pb::CompareEvalsRequest& in);
 void ToProto(const core::Comparison& in, pb::CompareEvalsResponse* out);
 
 }  // namespace dflash::service

@@ -81,7 +81,46 @@ json BaseOptionsToJson(const eval::EvalOptions& o) {
           {"max_chunk_elements", o.max_chunk_elements},
           {"semantics", model::SemanticsName(o.semantics)},
           {"metrics", o.metrics == eval::MetricSet::kAcceptance ? "acceptance" : "all"},
-          {"full_positions", o.full_positions}};
+          {"full_positions", o.full_positions},
+          {"ci", o.ci == eval::CiMethod::kNone ? "none" : "bootstrap"},
+          {"ci_resamples", o.ci_resamples}};
+}
+
+// Intervals as [lo, hi]; null when absent.
+json IntervalToJson(const std::optional<eval::Interval>& i) {
+  return i ? json::array({i->lo, i->hi}) : json(nullptr);
+}
+
+std::optional<eval::Interval> IntervalFromJson(const json& j, const char* key) {
+  if (!j.contains(key) || j.at(key).is_null()) return std::nullopt;
+  const json& i = j.at(key);
+  return eval::Interval{i.at(0).get<double>(), i.at(1).get<double>()};
+}
+
+json GateToJson(const eval::GateVerdict& g) {
+  return {{"reference_job", g.reference_job},
+          {"metric", g.metric},
+          {"min_delta", g.min_delta},
+          {"value", g.value},
+          {"reference_value", g.reference_value},
+          {"delta", g.delta},
+          {"delta_ci", IntervalToJson(g.delta_ci)},
+          {"verdict", g.verdict},
+          {"text", g.text}};
+}
+
+eval::GateVerdict GateFromJson(const json& j) {
+  eval::GateVerdict g;
+  g.reference_job = j.at("reference_job").get<std::string>();
+  g.metric = j.at("metric").get<std::string>();
+  g.min_delta = j.at("min_delta").get<double>();
+  g.value = j.at("value").get<double>();
+  g.reference_value = j.at("reference_value").get<double>();
+  g.delta = j.at("delta").get<double>();
+  g.delta_ci = IntervalFromJson(j, "delta_ci");
+  g.verdict = j.at("verdict").get<std::string>();
+  g.text = j.at("text").get<std::string>();
+  return g;
 }
 
 json OptionsToJson(const eval::EvalOptions& o) {
@@ -111,7 +150,19 @@ eval::EvalOptions OptionsFromJson(const json& j) {
                                                         : eval::MetricSet::kAll;
   o.full_positions = j.value("full_positions", false);
   for (const json& s : j.value("sampling", json::array())) o.sampling.push_back(SettingFromJson(s));
+  // Records from before intervals existed: no intervals were asked for.
+  o.ci = j.value("ci", "none") == "none" ? eval::CiMethod::kNone : eval::CiMethod::kBootstrap;
+  o.ci_resamples = j.value("ci_resamples", int64_t{0});
   return o;
+}
+
+json ResultToJson(const eval::EvalResult& r);
+eval::EvalResult ResultFromJson(const json& j);
+
+json SuiteToJson(const std::vector<eval::DatasetResult>& parts) {
+  json out = json::array();
+  for (const eval::DatasetResult& d : parts) out.push_back({d.dataset, ResultToJson(d.result)});
+  return out;
 }
 
 json BaseResultToJson(const eval::EvalResult& r) {
@@ -132,12 +183,16 @@ json BaseResultToJson(const eval::EvalResult& r) {
                          {"covered", p.covered},
                          {"coverage", p.coverage},
                          {"tf_correct", p.tf_correct},
-                         {"tf_accuracy", p.tf_accuracy}});
+                         {"tf_accuracy", p.tf_accuracy},
+                         {"accuracy_ci", IntervalToJson(p.accuracy_ci)},
+                         {"acceptance_ci", IntervalToJson(p.acceptance_ci)},
+                         {"conditional_ci", IntervalToJson(p.conditional_ci)}});
   }
   json samples = json::array();
   for (const eval::SampleSummary& s : r.per_sample) {
     samples.push_back({s.sample_index, s.blocks, s.mean_accept_length, s.length,
-                       s.first_response_position, s.accepted_total});
+                       s.first_response_position, s.accepted_total, s.counted, s.correct,
+                       s.accepted, s.conditional_counted});
   }
   return {{"mode", static_cast<int>(r.mode)},
           {"block_size", r.block_size},
@@ -167,7 +222,13 @@ json BaseResultToJson(const eval::EvalResult& r) {
            {r.first_miss.all_accepted, r.first_miss.coverage_miss, r.first_miss.ranking_error}},
           {"selector_near_ties", r.selector_near_ties},
           {"positions_to_first_miss", r.positions_to_first_miss},
-          {"context_positions", r.context_positions}};
+          {"context_positions", r.context_positions},
+          {"accept_length_ci", IntervalToJson(r.accept_length_ci)},
+          {"tau_ci", IntervalToJson(r.tau_ci)},
+          {"ci_resamples", r.ci_resamples},
+          {"gate", r.gate ? GateToJson(*r.gate) : json(nullptr)},
+          {"suite", r.suite},
+          {"suite_results", SuiteToJson(r.suite_results)}};
 }
 
 json ResultToJson(const eval::EvalResult& r) {
@@ -203,6 +264,9 @@ eval::EvalResult ResultFromJson(const json& j) {
     m.coverage = p.value("coverage", 0.0);
     m.tf_correct = p.value("tf_correct", int64_t{0});
     m.tf_accuracy = p.value("tf_accuracy", 0.0);
+    m.accuracy_ci = IntervalFromJson(p, "accuracy_ci");
+    m.acceptance_ci = IntervalFromJson(p, "acceptance_ci");
+    m.conditional_ci = IntervalFromJson(p, "conditional_ci");
     r.positions.push_back(m);
   }
   r.accepted_histogram = j.at("accepted_histogram").get<std::vector<int64_t>>();
@@ -214,6 +278,12 @@ eval::EvalResult ResultFromJson(const json& j) {
     x.length = s.at(3).get<int64_t>();
     x.first_response_position = s.at(4).get<int64_t>();
     x.accepted_total = s.at(5).get<int64_t>();
+    if (s.size() > 9) {  // per-position counts (records from before have six entries)
+      x.counted = s.at(6).get<std::vector<int64_t>>();
+      x.correct = s.at(7).get<std::vector<int64_t>>();
+      x.accepted = s.at(8).get<std::vector<int64_t>>();
+      x.conditional_counted = s.at(9).get<std::vector<int64_t>>();
+    }
     r.per_sample.push_back(x);
   }
   r.setup_seconds = j.at("setup_seconds").get<double>();
@@ -240,6 +310,16 @@ eval::EvalResult ResultFromJson(const json& j) {
   r.positions_to_first_miss = j.value("positions_to_first_miss", false);
   r.context_positions = j.value("context_positions", int64_t{0});
   ReadDecisionMetrics(j, r);
+  r.accept_length_ci = IntervalFromJson(j, "accept_length_ci");
+  r.tau_ci = IntervalFromJson(j, "tau_ci");
+  r.ci_resamples = j.value("ci_resamples", int64_t{0});
+  if (j.contains("gate") && !j.at("gate").is_null()) r.gate = GateFromJson(j.at("gate"));
+  r.suite = j.value("suite", "");
+  if (j.contains("suite_results")) {
+    for (const json& d : j.at("suite_results")) {
+      r.suite_results.push_back({d.at(0).get<std::string>(), ResultFromJson(d.at(1))});
+    }
+  }
   return r;
 }
 
@@ -258,7 +338,11 @@ std::string RecordToJson(const jobs::JobRecord& r) {
               {"run", q.run},
               {"step", q.step},
               {"labels", q.labels},
-              {"unload_after", q.unload_after}}},
+              {"unload_after", q.unload_after},
+              {"gate", {q.gate.reference, q.gate.metric, q.gate.min_delta}},
+              // "suite" is what ListQuery.suite matches (json_extract in SQLite).
+              {"suite", q.suite_datasets.empty() ? json(nullptr) : json(q.params.dataset)},
+              {"suite_datasets", q.suite_datasets}}},
             {"progress",
              {r.progress.blocks_done, r.progress.blocks_total, r.progress.samples_done,
               r.progress.samples_total, r.progress.elapsed_seconds, r.progress.eta_seconds,
@@ -300,6 +384,14 @@ absl::StatusOr<jobs::JobRecord> RecordFromJson(const std::string& text) {
     r.request.step = q.at("step").get<int64_t>();
     r.request.labels = q.at("labels").get<std::map<std::string, std::string>>();
     r.request.unload_after = q.at("unload_after").get<bool>();
+    if (q.contains("suite_datasets")) {
+      r.request.suite_datasets = q.at("suite_datasets").get<std::vector<std::string>>();
+    }
+    if (q.contains("gate")) {
+      const json& g = q.at("gate");
+      r.request.gate = {g.at(0).get<std::string>(), g.at(1).get<std::string>(),
+                        g.at(2).get<double>()};
+    }
     const json& p = j.at("progress");
     r.progress = {p.at(0).get<int64_t>(), p.at(1).get<int64_t>(), p.at(2).get<int64_t>(),
                   p.at(3).get<int64_t>(), p.at(4).get<double>(),  p.at(5).get<double>()};

@@ -272,6 +272,10 @@ absl::StatusOr<jobs::JobPage> SqliteResultStore::List(const jobs::ListQuery& q) 
     where.push_back("run = ?");
     args.push_back(q.run);
   }
+  if (!q.suite.empty()) {  // no column: suites are rare; the record holds the name
+    where.push_back("json_extract(record, '$.request.suite') = ?");
+    args.push_back(q.suite);
+  }
   if (q.min_step) {
     where.push_back("step >= ?");
     args.push_back(*q.min_step);

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,14 @@ struct SamplingSetting {
   double temperature = 0;  // 0: greedy (one-hot argmax)
   double top_p = 1.0;      // 1: off
   int64_t top_k = 0;       // 0: off
+};
+
+// How the result's 95% intervals are formed (docs/decision-metrics-stats.md).
+enum class CiMethod { kBootstrap, kNone };
+
+// A 95% percentile-bootstrap interval [lo, hi].
+struct Interval {
+  double lo = 0, hi = 0;
 };
 
 struct EvalOptions {
@@ -55,6 +64,10 @@ struct EvalOptions {
   // dataset's final hidden state (needs a consistent target, see
   // TargetConsistency). All settings share one forward.
   std::vector<SamplingSetting> sampling;
+  // Intervals over samples: the bootstrap draws ci_resamples resamples from
+  // a generator seeded with `seed`.
+  CiMethod ci = CiMethod::kBootstrap;
+  int64_t ci_resamples = 1000;
 };
 
 // Per dataset and target: the share of response positions whose next token
@@ -98,6 +111,8 @@ struct PositionMetrics {
   double coverage = 0;        // covered / counted
   int64_t tf_correct = 0;     // teacher-forced selector picks the covered label
   double tf_accuracy = 0;     // tf_correct / covered
+  // 95% intervals over samples (absent with --ci none or one sample).
+  std::optional<Interval> accuracy_ci, acceptance_ci, conditional_ci;
 };
 
 // Where each block's first miss happened (DFlash 2); the three add up to the
@@ -115,7 +130,25 @@ struct SampleSummary {
   int64_t length = 0;                   // L
   int64_t first_response_position = 0;  // P
   int64_t accepted_total = 0;           // sum of (n + 1): replay adds up to L' - P
+  // Per-position counts of this sample's blocks (index 0 is j = 1): what
+  // the bootstrap and the paired comparison resample. Empty in records
+  // stored before they existed.
+  std::vector<int64_t> counted, correct, accepted, conditional_counted;
 };
+
+// A regression gate's outcome (eval --gate): the new job against a reference.
+struct GateVerdict {
+  std::string reference_job;  // empty when no reference was found
+  std::string metric;         // e.g. "tau", "accept_length", "acceptance[1]"
+  double min_delta = 0;
+  double value = 0, reference_value = 0, delta = 0;  // delta = value - reference_value
+  std::optional<Interval> delta_ci;                  // paired bootstrap
+  // "worse" (delta_ci.hi < -min_delta), "pass", "no reference" or "error".
+  std::string verdict;
+  std::string text;  // the one-line verdict, in words
+};
+
+struct DatasetResult;
 
 struct EvalResult {
   Mode mode = Mode::kAnchor;
@@ -164,6 +197,20 @@ struct EvalResult {
   // Dataset positions projected through fc into context K/V: each sample up
   // to the last position its scored blocks can see.
   int64_t context_positions = 0;
+  // 95% intervals over samples (absent with --ci none or one sample).
+  std::optional<Interval> accept_length_ci, tau_ci;
+  int64_t ci_resamples = 0;         // 0: no intervals
+  std::optional<GateVerdict> gate;  // set when the job asked for a gate
+  // A suite job (several datasets in one job): one result per dataset, in
+  // the suite's order; the fields above are then the macro average (the
+  // unweighted mean over datasets of each rate and length; counts summed).
+  std::string suite;
+  std::vector<DatasetResult> suite_results;
+};
+
+struct DatasetResult {
+  std::string dataset;
+  EvalResult result;
 };
 
 struct EvalProgress {

@@ -26,6 +26,14 @@ absl::StatusOr<JobState> ParseJobState(absl::string_view name);
 // SUCCEEDED, FAILED, CANCELLED and INTERRUPTED never change again.
 bool IsTerminal(JobState state);
 
+// A regression gate: compare the finished job with a reference job of the
+// same run and dataset (docs/decision-metrics-stats.md, "Regression gate").
+struct GateSpec {
+  std::string reference;       // "best", "previous" or a job id; empty = no gate
+  std::string metric = "tau";  // a metric name (eval::ParseMetric)
+  double min_delta = 0;        // worse when the interval lies below -min_delta
+};
+
 // What was asked: dflash.eval.v1.EvalRequest as plain C++.
 struct JobRequest {
   core::EvalParams params;
@@ -33,6 +41,10 @@ struct JobRequest {
   int64_t step = 0;
   std::map<std::string, std::string> labels;
   bool unload_after = false;
+  GateSpec gate;
+  // A suite: params.dataset names it ("a,b,c" or a suite of the server's
+  // config) and these are its datasets, resolved at submit; empty = one dataset.
+  std::vector<std::string> suite_datasets;
 };
 
 struct JobProgress {
@@ -62,6 +74,7 @@ struct ListQuery {
   std::string drafter;  // matches the request's drafter, checkpoint path or drafter fingerprint
   std::string dataset;  // matches the request's dataset or the dataset fingerprint
   std::string run;
+  std::string suite;                          // suite jobs whose suite (params.dataset) is this
   std::optional<int64_t> min_step, max_step;  // inclusive
   std::map<std::string, std::string> labels;  // every one must match exactly
   bool order_by_step = false;  // false: newest first; true: step ascending, then oldest first

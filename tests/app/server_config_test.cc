@@ -141,14 +141,14 @@ TEST_F(ServerConfigTest, DefaultsWithoutAFile) {
 }
 
 TEST_F(ServerConfigTest, UnknownTopLevelKeyIsNamed) {
-  EXPECT_EQ(ParseError({"--config", Write("c.yaml", "listne: 127.0.0.1:1\n")}),
-            "unknown key 'listne' in the config file (nearest: 'listen', 'device', 'tls_key'; "
-            "known: auth_token_file, concurrent_jobs, data_roots, device, "
-            "insecure_allow_remote, listen, log_format, log_level, max_concurrent_streams, "
-            "max_eval_blocks, max_queued, max_request_bytes, max_resident_bytes, "
-            "metrics_listen, min_target_consistency, port_file, preload, state_dir, threads, "
-            "tls_cert, tls_client_ca, "
-            "tls_key, workers)");
+  EXPECT_EQ(
+      ParseError({"--config", Write("c.yaml", "listne: 127.0.0.1:1\n")}),
+      "unknown key 'listne' in the config file (nearest: 'listen', 'device', 'suites'; "
+      "known: auth_token_file, concurrent_jobs, data_roots, device, "
+      "insecure_allow_remote, listen, log_format, log_level, max_concurrent_streams, "
+      "max_eval_blocks, max_queued, max_request_bytes, max_resident_bytes, "
+      "metrics_listen, min_target_consistency, port_file, preload, state_dir, suites, threads, tls_cert, tls_client_ca, "
+      "tls_key, workers)");
 }
 
 TEST_F(ServerConfigTest, SecurityKeysComeFromTheFile) {
@@ -201,6 +201,19 @@ TEST_F(ServerConfigTest, WrongShapesAndValues) {
   // Validators run on file values as on flags.
   EXPECT_THAT(ParseError({"--config", Write("e.yaml", "log_format: xml\n")}), HasSubstr("xml"));
   EXPECT_THAT(ParseError({"--config", Write("f.yaml", "workers: 0\n")}), HasSubstr("workers"));
+}
+
+TEST_F(ServerConfigTest, SuitesNameTwoOrMoreDatasets) {
+  Parse({"--config", Write("s.yaml",
+                           "suites:\n  reasoning: [gsm8k, math500]\n  code: [mbpp, "
+                           "humaneval]\n")});
+  EXPECT_THAT(config_.preload.suites,
+              ElementsAre(Pair("code", ElementsAre("mbpp", "humaneval")),
+                          Pair("reasoning", ElementsAre("gsm8k", "math500"))));
+  EXPECT_THAT(ParseError({"--config", Write("t.yaml", "suites:\n  one: [gsm8k]\n")}),
+              HasSubstr("config key 'suites.one' must be a list of two or more dataset names"));
+  EXPECT_THAT(ParseError({"--config", Write("u.yaml", "suites: [a, b]\n")}),
+              HasSubstr("config key 'suites' must be a mapping of suite names to dataset lists"));
 }
 
 TEST_F(ServerConfigTest, SyntaxErrorsAndMissingFile) {

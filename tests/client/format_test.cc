@@ -216,5 +216,61 @@ TEST(FormatJobsTest, JobJsonUsesStableProtoNames) {
   EXPECT_THAT(j, HasSubstr("\"createTime\": \"2024-05-01T12:03:04Z\""));
 }
 
+TEST(FormatJobsTest, IntervalsAndTheGateVerdict) {
+  pb::EvalResult r;
+  r.set_ci_resamples(1000);
+  r.mutable_accept_length_ci()->set_lo(2.125);
+  r.mutable_accept_length_ci()->set_hi(2.5);
+  pb::PositionMetrics* p = r.add_positions();
+  p->set_position(1);
+  p->mutable_acceptance_ci()->set_lo(0.75);
+  p->mutable_acceptance_ci()->set_hi(0.875);
+  r.mutable_gate()->set_text("gate: pass against ev-1");
+  EXPECT_EQ(FormatIntervals(r),
+            "95% intervals (percentile bootstrap over samples, 1000 resamples):\n"
+            "  accept length [2.1250, 2.5000]   tau -\n"
+            "   pos accuracy          acceptance        conditional      \n"
+            "     1 -                 [0.7500, 0.8750]  -                \n"
+            "gate: pass against ev-1\n");
+  EXPECT_EQ(FormatIntervals(pb::EvalResult()), "");
+}
+
+TEST(FormatJobsTest, DifferencesSayBetterWorseOrNoDifference) {
+  pb::CompareEvalsResponse cmp;
+  cmp.add_jobs()->set_id("ev-a");
+  cmp.add_jobs()->set_id("ev-b");
+  pb::MetricDifference* d = cmp.add_differences();
+  d->set_metric("tau");
+  d->set_job_index(1);
+  d->set_delta(-0.25);
+  d->mutable_delta_ci()->set_lo(-0.5);
+  d->mutable_delta_ci()->set_hi(-0.125);
+  d->set_verdict("worse");
+  EXPECT_EQ(FormatDifferences(cmp),
+            "paired differences against ev-a (95% paired bootstrap over the shared samples)\n"
+            "  metric           job                delta 95% interval        verdict\n"
+            "  tau              ev-b             -0.2500 [-0.5000, -0.1250]  worse\n");
+}
+
+TEST(FormatJobsTest, SuiteIsATableWithTheMacroAverage) {
+  pb::EvalResult r;
+  r.set_suite("d1,d2");
+  r.set_block_size(4);
+  r.set_accept_length_pooled(2.5);
+  for (const char* name : {"d1", "d2"}) {
+    pb::DatasetResult* d = r.add_suite_results();
+    d->set_dataset(name);
+    d->mutable_result()->set_samples(3);
+    d->mutable_result()->set_accept_length_pooled(name[1] == '1' ? 3.0 : 2.0);
+    d->mutable_result()->mutable_tau_ci()->set_lo(1.0);
+    d->mutable_result()->mutable_tau_ci()->set_hi(2.0);
+  }
+  const std::string out = FormatEvalResult(r);
+  EXPECT_THAT(out, HasSubstr("suite d1,d2: 2 datasets, anchor mode, block size 4"));
+  EXPECT_THAT(out, HasSubstr("\n  d1                      3        0 3.000"));
+  EXPECT_THAT(out, HasSubstr("0.000 [1.000, 2.000]"));
+  EXPECT_THAT(out, HasSubstr("\n  macro average           0        0 2.500 "));
+}
+
 }  // namespace
 }  // namespace dflash::client

@@ -261,18 +261,28 @@ TEST_F(JobServiceImplTest, ResubmitAndCompare) {
   EXPECT_NE(b.id, a.id);
   ASSERT_EQ(WaitDone(b.id).state, JobState::kSucceeded);
 
-  EXPECT_THAT(service_->Compare({a.id}), StatusIs(absl::StatusCode::kInvalidArgument,
+  EXPECT_THAT(service_->Compare({a.id}, {}), StatusIs(absl::StatusCode::kInvalidArgument,
                                                   Eq("compare needs at least two job ids; got 1")));
-  ASSERT_OK_AND_ASSIGN(Comparison c, service_->Compare({a.id, b.id}));
+  ASSERT_OK_AND_ASSIGN(Comparison c, service_->Compare({a.id, b.id}, {}));
   ASSERT_EQ(c.jobs.size(), 2u);
   EXPECT_THAT(c.accept_length, ElementsAre(2.5, 3.0));
   EXPECT_THAT(c.accept_length_delta, ElementsAre(0.0, 0.5));
-  EXPECT_THAT(c.warnings, ElementsAre("different modes: " + a.id + " replay, " + b.id + " anchor"));
+  // The fake's results have no per-sample counts: no paired intervals, and why.
+  EXPECT_THAT(c.warnings, ElementsAre("different modes: " + a.id + " replay, " + b.id + " anchor",
+                                      "no paired intervals: cannot pair " + a.id + " and " + b.id +
+                                          ": " + a.id + " has no sample with a scored block"));
+  EXPECT_TRUE(c.differences.empty());
+  CompareOptions strict;
+  strict.require_paired = true;
+  EXPECT_THAT(service_->Compare({a.id, b.id}, strict),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       Eq("cannot pair " + a.id + " and " + b.id + ": " + a.id +
+                          " has no sample with a scored block")));
 
   core_.next_error = absl::InternalError("boom");
   ASSERT_OK_AND_ASSIGN(JobRecord failed, service_->Submit(Request()));
   ASSERT_EQ(WaitDone(failed.id).state, JobState::kFailed);
-  EXPECT_THAT(service_->Compare({a.id, failed.id}),
+  EXPECT_THAT(service_->Compare({a.id, failed.id}, {}),
               StatusIs(absl::StatusCode::kFailedPrecondition,
                        Eq("job " + failed.id + " is FAILED; only SUCCEEDED jobs can be compared")));
 }

@@ -1,7 +1,8 @@
 // examples/python/submit_per_checkpoint.py (on the dflash_eval package,
 // installed by ctest's python_client_install) against a real server: two
 // checkpoint folders (step-100, step-200) under one run folder become two
-// detached jobs that succeed with run and step labels set.
+// detached jobs that succeed with run and step labels set; with --gate the
+// example exits 4 when a later checkpoint is significantly worse.
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -75,6 +76,22 @@ TEST(PythonExampleTest, SubmitsOneDetachedEvalPerCheckpoint) {
     EXPECT_THAT(r.out, HasSubstr("submitted " + j["id"].get<std::string>()));
   }
   EXPECT_THAT(steps, ::testing::UnorderedElementsAre("100", "200"));
+
+  // --gate previous: step-200 holds other weights (drafter-v1new), far worse
+  // on this data: the example prints the server's verdict and exits 4.
+  const std::string gate_dir = data + "/run-gate";
+  fs::create_directories(gate_dir + "/step-100");
+  fs::create_directories(gate_dir + "/step-200");
+  fs::copy(data + "/drafter", gate_dir + "/step-100", fs::copy_options::recursive);
+  fs::copy(data + "/drafter-v1new", gate_dir + "/step-200", fs::copy_options::recursive);
+  CommandResult gated =
+      RunCommand({ExamplePython(),
+                  BinaryFromEnv("DFLASH_SOURCE_DIR") + "/examples/python/submit_per_checkpoint.py",
+                  "--server", address, "--dataset", "d", "--gate", "previous", gate_dir},
+                 {}, 300);
+  EXPECT_EQ(gated.exit_code, 4) << gated.out << gated.err;
+  EXPECT_THAT(gated.out, HasSubstr("gate: pass (no reference: no SUCCEEDED job of run 'run-gate'"));
+  EXPECT_THAT(gated.out, HasSubstr("gate: WORSE than "));
 
   // A bad path is a clear error before anything is submitted.
   CommandResult bad =

@@ -141,6 +141,58 @@ TEST_F(SqliteResultStoreTest, FullRecordRoundTripsExactly) {
   EXPECT_EQ(got.request.labels.at("team"), "x y");
 }
 
+TEST_F(SqliteResultStoreTest, IntervalsGateAndSuitesRoundTripAndSuitesFilter) {
+  auto store = Open();
+  JobRecord want = FullRecord("ev-1");
+  want.request.gate = {"previous", "acceptance[2]", 0.05};
+  want.request.params.options.ci = eval::CiMethod::kNone;
+  want.request.params.options.ci_resamples = 200;
+  eval::EvalResult& res = *want.result;
+  res.per_sample[0].counted = {4, 3};
+  res.per_sample[0].accepted = {2, 1};
+  res.per_sample[0].correct = {3, 1};
+  res.per_sample[0].conditional_counted = {4, 2};
+  res.accept_length_ci = eval::Interval{1.25, 3.5};
+  res.positions[1].conditional_ci = eval::Interval{0.125, 0.75};
+  res.ci_resamples = 200;
+  eval::GateVerdict g;
+  g.reference_job = "ev-0";
+  g.metric = "tau";
+  g.delta = -0.5;
+  g.delta_ci = eval::Interval{-0.75, -0.25};
+  g.verdict = "worse";
+  g.text = "gate: WORSE";
+  res.gate = g;
+  ASSERT_OK(store->Put(want));
+  JobRecord suite = Simple("ev-s", 5, "r", 10);
+  suite.request.params.dataset = "d,e";
+  suite.request.suite_datasets = {"d", "e"};
+  eval::EvalResult macro;
+  macro.suite = "d,e";
+  macro.suite_results = {{"d", res}, {"e", eval::EvalResult{}}};
+  suite.result = macro;
+  ASSERT_OK(store->Put(suite));
+  ASSERT_OK_AND_ASSIGN(JobRecord got, store->Get("ev-1"));
+  EXPECT_EQ(RecordToJson(got), RecordToJson(want));
+  EXPECT_EQ(got.request.gate.metric, "acceptance[2]");
+  EXPECT_EQ(got.request.params.options.ci, eval::CiMethod::kNone);
+  EXPECT_EQ(got.result->per_sample[0].conditional_counted, (std::vector<int64_t>{4, 2}));
+  EXPECT_EQ(got.result->positions[1].conditional_ci->hi, 0.75);
+  EXPECT_FALSE(got.result->positions[0].conditional_ci.has_value());
+  EXPECT_EQ(got.result->gate->delta_ci->lo, -0.75);
+  ASSERT_OK_AND_ASSIGN(JobRecord got_suite, store->Get("ev-s"));
+  EXPECT_EQ(RecordToJson(got_suite), RecordToJson(suite));
+  ASSERT_EQ(got_suite.result->suite_results.size(), 2u);
+  EXPECT_EQ(got_suite.result->suite_results[0].result.gate->verdict, "worse");
+  ListQuery q;
+  q.suite = "d,e";
+  ASSERT_OK_AND_ASSIGN(JobPage page, store->List(q));
+  EXPECT_THAT(Ids(page), ElementsAre("ev-s"));
+  q.suite = "d";
+  ASSERT_OK_AND_ASSIGN(JobPage none, store->List(q));
+  EXPECT_TRUE(none.jobs.empty());
+}
+
 TEST_F(SqliteResultStoreTest, UnknownIdIsNotFound) {
   auto store = Open();
   EXPECT_THAT(store->Get("ev-nope"),

@@ -20,6 +20,7 @@ from .records import (CompareEvalsResponse, DeviceInfo, EvalJob, EvalProgress, E
                       EvalResult, FirstMissSplit, LoadResponse, PositionComparison,
                       PositionMetrics, Record, Resource, SampleSummary, ServerInfo, TensorEntry,
                       TensorStats, WeightReport)
+from .records import DatasetResult, GateVerdict, Interval, MetricDifference
 
 __version__ = "0.1.0"
 
@@ -28,4 +29,5 @@ __all__ = [
     "EvalProgress", "EvalRequest", "EvalResult", "FirstMissSplit", "Job", "LoadResponse",
     "PositionComparison", "PositionMetrics", "Record", "Resource", "SampleSummary", "ServerInfo",
     "TensorEntry", "TensorStats", "TextProgress", "Tls", "UnreachableError", "WeightReport",
+    "DatasetResult", "GateVerdict", "Interval", "MetricDifference",
 ]

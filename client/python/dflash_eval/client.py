@@ -33,7 +33,8 @@ JobRef = Union[str, Job, EvalJob]
 
 # EvalRequest fields that submit()/evaluate() take as keyword options.
 _OPTIONS = ("target", "max_samples", "max_blocks", "anchors", "seed", "block_size",
-            "max_new_tokens", "unload_after", "semantics", "metrics", "full_positions")
+            "max_new_tokens", "unload_after", "semantics", "metrics", "full_positions",
+            "ci", "ci_resamples", "gate", "gate_metric", "gate_min_delta")
 _UNLOAD = {"target": "UnloadTarget", "drafter": "UnloadDrafter", "dataset": "UnloadDataset"}
 _POLL_SECONDS = 0.5
 _EPOCH = datetime.datetime.min.replace(tzinfo=datetime.timezone.utc)
@@ -188,7 +189,11 @@ class Client:
         options: target, max_samples, max_blocks, anchors ("even", "random",
         "all"), seed, block_size, max_new_tokens, unload_after, semantics,
         metrics ("all" or "acceptance"), full_positions (replay: score past
-        each block's first miss).
+        each block's first miss);
+        ci ("bootstrap" or "none"), ci_resamples; gate ("best", "previous" or
+        a job id: when the job ends the server compares it with that reference
+        and stores the verdict in `result.gate`), gate_metric (default "tau"),
+        gate_min_delta.
         """
         request = self._request(checkpoint, drafter, dataset, mode, run, step, labels, options)
         record = self._call("SubmitEval", service_pb2.SubmitEvalRequest(request=request))
@@ -260,6 +265,7 @@ class Client:
     def list(self, *, state: names.EnumArg = None, drafter: str = "", dataset: str = "",
              run: str = "", min_step: int = 0, max_step: int = 0,
              labels: Optional[Mapping[str, str]] = None, order_by_step: bool = False,
+             suite: str = "",
              limit: Optional[int] = None) -> List[EvalJob]:
         """Jobs, newest first (or by step), every page up to `limit` jobs.
 
@@ -269,7 +275,7 @@ class Client:
         request = service_pb2.ListEvalsRequest(
             state=names.enum_name(names.JOB_STATE, state, "state"), drafter=drafter,
             dataset=dataset, run=run, min_step=min_step, max_step=max_step,
-            labels=dict(labels or {}), order_by_step=order_by_step,
+            labels=dict(labels or {}), order_by_step=order_by_step, suite=suite,
             page_size=min(limit, 1000) if limit else 1000)
         jobs: List[EvalJob] = []
         while limit is None or len(jobs) < limit:
@@ -286,9 +292,14 @@ class Client:
         jobs = self.list(run=run, dataset=dataset, state="succeeded", order_by_step=True)
         return sorted(jobs, key=lambda j: (j.step, j.create_time or _EPOCH))
 
-    def compare(self, jobs: Sequence[JobRef]) -> CompareEvalsResponse:
-        """2 to 100 jobs side by side; deltas against the first (CompareEvals)."""
-        request = service_pb2.CompareEvalsRequest(ids=[_job_id(j) for j in jobs])
+    def compare(self, jobs: Sequence[JobRef], *, require_paired: bool = False,
+                ci_resamples: int = 0, ci_seed: int = 0) -> CompareEvalsResponse:
+        """2 to 100 jobs side by side; deltas against the first (CompareEvals),
+        with paired-bootstrap `differences` when the jobs scored the same
+        samples (require_paired: fail otherwise instead of a warning)."""
+        request = service_pb2.CompareEvalsRequest(ids=[_job_id(j) for j in jobs],
+                                                  require_paired=require_paired,
+                                                  ci_resamples=ci_resamples, ci_seed=ci_seed)
         return from_proto(CompareEvalsResponse, self._call("CompareEvals", request))
 
 

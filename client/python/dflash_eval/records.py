@@ -167,6 +167,35 @@ class EvalRequest(Record):
     semantics: str = ""
     metrics: str = ""
     full_positions: bool = False
+    ci: str = ""
+    ci_resamples: int = 0
+    gate: str = ""
+    gate_metric: str = ""
+    gate_min_delta: float = 0.0
+    suite_datasets: List[str] = field(default_factory=list)
+
+
+@dataclass
+class Interval(Record):
+    """A 95% percentile-bootstrap interval [lo, hi]."""
+
+    lo: float = 0.0
+    hi: float = 0.0
+
+
+@dataclass
+class GateVerdict(Record):
+    """A regression gate's outcome: "worse", "pass", "no reference" or "error"."""
+
+    reference_job: str = ""
+    metric: str = ""
+    min_delta: float = 0.0
+    value: float = 0.0
+    reference_value: float = 0.0
+    delta: float = 0.0
+    delta_ci: Optional[Interval] = None
+    verdict: str = ""
+    text: str = ""
 
 
 @dataclass
@@ -188,6 +217,9 @@ class PositionMetrics(Record):
     coverage: float = 0.0
     tf_correct: int = 0
     tf_accuracy: float = 0.0
+    accuracy_ci: Optional[Interval] = None
+    acceptance_ci: Optional[Interval] = None
+    conditional_ci: Optional[Interval] = None
 
 
 @dataclass
@@ -208,6 +240,11 @@ class SampleSummary(Record):
     mean_accept_length: float = 0.0
     length: int = 0
     first_response_position: int = 0
+    accepted_total: int = 0
+    counted: List[int] = field(default_factory=list)
+    correct: List[int] = field(default_factory=list)
+    accepted: List[int] = field(default_factory=list)
+    conditional_counted: List[int] = field(default_factory=list)
 
 
 @dataclass
@@ -242,6 +279,20 @@ class EvalResult(Record):
     selector_near_ties: int = 0
     positions_to_first_miss: bool = False
     context_positions: int = 0
+    accept_length_ci: Optional[Interval] = None
+    tau_ci: Optional[Interval] = None
+    ci_resamples: int = 0
+    gate: Optional[GateVerdict] = None
+    suite: str = ""
+    suite_results: List["DatasetResult"] = field(default_factory=list)
+
+
+@dataclass
+class DatasetResult(Record):
+    """One dataset's result within a suite job."""
+
+    dataset: str = ""
+    result: Optional[EvalResult] = None
 
 
 @dataclass
@@ -326,6 +377,20 @@ class PositionComparison(Record):
 
 
 @dataclass
+class MetricDifference(Record):
+    """One metric of jobs[job_index] against jobs[0], paired over shared samples."""
+
+    metric: str = ""
+    job_index: int = 0
+    reference_value: float = 0.0
+    value: float = 0.0
+    delta: float = 0.0
+    delta_ci: Optional[Interval] = None
+    excludes_zero: bool = False
+    verdict: str = ""
+
+
+@dataclass
 class CompareEvalsResponse(Record):
     """Jobs side by side: one value per job in `jobs` order."""
 
@@ -335,6 +400,7 @@ class CompareEvalsResponse(Record):
     accept_length_delta: List[float] = field(default_factory=list)
     tau: List[float] = field(default_factory=list)
     positions: List[PositionComparison] = field(default_factory=list)
+    differences: List[MetricDifference] = field(default_factory=list)
 
 
 # --- conversion ------------------------------------------------------------

@@ -148,6 +148,26 @@ class ClientTest(server.SharedServerTest):
         self.assertGreater(len(side.positions), 0)
         self.assertEqual(len(side.positions[0].accuracy), 2)
 
+    def test_intervals_paired_compare_and_the_gate(self) -> None:
+        first = self.client.submit(checkpoint=self.path("drafter"), dataset="d", run="py-gate",
+                                   step=1, gate="previous").result()
+        assert first.accept_length_ci is not None and first.gate is not None
+        self.assertLessEqual(first.accept_length_ci.lo, first.accept_length_pooled)
+        self.assertEqual(first.ci_resamples, 1000)
+        self.assertEqual(first.gate.verdict, "no reference")
+        worse = self.client.submit(checkpoint=self.path("drafter-v1new"), dataset="d",
+                                   run="py-gate", step=2, gate="previous")
+        verdict = worse.result().gate
+        assert verdict is not None and verdict.delta_ci is not None
+        self.assertEqual(verdict.verdict, "worse", verdict.text)
+        self.assertLess(verdict.delta_ci.hi, 0.0)
+        self.assertTrue(verdict.text.startswith("gate: WORSE than "), verdict.text)
+        side = self.client.compare([verdict.reference_job, worse.id], require_paired=True)
+        tau = next(d for d in side.differences if d.metric == "tau")
+        self.assertEqual((tau.job_index, tau.verdict, tau.excludes_zero), (1, "worse", True))
+        none = self.client.evaluate(drafter="m", dataset="d", ci="none")
+        self.assertIsNone(none.accept_length_ci)
+
     def test_cancel_queued_and_running(self) -> None:
         long = self.client.submit(drafter="m", dataset="big", anchors="all")
         for update in long.watch():  # until it runs, then stop watching

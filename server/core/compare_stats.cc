@@ -1,0 +1,112 @@
+// File: compare_stats.cc
+// Paired differences and the gate verdict. Both resample the per-sample
+// counts of two results with one index draw per resample (eval/bootstrap.h).
+#include "core/compare_stats.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "common/status_macros.h"
+#include "eval/bootstrap.h"
+
+namespace dflash::core {
+namespace {
+
+int64_t CommonPositions(const std::vector<jobs::JobRecord>& jobs) {
+  size_t common = jobs.front().result->positions.size();
+  for (const jobs::JobRecord& j : jobs) common = std::min(common, j.result->positions.size());
+  return static_cast<int64_t>(common);
+}
+
+std::string Fmt(double v) {
+  return absl::StrFormat("%.4g", v);
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<MetricDifference>> PairedDifferences(
+    const std::vector<jobs::JobRecord>& jobs, int64_t resamples, uint64_t seed) {
+  std::vector<MetricDifference> out;
+  if (jobs.size() < 2) return out;
+  const std::vector<eval::MetricId> metrics = eval::AllMetrics(CommonPositions(jobs));
+  const eval::EvalResult& base = *jobs.front().result;
+  const std::vector<int64_t> ones_base(eval::Units(base).size(), 1);
+  const std::vector<double> base_values = eval::MetricValues(metrics, eval::Units(base), ones_base);
+  for (size_t k = 1; k < jobs.size(); ++k) {
+    const eval::EvalResult& r = *jobs[k].result;
+    ASSIGN_OR_RETURN(eval::PairedUnits p, eval::PairSamples(base, jobs.front().id, r, jobs[k].id));
+    const std::vector<double> values =
+        eval::MetricValues(metrics, eval::Units(r), std::vector<int64_t>(eval::Units(r).size(), 1));
+    const std::vector<std::optional<eval::Interval>> ci =
+        eval::PairedIntervals(metrics, p.a, p.b, resamples, seed);
+    for (size_t m = 0; m < metrics.size(); ++m) {
+      MetricDifference d;
+      d.metric = eval::MetricName(metrics[m]);
+      d.job_index = static_cast<int>(k);
+      d.reference_value = base_values[m];
+      d.value = values[m];
+      d.delta = values[m] - base_values[m];
+      d.delta_ci = ci[m];
+      d.excludes_zero = ci[m] && (ci[m]->lo > 0 || ci[m]->hi < 0);
+      // A metric with no denominator in one job (e.g. conditional[j] when
+      // no block reached j) has no difference to judge.
+      d.verdict = std::isnan(d.delta) ? "undefined" : eval::DifferenceVerdict(ci[m]);
+      out.push_back(std::move(d));
+    }
+  }
+  return out;
+}
+
+eval::GateVerdict GateVerdictFor(const jobs::JobRecord& job, const eval::EvalResult& result,
+                                 const std::optional<jobs::JobRecord>& reference,
+                                 const std::string& why_none) {
+  const jobs::GateSpec& spec = job.request.gate;
+  eval::GateVerdict v;
+  v.metric = spec.metric;
+  v.min_delta = spec.min_delta;
+  const auto error = [&](const std::string& why) {
+    v.verdict = "error";
+    v.text = absl::StrCat("gate: cannot decide: ", why);
+    return v;
+  };
+  auto metric = eval::ParseMetric(spec.metric, static_cast<int64_t>(result.positions.size()));
+  if (!metric.ok()) return error(std::string(metric.status().message()));
+  if (!reference) {
+    v.verdict = "no reference";
+    v.text = absl::StrCat("gate: pass (no reference: ", why_none, ")");
+    return v;
+  }
+  v.reference_job = reference->id;
+  const eval::EvalResult& ref = *reference->result;
+  if (metric->position > static_cast<int64_t>(ref.positions.size())) {
+    return error(absl::StrCat("reference ", reference->id, " has only ", ref.positions.size(),
+                              " positions; metric is ", spec.metric));
+  }
+  auto paired = eval::PairSamples(ref, reference->id, result, absl::StrCat(job.id, " (this job)"));
+  if (!paired.ok()) return error(std::string(paired.status().message()));
+  const auto value_of = [&](const eval::EvalResult& r) {
+    const std::vector<const eval::SampleSummary*> u = eval::Units(r);
+    return eval::MetricValues({*metric}, u, std::vector<int64_t>(u.size(), 1))[0];
+  };
+  v.value = value_of(result);
+  v.reference_value = value_of(ref);
+  v.delta = v.value - v.reference_value;
+  const eval::EvalOptions& o = job.request.params.options;
+  v.delta_ci = eval::PairedIntervals({*metric}, paired->a, paired->b,
+                                     o.ci_resamples > 0 ? o.ci_resamples : 1000, o.seed)[0];
+  if (!v.delta_ci)
+    return error(absl::StrCat("metric ", spec.metric, " is undefined on the samples"));
+  const bool worse = v.delta_ci->hi < -spec.min_delta;
+  v.verdict = worse ? "worse" : "pass";
+  v.text = absl::StrCat("gate: ", worse ? "WORSE than " : "pass against ", reference->id, " (step ",
+                        reference->request.step, ") on ", spec.metric, ": ", Fmt(v.value), " vs ",
+                        Fmt(v.reference_value), ", delta ", Fmt(v.delta), ", 95% interval [",
+                        Fmt(v.delta_ci->lo), ", ", Fmt(v.delta_ci->hi), "]",
+                        worse ? " lies below " : " does not lie below ",
+                        spec.min_delta > 0 ? absl::StrCat("-", Fmt(spec.min_delta)) : "zero");
+  return v;
+}
+
+}  // namespace dflash::core

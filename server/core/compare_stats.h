@@ -1,0 +1,40 @@
+// File: compare_stats.h
+// Paired differences between finished jobs and the regression gate built on
+// them (docs/decision-metrics-stats.md): each metric of a job against a
+// reference job, over the samples both scored, with a paired-bootstrap 95%
+// interval. Plain C++ (no gRPC); JobServiceImpl calls these.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "types/job_types.h"
+
+namespace dflash::core {
+
+// One metric of jobs[job_index] against jobs[0].
+struct MetricDifference {
+  std::string metric;
+  int job_index = 0;
+  double reference_value = 0, value = 0, delta = 0;  // delta = value - reference_value
+  std::optional<eval::Interval> delta_ci;
+  bool excludes_zero = false;
+  std::string verdict;  // "better", "worse", "no detectable difference" or "undefined"
+};
+
+// Every metric (accept length, tau, the per-position rates on the positions
+// all jobs have) of jobs[1..] against jobs[0]. FailedPrecondition, naming the
+// pair and why, when the samples cannot be paired.
+absl::StatusOr<std::vector<MetricDifference>> PairedDifferences(
+    const std::vector<jobs::JobRecord>& jobs, int64_t resamples, uint64_t seed);
+
+// The gate's verdict for `job` (just finished with `result`) against
+// `reference` (nullopt: none found; `why_none` says why).
+eval::GateVerdict GateVerdictFor(const jobs::JobRecord& job, const eval::EvalResult& result,
+                                 const std::optional<jobs::JobRecord>& reference,
+                                 const std::string& why_none);
+
+}  // namespace dflash::core

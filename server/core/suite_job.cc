@@ -1,0 +1,105 @@
+// File: suite_job.cc
+// Suite resolution and the macro average of a suite job's per-dataset results.
+#include "core/suite_job.h"
+
+#include <algorithm>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+
+namespace dflash::core {
+
+absl::StatusOr<std::vector<std::string>> ResolveSuite(const std::string& dataset,
+                                                      const SuiteMap& suites,
+                                                      const std::vector<std::string>& resident) {
+  std::vector<std::string> parts;
+  if (dataset.find(',') != std::string::npos) {
+    for (absl::string_view p : absl::StrSplit(dataset, ',')) {
+      parts.emplace_back(absl::StripAsciiWhitespace(p));
+    }
+  } else if (std::find(resident.begin(), resident.end(), dataset) == resident.end()) {
+    auto it = suites.find(dataset);
+    if (it == suites.end()) return parts;  // one dataset (unknown ones fail later, by name)
+    parts = it->second;
+  } else {
+    return parts;
+  }
+  std::set<std::string> seen;
+  for (const std::string& p : parts) {
+    if (p.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("suite '", dataset, "' has an empty dataset name"));
+    }
+    if (!seen.insert(p).second) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("suite '", dataset, "' names dataset '", p, "' twice"));
+    }
+  }
+  if (parts.size() < 2) {
+    return absl::InvalidArgumentError(absl::StrCat("suite '", dataset, "' has ", parts.size(),
+                                                   " dataset; a suite needs two or more"));
+  }
+  return parts;
+}
+
+eval::EvalResult MacroAverage(const std::string& suite, std::vector<eval::DatasetResult> parts) {
+  eval::EvalResult m;
+  m.suite = suite;
+  if (parts.empty()) return m;
+  const eval::EvalResult& first = parts.front().result;
+  m.mode = first.mode;
+  m.family = first.family;
+  m.semantics = first.semantics;
+  m.semantics_reference = first.semantics_reference;
+  m.block_size = first.block_size;
+  m.device = first.device;
+  m.dtype = first.dtype;
+  m.drafter_fingerprint = first.drafter_fingerprint;
+  std::vector<std::string> fingerprints;
+  std::vector<int> with_position;
+  const double n = static_cast<double>(parts.size());
+  for (const eval::DatasetResult& d : parts) {
+    const eval::EvalResult& r = d.result;
+    fingerprints.push_back(r.dataset_fingerprint);
+    m.samples += r.samples;
+    m.blocks += r.blocks;
+    m.tokens_scored += r.tokens_scored;
+    m.accept_length_pooled += r.accept_length_pooled / n;
+    m.tau += r.tau / n;
+    m.setup_seconds += r.setup_seconds;
+    m.compute_seconds += r.compute_seconds;
+    if (m.positions.size() < r.positions.size()) {
+      m.positions.resize(r.positions.size());
+      with_position.resize(r.positions.size(), 0);
+    }
+    for (size_t j = 0; j < r.positions.size(); ++j) {
+      eval::PositionMetrics& p = m.positions[j];
+      const eval::PositionMetrics& q = r.positions[j];
+      p.position = q.position;
+      p.counted += q.counted;
+      p.correct += q.correct;
+      p.accepted += q.accepted;
+      p.conditional_counted += q.conditional_counted;
+      p.accuracy += q.accuracy;  // sums here, divided below
+      p.acceptance += q.acceptance;
+      p.conditional += q.conditional;
+      ++with_position[j];
+    }
+    for (const std::string& w : r.warnings) m.warnings.push_back(absl::StrCat(d.dataset, ": ", w));
+  }
+  for (size_t j = 0; j < m.positions.size(); ++j) {
+    eval::PositionMetrics& p = m.positions[j];
+    p.accuracy /= with_position[j];
+    p.acceptance /= with_position[j];
+    p.conditional /= with_position[j];
+  }
+  m.tokens_per_second = m.compute_seconds > 0 ? m.tokens_scored / m.compute_seconds : 0;
+  m.dataset_fingerprint = absl::StrJoin(fingerprints, ",");
+  m.suite_results = std::move(parts);
+  return m;
+}
+
+}  // namespace dflash::core
