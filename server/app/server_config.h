@@ -51,6 +51,15 @@ struct ServerConfig {
   int64_t max_resident_bytes = 0;        // 0: 90% of the device's memory
   int64_t max_eval_blocks = 10'000'000;  // per evaluation; 0: no limit
   int max_concurrent_streams = 64;       // WatchEval streams; 0: no limit
+  // Results store (app/store_select.h): "" (STATE_DIR/results.sqlite3),
+  // sqlite:PATH, or postgresql://... shared by a fleet.
+  std::string store;
+  std::string store_password_file;  // else libpq's PGPASSWORD / PGPASSFILE
+  // Fleet (a PostgreSQL store): this server's name (default HOST:PORT),
+  // its lease, heartbeat and the attempts a job gets.
+  std::string fleet_name;
+  double fleet_lease_seconds = 10, fleet_heartbeat_seconds = 2;
+  int fleet_max_attempts = 3;
   PreloadConfig preload;
 };
 
