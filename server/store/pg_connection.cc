@@ -94,14 +94,24 @@ absl::StatusOr<PgRows> PgConnection::Exec(const std::string& sql,
   if (PQstatus(conn_) != CONNECTION_OK) PQreset(conn_);  // the server restarted, or the network
   std::vector<const char*> values;
   for (const std::string& p : params) values.push_back(p.c_str());
-  pg_result* result = PQexecParams(conn_, sql.c_str(), static_cast<int>(values.size()), nullptr,
-                                   values.data(), nullptr, nullptr, 0);
+  return Check(PQexecParams(conn_, sql.c_str(), static_cast<int>(values.size()), nullptr,
+                            values.data(), nullptr, nullptr, 0),
+               sql);
+}
+
+absl::Status PgConnection::ExecScript(const std::string& sql) {
+  if (PQstatus(conn_) != CONNECTION_OK) PQreset(conn_);
+  return Check(PQexec(conn_, sql.c_str()), sql).status();
+}
+
+absl::StatusOr<PgRows> PgConnection::Check(pg_result* result, const std::string& sql) {
   PgRows rows(result);  // frees it on every path
   const ExecStatusType status = result ? PQresultStatus(result) : PGRES_FATAL_ERROR;
   if (status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK) return rows;
   const char* state = result ? PQresultErrorField(result, PG_DIAG_SQLSTATE) : nullptr;
   std::string message = Trimmed(result ? PQresultErrorMessage(result) : PQerrorMessage(conn_));
-  const std::string first_line = sql.substr(0, sql.find('\n'));
+  const std::string trimmed(absl::StripLeadingAsciiWhitespace(sql));
+  const std::string first_line = trimmed.substr(0, trimmed.find('\n'));
   if (state != nullptr && std::strcmp(state, kUniqueViolation) == 0) {
     return absl::AlreadyExistsError(absl::StrCat("results store (", where_, "): ", message));
   }

@@ -41,6 +41,8 @@ class PgConnection {
   ~PgConnection();
 
   absl::StatusOr<PgRows> Exec(const std::string& sql, const std::vector<std::string>& params = {});
+  // Several statements, no parameters (schema migrations).
+  absl::Status ExecScript(const std::string& sql);
   // Runs `body` between BEGIN and COMMIT; ROLLBACK when it fails.
   template <typename Body>
   absl::Status InTransaction(Body&& body) {
@@ -57,6 +59,7 @@ class PgConnection {
 
  private:
   PgConnection(pg_conn* conn, std::string where) : conn_(conn), where_(std::move(where)) {}
+  absl::StatusOr<PgRows> Check(pg_result* result, const std::string& sql);
   pg_conn* conn_;
   std::string where_;
 };

@@ -112,7 +112,7 @@ absl::Status PostgresResultStore::Migrate() {
           "not write to a schema it does not know"));
     }
     for (int64_t v = version + 1; v <= kSchemaVersion; ++v) {
-      RETURN_IF_ERROR(db_->Exec(kMigrations[v - 1]).status(), "migrating to schema version ", v);
+      RETURN_IF_ERROR(db_->ExecScript(kMigrations[v - 1]), "migrating to schema version ", v);
     }
     if (version == kSchemaVersion) return absl::OkStatus();
     RETURN_IF_ERROR(db_->Exec("DELETE FROM schema_version").status());
