@@ -127,9 +127,8 @@ absl::StatusOr<std::unique_ptr<JobServiceImpl>> JobServiceImpl::Create(
   std::unique_ptr<JobServiceImpl> service(new JobServiceImpl(core, store.shared()));
   JobServiceImpl* self = service.get();
   options.fleet.resident = [self] { return self->ResidentNames(); };
-  options.fleet.info_json = [self] {
-    return FleetInfoJson(self->core_, self->queue_->UnfinishedJobsWhere(
-                                          [](const jobs::JobRequest&) { return true; }));
+  options.fleet.info_json = [self](const std::vector<std::string>& running) {
+    return FleetInfoJson(self->core_, running);
   };
   ASSIGN_OR_RETURN(service->queue_,
                    jobs::JobQueue::Create(

@@ -51,8 +51,9 @@ struct FleetOptions {
   int max_attempts = 3;
   // The names resident here now (ClaimRequest's targets, datasets, drafters).
   std::function<store::ClaimRequest()> resident;
-  // What this server tells the fleet about itself at each heartbeat (JSON).
-  std::function<std::string()> info_json;
+  // What this server tells the fleet about itself at each heartbeat (JSON),
+  // given the ids of the jobs it runs.
+  std::function<std::string(const std::vector<std::string>& running)> info_json;
 };
 
 struct JobQueueOptions {

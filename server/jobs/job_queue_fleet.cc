@@ -157,7 +157,13 @@ void JobQueue::FleetLoop() {
     lock.unlock();
     if (Clock::now() >= next_beat) {
       RenewLeases();
-      const std::string info = options_.fleet.info_json ? options_.fleet.info_json() : "{}";
+      std::vector<std::string> running;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        for (const auto& [id, _] : active_) running.push_back(id);
+      }
+      const std::string info =
+          options_.fleet.info_json ? options_.fleet.info_json(running) : "{}";
       store_reachable_ = store_.Heartbeat(options_.fleet.server, info).ok();
       next_beat = Clock::now() + options_.fleet.heartbeat;
     }

@@ -65,7 +65,10 @@ absl::StatusOr<std::unique_ptr<PgConnection>> PgConnection::Connect(const std::s
                                                                      const std::string& password) {
   if (absl::Status ok = CheckUrl(url); !ok.ok()) return ok;
   std::vector<const char*> keys = {"dbname", "application_name", "connect_timeout"};
+  // Notices ("relation ... already exists, skipping") are not for the log.
   std::vector<const char*> values = {url.c_str(), "dflash-evald", "10"};
+  keys.push_back("options");
+  values.push_back("-c client_min_messages=warning");
   if (!password.empty()) {
     keys.push_back("password");
     values.push_back(password.c_str());
