@@ -6,11 +6,11 @@
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
-#include <mutex>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
@@ -25,6 +25,7 @@
 #include "app/logging.h"
 #include "app/preload.h"
 #include "app/server_config.h"
+#include "app/store_select.h"
 #include "app/tls_credentials.h"
 #include "common/ops_observer.h"
 #include "common/status_macros.h"
@@ -35,7 +36,6 @@
 #include "metrics/server_metrics.h"
 #include "service/eval_service.h"
 #include "service/token_auth.h"
-#include "app/store_select.h"
 
 namespace dflash::app {
 namespace {

@@ -113,9 +113,9 @@ absl::Status JobServiceImpl::PlaceInFleet(JobRecord& record) {
     first = false;
   }
   if (where.empty()) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "no live server of the fleet holds all of ", absl::StrJoin(needs, ", "),
-        "; load them on one server, or name the drafter by checkpoint path"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("no live server of the fleet holds all of ", absl::StrJoin(needs, ", "),
+                     "; load them on one server, or name the drafter by checkpoint path"));
   }
   record.placement = absl::StrCat("runs on a server holding ", absl::StrJoin(needs, ", "),
                                   " (now: ", absl::StrJoin(where, ", "), ")");
@@ -326,8 +326,7 @@ absl::StatusOr<std::vector<FleetMember>> JobServiceImpl::Fleet() {
   ASSIGN_OR_RETURN(std::vector<store::FleetServer> servers, queue_->FleetServers());
   std::vector<FleetMember> members;
   for (const store::FleetServer& s : servers) {
-    ASSIGN_OR_RETURN(FleetMember m,
-                     ParseFleetMember(s.name, s.info_json, s.heartbeat_age_micros));
+    ASSIGN_OR_RETURN(FleetMember m, ParseFleetMember(s.name, s.info_json, s.heartbeat_age_micros));
     members.push_back(std::move(m));
   }
   return members;

@@ -162,8 +162,7 @@ void JobQueue::FleetLoop() {
         std::lock_guard<std::mutex> lock(mu_);
         for (const auto& [id, _] : active_) running.push_back(id);
       }
-      const std::string info =
-          options_.fleet.info_json ? options_.fleet.info_json(running) : "{}";
+      const std::string info = options_.fleet.info_json ? options_.fleet.info_json(running) : "{}";
       store_reachable_ = store_.Heartbeat(options_.fleet.server, info).ok();
       next_beat = Clock::now() + options_.fleet.heartbeat;
     }

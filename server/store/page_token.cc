@@ -13,8 +13,7 @@ std::string MakePageToken(bool by_step, int64_t key, const std::string& id) {
   return absl::WebSafeBase64Escape(absl::StrCat(by_step ? "s" : "c", "|", key, "|", id));
 }
 
-absl::Status ParsePageToken(const std::string& token, bool by_step, int64_t* key,
-                            std::string* id) {
+absl::Status ParsePageToken(const std::string& token, bool by_step, int64_t* key, std::string* id) {
   std::string raw;
   std::vector<std::string> parts;
   if (absl::WebSafeBase64Unescape(token, &raw)) {

@@ -62,7 +62,7 @@ bool PgRows::Bool(int row, int col) const {
 }
 
 absl::StatusOr<std::unique_ptr<PgConnection>> PgConnection::Connect(const std::string& url,
-                                                                     const std::string& password) {
+                                                                    const std::string& password) {
   if (absl::Status ok = CheckUrl(url); !ok.ok()) return ok;
   std::vector<const char*> keys = {"dbname", "application_name", "connect_timeout"};
   // Notices ("relation ... already exists, skipping") are not for the log.
@@ -119,8 +119,8 @@ absl::StatusOr<PgRows> PgConnection::Check(pg_result* result, const std::string&
     return absl::AlreadyExistsError(absl::StrCat("results store (", where_, "): ", message));
   }
   if (PQstatus(conn_) != CONNECTION_OK) {
-    return absl::UnavailableError(
-        absl::StrCat("results store: lost the connection to PostgreSQL at ", where_, ": ", message));
+    return absl::UnavailableError(absl::StrCat(
+        "results store: lost the connection to PostgreSQL at ", where_, ": ", message));
   }
   return absl::InternalError(
       absl::StrCat("results store (", where_, "): '", first_line, "': ", message));

@@ -81,8 +81,8 @@ void CloseAttempt(JobRecord& r, const std::string& outcome, int64_t now) {
 std::string AttemptsText(const JobRecord& r) {
   std::vector<std::string> parts;
   for (size_t i = 0; i < r.attempts.size(); ++i) {
-    parts.push_back(absl::StrCat("attempt ", i + 1, " on ", r.attempts[i].server, ": ",
-                                 r.attempts[i].outcome));
+    parts.push_back(
+        absl::StrCat("attempt ", i + 1, " on ", r.attempts[i].server, ": ", r.attempts[i].outcome));
   }
   return absl::StrJoin(parts, "; ");
 }
@@ -103,13 +103,15 @@ absl::Status PostgresResultStore::Migrate() {
     RETURN_IF_ERROR(db_->Exec(kMigrationLock).status());
     RETURN_IF_ERROR(
         db_->Exec("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)").status());
-    ASSIGN_OR_RETURN(PgRows rows, db_->Exec("SELECT COALESCE(MAX(version), 0) FROM schema_version"));
+    ASSIGN_OR_RETURN(PgRows rows,
+                     db_->Exec("SELECT COALESCE(MAX(version), 0) FROM schema_version"));
     const int64_t version = rows.Int(0, 0);
     if (version > kSchemaVersion) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "the database's schema is version ", version, ", newer than this server's (",
-          kSchemaVersion, "): a newer dflash-evald has migrated it. Upgrade this server; it will "
-          "not write to a schema it does not know"));
+      return absl::FailedPreconditionError(
+          absl::StrCat("the database's schema is version ", version, ", newer than this server's (",
+                       kSchemaVersion,
+                       "): a newer dflash-evald has migrated it. Upgrade this server; it will "
+                       "not write to a schema it does not know"));
     }
     for (int64_t v = version + 1; v <= kSchemaVersion; ++v) {
       RETURN_IF_ERROR(db_->ExecScript(kMigrations[v - 1]), "migrating to schema version ", v);
@@ -206,9 +208,9 @@ absl::StatusOr<jobs::JobPage> PostgresResultStore::List(const jobs::ListQuery& q
   }
   if (rows.size() > page_size) {
     const int last = page_size - 1;
-    page.next_page_token = MakePageToken(
-        q.order_by_step, q.order_by_step ? rows.Int(last, 1) : rows.Int(last, 2),
-        rows.Text(last, 3));
+    page.next_page_token =
+        MakePageToken(q.order_by_step, q.order_by_step ? rows.Int(last, 1) : rows.Int(last, 2),
+                      rows.Text(last, 3));
   }
   return page;
 }
@@ -225,7 +227,8 @@ absl::Status PostgresResultStore::EndAbandoned(int max_attempts) {
       db_->Exec(absl::StrCat("SELECT id, record, cancel_requested, ", kNow,
                              " FROM jobs WHERE (cancel_requested AND state = 'QUEUED') OR "
                              "(state = 'RUNNING' AND lease_until < ",
-                             kNow, " AND (cancel_requested OR attempt >= $1::int)) "
+                             kNow,
+                             " AND (cancel_requested OR attempt >= $1::int)) "
                              "FOR UPDATE SKIP LOCKED"),
                 {Str(max_attempts)}));
   for (int i = 0; i < rows.size(); ++i) {
@@ -261,22 +264,20 @@ absl::StatusOr<std::optional<JobRecord>> PostgresResultStore::Claim(const ClaimR
     // (affinity); an unnamed target means "the only one".
     ASSIGN_OR_RETURN(
         PgRows rows,
-        db_->Exec(
-            absl::StrCat(
-                "SELECT id, record, ", kNow,
-                " FROM jobs WHERE NOT cancel_requested AND (state = 'QUEUED' OR "
-                "(state = 'RUNNING' AND lease_until < ",
-                kNow,
-                " AND attempt < $5::int)) "
-                "AND need_dataset IN (SELECT jsonb_array_elements_text($1::jsonb)) "
-                "AND (need_target IN (SELECT jsonb_array_elements_text($2::jsonb)) "
-                "     OR (need_target = '' AND $3::int = 1)) "
-                "AND (need_drafter = '' OR need_drafter IN "
-                "     (SELECT jsonb_array_elements_text($4::jsonb))) "
-                "ORDER BY (need_drafter <> '') DESC, create_micros, id "
-                "LIMIT 1 FOR UPDATE SKIP LOCKED"),
-            {NamesJson(c.datasets), NamesJson(c.targets), Str(c.targets.size()),
-             NamesJson(c.drafters), Str(c.max_attempts)}));
+        db_->Exec(absl::StrCat("SELECT id, record, ", kNow,
+                               " FROM jobs WHERE NOT cancel_requested AND (state = 'QUEUED' OR "
+                               "(state = 'RUNNING' AND lease_until < ",
+                               kNow,
+                               " AND attempt < $5::int)) "
+                               "AND need_dataset IN (SELECT jsonb_array_elements_text($1::jsonb)) "
+                               "AND (need_target IN (SELECT jsonb_array_elements_text($2::jsonb)) "
+                               "     OR (need_target = '' AND $3::int = 1)) "
+                               "AND (need_drafter = '' OR need_drafter IN "
+                               "     (SELECT jsonb_array_elements_text($4::jsonb))) "
+                               "ORDER BY (need_drafter <> '') DESC, create_micros, id "
+                               "LIMIT 1 FOR UPDATE SKIP LOCKED"),
+                  {NamesJson(c.datasets), NamesJson(c.targets), Str(c.targets.size()),
+                   NamesJson(c.drafters), Str(c.max_attempts)}));
     if (rows.size() == 0) return absl::OkStatus();
     ASSIGN_OR_RETURN(JobRecord r, RecordFromJson(rows.Text(0, 1)));
     const int64_t now = rows.Int(0, 2);
@@ -286,12 +287,12 @@ absl::StatusOr<std::optional<JobRecord>> PostgresResultStore::Claim(const ClaimR
     r.server = c.server;
     r.start_unix_micros = now;
     r.progress = {};
-    RETURN_IF_ERROR(db_->Exec(absl::StrCat("UPDATE jobs SET state = 'RUNNING', owner = $2, "
-                                           "attempt = $3::int, lease_until = ",
-                                           kNow, " + $4::bigint, record = $5 WHERE id = $1"),
-                              {r.id, c.server, Str(r.attempts.size()), Str(c.lease_micros),
-                               RecordToJson(r)})
-                        .status());
+    RETURN_IF_ERROR(
+        db_->Exec(absl::StrCat("UPDATE jobs SET state = 'RUNNING', owner = $2, "
+                               "attempt = $3::int, lease_until = ",
+                               kNow, " + $4::bigint, record = $5 WHERE id = $1"),
+                  {r.id, c.server, Str(r.attempts.size()), Str(c.lease_micros), RecordToJson(r)})
+            .status());
     claimed = std::move(r);
     return absl::OkStatus();
   }));
@@ -305,21 +306,21 @@ absl::StatusOr<bool> PostgresResultStore::PutLeased(const JobRecord& r, int64_t 
   std::lock_guard<std::mutex> lock(mu_);
   ASSIGN_OR_RETURN(
       PgRows rows,
-      db_->Exec(absl::StrCat(
-                    "UPDATE jobs SET state = $4, record = $5, drafter_fingerprint = $6, "
-                    "dataset_fingerprint = $7, lease_until = CASE WHEN $4 = 'RUNNING' THEN ",
-                    kNow,
-                    " + $8::bigint ELSE 0 END, owner = CASE WHEN $4 = 'QUEUED' THEN '' "
-                    "ELSE owner END WHERE id = $1 AND owner = $2 AND attempt = $3::int AND "
-                    "state = 'RUNNING' RETURNING cancel_requested"),
-                {r.id, r.attempts.back().server, Str(r.attempts.size()),
-                 jobs::JobStateName(r.state), RecordToJson(r), r.drafter_fingerprint,
-                 r.dataset_fingerprint, Str(lease_micros)}));
+      db_->Exec(
+          absl::StrCat("UPDATE jobs SET state = $4, record = $5, drafter_fingerprint = $6, "
+                       "dataset_fingerprint = $7, lease_until = CASE WHEN $4 = 'RUNNING' THEN ",
+                       kNow,
+                       " + $8::bigint ELSE 0 END, owner = CASE WHEN $4 = 'QUEUED' THEN '' "
+                       "ELSE owner END WHERE id = $1 AND owner = $2 AND attempt = $3::int AND "
+                       "state = 'RUNNING' RETURNING cancel_requested"),
+          {r.id, r.attempts.back().server, Str(r.attempts.size()), jobs::JobStateName(r.state),
+           RecordToJson(r), r.drafter_fingerprint, r.dataset_fingerprint, Str(lease_micros)}));
   if (rows.size() == 0) {
     return absl::FailedPreconditionError(
         absl::StrCat("lease lost: job ", r.id, " attempt ", r.attempts.size(), " is no longer ",
-                     r.attempts.back().server, "'s (its lease expired and another server took "
-                                               "it over, or it ended)"));
+                     r.attempts.back().server,
+                     "'s (its lease expired and another server took "
+                     "it over, or it ended)"));
   }
   return rows.Bool(0, 0);
 }
@@ -334,9 +335,8 @@ absl::StatusOr<JobRecord> PostgresResultStore::RequestCancel(const std::string& 
     if (rows.size() == 0) return absl::NotFoundError(absl::StrCat("no job with id '", id, "'"));
     ASSIGN_OR_RETURN(r, RecordFromJson(rows.Text(0, 0)));
     if (jobs::IsTerminal(r.state)) {
-      return absl::FailedPreconditionError(absl::StrCat("job ", id, " already finished (",
-                                                        jobs::JobStateName(r.state),
-                                                        "); nothing to cancel"));
+      return absl::FailedPreconditionError(absl::StrCat(
+          "job ", id, " already finished (", jobs::JobStateName(r.state), "); nothing to cancel"));
     }
     if (r.state == JobState::kRunning) {
       return db_->Exec("UPDATE jobs SET cancel_requested = true WHERE id = $1", {id}).status();
@@ -357,11 +357,11 @@ absl::Status PostgresResultStore::Heartbeat(const std::string& server,
                                             const std::string& info_json) {
   std::lock_guard<std::mutex> lock(mu_);
   return db_
-      ->Exec(absl::StrCat("INSERT INTO servers (name, info, heartbeat_micros) VALUES ($1, $2, ",
-                          kNow,
-                          ") ON CONFLICT (name) DO UPDATE SET info = EXCLUDED.info, "
-                          "heartbeat_micros = EXCLUDED.heartbeat_micros"),
-             {server, info_json})
+      ->Exec(
+          absl::StrCat("INSERT INTO servers (name, info, heartbeat_micros) VALUES ($1, $2, ", kNow,
+                       ") ON CONFLICT (name) DO UPDATE SET info = EXCLUDED.info, "
+                       "heartbeat_micros = EXCLUDED.heartbeat_micros"),
+          {server, info_json})
       .status();
 }
 

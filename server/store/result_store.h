@@ -21,7 +21,7 @@ namespace dflash::store {
 // What a fleet server can run, for Claim: jobs that name resident objects
 // by name go only to servers holding them.
 struct ClaimRequest {
-  std::string server;  // this server's fleet name
+  std::string server;                                    // this server's fleet name
   std::vector<std::string> targets, datasets, drafters;  // resident names
   int64_t lease_micros = 10'000'000;
   int max_attempts = 3;  // a job whose lease expired this often becomes FAILED

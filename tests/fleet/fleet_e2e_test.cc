@@ -164,10 +164,10 @@ class FleetE2eTest : public ::testing::Test {
   // A fleet server named `name` on `url` (lease 2 s, heartbeat 0.5 s), with
   // t, d and big loaded.
   std::unique_ptr<ServerProcess> StartServer(const std::string& url, const std::string& name) {
-    auto server = ServerProcess::Start(
-        dir_->Join("state-" + name),
-        {"--data-root", data_, "--store", url, "--fleet-name", name, "--fleet-lease-seconds", "2",
-         "--fleet-heartbeat-seconds", "0.5"});
+    auto server =
+        ServerProcess::Start(dir_->Join("state-" + name),
+                             {"--data-root", data_, "--store", url, "--fleet-name", name,
+                              "--fleet-lease-seconds", "2", "--fleet-heartbeat-seconds", "0.5"});
     EXPECT_TRUE(server.ok()) << server.status();
     if (!server.ok()) return nullptr;
     Load((*server)->address());
@@ -215,8 +215,7 @@ TEST_F(FleetE2eTest, SixtyJobsOnThreeServersEachSucceedOnceWithSingleServerNumbe
   // The single-host reference: one SQLite server runs the same 60 jobs.
   std::vector<pb::EvalResult> want(6);
   {
-    auto single = ServerProcess::Start(dir_->Join("state-single"),
-                                       {"--data-root", data_});
+    auto single = ServerProcess::Start(dir_->Join("state-single"), {"--data-root", data_});
     ASSERT_TRUE(single.ok()) << single.status();
     Load((*single)->address());
     std::vector<pb::EvalJob> jobs = Run60({single->get()}, "one server, SQLite");
@@ -256,7 +255,8 @@ TEST_F(FleetE2eTest, SixtyJobsOnThreeServersEachSucceedOnceWithSingleServerNumbe
     EXPECT_FALSE(j.result().dtype().empty());
   }
   EXPECT_EQ(ids.size(), 60u);
-  for (const auto& [server, n] : per_server) std::cout << "[measure] " << server << " ran " << n << "\n";
+  for (const auto& [server, n] : per_server)
+    std::cout << "[measure] " << server << " ran " << n << "\n";
   const std::string db = url.substr(url.rfind('/') + 1);
   EXPECT_EQ(*pg_->Sql(db, "SELECT count(*) FROM jobs WHERE state = 'SUCCEEDED' AND attempt = 1"),
             "60");
@@ -363,11 +363,11 @@ TEST_F(FleetE2eTest, SchemaIsCreatedInAnEmptyDatabaseAndANewerOneIsRefused) {
               HasSubstr("the database's schema is version 2, newer than this server's (1): a "
                         "newer dflash-evald has migrated it. Upgrade this server"));
 
-  CommandResult pw = RunCommand(
-      {BinaryFromEnv("DFLASH_EVALD"), "--listen", "127.0.0.1:0", "--state-dir",
-       dir_->Join("state-refused"), "--store",
-       absl::StrCat("postgresql://postgres:hunter2@127.0.0.1:", pg_->port(), "/", db)},
-      {}, 60);
+  CommandResult pw =
+      RunCommand({BinaryFromEnv("DFLASH_EVALD"), "--listen", "127.0.0.1:0", "--state-dir",
+                  dir_->Join("state-refused"), "--store",
+                  absl::StrCat("postgresql://postgres:hunter2@127.0.0.1:", pg_->port(), "/", db)},
+                 {}, 60);
   EXPECT_EQ(pw.exit_code, 1);
   EXPECT_THAT(pw.out + pw.err, HasSubstr("the PostgreSQL URL carries a password"));
 }

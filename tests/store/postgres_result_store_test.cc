@@ -116,7 +116,8 @@ TEST_F(PostgresStoreTest, RecordsRoundTripAndList) {
   for (int i = 1; i <= 5; ++i) {
     ASSERT_THAT(store->Create(Queued(absl::StrCat("ev-", i))), IsOk());
   }
-  EXPECT_THAT(store->Create(Queued("ev-3")), StatusIs(absl::StatusCode::kAlreadyExists, HasSubstr("duplicate key")));
+  EXPECT_THAT(store->Create(Queued("ev-3")),
+              StatusIs(absl::StatusCode::kAlreadyExists, HasSubstr("duplicate key")));
   JobRecord done = Queued("ev-2");
   done.state = JobState::kSucceeded;
   done.attempts = {{"a:1", 5, 6, "lease expired"}, {"b:2", 7, 9, "SUCCEEDED"}};
@@ -148,8 +149,9 @@ TEST_F(PostgresStoreTest, RecordsRoundTripAndList) {
   EXPECT_EQ(store->List(f)->jobs.size(), 0u);
   jobs::ListQuery bad;
   bad.page_token = "nonsense";
-  EXPECT_THAT(store->List(bad), StatusIs(absl::StatusCode::kInvalidArgument,
-                                         "page_token 'nonsense' is not a token this server issued"));
+  EXPECT_THAT(store->List(bad),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "page_token 'nonsense' is not a token this server issued"));
 }
 
 TEST_F(PostgresStoreTest, ClaimsOnlyWhatTheServerHoldsOldestFirst) {

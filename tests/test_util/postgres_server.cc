@@ -60,7 +60,8 @@ std::vector<std::string> AsUnprivileged(std::vector<std::string> argv) {
 absl::Status Run(const std::vector<std::string>& argv, const char* what) {
   CommandResult r = RunCommand(AsUnprivileged(argv), {}, 120);
   if (r.exit_code != 0) {
-    return absl::InternalError(absl::StrCat(what, " failed (exit ", r.exit_code, "): ", r.out, r.err));
+    return absl::InternalError(
+        absl::StrCat(what, " failed (exit ", r.exit_code, "): ", r.out, r.err));
   }
   return absl::OkStatus();
 }
@@ -89,16 +90,17 @@ absl::StatusOr<std::unique_ptr<PostgresServer>> PostgresServer::Start() {
   for (int tries = 0; tries < 5; ++tries) {
     pg->port_ = FreeLoopbackPort();
     // -F: no fsync (a test cluster); the socket stays in the private folder.
-    absl::Status started = Run(
-        {pg->bin_ + "/pg_ctl", "start", "-D", pg->data_, "-l", pg->dir_->Join("server.log"), "-w", "-t",
-         "60", "-o",
-         absl::StrCat("-h 127.0.0.1 -p ", pg->port_, " -k ", pg->dir_->path(), " -F "
-                      "-c max_connections=200")},
-        "pg_ctl start");
+    absl::Status started =
+        Run({pg->bin_ + "/pg_ctl", "start", "-D", pg->data_, "-l", pg->dir_->Join("server.log"),
+             "-w", "-t", "60", "-o",
+             absl::StrCat("-h 127.0.0.1 -p ", pg->port_, " -k ", pg->dir_->path(),
+                          " -F "
+                          "-c max_connections=200")},
+            "pg_ctl start");
     if (started.ok()) return pg;
     if (tries == 4) {
-      return absl::InternalError(absl::StrCat(started.message(), "\n",
-                                              ReadFileOrEmpty(pg->dir_->Join("server.log"))));
+      return absl::InternalError(
+          absl::StrCat(started.message(), "\n", ReadFileOrEmpty(pg->dir_->Join("server.log"))));
     }
   }
   return absl::InternalError("unreachable");
@@ -106,8 +108,8 @@ absl::StatusOr<std::unique_ptr<PostgresServer>> PostgresServer::Start() {
 
 PostgresServer::~PostgresServer() {
   if (port_ != 0) {
-    RunCommand(AsUnprivileged({bin_ + "/pg_ctl", "-D", data_, "-m", "immediate", "-w", "stop"}),
-               {}, 60);
+    RunCommand(AsUnprivileged({bin_ + "/pg_ctl", "-D", data_, "-m", "immediate", "-w", "stop"}), {},
+               60);
   }
 }
 
