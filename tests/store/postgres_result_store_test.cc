@@ -5,6 +5,8 @@
 #include "store/postgres_result_store.h"
 
 #include <atomic>
+#include <chrono>
+#include <iostream>
 #include <map>
 #include <set>
 #include <thread>
@@ -13,6 +15,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "store/record_json.h"
+#include "store/sqlite_result_store.h"
 #include "test_util/postgres_server.h"
 #include "test_util/status_matchers.h"
 #include "test_util/temp_dir.h"
@@ -289,6 +292,63 @@ TEST_F(PostgresStoreTest, ServersTableShowsLiveServers) {
   EXPECT_EQ(store->LiveServers(10'000'000)->size(), 1u);
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
   EXPECT_EQ(store->LiveServers(10'000)->size(), 0u);  // older than 10 ms: gone
+}
+
+// A finished record as big as a real one (per-position metrics, per-sample
+// summaries), so the timing below writes realistic rows.
+JobRecord WithResult(JobRecord r) {
+  eval::EvalResult res;
+  for (int j = 1; j < 16; ++j) res.positions.push_back({j, 100, 50});
+  for (int i = 0; i < 64; ++i) res.per_sample.push_back({i, 10, 2.5, 300, 40, 25});
+  res.accepted_histogram.assign(16, 7);
+  r.result = res;
+  return r;
+}
+
+// The store's cost per job, as the queues use it: SQLite 3 Puts (submit,
+// start, final with synchronous=FULL); PostgreSQL a Create, a Claim and the
+// final PutLeased, with fsync on for the timing. Printed, not asserted: the
+// numbers go to README "Running a fleet".
+TEST_F(PostgresStoreTest, MeasuresTheStoresCostPerJob) {
+  constexpr int kJobs = 100;
+  testing::TempDir dir;
+  auto sqlite = SqliteResultStore::Open(dir.Join("results.sqlite3"));
+  ASSERT_TRUE(sqlite.ok()) << sqlite.status();
+  auto t0 = std::chrono::steady_clock::now();
+  for (int i = 1; i <= kJobs; ++i) {
+    JobRecord r = Queued(absl::StrCat("ev-", i));
+    ASSERT_THAT((*sqlite)->Put(r), IsOk());
+    r.state = JobState::kRunning;
+    ASSERT_THAT((*sqlite)->Put(r), IsOk());
+    r = WithResult(r);
+    r.state = JobState::kSucceeded;
+    ASSERT_THAT((*sqlite)->Put(r), IsOk());
+  }
+  const double sqlite_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() /
+      kJobs;
+
+  ASSERT_THAT(pg_->Sql("postgres", "ALTER SYSTEM SET fsync = on").status(), IsOk());
+  ASSERT_THAT(pg_->Sql("postgres", "SELECT pg_reload_conf()").status(), IsOk());
+  auto store = Open();
+  ASSERT_NE(store, nullptr);
+  t0 = std::chrono::steady_clock::now();
+  for (int i = 1; i <= kJobs; ++i) {
+    ASSERT_THAT(store->Create(Queued(absl::StrCat("ev-", i))), IsOk());
+    auto claimed = store->Claim(Server("a:1"));
+    ASSERT_TRUE(claimed.ok() && claimed->has_value()) << claimed.status();
+    JobRecord r = WithResult(**claimed);
+    r.state = JobState::kSucceeded;
+    ASSERT_THAT(store->PutLeased(r, 1'000'000), IsOk());
+  }
+  const double pg_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() /
+      kJobs;
+  ASSERT_THAT(pg_->Sql("postgres", "ALTER SYSTEM RESET fsync").status(), IsOk());
+  ASSERT_THAT(pg_->Sql("postgres", "SELECT pg_reload_conf()").status(), IsOk());
+  EXPECT_EQ(*pg_->Sql(db_, "SELECT count(*) FROM jobs WHERE state = 'SUCCEEDED'"), "100");
+  std::cout << "[measure] store cost per job over " << kJobs << " jobs: SQLite " << sqlite_ms
+            << " ms, PostgreSQL (loopback, fsync on) " << pg_ms << " ms\n";
 }
 
 }  // namespace
