@@ -267,6 +267,10 @@ TEST_F(FleetE2eTest, SixtyJobsOnThreeServersEachSucceedOnceWithSingleServerNumbe
     nlohmann::json info = testing::RunCliJson(s->address(), {"info"});
     EXPECT_EQ(info["fleet"].size(), 3u) << info.dump();
   }
+  CommandResult ls = testing::RunCli(servers[0]->address(), {"ls", "--fleet"});
+  ASSERT_EQ(ls.exit_code, 0) << ls.err;
+  EXPECT_THAT(ls.out, HasSubstr("fleet: 3 live server(s)\n  s1  cpu ("));
+  EXPECT_THAT(ls.out, HasSubstr("resident: targets [t], datasets [big, d], drafters []"));
 }
 
 TEST_F(FleetE2eTest, Kill9OfTheRunningServerRerunsTheJobElsewhere) {
@@ -305,6 +309,11 @@ TEST_F(FleetE2eTest, Kill9OfTheRunningServerRerunsTheJobElsewhere) {
   EXPECT_EQ(done.attempts(1).outcome(), "SUCCEEDED");
   EXPECT_EQ(done.server(), survivor);
   EXPECT_EQ(done.result().samples(), kBigSamples);
+  CommandResult status = testing::RunCli(by_name[survivor]->address(), {"status", job.id()});
+  ASSERT_EQ(status.exit_code, 0) << status.err;
+  EXPECT_THAT(status.out, HasSubstr(absl::StrCat("1. ", victim, " from ")));
+  EXPECT_THAT(status.out, HasSubstr(": lease expired: the server stopped renewing it\n"));
+  EXPECT_THAT(status.out, HasSubstr(absl::StrCat("2. ", survivor, " from ")));
 }
 
 TEST_F(FleetE2eTest, CancelAndWatchThroughAServerNotRunningTheJob) {
