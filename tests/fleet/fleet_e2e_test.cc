@@ -379,6 +379,32 @@ TEST_F(FleetE2eTest, SchemaIsCreatedInAnEmptyDatabaseAndANewerOneIsRefused) {
                  {}, 60);
   EXPECT_EQ(pw.exit_code, 1);
   EXPECT_THAT(pw.out + pw.err, HasSubstr("the PostgreSQL URL carries a password"));
+
+  CommandResult scheme =
+      RunCommand({BinaryFromEnv("DFLASH_EVALD"), "--listen", "127.0.0.1:0", "--state-dir",
+                  dir_->Join("state-refused"), "--store", "mysql://db/x"},
+                 {}, 60);
+  EXPECT_EQ(scheme.exit_code, 1);
+  EXPECT_THAT(scheme.out + scheme.err, HasSubstr("--store 'mysql://db/x': expected sqlite:PATH or "
+                                                 "postgresql://USER@HOST:PORT/DATABASE"));
+}
+
+TEST_F(FleetE2eTest, SqliteStoreAtAChosenPathNeedsNoDatabase) {
+  const std::string path = dir_->Join("elsewhere.sqlite3");
+  auto server = ServerProcess::Start(dir_->Join("state-sqlite-path"),
+                                     {"--data-root", data_, "--store", "sqlite:" + path});
+  ASSERT_TRUE(server.ok()) << server.status();
+  Load((*server)->address());
+  Client c((*server)->address());
+  pb::EvalJob done = c.WaitDone(c.Submit(Request(data_, 1)).id());
+  EXPECT_EQ(done.state(), pb::JOB_STATE_SUCCEEDED) << done.DebugString();
+  EXPECT_EQ(done.attempts_size(), 0);  // single-host jobs have no fleet attempts
+  EXPECT_TRUE(fs::exists(path));
+  EXPECT_FALSE(fs::exists(dir_->Join("state-sqlite-path/results.sqlite3")));
+  CommandResult ls = testing::RunCli((*server)->address(), {"ls", "--fleet"});
+  EXPECT_EQ(ls.exit_code, 1) << ls.out;
+  EXPECT_THAT(ls.err, HasSubstr("--fleet: this server has no fleet (its results store is not a "
+                                "shared PostgreSQL database; see --store)"));
 }
 
 }  // namespace
