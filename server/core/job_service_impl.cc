@@ -100,7 +100,8 @@ absl::Status JobServiceImpl::PlaceInFleet(JobRecord& record) {
       }
       holders.push_back("this server");  // before its first heartbeat
     }
-    needs.push_back(absl::StrCat(ResourceKindName(kind), " '", name, "'"));
+    needs.push_back(name.empty() ? absl::StrCat("one ", ResourceKindName(kind), " only")
+                                 : absl::StrCat(ResourceKindName(kind), " '", name, "'"));
     if (first) {
       where = holders;
     } else {

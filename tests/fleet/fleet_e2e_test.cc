@@ -355,6 +355,41 @@ TEST_F(FleetE2eTest, CancelAndWatchThroughAServerNotRunningTheJob) {
             absl::StrCat("job ", job.id(), " already finished (CANCELLED); nothing to cancel"));
 }
 
+TEST_F(FleetE2eTest, AJobNamingAResidentDrafterRunsOnlyWhereItIsResident) {
+  const std::string url = NewDatabase();
+  auto a = StartServer(url, "a");
+  auto b = StartServer(url, "b");
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  CommandResult load =
+      testing::RunCli(b->address(), {"load-drafter", data_ + "/drafter", "--name", "m"});
+  ASSERT_EQ(load.exit_code, 0) << load.err;
+  std::this_thread::sleep_for(1500ms);  // b's next heartbeats carry it
+  Client ca(a->address());
+  for (int i = 0; i < 4; ++i) {  // submitted to a, which does not hold m
+    pb::EvalRequest r = Request(data_, 1 + i);
+    r.clear_checkpoint_path();
+    r.set_drafter("m");
+    pb::EvalJob job = ca.Submit(r);
+    EXPECT_EQ(job.placement(),
+              "runs on a server holding one target only, dataset 'd', drafter 'm' (now: b)");
+    pb::EvalJob done = ca.WaitDone(job.id());
+    EXPECT_EQ(done.state(), pb::JOB_STATE_SUCCEEDED) << done.DebugString();
+    EXPECT_EQ(done.server(), "b");
+  }
+  pb::EvalRequest nowhere = Request(data_, 1);
+  nowhere.clear_checkpoint_path();
+  nowhere.set_drafter("nope");
+  pb::SubmitEvalRequest req;
+  *req.mutable_request() = nowhere;
+  pb::EvalJob refused;
+  grpc::Status s = ca.Call(&pb::DrafterEval::Stub::SubmitEval, req, &refused);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(s.error_message(),
+            "no resident drafter named 'nope' (resident: none); no live server of the fleet "
+            "holds it either");
+}
+
 TEST_F(FleetE2eTest, SchemaIsCreatedInAnEmptyDatabaseAndANewerOneIsRefused) {
   const std::string url = NewDatabase();
   const std::string db = url.substr(url.rfind('/') + 1);
