@@ -28,7 +28,7 @@ SHELL ["/bin/bash", "-o", "pipefail", "-c"]
 RUN apt-get update && apt-get install -y --no-install-recommends \
       build-essential cmake ninja-build git curl unzip ca-certificates pkg-config \
       libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libabsl-dev \
-      libspdlog-dev libcli11-dev nlohmann-json3-dev libsqlite3-dev zlib1g-dev \
+      libspdlog-dev libcli11-dev nlohmann-json3-dev libsqlite3-dev libpq-dev zlib1g-dev \
       libyaml-cpp-dev prometheus-cpp-dev \
     && rm -rf /var/lib/apt/lists/*
 RUN curl -fsSL "https://download.pytorch.org/libtorch/${LIBTORCH_CUDA}/libtorch-cxx11-abi-shared-with-deps-${LIBTORCH_VERSION}%2B${LIBTORCH_CUDA}.zip" \
@@ -47,7 +47,7 @@ FROM ${RUNTIME_IMAGE}
 ENV DEBIAN_FRONTEND=noninteractive
 # Runtime halves of the build's -dev packages (Ubuntu 22.04 names).
 RUN apt-get update && apt-get install -y --no-install-recommends \
-      libgrpc++1 libprotobuf23 libspdlog1 libfmt8 libsqlite3-0 libyaml-cpp0.7 \
+      libgrpc++1 libprotobuf23 libspdlog1 libfmt8 libsqlite3-0 libpq5 libyaml-cpp0.7 \
       libprometheus-cpp-core1.0 zlib1g ca-certificates \
     && rm -rf /var/lib/apt/lists/* \
     && groupadd --system --gid 10001 dflash \

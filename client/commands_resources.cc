@@ -201,6 +201,7 @@ void AddLoadDataset(CliContext& ctx) {
 void AddUnloadAndLs(CliContext& ctx) {
   struct State {
     std::string unload_kind, unload_name, ls_kind;
+    bool ls_fleet = false;
   };
   CliContext* cx = &ctx;
   State* st = ctx.Keep<State>();
@@ -224,12 +225,15 @@ void AddUnloadAndLs(CliContext& ctx) {
   CLI::App* ls = ctx.app.add_subcommand("ls", "list resident objects");
   ls->add_option("--kind", st->ls_kind, "only this kind")
       ->check(CLI::IsMember({"target", "drafter", "dataset"}));
+  ls->add_flag("--fleet", st->ls_fleet,
+               "also the fleet's live servers (a server on a shared PostgreSQL store)");
   ls->callback([cx, st] {
     cx->run = [cx, st](EvalClient& c) {
       pb::ListResourcesRequest req;
       if (st->ls_kind == "target") req.set_kind(pb::RESOURCE_KIND_TARGET);
       if (st->ls_kind == "drafter") req.set_kind(pb::RESOURCE_KIND_DRAFTER);
       if (st->ls_kind == "dataset") req.set_kind(pb::RESOURCE_KIND_DATASET);
+      req.set_fleet(st->ls_fleet);
       auto resp = c.ListResources(req);
       if (!resp.ok()) return ReportStatus(resp.status(), cx->err);
       cx->Print(*resp, FormatResources(*resp));

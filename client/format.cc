@@ -117,6 +117,7 @@ std::string FormatServerInfo(const pb::ServerInfo& info) {
                               d.total_memory_bytes() > 0 ? HumanBytes(d.total_memory_bytes()) : "?",
                               HumanBytes(d.used_memory_bytes())));
   }
+  if (!info.fleet().empty()) absl::StrAppend(&out, FormatFleet(info.fleet()));
   return out;
 }
 
@@ -125,7 +126,32 @@ std::string FormatResource(const pb::Resource& r) {
                          r.device(), DTypeLabel(r.dtype()), HumanBytes(r.bytes()), r.summary());
 }
 
+std::string FormatFleet(const google::protobuf::RepeatedPtrField<pb::FleetServer>& fleet) {
+  std::string out = absl::StrFormat("fleet: %d live server(s)\n", fleet.size());
+  for (const pb::FleetServer& s : fleet) {
+    absl::StrAppend(
+        &out, absl::StrFormat("  %s  %s (%s), %s of %s used, heartbeat %.1f s ago\n", s.name(),
+                              s.device(), s.device_description(), HumanBytes(s.used_memory_bytes()),
+                              s.total_memory_bytes() > 0 ? HumanBytes(s.total_memory_bytes()) : "?",
+                              s.heartbeat_age_seconds()));
+    absl::StrAppend(&out, "    resident: targets [", absl::StrJoin(s.targets(), ", "),
+                    "], datasets [", absl::StrJoin(s.datasets(), ", "), "], drafters [",
+                    absl::StrJoin(s.drafters(), ", "), "]\n");
+    absl::StrAppend(&out, "    running: ",
+                    s.running_jobs().empty() ? "nothing" : absl::StrJoin(s.running_jobs(), ", "),
+                    "\n");
+  }
+  return out;
+}
+
 std::string FormatResources(const pb::ListResourcesResponse& list) {
+  if (!list.fleet().empty()) {
+    return FormatResourceTable(list) + FormatFleet(list.fleet());
+  }
+  return FormatResourceTable(list);
+}
+
+std::string FormatResourceTable(const pb::ListResourcesResponse& list) {
   if (list.resources().empty()) return "nothing resident\n";
   std::string out = absl::StrFormat("%-8s %-20s %-7s %-5s %10s  %s\n", "KIND", "NAME", "DEVICE",
                                     "DTYPE", "BYTES", "SUMMARY");

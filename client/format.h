@@ -25,7 +25,11 @@ std::string DTypeLabel(pb::DType dtype);   // "fp32", "bf16", "(default)"
 
 std::string FormatServerInfo(const pb::ServerInfo& info);
 std::string FormatResource(const pb::Resource& r);
+// The resident objects and, when the reply has them, the fleet's servers.
 std::string FormatResources(const pb::ListResourcesResponse& list);
+std::string FormatResourceTable(const pb::ListResourcesResponse& list);
+// A fleet's live servers: address, device, memory, resident objects, jobs.
+std::string FormatFleet(const google::protobuf::RepeatedPtrField<pb::FleetServer>& fleet);
 // Counts first, then the problems, then facts; the full tensor table only
 // for entries that are not plain FOUND unless `verbose`.
 std::string FormatReport(const pb::WeightReport& report, bool verbose);

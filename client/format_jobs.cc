@@ -176,6 +176,16 @@ std::string FormatJobStatus(const pb::EvalJob& job) {
     row("error", FormatJobOutcome(job));
   }
   if (!job.resubmitted_from().empty()) row("resubmitted", "from " + job.resubmitted_from());
+  // Fleet jobs: where the job runs (or may run) and each run of it.
+  if (!job.server().empty()) row("ran on", job.server());
+  if (!job.placement().empty()) row("placement", job.placement());
+  for (int i = 0; i < job.attempts_size(); ++i) {
+    const pb::EvalAttempt& a = job.attempts(i);
+    row(i == 0 ? "attempts" : "",
+        absl::StrCat(i + 1, ". ", a.server(), " from ", FormatTimestamp(a.start_time()), " to ",
+                     FormatTimestamp(a.end_time()), ": ",
+                     a.outcome().empty() ? "running" : a.outcome()));
+  }
   if (!job.server_version().empty()) row("server", job.server_version());
   return out;
 }

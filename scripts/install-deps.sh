@@ -13,6 +13,8 @@ PACKAGES=(
   libtorch-dev libopenblas0-pthread
   # logging, CLI, JSON, results store
   libspdlog-dev libcli11-dev nlohmann-json3-dev libsqlite3-dev
+  # a fleet's shared store (libpq) and the real PostgreSQL its tests start
+  libpq-dev postgresql
   # operations: config files, Prometheus metrics
   libyaml-cpp-dev prometheus-cpp-dev
   # tests and fuzzing

@@ -293,6 +293,36 @@ std::vector<CLI::ConfigItem> ParseConfigText(const std::string& text, const CLI:
   return items;
 }
 
+namespace {
+
+// Where results and the job queue live (README "Running a fleet").
+void AddStoreOptions(CLI::App& app, ServerConfig& config) {
+  app.add_option("--store", config.store,
+                 "results store: sqlite:PATH (default: STATE_DIR/results.sqlite3, one host) or "
+                 "postgresql://USER@HOST:PORT/DB (a fleet: one queue and one history for every "
+                 "server on that database; no password in the URL)");
+  app.add_option("--store-password-file", config.store_password_file,
+                 "file holding the PostgreSQL password (else PGPASSWORD or PGPASSFILE)");
+  app.add_option("--fleet-name", config.fleet_name,
+                 "this server's name in the fleet: the address clients reach it at "
+                 "(default: HOSTNAME:PORT)");
+  app.add_option("--fleet-lease-seconds", config.fleet_lease_seconds,
+                 "a running job's lease: after this long without a heartbeat from its "
+                 "server, another server runs it again from the start")
+      ->check(CLI::Range(0.5, 3600.0))
+      ->capture_default_str();
+  app.add_option("--fleet-heartbeat-seconds", config.fleet_heartbeat_seconds,
+                 "how often a server renews its leases and tells the fleet it is alive")
+      ->check(CLI::Range(0.1, 600.0))
+      ->capture_default_str();
+  app.add_option("--fleet-max-attempts", config.fleet_max_attempts,
+                 "runs a job gets before it is FAILED for losing its server each time")
+      ->check(CLI::Range(1, 100))
+      ->capture_default_str();
+}
+
+}  // namespace
+
 void AddServerOptions(CLI::App& app, ServerConfig& config) {
   app.set_config("--config", "",
                  "YAML or JSON file of settings and objects to preload; "
@@ -377,6 +407,7 @@ void AddServerOptions(CLI::App& app, ServerConfig& config) {
                  "then polls) (0: no limit)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
+  AddStoreOptions(app, config);
 }
 
 }  // namespace dflash::app

@@ -59,6 +59,15 @@ struct ServerConfig {
   // Evaluations that need the target's distribution (sampled acceptance)
   // are refused when the target reproduces less of the dataset than this.
   double min_target_consistency = 0.90;
+  // Results store (app/store_select.h): "" (STATE_DIR/results.sqlite3),
+  // sqlite:PATH, or postgresql://... shared by a fleet.
+  std::string store;
+  std::string store_password_file;  // else libpq's PGPASSWORD / PGPASSFILE
+  // Fleet (a PostgreSQL store): this server's name (default HOST:PORT),
+  // its lease, heartbeat and the attempts a job gets.
+  std::string fleet_name;
+  double fleet_lease_seconds = 10, fleet_heartbeat_seconds = 2;
+  int fleet_max_attempts = 3;
   PreloadConfig preload;
 };
 

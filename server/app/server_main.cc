@@ -5,10 +5,12 @@
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
@@ -23,6 +25,7 @@
 #include "app/logging.h"
 #include "app/preload.h"
 #include "app/server_config.h"
+#include "app/store_select.h"
 #include "app/tls_credentials.h"
 #include "common/ops_observer.h"
 #include "common/status_macros.h"
@@ -33,7 +36,6 @@
 #include "metrics/server_metrics.h"
 #include "service/eval_service.h"
 #include "service/token_auth.h"
-#include "store/sqlite_result_store.h"
 
 namespace dflash::app {
 namespace {
@@ -64,7 +66,7 @@ struct Server {
   std::unique_ptr<core::EvalCoreImpl> core;
   std::unique_ptr<metrics::ServerMetrics> metrics;
   std::optional<ScopedOpsObserver> observer;
-  std::unique_ptr<store::SqliteResultStore> store;
+  std::unique_ptr<store::ResultStore> store;
   std::unique_ptr<core::JobServiceImpl> jobs;
   std::unique_ptr<service::EvalService> service;
   std::unique_ptr<grpc::Server> grpc;
@@ -156,16 +158,28 @@ absl::Status StartMetrics(const ServerConfig& config, Server& s) {
 // Results: every job and its result, durable across restarts.
 absl::Status StartJobs(const ServerConfig& config, Server& s) {
   const core::ServerInfo info = s.core->GetServerInfo();
-  const std::string store_path = info.state_dir + "/results.sqlite3";
-  ASSIGN_OR_RETURN(s.store, store::SqliteResultStore::Open(store_path));
+  ASSIGN_OR_RETURN(OpenedStore opened, OpenStore(config));
+  s.store = std::move(opened.store);
   jobs::JobQueueOptions job_options;
   job_options.max_queued = config.max_queued;
   job_options.concurrent_jobs = config.concurrent_jobs;
   job_options.server_version = info.server_version;
+  auto ms = [](double seconds) {
+    return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
+  };
+  job_options.fleet.server = FleetName(config);
+  job_options.fleet.lease = ms(config.fleet_lease_seconds);
+  job_options.fleet.heartbeat = ms(config.fleet_heartbeat_seconds);
+  job_options.fleet.max_attempts = config.fleet_max_attempts;
   ASSIGN_OR_RETURN(s.jobs, core::JobServiceImpl::Create(*s.core, *s.store, job_options));
   s.jobs->SetSuites(config.preload.suites);
-  spdlog::info("results store {}; {} concurrent job(s), at most {} queued", store_path,
+  spdlog::info("results store {}; {} concurrent job(s), at most {} queued", opened.description,
                config.concurrent_jobs, config.max_queued);
+  if (s.store->shared()) {
+    spdlog::info("fleet server '{}': lease {} s, heartbeat {} s, {} attempts per job",
+                 job_options.fleet.server, config.fleet_lease_seconds,
+                 config.fleet_heartbeat_seconds, config.fleet_max_attempts);
+  }
   return absl::OkStatus();
 }
 
@@ -222,6 +236,42 @@ void Stop(Server& s) {
   spdlog::info("stopped");
 }
 
+// Fleet: the health service says NOT_SERVING while the shared store does not
+// answer heartbeats (Kubernetes readiness then takes the pod out of the
+// Service), SERVING again when it does.
+class ReadinessFollowsStore {
+ public:
+  explicit ReadinessFollowsStore(Server& s) {
+    if (!s.store->shared()) return;
+    thread_ = std::thread([this, &s] {
+      bool ready = true;
+      std::unique_lock<std::mutex> lock(mu_);
+      while (!cv_.wait_for(lock, std::chrono::milliseconds(500), [this] { return stop_; })) {
+        if (s.jobs->store_reachable() == ready) continue;
+        ready = !ready;
+        s.grpc->GetHealthCheckService()->SetServingStatus(ready);
+        s.metrics->SetReady(ready);
+        if (ready) spdlog::info("results store reachable again: SERVING");
+        if (!ready) spdlog::warn("results store unreachable: health NOT_SERVING");
+      }
+    });
+  }
+  ~ReadinessFollowsStore() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
 absl::Status RunServer(const ServerConfig& config) {
   const sigset_t stop_signals = BlockStopSignals();
   Server s;
@@ -239,7 +289,10 @@ absl::Status RunServer(const ServerConfig& config) {
   s.grpc->GetHealthCheckService()->SetServingStatus(true);
   s.metrics->SetReady(true);
   spdlog::info("serving dflash.eval.v1.DrafterEval on {} (port {})", config.listen, s.port);
-  WaitForStopSignal(stop_signals);
+  {
+    ReadinessFollowsStore readiness(s);
+    WaitForStopSignal(stop_signals);
+  }
   Stop(s);
   return absl::OkStatus();
 }

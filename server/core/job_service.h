@@ -13,6 +13,7 @@
 #include "absl/status/statusor.h"
 #include "core/compare_stats.h"
 #include "core/eval_core.h"
+#include "core/fleet_member.h"
 #include "jobs/job_queue.h"
 #include "types/job_types.h"
 
@@ -69,6 +70,12 @@ class JobService {
   // EvalCore::Unload, refused (FailedPrecondition naming the jobs) while an
   // unfinished job names the object.
   virtual absl::StatusOr<ResourceInfo> Unload(ResourceKind kind, const std::string& name) = 0;
+
+  // Fleet (a shared store): the live servers; Unimplemented for a
+  // single-host store. Whether the store answered the last heartbeat
+  // (readiness; always true for a single-host store).
+  virtual absl::StatusOr<std::vector<FleetMember>> Fleet() = 0;
+  virtual bool store_reachable() const = 0;
 
   virtual int queued() const = 0;
   virtual int running() const = 0;

@@ -1,6 +1,7 @@
 #include "core/job_service_impl.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -58,12 +59,79 @@ const char* AnchorName(eval::AnchorStrategy a) {
   return "?";
 }
 
+// Names of the live servers holding `name` of `kind` ("" for the target: the
+// servers holding exactly one).
+std::vector<std::string> Holders(const std::vector<FleetMember>& fleet, ResourceKind kind,
+                                 const std::string& name) {
+  std::vector<std::string> holders;
+  for (const FleetMember& m : fleet) {
+    const std::vector<std::string>& names = kind == ResourceKind::kTarget    ? m.targets
+                                            : kind == ResourceKind::kDataset ? m.datasets
+                                                                             : m.drafters;
+    const bool holds = name.empty() ? names.size() == 1
+                                    : std::find(names.begin(), names.end(), name) != names.end();
+    if (holds) holders.push_back(m.name);
+  }
+  return holders;
+}
+
 }  // namespace
+
+absl::Status JobServiceImpl::PlaceInFleet(JobRecord& record) {
+  const EvalParams& r = record.request.params;
+  ASSIGN_OR_RETURN(std::vector<FleetMember> fleet, Fleet());
+  std::vector<std::string> needs;
+  std::vector<std::string> where;  // servers holding all of them
+  bool first = true;
+  const std::pair<ResourceKind, std::string> named[] = {{ResourceKind::kTarget, r.target},
+                                                        {ResourceKind::kDataset, r.dataset},
+                                                        {ResourceKind::kDrafter, r.drafter}};
+  for (const auto& [kind, name] : named) {
+    if (kind == ResourceKind::kDrafter && name.empty()) continue;  // a checkpoint path
+    // Here first: the same words as a single server when nobody has it.
+    absl::StatusOr<ResourceInfo> here = PickResident(core_, kind, name);
+    if (here.ok() && kind == ResourceKind::kDataset) record.dataset_fingerprint = here->fingerprint;
+    if (here.ok() && kind == ResourceKind::kDrafter) record.drafter_fingerprint = here->fingerprint;
+    std::vector<std::string> holders = Holders(fleet, kind, name);
+    if (holders.empty()) {
+      if (!here.ok()) {
+        return absl::Status(here.status().code(),
+                            absl::StrCat(here.status().message(), "; no live server of the fleet ",
+                                         "holds it either"));
+      }
+      holders.push_back("this server");  // before its first heartbeat
+    }
+    needs.push_back(name.empty() ? absl::StrCat("one ", ResourceKindName(kind), " only")
+                                 : absl::StrCat(ResourceKindName(kind), " '", name, "'"));
+    if (first) {
+      where = holders;
+    } else {
+      std::vector<std::string> both;
+      for (const std::string& h : where) {
+        if (std::find(holders.begin(), holders.end(), h) != holders.end()) both.push_back(h);
+      }
+      where = both;
+    }
+    first = false;
+  }
+  if (where.empty()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("no live server of the fleet holds all of ", absl::StrJoin(needs, ", "),
+                     "; load them on one server, or name the drafter by checkpoint path"));
+  }
+  record.placement = absl::StrCat("runs on a server holding ", absl::StrJoin(needs, ", "),
+                                  " (now: ", absl::StrJoin(where, ", "), ")");
+  return absl::OkStatus();
+}
 
 absl::StatusOr<std::unique_ptr<JobServiceImpl>> JobServiceImpl::Create(
     EvalCore& core, store::ResultStore& store, jobs::JobQueueOptions options) {
-  std::unique_ptr<JobServiceImpl> service(new JobServiceImpl(core));
+  std::unique_ptr<JobServiceImpl> service(new JobServiceImpl(core, store.shared()));
   JobServiceImpl* self = service.get();
+  options.fleet.resident = [self] { return self->ResidentNames(); };
+  options.fleet.info_json = [self](const std::vector<std::string>& running) {
+    return FleetInfoJson(self->core_, running);
+  };
   ASSIGN_OR_RETURN(service->queue_,
                    jobs::JobQueue::Create(
                        store,
@@ -139,6 +207,10 @@ absl::StatusOr<JobRecord> JobServiceImpl::SubmitRecord(JobRecord record) {
   }
   if (r.dataset.empty()) return absl::InvalidArgumentError("dataset is required");
   std::lock_guard<std::mutex> lock(resource_mu_);
+  if (shared_) {
+    RETURN_IF_ERROR(PlaceInFleet(record));
+    return queue_->Submit(std::move(record));
+  }
   ASSIGN_OR_RETURN(ResourceInfo target, PickResident(core_, ResourceKind::kTarget, r.target));
   std::vector<std::string> resident;
   for (const ResourceInfo& d : core_.ListResources(ResourceKind::kDataset)) {
@@ -366,6 +438,28 @@ absl::StatusOr<ResourceInfo> JobServiceImpl::Unload(ResourceKind kind, const std
                      absl::StrJoin(users, ", "), "; cancel them or wait for them to finish"));
   }
   return core_.Unload(kind, name);
+}
+
+store::ClaimRequest JobServiceImpl::ResidentNames() const {
+  store::ClaimRequest names;
+  for (const ResourceInfo& r : core_.ListResources(std::nullopt)) {
+    switch (r.kind) {
+      case ResourceKind::kTarget: names.targets.push_back(r.name); break;
+      case ResourceKind::kDataset: names.datasets.push_back(r.name); break;
+      case ResourceKind::kDrafter: names.drafters.push_back(r.name); break;
+    }
+  }
+  return names;
+}
+
+absl::StatusOr<std::vector<FleetMember>> JobServiceImpl::Fleet() {
+  ASSIGN_OR_RETURN(std::vector<store::FleetServer> servers, queue_->FleetServers());
+  std::vector<FleetMember> members;
+  for (const store::FleetServer& s : servers) {
+    ASSIGN_OR_RETURN(FleetMember m, ParseFleetMember(s.name, s.info_json, s.heartbeat_age_micros));
+    members.push_back(std::move(m));
+  }
+  return members;
 }
 
 int JobServiceImpl::queued() const {

@@ -34,12 +34,14 @@ class JobServiceImpl final : public JobService {
   absl::StatusOr<WatchStart> Watch(const std::string& id, jobs::WatchFn fn) override;
   void Unwatch(int64_t handle) override;
   absl::StatusOr<ResourceInfo> Unload(ResourceKind kind, const std::string& name) override;
+  absl::StatusOr<std::vector<FleetMember>> Fleet() override;
+  bool store_reachable() const override { return queue_->store_reachable(); }
   int queued() const override;
   int running() const override;
   void Shutdown(std::chrono::milliseconds grace) override;
 
  private:
-  explicit JobServiceImpl(EvalCore& core) : core_(core) {}
+  JobServiceImpl(EvalCore& core, bool shared) : core_(core), shared_(shared) {}
   absl::StatusOr<eval::EvalResult> RunJob(const jobs::JobRecord& job,
                                           const eval::ProgressFn& progress);
   absl::StatusOr<jobs::JobRecord> SubmitRecord(jobs::JobRecord record);
@@ -50,8 +52,13 @@ class JobServiceImpl final : public JobService {
   // there is none yet).
   std::optional<jobs::JobRecord> GateReference(const jobs::JobRecord& job,
                                                const eval::EvalResult& result, std::string* why);
+  // Fleet: the resident objects `record` names, looked up here and, when
+  // absent here, on the fleet's live servers; sets the job's placement.
+  absl::Status PlaceInFleet(jobs::JobRecord& record);
+  store::ClaimRequest ResidentNames() const;
 
   EvalCore& core_;
+  const bool shared_;  // the store is a fleet's
   // Held across "which jobs use it?" and the unload, and across a submit's
   // resident check and its enqueue, so neither slips between the other.
   std::mutex resource_mu_;

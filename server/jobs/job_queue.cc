@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "store/record_json.h"
 
 namespace dflash::jobs {
 namespace {
@@ -33,6 +34,10 @@ absl::StatusOr<std::unique_ptr<JobQueue>> JobQueue::Create(store::ResultStore& s
         absl::StrCat("max_queued and concurrent_jobs must be >= 1; got ", options.max_queued,
                      " and ", options.concurrent_jobs));
   }
+  if (store.shared() && (options.fleet.server.empty() || !options.fleet.resident)) {
+    return absl::InvalidArgumentError(
+        "a shared store needs the fleet options: this server's name and its resident names");
+  }
   RETURN_IF_ERROR(store.MarkInterruptedOnStartup(NowMicros()).status());
   ASSIGN_OR_RETURN(std::string last_id, store.MaxId());
   return std::unique_ptr<JobQueue>(
@@ -44,8 +49,12 @@ JobQueue::JobQueue(store::ResultStore& store, Runner runner, JobQueueOptions opt
     : store_(store),
       runner_(std::move(runner)),
       options_(std::move(options)),
-      ids_(std::move(last_id)) {
-  for (int i = 0; i < options_.concurrent_jobs; ++i) threads_.emplace_back([this] { RunLoop(); });
+      ids_(std::move(last_id)),
+      shared_(store.shared()) {
+  for (int i = 0; i < options_.concurrent_jobs; ++i) {
+    threads_.emplace_back([this] { shared_ ? RunLoopShared() : RunLoop(); });
+  }
+  if (shared_) fleet_thread_ = std::thread([this] { FleetLoop(); });
 }
 
 JobQueue::~JobQueue() {
@@ -53,6 +62,7 @@ JobQueue::~JobQueue() {
 }
 
 absl::StatusOr<JobRecord> JobQueue::Submit(JobRecord job) {
+  if (shared_) return SubmitShared(std::move(job));
   std::lock_guard<std::mutex> lock(mu_);
   if (!accepting_) return absl::UnavailableError("the server is shutting down; no new jobs");
   if (static_cast<int>(queue_.size()) >= options_.max_queued) {
@@ -104,6 +114,10 @@ absl::StatusOr<jobs::JobPage> JobQueue::List(const jobs::ListQuery& query) {
 absl::StatusOr<JobRecord> JobQueue::Cancel(const std::string& id, std::chrono::milliseconds wait) {
   std::unique_lock<std::mutex> lock(mu_);
   auto it = active_.find(id);
+  if (it == active_.end() && shared_) {
+    lock.unlock();
+    return CancelShared(id, wait);  // queued in the store, or running elsewhere
+  }
   if (it == active_.end()) {
     lock.unlock();
     ASSIGN_OR_RETURN(JobRecord done, store_.Get(id));
@@ -149,6 +163,14 @@ absl::StatusOr<JobQueue::Watch> JobQueue::Subscribe(const std::string& id, Watch
     }
   }
   ASSIGN_OR_RETURN(JobRecord done, store_.Get(id));
+  if (shared_ && !jobs::IsTerminal(done.state)) {
+    // Queued in the store or running on another server: FleetLoop polls it.
+    std::lock_guard<std::mutex> wlock(watch_mu_);
+    const int64_t handle = next_handle_++;
+    watchers_[handle] = Watcher{id, std::move(fn)};
+    remote_seen_[id] = store::RecordToJson(done);
+    return Watch{std::move(done), handle};
+  }
   return Watch{std::move(done), 0};
 }
 
@@ -171,6 +193,10 @@ void JobQueue::Publish(const JobRecord& record) {
     Ops().OnJobFinished(jobs::JobStateName(record.state), ran);
   }
   std::lock_guard<std::mutex> wlock(watch_mu_);
+  DeliverLocked(record);
+}
+
+void JobQueue::DeliverLocked(const JobRecord& record) {
   for (const auto& [_, w] : watchers_) {
     if (w.id == record.id) w.fn(record);
   }
@@ -179,6 +205,7 @@ void JobQueue::Publish(const JobRecord& record) {
     for (auto it = watchers_.begin(); it != watchers_.end();) {
       it = it->second.id == record.id ? watchers_.erase(it) : std::next(it);
     }
+    remote_seen_.erase(record.id);
   }
 }
 
@@ -239,7 +266,7 @@ bool JobQueue::OnProgress(Job& job, const eval::EvalProgress& p) {
     job.last_publish = now;
     Publish(job.record);
   }
-  return !job.cancel_requested && !interrupt_;
+  return !job.cancel_requested && !interrupt_ && !job.lease_lost;
 }
 
 void JobQueue::RunOne(const std::shared_ptr<Job>& job) {
@@ -248,58 +275,72 @@ void JobQueue::RunOne(const std::shared_ptr<Job>& job) {
     std::lock_guard<std::mutex> lock(mu_);
     record = job->record;
   }
-  // Not fatal: the final Put below rewrites the whole record.
-  store_.Put(record).IgnoreError();
+  // Not fatal: the final Put below rewrites the whole record. (A fleet
+  // claim has already stored the RUNNING record.)
+  if (!shared_) store_.Put(record).IgnoreError();
   absl::StatusOr<eval::EvalResult> result =
       runner_(record, [this, job](const eval::EvalProgress& p) { return OnProgress(*job, p); });
-
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    record = job->record;  // with the latest progress
-    record.end_unix_micros = NowMicros();
-    record.progress.elapsed_seconds = Seconds(Clock::now() - job->started);
-    record.progress.eta_seconds = 0;
-    if (result.ok()) {
-      record.state = JobState::kSucceeded;
-      // Done is done: the last progress report may precede the last sample.
-      record.progress.blocks_done = record.progress.blocks_total;
-      record.progress.samples_done = record.progress.samples_total;
-      if (!result->drafter_fingerprint.empty())
-        record.drafter_fingerprint = result->drafter_fingerprint;
-      if (!result->dataset_fingerprint.empty())
-        record.dataset_fingerprint = result->dataset_fingerprint;
-      record.device = result->device;
-      record.dtype = result->dtype;
-      record.result = *std::move(result);
-    } else if (job->cancel_requested && absl::IsCancelled(result.status())) {
-      record.state = JobState::kCancelled;
-      record.error_code = static_cast<int>(absl::StatusCode::kCancelled);
-      record.error_message = "cancelled while running";
-    } else if (interrupt_ && absl::IsCancelled(result.status())) {
-      record.state = JobState::kInterrupted;
-      record.interrupted_by_restart = true;
-      record.error_message = "the server stopped while this job was RUNNING; resubmit it";
-    } else {
-      record.state = JobState::kFailed;
-      record.error_code = static_cast<int>(result.status().code());
-      record.error_message = std::string(result.status().message());
-    }
-  }
+  record = Finish(*job, std::move(result));
   // Committed (and, for SUCCEEDED, synced) before anyone can see the state.
-  absl::Status stored = store_.Put(record);
-  if (!stored.ok()) {
+  absl::Status stored = shared_ ? StoreFinalShared(record, *job) : store_.Put(record);
+  if (!stored.ok() && !absl::IsFailedPrecondition(stored)) {
     record.state = JobState::kFailed;
     record.result.reset();
     record.error_code = static_cast<int>(absl::StatusCode::kInternal);
     record.error_message = absl::StrCat("the result could not be stored: ", stored.message());
-    store_.Put(record).IgnoreError();
+    (shared_ ? StoreFinalShared(record, *job) : store_.Put(record)).IgnoreError();
   }
   std::lock_guard<std::mutex> lock(mu_);
   job->record = record;
   active_.erase(record.id);
   --running_;
-  Publish(record);
+  // A fleet job this server lost (or handed back) is followed from the store.
+  if (!absl::IsFailedPrecondition(stored) && record.state != JobState::kQueued) Publish(record);
+  ReportStates();
   cv_.notify_all();
+}
+
+JobRecord JobQueue::Finish(Job& job, absl::StatusOr<eval::EvalResult> result) {
+  std::lock_guard<std::mutex> lock(mu_);
+  JobRecord record = job.record;  // with the latest progress
+  record.end_unix_micros = NowMicros();
+  record.progress.elapsed_seconds = Seconds(Clock::now() - job.started);
+  record.progress.eta_seconds = 0;
+  if (result.ok()) {
+    record.state = JobState::kSucceeded;
+    // Done is done: the last progress report may precede the last sample.
+    record.progress.blocks_done = record.progress.blocks_total;
+    record.progress.samples_done = record.progress.samples_total;
+    if (!result->drafter_fingerprint.empty())
+      record.drafter_fingerprint = result->drafter_fingerprint;
+    if (!result->dataset_fingerprint.empty())
+      record.dataset_fingerprint = result->dataset_fingerprint;
+    record.device = result->device;
+    record.dtype = result->dtype;
+    record.result = *std::move(result);
+  } else if (job.cancel_requested && absl::IsCancelled(result.status())) {
+    record.state = JobState::kCancelled;
+    record.error_code = static_cast<int>(absl::StatusCode::kCancelled);
+    record.error_message = "cancelled while running";
+  } else if (shared_ && interrupt_ && absl::IsCancelled(result.status())) {
+    // A fleet job outlives this server: handed back for another to run.
+    record.state = JobState::kQueued;
+  } else if (interrupt_ && absl::IsCancelled(result.status())) {
+    record.state = JobState::kInterrupted;
+    record.interrupted_by_restart = true;
+    record.error_message = "the server stopped while this job was RUNNING; resubmit it";
+  } else {
+    record.state = JobState::kFailed;
+    record.error_code = static_cast<int>(result.status().code());
+    record.error_message = std::string(result.status().message());
+  }
+  if (!record.attempts.empty()) {
+    record.attempts.back().end_unix_micros = record.end_unix_micros;
+    record.attempts.back().outcome = record.state == JobState::kQueued
+                                         ? "handed back: the server stopped"
+                                         : jobs::JobStateName(record.state);
+  }
+  return record;
 }
 
 void JobQueue::Shutdown(std::chrono::milliseconds grace) {
@@ -329,6 +370,7 @@ void JobQueue::Shutdown(std::chrono::milliseconds grace) {
     cv_.notify_all();
   }
   for (std::thread& t : threads) t.join();
+  if (shared_) StopFleet();
 }
 
 }  // namespace dflash::jobs

@@ -10,6 +10,7 @@
 // can see that state.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -39,12 +40,29 @@ using Runner = std::function<absl::StatusOr<eval::EvalResult>(const jobs::JobRec
 // lock: it must be quick and must not call back into the queue.
 using WatchFn = std::function<void(const jobs::JobRecord&)>;
 
+// A fleet: several servers share one store (store.shared()). Jobs wait in
+// the store, not in memory; each server's runners claim them there under a
+// lease they renew every `heartbeat` (job_queue_fleet.cc).
+struct FleetOptions {
+  std::string server;  // this server's name in the fleet (unique per server)
+  std::chrono::milliseconds lease{10000}, heartbeat{2000};
+  // How often idle runners look for work and remote watches look for changes.
+  std::chrono::milliseconds poll{250};
+  int max_attempts = 3;
+  // The names resident here now (ClaimRequest's targets, datasets, drafters).
+  std::function<store::ClaimRequest()> resident;
+  // What this server tells the fleet about itself at each heartbeat (JSON),
+  // given the ids of the jobs it runs.
+  std::function<std::string(const std::vector<std::string>& running)> info_json;
+};
+
 struct JobQueueOptions {
   int max_queued = 64;      // QUEUED jobs at most; more is RESOURCE_EXHAUSTED
   int concurrent_jobs = 1;  // runner threads
   std::string server_version;
   // Watchers get progress (not state changes) at most this often.
   std::chrono::milliseconds progress_interval{200};
+  FleetOptions fleet;  // used when the store is shared()
 };
 
 class JobQueue {
@@ -86,6 +104,10 @@ class JobQueue {
       const std::string& except_id = "") const;
   int queued() const;
   int running() const;
+  // Fleet: whether the last heartbeat reached the store (always true for a
+  // single-host store); the live servers of the fleet.
+  bool store_reachable() const { return store_reachable_; }
+  absl::StatusOr<std::vector<store::FleetServer>> FleetServers();
 
   // Stops accepting; QUEUED jobs become INTERRUPTED; RUNNING jobs get
   // `grace` to finish, then stop at their next chunk boundary as INTERRUPTED.
@@ -96,12 +118,26 @@ class JobQueue {
   struct Job {
     jobs::JobRecord record;
     bool cancel_requested = false;
+    bool lease_lost = false;  // fleet: another server took the job over
     std::chrono::steady_clock::time_point started, last_publish;
   };
 
   JobQueue(store::ResultStore& store, Runner runner, JobQueueOptions options, std::string last_id);
   void RunLoop();
   void RunOne(const std::shared_ptr<Job>& job);
+  // The final record as this server ended the job, from the runner's result.
+  jobs::JobRecord Finish(Job& job, absl::StatusOr<eval::EvalResult> result);
+
+  // Fleet (job_queue_fleet.cc).
+  absl::StatusOr<jobs::JobRecord> SubmitShared(jobs::JobRecord job);
+  absl::StatusOr<jobs::JobRecord> CancelShared(const std::string& id,
+                                               std::chrono::milliseconds wait);
+  void RunLoopShared();
+  absl::Status StoreFinalShared(jobs::JobRecord& record, const Job& job);
+  void FleetLoop();  // heartbeats, lease renewals, remote watches
+  void RenewLeases();
+  void PollRemoteWatches();
+  void StopFleet();
   bool OnProgress(Job& job, const eval::EvalProgress& p);
   // Tells the operators' observer (metrics) the queued/running counts;
   // requires mu_.
@@ -123,11 +159,24 @@ class JobQueue {
   bool stopping_ = false;   // runner threads exit
   std::vector<std::thread> threads_;
 
+  // Fleet state.
+  const bool shared_;
+  int64_t submitted_ = 0;  // bumped by each submit: wakes idle runners
+  std::atomic<bool> store_reachable_{true};
+  std::mutex fleet_mu_;
+  std::condition_variable fleet_cv_;
+  bool fleet_stop_ = false;
+  std::thread fleet_thread_;
+  std::map<std::string, std::string> remote_seen_;  // watched id -> last record JSON
+
   std::mutex watch_mu_;  // taken inside mu_ by Publish
   struct Watcher {
     std::string id;
     WatchFn fn;
   };
+  // Calls the watchers of `record`'s job (ending them at a final state);
+  // under watch_mu_.
+  void DeliverLocked(const jobs::JobRecord& record);
   std::map<int64_t, Watcher> watchers_;
   int64_t next_handle_ = 1;
 };

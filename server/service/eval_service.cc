@@ -200,6 +200,13 @@ absl::Status EvalService::HandleGetServerInfo(Ctx*, const pb::GetServerInfoReque
     info.running_jobs = jobs_->running();
   }
   ToProto(info, resp);
+  if (jobs_) {
+    // A single-host store has no fleet (Unimplemented): nothing to add.
+    absl::StatusOr<std::vector<core::FleetMember>> fleet = jobs_->Fleet();
+    if (fleet.ok()) {
+      for (const core::FleetMember& m : *fleet) ToProto(m, resp->add_fleet());
+    }
+  }
   return absl::OkStatus();
 }
 
@@ -268,6 +275,16 @@ absl::Status EvalService::HandleListResources(Ctx*, const pb::ListResourcesReque
   for (const core::ResourceInfo& r : core_.ListResources(kind)) {
     ToProto(r, resp->add_resources());
   }
+  if (!req.fleet()) return absl::OkStatus();
+  absl::StatusOr<std::vector<core::FleetMember>> fleet =
+      jobs_ ? jobs_->Fleet() : absl::UnimplementedError("no job service");
+  if (absl::IsUnimplemented(fleet.status())) {
+    return absl::FailedPreconditionError(
+        "--fleet: this server has no fleet (its results store is not a shared PostgreSQL "
+        "database; see --store)");
+  }
+  if (!fleet.ok()) return fleet.status();
+  for (const core::FleetMember& m : *fleet) ToProto(m, resp->add_fleet());
   return absl::OkStatus();
 }
 

@@ -117,6 +117,15 @@ void ToProto(const jobs::JobRecord& in, pb::EvalJob* out) {
   out->set_server_version(in.server_version);
   out->set_interrupted_by_restart(in.interrupted_by_restart);
   out->set_resubmitted_from(in.resubmitted_from);
+  for (const jobs::JobAttempt& a : in.attempts) {
+    pb::EvalAttempt* attempt = out->add_attempts();
+    attempt->set_server(a.server);
+    if (a.start_unix_micros) *attempt->mutable_start_time() = FromUnixMicros(a.start_unix_micros);
+    if (a.end_unix_micros) *attempt->mutable_end_time() = FromUnixMicros(a.end_unix_micros);
+    attempt->set_outcome(a.outcome);
+  }
+  out->set_server(in.server);
+  out->set_placement(in.placement);
 }
 
 absl::StatusOr<jobs::ListQuery> FromProto(const pb::ListEvalsRequest& in) {

@@ -216,4 +216,17 @@ absl::StatusOr<core::LoadDatasetParams> FromProto(const pb::LoadDatasetRequest& 
   return p;
 }
 
+void ToProto(const core::FleetMember& in, pb::FleetServer* out) {
+  out->set_name(in.name);
+  out->set_device(in.device);
+  out->set_device_description(in.device_description);
+  out->set_total_memory_bytes(in.total_memory_bytes);
+  out->set_used_memory_bytes(in.used_memory_bytes);
+  for (const std::string& n : in.targets) out->add_targets(n);
+  for (const std::string& n : in.datasets) out->add_datasets(n);
+  for (const std::string& n : in.drafters) out->add_drafters(n);
+  for (const std::string& n : in.running_jobs) out->add_running_jobs(n);
+  out->set_heartbeat_age_seconds(in.heartbeat_age_seconds);
+}
+
 }  // namespace dflash::service

@@ -8,6 +8,7 @@
 
 #include "absl/status/statusor.h"
 #include "core/eval_core.h"
+#include "core/fleet_member.h"
 #include "dflash/eval/v1/resources.pb.h"
 #include "dflash/eval/v1/service.pb.h"
 #include "service/proto_fields.h"
@@ -16,6 +17,7 @@ namespace dflash::service {
 
 void ToProto(const core::ServerInfo& in, pb::ServerInfo* out);
 void ToProto(const core::ResourceInfo& in, pb::Resource* out);
+void ToProto(const core::FleetMember& in, pb::FleetServer* out);
 void ToProto(const weights::WeightReport& in, pb::WeightReport* out);
 void ToProto(const core::LoadResult& in, pb::LoadResponse* out);
 

@@ -360,6 +360,15 @@ std::string RecordToJson(const jobs::JobRecord& r) {
             {"interrupted_by_restart", r.interrupted_by_restart},
             {"resubmitted_from", r.resubmitted_from}};
   if (r.result) j["result"] = ResultToJson(*r.result);
+  if (!r.attempts.empty()) {
+    json attempts = json::array();
+    for (const jobs::JobAttempt& a : r.attempts) {
+      attempts.push_back({a.server, a.start_unix_micros, a.end_unix_micros, a.outcome});
+    }
+    j["attempts"] = attempts;
+  }
+  if (!r.server.empty()) j["server"] = r.server;
+  if (!r.placement.empty()) j["placement"] = r.placement;
   return j.dump();
 }
 
@@ -410,6 +419,15 @@ absl::StatusOr<jobs::JobRecord> RecordFromJson(const std::string& text) {
     r.interrupted_by_restart = j.at("interrupted_by_restart").get<bool>();
     r.resubmitted_from = j.at("resubmitted_from").get<std::string>();
     if (j.contains("result")) r.result = ResultFromJson(j.at("result"));
+    // Fleet fields: absent in single-host records and records from before them.
+    if (j.contains("attempts")) {
+      for (const json& a : j.at("attempts")) {
+        r.attempts.push_back({a.at(0).get<std::string>(), a.at(1).get<int64_t>(),
+                              a.at(2).get<int64_t>(), a.at(3).get<std::string>()});
+      }
+    }
+    r.server = j.value("server", "");
+    r.placement = j.value("placement", "");
     return r;
   } catch (const json::exception& e) {
     return absl::InvalidArgumentError(absl::StrCat("stored job record is malformed: ", e.what()));

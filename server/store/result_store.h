@@ -1,13 +1,15 @@
 // File: store/result_store.h
 // Durable job records: every evaluation job, its request and its full result.
-// Callers (jobs/, core/) see only this narrow interface; SqliteResultStore is
-// the one implementation today. A shared PostgreSQL store (several servers,
-// one database) is meant to be another implementation of this class, with no
-// change to callers: nothing here assumes SQLite (page tokens are opaque,
-// filters are plain values, labels are matched exactly).
+// Callers (jobs/, core/) see only this narrow interface. SqliteResultStore
+// serves one host; PostgresResultStore is shared by a fleet of servers (one
+// database): shared() says so, and the fleet operations below (claims,
+// leases, cancel requests, the servers table) are then what the queue uses.
+// Nothing here assumes either engine (page tokens are opaque, filters are
+// plain values, labels are matched exactly).
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -15,6 +17,23 @@
 #include "types/job_types.h"
 
 namespace dflash::store {
+
+// What a fleet server can run, for Claim: jobs that name resident objects
+// by name go only to servers holding them.
+struct ClaimRequest {
+  std::string server;                                    // this server's fleet name
+  std::vector<std::string> targets, datasets, drafters;  // resident names
+  int64_t lease_micros = 10'000'000;
+  int max_attempts = 3;  // a job whose lease expired this often becomes FAILED
+};
+
+// One live server of a fleet: its name, what it says about itself (JSON
+// written by core/: address, device, memory, resident objects, running
+// jobs) and how long ago it said so.
+struct FleetServer {
+  std::string name, info_json;
+  int64_t heartbeat_age_micros = 0;
+};
 
 class ResultStore {
  public:
@@ -33,6 +52,30 @@ class ResultStore {
       int64_t now_unix_micros) = 0;
   // The greatest job id stored ("" when empty): new ids sort after it.
   virtual absl::StatusOr<std::string> MaxId() = 0;
+
+  // ---- Fleet operations: only a shared() store implements them. ----
+  virtual bool shared() const { return false; }
+  // Inserts a new record; AlreadyExists when the id is taken (ids are made
+  // by each server, so two may collide).
+  virtual absl::Status Create(const jobs::JobRecord& record) { return Put(record); }
+  // Takes the oldest job this server may run: QUEUED, or RUNNING with an
+  // expired lease (the next attempt, from the start). The record comes back
+  // RUNNING on `server` with the attempt appended. nullopt when none. Jobs
+  // past max_attempts become FAILED naming each attempt's server.
+  virtual absl::StatusOr<std::optional<jobs::JobRecord>> Claim(const ClaimRequest& request);
+  // Writes `record` (its last attempt must be this server's) only while this
+  // server still holds the job, renewing the lease when RUNNING, ending it
+  // otherwise (QUEUED hands the job back). Returns whether a cancel was
+  // requested. FailedPrecondition "lease lost" when the job is no longer ours.
+  virtual absl::StatusOr<bool> PutLeased(const jobs::JobRecord& record, int64_t lease_micros);
+  // QUEUED: CANCELLED at once. RUNNING: flags it; its server stops it.
+  // FailedPrecondition for a finished job, NotFound for an unknown one.
+  virtual absl::StatusOr<jobs::JobRecord> RequestCancel(const std::string& id,
+                                                        int64_t now_unix_micros);
+  // The servers table: this server's heartbeat, the live ones, leaving.
+  virtual absl::Status Heartbeat(const std::string& server, const std::string& info_json);
+  virtual absl::StatusOr<std::vector<FleetServer>> LiveServers(int64_t max_age_micros);
+  virtual absl::Status Leave(const std::string& server);
 };
 
 }  // namespace dflash::store

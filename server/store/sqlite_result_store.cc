@@ -7,12 +7,10 @@
 #include <variant>
 #include <vector>
 
-#include "absl/strings/escaping.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "absl/strings/str_split.h"
 #include "common/status_macros.h"
+#include "store/page_token.h"
 #include "store/record_json.h"
 
 namespace dflash::store {
@@ -106,32 +104,6 @@ CREATE TABLE job_labels (
 );
 CREATE INDEX job_labels_by_pair ON job_labels(key, value);
 )sql";
-
-// Page tokens: web-safe base64 of "<order>|<sort key>|<id>".
-std::string MakeToken(bool by_step, int64_t key, const std::string& id) {
-  return absl::WebSafeBase64Escape(absl::StrCat(by_step ? "s" : "c", "|", key, "|", id));
-}
-
-absl::Status ParseToken(const std::string& token, bool by_step, int64_t* key, std::string* id) {
-  std::string raw;
-  std::vector<std::string> parts;
-  if (absl::WebSafeBase64Unescape(token, &raw)) {
-    parts = absl::StrSplit(raw, absl::MaxSplits('|', 2));
-  }
-  if (parts.size() != 3 || !absl::SimpleAtoi(parts[1], key) ||
-      (parts[0] != "s" && parts[0] != "c")) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("page_token '", token, "' is not a token this server issued"));
-  }
-  if ((parts[0] == "s") != by_step) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("page_token '", token, "' was issued for ",
-                     parts[0] == "s" ? "order_by_step" : "newest-first",
-                     " order; repeat the query with the same order"));
-  }
-  *id = parts[2];
-  return absl::OkStatus();
-}
 
 }  // namespace
 
@@ -293,7 +265,7 @@ absl::StatusOr<jobs::JobPage> SqliteResultStore::List(const jobs::ListQuery& q) 
   if (!q.page_token.empty()) {
     int64_t key = 0;
     std::string id;
-    RETURN_IF_ERROR(ParseToken(q.page_token, q.order_by_step, &key, &id));
+    RETURN_IF_ERROR(ParsePageToken(q.page_token, q.order_by_step, &key, &id));
     where.push_back(q.order_by_step ? "(step > ? OR (step = ? AND id > ?))"
                                     : "(create_micros < ? OR (create_micros = ? AND id < ?))");
     args.insert(args.end(), {key, key, id});
@@ -316,7 +288,7 @@ absl::StatusOr<jobs::JobPage> SqliteResultStore::List(const jobs::ListQuery& q) 
   int rc;
   while ((rc = list.Step()) == SQLITE_ROW) {
     if (static_cast<int>(page.jobs.size()) == page_size) {
-      page.next_page_token = MakeToken(q.order_by_step, last_key, last_id);
+      page.next_page_token = MakePageToken(q.order_by_step, last_key, last_id);
       break;
     }
     ASSIGN_OR_RETURN(jobs::JobRecord record, RecordFromJson(list.Text(0)));

@@ -54,6 +54,14 @@ struct JobProgress {
   bool blocks_total_is_bound = false;  // see eval::EvalProgress
 };
 
+// One run of a job by one server. A fleet job (shared PostgreSQL store) may
+// run more than once: when its server dies, another takes it over.
+struct JobAttempt {
+  std::string server;  // the server's fleet name (its advertised address)
+  int64_t start_unix_micros = 0, end_unix_micros = 0;
+  std::string outcome;  // "" while running; the state it ended in, or why it stopped
+};
+
 struct JobRecord {
   std::string id;
   JobState state = JobState::kQueued;
@@ -67,6 +75,12 @@ struct JobRecord {
   std::string drafter_fingerprint, dataset_fingerprint;
   bool interrupted_by_restart = false;
   std::string resubmitted_from;
+  // Fleet: each run of the job, oldest first (empty for a single-host store's
+  // jobs); the server that ran the last one; and, when the job may run only on
+  // some servers (it names a resident object), which and why.
+  std::vector<JobAttempt> attempts;
+  std::string server;
+  std::string placement;
 };
 
 struct ListQuery {

@@ -141,14 +141,14 @@ TEST_F(ServerConfigTest, DefaultsWithoutAFile) {
 }
 
 TEST_F(ServerConfigTest, UnknownTopLevelKeyIsNamed) {
-  EXPECT_EQ(
-      ParseError({"--config", Write("c.yaml", "listne: 127.0.0.1:1\n")}),
-      "unknown key 'listne' in the config file (nearest: 'listen', 'device', 'suites'; "
-      "known: auth_token_file, concurrent_jobs, data_roots, device, "
-      "insecure_allow_remote, listen, log_format, log_level, max_concurrent_streams, "
-      "max_eval_blocks, max_queued, max_request_bytes, max_resident_bytes, "
-      "metrics_listen, min_target_consistency, port_file, preload, state_dir, suites, threads, tls_cert, tls_client_ca, "
-      "tls_key, workers)");
+  EXPECT_EQ(ParseError({"--config", Write("c.yaml", "listne: 127.0.0.1:1\n")}),
+            "unknown key 'listne' in the config file (nearest: 'listen', 'store', 'device'; "
+            "known: auth_token_file, concurrent_jobs, data_roots, device, "
+            "fleet_heartbeat_seconds, fleet_lease_seconds, fleet_max_attempts, fleet_name, "
+            "insecure_allow_remote, listen, log_format, log_level, max_concurrent_streams, "
+            "max_eval_blocks, max_queued, max_request_bytes, max_resident_bytes, "
+            "metrics_listen, min_target_consistency, port_file, preload, state_dir, store, "
+            "store_password_file, suites, threads, tls_cert, tls_client_ca, tls_key, workers)");
 }
 
 TEST_F(ServerConfigTest, SecurityKeysComeFromTheFile) {

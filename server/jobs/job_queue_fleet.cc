@@ -1,0 +1,191 @@
+// JobQueue's fleet half: when the store is shared() by several servers, jobs
+// wait in the store (not in this process), runners claim them there, a
+// lease renewed at each heartbeat says which server runs a job, and a job
+// running elsewhere is cancelled and watched through the store.
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "jobs/job_queue.h"
+#include "store/record_json.h"
+
+namespace dflash::jobs {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+int64_t NowMicros() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+int64_t Micros(std::chrono::milliseconds d) {
+  return static_cast<int64_t>(d.count()) * 1000;
+}
+
+}  // namespace
+
+absl::StatusOr<JobRecord> JobQueue::SubmitShared(JobRecord job) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!accepting_) return absl::UnavailableError("the server is shutting down; no new jobs");
+  job.create_unix_micros = NowMicros();
+  job.state = JobState::kQueued;
+  job.server_version = options_.server_version;
+  job.progress = {};
+  job.result.reset();
+  job.start_unix_micros = job.end_unix_micros = 0;
+  job.error_code = 0;
+  job.error_message.clear();
+  job.attempts.clear();
+  job.server.clear();
+  // Ids are made here; another server may have made the same one.
+  absl::Status created;
+  for (int tries = 0; tries < 5; ++tries) {
+    job.id = ids_.Next(job.create_unix_micros);
+    created = store_.Create(job);
+    if (!absl::IsAlreadyExists(created)) break;
+    ASSIGN_OR_RETURN(std::string last, store_.MaxId());
+    ids_ = JobIdGenerator(std::max(last, job.id));
+  }
+  RETURN_IF_ERROR(created, "recording job ", job.id);
+  ++submitted_;
+  cv_.notify_all();
+  return job;
+}
+
+absl::StatusOr<JobRecord> JobQueue::CancelShared(const std::string& id,
+                                                 std::chrono::milliseconds wait) {
+  ASSIGN_OR_RETURN(JobRecord r, store_.RequestCancel(id, NowMicros()));
+  // Running elsewhere: its server sees the flag at its next heartbeat.
+  const Clock::time_point until = Clock::now() + wait;
+  while (!IsTerminal(r.state) && Clock::now() < until) {
+    std::this_thread::sleep_for(options_.fleet.poll);
+    ASSIGN_OR_RETURN(r, store_.Get(id));
+  }
+  return r;
+}
+
+void JobQueue::RunLoopShared() {
+  int64_t seen = 0;
+  for (;;) {
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      if (stopping_ || !accepting_) return;
+      seen = submitted_;
+    }
+    store::ClaimRequest claim = options_.fleet.resident();
+    claim.server = options_.fleet.server;
+    claim.lease_micros = Micros(options_.fleet.lease);
+    claim.max_attempts = options_.fleet.max_attempts;
+    absl::StatusOr<std::optional<JobRecord>> claimed = store_.Claim(claim);
+    std::unique_lock<std::mutex> lock(mu_);
+    if (!claimed.ok() || !claimed->has_value()) {
+      cv_.wait_for(lock, options_.fleet.poll,
+                   [&] { return stopping_ || !accepting_ || submitted_ != seen; });
+      continue;
+    }
+    auto job = std::make_shared<Job>();
+    job->record = **std::move(claimed);
+    job->started = job->last_publish = Clock::now();
+    active_[job->record.id] = job;
+    ++running_;
+    Publish(job->record);
+    lock.unlock();
+    RunOne(job);
+  }
+}
+
+absl::Status JobQueue::StoreFinalShared(JobRecord& record, const Job& job) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (job.lease_lost) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("lease lost: job ", record.id, " was taken over; no result written"));
+    }
+  }
+  return store_.PutLeased(record, Micros(options_.fleet.lease)).status();
+}
+
+void JobQueue::RenewLeases() {
+  std::vector<std::pair<std::shared_ptr<Job>, JobRecord>> running;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [_, job] : active_) {
+      if (job->record.state == JobState::kRunning) running.emplace_back(job, job->record);
+    }
+  }
+  for (auto& [job, record] : running) {
+    // Progress goes to the store with the renewal, for the fleet's viewers.
+    absl::StatusOr<bool> cancel = store_.PutLeased(record, Micros(options_.fleet.lease));
+    std::lock_guard<std::mutex> lock(mu_);
+    if (absl::IsFailedPrecondition(cancel.status()) && active_.count(record.id)) {
+      job->lease_lost = true;  // stops at its next chunk boundary
+    } else if (cancel.ok() && *cancel) {
+      job->cancel_requested = true;
+    }
+  }
+}
+
+void JobQueue::PollRemoteWatches() {
+  std::vector<std::string> ids;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<std::mutex> wlock(watch_mu_);
+    for (const auto& [_, w] : watchers_) {
+      if (!active_.count(w.id) && (ids.empty() || ids.back() != w.id)) ids.push_back(w.id);
+    }
+  }
+  for (const std::string& id : ids) {
+    absl::StatusOr<JobRecord> r = store_.Get(id);
+    if (!r.ok()) continue;  // the next poll tries again
+    const std::string text = store::RecordToJson(*r);
+    std::lock_guard<std::mutex> lock(mu_);
+    if (active_.count(id)) continue;  // claimed here meanwhile: Publish reports it
+    std::lock_guard<std::mutex> wlock(watch_mu_);
+    auto seen = remote_seen_.find(id);
+    if (seen != remote_seen_.end() && seen->second == text) continue;
+    remote_seen_[id] = text;
+    DeliverLocked(*r);
+  }
+}
+
+void JobQueue::FleetLoop() {
+  Clock::time_point next_beat = Clock::now();
+  std::unique_lock<std::mutex> lock(fleet_mu_);
+  while (!fleet_stop_) {
+    lock.unlock();
+    if (Clock::now() >= next_beat) {
+      RenewLeases();
+      std::vector<std::string> running;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        for (const auto& [id, _] : active_) running.push_back(id);
+      }
+      const std::string info = options_.fleet.info_json ? options_.fleet.info_json(running) : "{}";
+      store_reachable_ = store_.Heartbeat(options_.fleet.server, info).ok();
+      next_beat = Clock::now() + options_.fleet.heartbeat;
+    }
+    PollRemoteWatches();
+    lock.lock();
+    fleet_cv_.wait_for(lock, options_.fleet.poll, [this] { return fleet_stop_; });
+  }
+}
+
+void JobQueue::StopFleet() {
+  {
+    std::lock_guard<std::mutex> lock(fleet_mu_);
+    if (fleet_stop_) return;
+    fleet_stop_ = true;
+  }
+  fleet_cv_.notify_all();
+  if (fleet_thread_.joinable()) fleet_thread_.join();
+  store_.Leave(options_.fleet.server).IgnoreError();  // else it ages out of LiveServers
+}
+
+absl::StatusOr<std::vector<store::FleetServer>> JobQueue::FleetServers() {
+  // Three missed heartbeats: gone.
+  return store_.LiveServers(3 * Micros(options_.fleet.heartbeat));
+}
+
+}  // namespace dflash::jobs

@@ -1,0 +1,37 @@
+#include "store/page_token.h"
+
+#include <vector>
+
+#include "absl/strings/escaping.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+
+namespace dflash::store {
+
+std::string MakePageToken(bool by_step, int64_t key, const std::string& id) {
+  return absl::WebSafeBase64Escape(absl::StrCat(by_step ? "s" : "c", "|", key, "|", id));
+}
+
+absl::Status ParsePageToken(const std::string& token, bool by_step, int64_t* key, std::string* id) {
+  std::string raw;
+  std::vector<std::string> parts;
+  if (absl::WebSafeBase64Unescape(token, &raw)) {
+    parts = absl::StrSplit(raw, absl::MaxSplits('|', 2));
+  }
+  if (parts.size() != 3 || !absl::SimpleAtoi(parts[1], key) ||
+      (parts[0] != "s" && parts[0] != "c")) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("page_token '", token, "' is not a token this server issued"));
+  }
+  if ((parts[0] == "s") != by_step) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("page_token '", token, "' was issued for ",
+                     parts[0] == "s" ? "order_by_step" : "newest-first",
+                     " order; repeat the query with the same order"));
+  }
+  *id = parts[2];
+  return absl::OkStatus();
+}
+
+}  // namespace dflash::store

@@ -1,0 +1,446 @@
+// A fleet: real dflash-evald servers on one real PostgreSQL database
+// (test_util/postgres_server.h) over the tiny generated fixture. 60 jobs
+// submitted round-robin to three servers each succeed exactly once with the
+// numbers of a single SQLite server; kill -9 of the server running a job ->
+// another server runs it again (attempt 2) and it succeeds; cancel and watch
+// through a server that is not running the job; the schema is created in an
+// empty database and a newer one is refused. Timings (per-job overhead of
+// PostgreSQL vs SQLite, death-to-restart) are printed as "[measure]" lines.
+#include <signal.h>
+#include <stdlib.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <map>
+#include <set>
+#include <thread>
+
+#include <google/protobuf/util/message_differencer.h>
+#include <grpcpp/grpcpp.h>
+
+#include "absl/strings/str_cat.h"
+#include "dflash/eval/v1/service.grpc.pb.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "integration/tiny_fixture.h"
+#include "test_util/postgres_server.h"
+#include "test_util/process.h"
+#include "test_util/temp_dir.h"
+
+namespace dflash {
+namespace {
+
+namespace fs = std::filesystem;
+namespace pb = ::dflash::eval::v1;
+using ::dflash::testing::BinaryFromEnv;
+using ::dflash::testing::CommandResult;
+using ::dflash::testing::PostgresServer;
+using ::dflash::testing::RunCommand;
+using ::dflash::testing::ServerProcess;
+using ::testing::HasSubstr;
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+
+constexpr int kBigSamples = 900;  // the tiny dataset 150 times over: seconds of work
+
+struct Client {
+  explicit Client(const std::string& address)
+      : stub(pb::DrafterEval::NewStub(
+            grpc::CreateChannel(address, grpc::InsecureChannelCredentials()))) {}
+  template <typename Req, typename Resp>
+  grpc::Status Call(grpc::Status (pb::DrafterEval::Stub::*method)(grpc::ClientContext*, const Req&,
+                                                                  Resp*),
+                    const Req& req, Resp* resp) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + 60s);
+    return (stub.get()->*method)(&ctx, req, resp);
+  }
+  pb::EvalJob Submit(const pb::EvalRequest& r) {
+    pb::SubmitEvalRequest req;
+    *req.mutable_request() = r;
+    pb::EvalJob job;
+    grpc::Status s = Call(&pb::DrafterEval::Stub::SubmitEval, req, &job);
+    EXPECT_TRUE(s.ok()) << s.error_message();
+    return job;
+  }
+  pb::EvalJob Get(const std::string& id) {
+    pb::GetEvalRequest req;
+    req.set_id(id);
+    pb::EvalJob job;
+    grpc::Status s = Call(&pb::DrafterEval::Stub::GetEval, req, &job);
+    EXPECT_TRUE(s.ok()) << s.error_message();
+    return job;
+  }
+  grpc::Status Cancel(const std::string& id, pb::EvalJob* job) {
+    pb::CancelEvalRequest req;
+    req.set_id(id);
+    return Call(&pb::DrafterEval::Stub::CancelEval, req, job);
+  }
+  pb::EvalJob WaitDone(const std::string& id, int seconds = 120) {
+    const Clock::time_point until = Clock::now() + std::chrono::seconds(seconds);
+    while (Clock::now() < until) {
+      pb::EvalJob job = Get(id);
+      if (job.state() != pb::JOB_STATE_QUEUED && job.state() != pb::JOB_STATE_RUNNING) return job;
+      std::this_thread::sleep_for(20ms);
+    }
+    ADD_FAILURE() << "job " << id << " did not finish";
+    return {};
+  }
+  // Until the job runs with some progress; its record then.
+  pb::EvalJob WaitRunning(const std::string& id) {
+    for (int i = 0; i < 3000; ++i) {
+      pb::EvalJob job = Get(id);
+      if (job.state() == pb::JOB_STATE_RUNNING && job.progress().blocks_done() > 0) return job;
+      std::this_thread::sleep_for(10ms);
+    }
+    ADD_FAILURE() << "job " << id << " never ran";
+    return {};
+  }
+  std::unique_ptr<pb::DrafterEval::Stub> stub;
+};
+
+// Job kind k of six: the fleet's drafter by checkpoint path, so any server
+// can run it; the dataset by the name every server loads.
+pb::EvalRequest Request(const std::string& data, int k, const std::string& dataset = "d") {
+  pb::EvalRequest r;
+  r.set_checkpoint_path(data + "/drafter");
+  r.set_dataset(dataset);
+  r.set_anchors(pb::ANCHOR_STRATEGY_ALL);
+  r.set_max_samples(k == 0 ? 0 : k);
+  r.set_run("fleet");
+  r.set_step(k);
+  return r;
+}
+
+pb::EvalResult WithoutTimings(pb::EvalResult r) {
+  r.clear_setup_seconds();
+  r.clear_compute_seconds();
+  r.clear_tokens_per_second();
+  return r;
+}
+
+double Seconds(Clock::duration d) {
+  return std::chrono::duration<double>(d).count();
+}
+
+class FleetE2eTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    setenv("OMP_WAIT_POLICY", "PASSIVE", 0);
+    dir_ = new testing::TempDir();
+    data_ = dir_->Join("data");
+    testing::MakeTinyFixture(data_);
+    ASSERT_FALSE(::testing::Test::HasFailure());
+    fs::create_directories(data_ + "/big/rows");
+    fs::copy_file(data_ + "/dataset/dataset.json", data_ + "/big/dataset.json");
+    std::vector<std::string> files;
+    for (const auto& e : fs::recursive_directory_iterator(data_ + "/dataset")) {
+      if (e.path().extension() == ".ckpt") files.push_back(e.path().string());
+    }
+    std::sort(files.begin(), files.end());
+    ASSERT_FALSE(files.empty());
+    for (int k = 0; k < kBigSamples; ++k) {
+      fs::create_hard_link(files[k % files.size()],
+                           absl::StrCat(data_, "/big/rows/data_", k, ".ckpt"));
+    }
+    auto pg = PostgresServer::Start();
+    ASSERT_TRUE(pg.ok()) << pg.status();
+    pg_ = pg->release();
+  }
+  static void TearDownTestSuite() {
+    delete pg_;
+    delete dir_;
+  }
+
+  // A database of its own for each test.
+  std::string NewDatabase() {
+    static int n = 0;
+    auto url = pg_->CreateDatabase(absl::StrCat("fleet", ++n));
+    EXPECT_TRUE(url.ok()) << url.status();
+    return url.ok() ? *url : "";
+  }
+
+  // A fleet server named `name` on `url` (lease 2 s, heartbeat 0.5 s), with
+  // t, d and big loaded.
+  std::unique_ptr<ServerProcess> StartServer(const std::string& url, const std::string& name) {
+    auto server =
+        ServerProcess::Start(dir_->Join("state-" + name),
+                             {"--data-root", data_, "--store", url, "--fleet-name", name,
+                              "--fleet-lease-seconds", "2", "--fleet-heartbeat-seconds", "0.5"});
+    EXPECT_TRUE(server.ok()) << server.status();
+    if (!server.ok()) return nullptr;
+    Load((*server)->address());
+    return std::move(server).value();
+  }
+
+  static void Load(const std::string& address) {
+    for (auto [what, name, path] :
+         {std::tuple<std::string, std::string, std::string>{"load-target", "t", "/target"},
+          {"load-dataset", "d", "/dataset"},
+          {"load-dataset", "big", "/big"}}) {
+      CommandResult r = testing::RunCli(address, {what, data_ + path, "--name", name});
+      ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    }
+  }
+
+  // Submits the 60 jobs (kind i % 6) round-robin to `servers`, waits for
+  // all; returns the finished jobs and prints the wall time.
+  std::vector<pb::EvalJob> Run60(const std::vector<ServerProcess*>& servers, const char* label) {
+    std::vector<std::unique_ptr<Client>> clients;
+    for (ServerProcess* s : servers) clients.push_back(std::make_unique<Client>(s->address()));
+    const Clock::time_point t0 = Clock::now();
+    std::vector<std::string> ids;
+    for (int i = 0; i < 60; ++i) {
+      ids.push_back(clients[i % clients.size()]->Submit(Request(data_, i % 6)).id());
+    }
+    std::vector<pb::EvalJob> done;
+    for (size_t i = 0; i < ids.size(); ++i) {
+      done.push_back(clients[(i + 1) % clients.size()]->WaitDone(ids[i], 300));
+    }
+    std::cout << "[measure] " << label << ": 60 jobs in " << Seconds(Clock::now() - t0)
+              << " s wall (" << 1000 * Seconds(Clock::now() - t0) / 60 << " ms per job)\n";
+    return done;
+  }
+
+  static testing::TempDir* dir_;
+  static std::string data_;
+  static PostgresServer* pg_;
+};
+testing::TempDir* FleetE2eTest::dir_ = nullptr;
+std::string FleetE2eTest::data_;
+PostgresServer* FleetE2eTest::pg_ = nullptr;
+
+TEST_F(FleetE2eTest, SixtyJobsOnThreeServersEachSucceedOnceWithSingleServerNumbers) {
+  // The single-host reference: one SQLite server runs the same 60 jobs.
+  std::vector<pb::EvalResult> want(6);
+  {
+    auto single = ServerProcess::Start(dir_->Join("state-single"), {"--data-root", data_});
+    ASSERT_TRUE(single.ok()) << single.status();
+    Load((*single)->address());
+    std::vector<pb::EvalJob> jobs = Run60({single->get()}, "one server, SQLite");
+    for (int k = 0; k < 6; ++k) {
+      ASSERT_EQ(jobs[k].state(), pb::JOB_STATE_SUCCEEDED) << jobs[k].DebugString();
+      want[k] = WithoutTimings(jobs[k].result());
+    }
+  }
+  const std::string url = NewDatabase();
+  {
+    auto one = StartServer(url, "solo");
+    ASSERT_NE(one, nullptr);
+    for (const pb::EvalJob& j : Run60({one.get()}, "one server, PostgreSQL")) {
+      EXPECT_EQ(j.state(), pb::JOB_STATE_SUCCEEDED) << j.DebugString();
+    }
+  }
+  ASSERT_TRUE(pg_->Sql(url.substr(url.rfind('/') + 1), "DELETE FROM jobs").ok());
+
+  std::vector<std::unique_ptr<ServerProcess>> servers;
+  for (const char* name : {"s1", "s2", "s3"}) servers.push_back(StartServer(url, name));
+  for (const auto& s : servers) ASSERT_NE(s, nullptr);
+  std::vector<pb::EvalJob> jobs =
+      Run60({servers[0].get(), servers[1].get(), servers[2].get()}, "three servers, PostgreSQL");
+  std::set<std::string> ids;
+  std::map<std::string, int> per_server;
+  google::protobuf::util::MessageDifferencer diff;
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    const pb::EvalJob& j = jobs[i];
+    ASSERT_EQ(j.state(), pb::JOB_STATE_SUCCEEDED) << j.DebugString();
+    ids.insert(j.id());
+    ASSERT_EQ(j.attempts_size(), 1) << j.DebugString();  // ran exactly once
+    EXPECT_EQ(j.attempts(0).server(), j.server());
+    EXPECT_EQ(j.attempts(0).outcome(), "SUCCEEDED");
+    ++per_server[j.server()];
+    EXPECT_TRUE(diff.Compare(WithoutTimings(j.result()), want[i % 6])) << j.id();
+    EXPECT_FALSE(j.result().device().empty());
+    EXPECT_FALSE(j.result().dtype().empty());
+  }
+  EXPECT_EQ(ids.size(), 60u);
+  for (const auto& [server, n] : per_server)
+    std::cout << "[measure] " << server << " ran " << n << "\n";
+  const std::string db = url.substr(url.rfind('/') + 1);
+  EXPECT_EQ(*pg_->Sql(db, "SELECT count(*) FROM jobs WHERE state = 'SUCCEEDED' AND attempt = 1"),
+            "60");
+  // One view: every server lists all 60, and `info` shows the three.
+  for (const auto& s : servers) {
+    nlohmann::json list = testing::RunCliJson(s->address(), {"list", "--limit", "100"});
+    EXPECT_EQ(list["jobs"].size(), 60u);
+    nlohmann::json info = testing::RunCliJson(s->address(), {"info"});
+    EXPECT_EQ(info["fleet"].size(), 3u) << info.dump();
+  }
+  CommandResult ls = testing::RunCli(servers[0]->address(), {"ls", "--fleet"});
+  ASSERT_EQ(ls.exit_code, 0) << ls.err;
+  EXPECT_THAT(ls.out, HasSubstr("fleet: 3 live server(s)\n  s1  cpu ("));
+  EXPECT_THAT(ls.out, HasSubstr("resident: targets [t], datasets [big, d], drafters []"));
+}
+
+TEST_F(FleetE2eTest, Kill9OfTheRunningServerRerunsTheJobElsewhere) {
+  const std::string url = NewDatabase();
+  auto a = StartServer(url, "a");
+  auto b = StartServer(url, "b");
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  std::map<std::string, ServerProcess*> by_name = {{"a", a.get()}, {"b", b.get()}};
+  Client ca(a->address());
+  pb::EvalJob job = ca.Submit(Request(data_, 0, "big"));
+  pb::EvalJob running = ca.WaitRunning(job.id());
+  const std::string victim = running.server();
+  ASSERT_TRUE(victim == "a" || victim == "b") << running.DebugString();
+  const std::string survivor = victim == "a" ? "b" : "a";
+  const Clock::time_point killed = Clock::now();
+  by_name[victim]->Stop(SIGKILL);
+
+  // Followed from the survivor while it waits for the lease and reruns it.
+  Client cs(by_name[survivor]->address());
+  double restart_seconds = -1;
+  for (int i = 0; i < 3000 && restart_seconds < 0; ++i) {
+    pb::EvalJob j = cs.Get(job.id());
+    if (j.attempts_size() == 2) restart_seconds = Seconds(Clock::now() - killed);
+    std::this_thread::sleep_for(10ms);
+  }
+  ASSERT_GE(restart_seconds, 0) << "the job never restarted";
+  std::cout << "[measure] kill -9 to restart elsewhere: " << restart_seconds
+            << " s (lease 2 s, heartbeat 0.5 s)\n";
+  pb::EvalJob done = cs.WaitDone(job.id(), 300);
+  ASSERT_EQ(done.state(), pb::JOB_STATE_SUCCEEDED) << done.DebugString();
+  ASSERT_EQ(done.attempts_size(), 2);
+  EXPECT_EQ(done.attempts(0).server(), victim);
+  EXPECT_EQ(done.attempts(0).outcome(), "lease expired: the server stopped renewing it");
+  EXPECT_EQ(done.attempts(1).server(), survivor);
+  EXPECT_EQ(done.attempts(1).outcome(), "SUCCEEDED");
+  EXPECT_EQ(done.server(), survivor);
+  EXPECT_EQ(done.result().samples(), kBigSamples);
+  CommandResult status = testing::RunCli(by_name[survivor]->address(), {"status", job.id()});
+  ASSERT_EQ(status.exit_code, 0) << status.err;
+  EXPECT_THAT(status.out, HasSubstr(absl::StrCat("1. ", victim, " from ")));
+  EXPECT_THAT(status.out, HasSubstr(": lease expired: the server stopped renewing it\n"));
+  EXPECT_THAT(status.out, HasSubstr(absl::StrCat("2. ", survivor, " from ")));
+}
+
+TEST_F(FleetE2eTest, CancelAndWatchThroughAServerNotRunningTheJob) {
+  const std::string url = NewDatabase();
+  auto a = StartServer(url, "a");
+  auto b = StartServer(url, "b");
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  Client ca(a->address()), cb(b->address());
+  pb::EvalJob job = ca.Submit(Request(data_, 0, "big"));
+  pb::EvalJob running = ca.WaitRunning(job.id());
+  Client& other = running.server() == "a" ? cb : ca;
+
+  // WatchEval on the other server follows the job to its end.
+  grpc::ClientContext watch_ctx;
+  watch_ctx.set_deadline(std::chrono::system_clock::now() + 120s);
+  pb::WatchEvalRequest watch_req;
+  watch_req.set_id(job.id());
+  auto stream = other.stub->WatchEval(&watch_ctx, watch_req);
+  pb::EvalJob first;
+  ASSERT_TRUE(stream->Read(&first));
+  EXPECT_EQ(first.state(), pb::JOB_STATE_RUNNING);
+
+  pb::EvalJob cancelled;
+  grpc::Status s = other.Cancel(job.id(), &cancelled);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(cancelled.state(), pb::JOB_STATE_CANCELLED) << cancelled.DebugString();
+  EXPECT_EQ(cancelled.error_message(), "cancelled while running");
+  pb::EvalJob last = first, update;
+  while (stream->Read(&update)) last = update;
+  EXPECT_TRUE(stream->Finish().ok());
+  EXPECT_EQ(last.state(), pb::JOB_STATE_CANCELLED);
+  EXPECT_EQ(ca.Get(job.id()).state(), pb::JOB_STATE_CANCELLED);
+
+  pb::EvalJob again;
+  s = other.Cancel(job.id(), &again);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_EQ(s.error_message(),
+            absl::StrCat("job ", job.id(), " already finished (CANCELLED); nothing to cancel"));
+}
+
+TEST_F(FleetE2eTest, AJobNamingAResidentDrafterRunsOnlyWhereItIsResident) {
+  const std::string url = NewDatabase();
+  auto a = StartServer(url, "a");
+  auto b = StartServer(url, "b");
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  CommandResult load =
+      testing::RunCli(b->address(), {"load-drafter", data_ + "/drafter", "--name", "m"});
+  ASSERT_EQ(load.exit_code, 0) << load.err;
+  std::this_thread::sleep_for(1500ms);  // b's next heartbeats carry it
+  Client ca(a->address());
+  for (int i = 0; i < 4; ++i) {  // submitted to a, which does not hold m
+    pb::EvalRequest r = Request(data_, 1 + i);
+    r.clear_checkpoint_path();
+    r.set_drafter("m");
+    pb::EvalJob job = ca.Submit(r);
+    EXPECT_EQ(job.placement(),
+              "runs on a server holding one target only, dataset 'd', drafter 'm' (now: b)");
+    pb::EvalJob done = ca.WaitDone(job.id());
+    EXPECT_EQ(done.state(), pb::JOB_STATE_SUCCEEDED) << done.DebugString();
+    EXPECT_EQ(done.server(), "b");
+  }
+  pb::EvalRequest nowhere = Request(data_, 1);
+  nowhere.clear_checkpoint_path();
+  nowhere.set_drafter("nope");
+  pb::SubmitEvalRequest req;
+  *req.mutable_request() = nowhere;
+  pb::EvalJob refused;
+  grpc::Status s = ca.Call(&pb::DrafterEval::Stub::SubmitEval, req, &refused);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(s.error_message(),
+            "no resident drafter named 'nope' (resident: none); no live server of the fleet "
+            "holds it either");
+}
+
+TEST_F(FleetE2eTest, SchemaIsCreatedInAnEmptyDatabaseAndANewerOneIsRefused) {
+  const std::string url = NewDatabase();
+  const std::string db = url.substr(url.rfind('/') + 1);
+  {
+    auto server = StartServer(url, "first");
+    ASSERT_NE(server, nullptr);
+    EXPECT_EQ(*pg_->Sql(db, "SELECT version FROM schema_version"), "1");
+  }
+  ASSERT_TRUE(pg_->Sql(db, "UPDATE schema_version SET version = 2").ok());
+  CommandResult r = RunCommand({BinaryFromEnv("DFLASH_EVALD"), "--listen", "127.0.0.1:0",
+                                "--state-dir", dir_->Join("state-refused"), "--store", url},
+                               {}, 60);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.out + r.err,
+              HasSubstr("the database's schema is version 2, newer than this server's (1): a "
+                        "newer dflash-evald has migrated it. Upgrade this server"));
+
+  CommandResult pw =
+      RunCommand({BinaryFromEnv("DFLASH_EVALD"), "--listen", "127.0.0.1:0", "--state-dir",
+                  dir_->Join("state-refused"), "--store",
+                  absl::StrCat("postgresql://postgres:hunter2@127.0.0.1:", pg_->port(), "/", db)},
+                 {}, 60);
+  EXPECT_EQ(pw.exit_code, 1);
+  EXPECT_THAT(pw.out + pw.err, HasSubstr("the PostgreSQL URL carries a password"));
+
+  CommandResult scheme =
+      RunCommand({BinaryFromEnv("DFLASH_EVALD"), "--listen", "127.0.0.1:0", "--state-dir",
+                  dir_->Join("state-refused"), "--store", "mysql://db/x"},
+                 {}, 60);
+  EXPECT_EQ(scheme.exit_code, 1);
+  EXPECT_THAT(scheme.out + scheme.err, HasSubstr("--store 'mysql://db/x': expected sqlite:PATH or "
+                                                 "postgresql://USER@HOST:PORT/DATABASE"));
+}
+
+TEST_F(FleetE2eTest, SqliteStoreAtAChosenPathNeedsNoDatabase) {
+  const std::string path = dir_->Join("elsewhere.sqlite3");
+  auto server = ServerProcess::Start(dir_->Join("state-sqlite-path"),
+                                     {"--data-root", data_, "--store", "sqlite:" + path});
+  ASSERT_TRUE(server.ok()) << server.status();
+  Load((*server)->address());
+  Client c((*server)->address());
+  pb::EvalJob done = c.WaitDone(c.Submit(Request(data_, 1)).id());
+  EXPECT_EQ(done.state(), pb::JOB_STATE_SUCCEEDED) << done.DebugString();
+  EXPECT_EQ(done.attempts_size(), 0);  // single-host jobs have no fleet attempts
+  EXPECT_TRUE(fs::exists(path));
+  EXPECT_FALSE(fs::exists(dir_->Join("state-sqlite-path/results.sqlite3")));
+  CommandResult ls = testing::RunCli((*server)->address(), {"ls", "--fleet"});
+  EXPECT_EQ(ls.exit_code, 1) << ls.out;
+  EXPECT_THAT(ls.err, HasSubstr("--fleet: this server has no fleet (its results store is not a "
+                                "shared PostgreSQL database; see --store)"));
+}
+
+}  // namespace
+}  // namespace dflash

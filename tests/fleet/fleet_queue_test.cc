@@ -1,0 +1,125 @@
+// JobQueue on a shared PostgreSQL store (a real one,
+// test_util/postgres_server.h) with a fake runner that works in "chunks"
+// until told to stop: a server whose lease is taken over stops the job at
+// the next chunk boundary and writes nothing; a server that stops hands its
+// running job back to the queue.
+#include <atomic>
+#include <chrono>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "jobs/job_queue.h"
+#include "store/postgres_result_store.h"
+#include "test_util/postgres_server.h"
+
+namespace dflash {
+namespace {
+
+using ::dflash::testing::PostgresServer;
+using jobs::JobRecord;
+using jobs::JobState;
+using namespace std::chrono_literals;
+
+class FleetQueueTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    auto pg = PostgresServer::Start();
+    ASSERT_TRUE(pg.ok()) << pg.status();
+    pg_ = pg->release();
+  }
+  static void TearDownTestSuite() { delete pg_; }
+
+  void SetUp() override {
+    ASSERT_NE(pg_, nullptr);
+    static int n = 0;
+    db_ = absl::StrCat("q", ++n);
+    auto url = pg_->CreateDatabase(db_);
+    ASSERT_TRUE(url.ok()) << url.status();
+    auto store = store::PostgresResultStore::Open(*url, "");
+    ASSERT_TRUE(store.ok()) << store.status();
+    store_ = std::move(store).value();
+    jobs::JobQueueOptions options;
+    options.fleet.server = "q1";
+    options.fleet.lease = 1000ms;
+    options.fleet.heartbeat = 100ms;
+    options.fleet.poll = 50ms;
+    options.fleet.resident = [] {
+      store::ClaimRequest c;
+      c.targets = {"t"};
+      c.datasets = {"d"};
+      return c;
+    };
+    // Chunks of 10 ms until the queue says stop (or 30 s pass).
+    jobs::Runner runner =
+        [this](const JobRecord&,
+               const eval::ProgressFn& progress) -> absl::StatusOr<eval::EvalResult> {
+      for (int i = 0; i < 3000; ++i) {
+        eval::EvalProgress p;
+        p.blocks_done = i;
+        p.blocks_total = 3000;
+        if (!progress(p)) {
+          stopped_ = true;
+          return absl::CancelledError("stopped at a chunk boundary");
+        }
+        std::this_thread::sleep_for(10ms);
+      }
+      return eval::EvalResult{};
+    };
+    auto queue = jobs::JobQueue::Create(*store_, runner, options);
+    ASSERT_TRUE(queue.ok()) << queue.status();
+    queue_ = std::move(queue).value();
+  }
+
+  std::string SubmitAndWaitRunning() {
+    JobRecord job;
+    job.request.params.checkpoint_path = "/ckpt";
+    job.request.params.dataset = "d";
+    job.request.params.target = "t";
+    auto submitted = queue_->Submit(job);
+    EXPECT_TRUE(submitted.ok()) << submitted.status();
+    for (int i = 0; i < 500; ++i) {
+      if (queue_->running() == 1) return submitted->id;
+      std::this_thread::sleep_for(10ms);
+    }
+    ADD_FAILURE() << "the job never ran";
+    return submitted->id;
+  }
+
+  std::string Sql(const std::string& sql) { return pg_->Sql(db_, sql).value_or("(failed)"); }
+
+  static PostgresServer* pg_;
+  std::string db_;
+  std::unique_ptr<store::PostgresResultStore> store_;
+  std::unique_ptr<jobs::JobQueue> queue_;
+  std::atomic<bool> stopped_{false};
+};
+PostgresServer* FleetQueueTest::pg_ = nullptr;
+
+TEST_F(FleetQueueTest, ALostLeaseStopsTheJobAndWritesNothing) {
+  const std::string id = SubmitAndWaitRunning();
+  EXPECT_EQ(Sql("SELECT owner || ' ' || attempt || ' ' || state FROM jobs"), "q1 1 RUNNING");
+  // Another server took it over (as after an expired lease).
+  Sql(absl::StrCat("UPDATE jobs SET owner = 'thief', attempt = 2 WHERE id = '", id, "'"));
+  for (int i = 0; i < 300 && queue_->running() > 0; ++i) std::this_thread::sleep_for(10ms);
+  EXPECT_EQ(queue_->running(), 0);
+  EXPECT_TRUE(stopped_);
+  std::this_thread::sleep_for(300ms);  // a few heartbeats: still nothing written
+  EXPECT_EQ(Sql("SELECT owner || ' ' || attempt || ' ' || state FROM jobs"), "thief 2 RUNNING");
+  EXPECT_EQ(store_->Get(id)->attempts.size(), 1u);  // the record as the claim wrote it
+}
+
+TEST_F(FleetQueueTest, AStoppingServerHandsItsRunningJobBack) {
+  const std::string id = SubmitAndWaitRunning();
+  queue_->Shutdown(0ms);
+  EXPECT_TRUE(stopped_);
+  EXPECT_EQ(Sql("SELECT '[' || owner || '] ' || state FROM jobs"), "[] QUEUED");
+  JobRecord r = *store_->Get(id);
+  ASSERT_EQ(r.attempts.size(), 1u);
+  EXPECT_EQ(r.attempts[0].server, "q1");
+  EXPECT_EQ(r.attempts[0].outcome, "handed back: the server stopped");
+  EXPECT_EQ(Sql("SELECT count(*) FROM servers"), "0");  // it left the fleet
+}
+
+}  // namespace
+}  // namespace dflash
