@@ -26,7 +26,7 @@ struct ChunkedCopyOptions {
   c10::Device device = c10::Device(c10::kCPU);
   // Stored bytes per chunk; rounded down to a multiple of 64 bytes and of
   // the element size (ByteHasher's rule), at least one element.
-  int64_t chunk_bytes = int64_t{64} << 20;
+  int64_t chunk_bytes = int64_t{16} << 20;
 };
 
 // Each chunk of the source's bytes, in order, before it is converted:
