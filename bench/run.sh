@@ -4,6 +4,11 @@
 #   bench/run.sh --quick     fewer samples and runs (~3-4 min)
 #   bench/run.sh --smoke     tiny fixture: baseline and service agree (S1, S2)
 #   bench/run.sh --markdown  full run, then regenerate BENCHMARKS.md
+#   bench/run.sh --production  production shapes (bench/fixtures/make.sh --size
+#                            qwen3-8b, made once): loads vs a plain read, peak RSS
+#                            vs resident, anchor and replay time per block, fraction
+#                            of the matmul peak (bench/prod_shape/production.py).
+#                            PROD_SIZE=qwen3-8b-small for the reduced shapes.
 # Env: BUILD_DIR (default build), BENCH_THREADS (default: all cores),
 #      DFLASH_BENCH_CACHE (fixture cache, default ~/.cache/dflash-bench).
 set -euo pipefail
@@ -18,6 +23,7 @@ for a in "$@"; do
     --quick) MODE=quick ;;
     --smoke) MODE=smoke ;;
     --markdown) MARKDOWN=1 ;;
+    --production) MODE=production ;;
     *) echo "run.sh: unknown argument '$a'" >&2; exit 2 ;;
   esac
 done
@@ -27,6 +33,12 @@ if [ "${BENCH_SKIP_BUILD:-0}" != 1 ]; then
     cmake -G Ninja -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release >/dev/null
   fi
   ninja -C "$BUILD_DIR" dflash-evald dflash-eval roofline_bench >&2
+fi
+
+if [ "$MODE" = production ]; then
+  FX="$(bench/fixtures/make.sh --size "${PROD_SIZE:-qwen3-8b}")"
+  exec /usr/bin/python3 bench/prod_shape/production.py --build "$BUILD_DIR" --fixture "$FX" \
+    --threads "$THREADS" ${BENCH_OUT:+--json "$BENCH_OUT"}
 fi
 
 case "$MODE" in

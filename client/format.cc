@@ -116,6 +116,17 @@ std::string FormatServerInfo(const pb::ServerInfo& info) {
         &out, absl::StrFormat("  %-8s %-36s %12s %12s\n", d.name(), d.description(),
                               d.total_memory_bytes() > 0 ? HumanBytes(d.total_memory_bytes()) : "?",
                               HumanBytes(d.used_memory_bytes())));
+    if (d.allocator_reserved_bytes() > 0 || d.allocator_peak_reserved_bytes() > 0) {
+      // The CUDA caching allocator: what tensors hold, what it took from the driver.
+      absl::StrAppend(&out,
+                      absl::StrFormat("           allocator: %s allocated (peak %s), %s reserved "
+                                      "(peak %s), %d retries, %d OOMs\n",
+                                      HumanBytes(d.allocator_allocated_bytes()),
+                                      HumanBytes(d.allocator_peak_allocated_bytes()),
+                                      HumanBytes(d.allocator_reserved_bytes()),
+                                      HumanBytes(d.allocator_peak_reserved_bytes()),
+                                      d.allocator_alloc_retries(), d.allocator_ooms()));
+    }
   }
   if (!info.fleet().empty()) absl::StrAppend(&out, FormatFleet(info.fleet()));
   return out;

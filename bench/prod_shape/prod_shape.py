@@ -170,13 +170,13 @@ def fresh_read(path, limit=1 << 30):
 
 
 class Server:
-    def __init__(self, build, work, data_root, threads):
+    def __init__(self, build, work, data_root, threads, device="cpu"):
         port_file = os.path.join(work, "port")
         self.log_path = os.path.join(work, "server.log")
         self.proc = subprocess.Popen(
             [os.path.join(build, "server", "dflash-evald"), "--listen", "127.0.0.1:0",
              "--port-file", port_file, "--state-dir", os.path.join(work, "state"),
-             "--data-root", data_root, "--device", "cpu", "--log-level", "warn",
+             "--data-root", data_root, "--device", device, "--log-level", "warn",
              "--threads", str(threads)],
             stdout=subprocess.DEVNULL, stderr=open(self.log_path, "w"))
         for _ in range(600):

@@ -299,6 +299,10 @@ absl::StatusOr<LoadResult> EvalCoreImpl::DoLoadDataset(const LoadDatasetParams& 
   if (!params.dtype.empty()) {
     ASSIGN_OR_RETURN(c10::ScalarType dtype, ParseDType(params.dtype));
     options.dtype = dtype;
+  } else if (device != "cpu") {
+    // On CUDA features are resident in bf16 like the weights (placement.h);
+    // the model upcasts where it accumulates (softmax, norms, reductions).
+    options.dtype = c10::kBFloat16;
   }
   ASSIGN_OR_RETURN(options.path, roots_.Resolve(params.path));
   options.name = params.name.empty() ? DefaultName(options.path) : params.name;

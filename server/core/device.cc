@@ -18,6 +18,7 @@
 #include "absl/strings/str_split.h"
 
 #ifdef DFLASH_WITH_CUDA
+#include <c10/cuda/CUDACachingAllocator.h>
 #include <cuda_runtime_api.h>
 #endif
 
@@ -82,6 +83,13 @@ std::vector<DeviceInfo> ListDevices(int intra_op_threads) {
       d.description = prop.name;
       d.total_memory_bytes = static_cast<int64_t>(prop.totalGlobalMem);
     }
+    const CudaAllocatorStats a = CudaAllocatorStatsFor(i);
+    d.allocator_allocated_bytes = a.allocated_bytes;
+    d.allocator_reserved_bytes = a.reserved_bytes;
+    d.allocator_peak_allocated_bytes = a.peak_allocated_bytes;
+    d.allocator_peak_reserved_bytes = a.peak_reserved_bytes;
+    d.allocator_alloc_retries = a.alloc_retries;
+    d.allocator_ooms = a.ooms;
     out.push_back(d);
   }
 #else
@@ -90,6 +98,36 @@ std::vector<DeviceInfo> ListDevices(int intra_op_threads) {
   }
 #endif
   return out;
+}
+
+CudaAllocatorStats CudaAllocatorStatsFor(int device_index) {
+  CudaAllocatorStats out;
+#ifdef DFLASH_WITH_CUDA
+  if (device_index < 0 || device_index >= NumGpus()) return out;
+  try {
+    // Index 0 of each stat array is the aggregate over pools (StatType::
+    // AGGREGATE in 1.13 and 2.x alike; its namespace moved in 2.5).
+    const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(
+        static_cast<c10::DeviceIndex>(device_index));
+    out.allocated_bytes = stats.allocated_bytes[0].current;
+    out.reserved_bytes = stats.reserved_bytes[0].current;
+    out.peak_allocated_bytes = stats.allocated_bytes[0].peak;
+    out.peak_reserved_bytes = stats.reserved_bytes[0].peak;
+    out.alloc_retries = stats.num_alloc_retries;
+    out.ooms = stats.num_ooms;
+  } catch (...) {
+    // The allocator not initialised on that device yet: nothing held there.
+  }
+#else
+  (void)device_index;
+#endif
+  return out;
+}
+
+int64_t CudaReservedBytes() {
+  int64_t total = 0;
+  for (int i = 0; i < NumGpus(); ++i) total += CudaAllocatorStatsFor(i).reserved_bytes;
+  return total;
 }
 
 std::string DescribeBlas() {

@@ -25,6 +25,21 @@ bool CudaAvailable();
 // Every device libtorch can use, with total memory where known.
 std::vector<DeviceInfo> ListDevices(int intra_op_threads);
 
+// The CUDA caching allocator's counters for one device (libtorch's
+// memory_stats(): the "all" pool's current and peak bytes). All 0 when this
+// build has no CUDA or the device is not a GPU.
+struct CudaAllocatorStats {
+  int64_t allocated_bytes = 0, reserved_bytes = 0;
+  int64_t peak_allocated_bytes = 0, peak_reserved_bytes = 0;
+  int64_t alloc_retries = 0, ooms = 0;
+};
+CudaAllocatorStats CudaAllocatorStatsFor(int device_index);
+
+// Bytes the caching allocator holds from the driver over every visible GPU
+// (allocated tensors plus its cached free blocks): what the memory budget
+// counts on CUDA (resident_budget.h). 0 without CUDA.
+int64_t CudaReservedBytes();
+
 // The BLAS libtorch multiplies through, read from the libraries mapped into
 // this process ("openblas-pthread (/usr/lib/.../libblas.so.3)").
 std::string DescribeBlas();

@@ -1,13 +1,16 @@
 #include "core/resident_budget.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
 #include <nlohmann/json.hpp>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/fix_hint.h"
+#include "core/device.h"
 #include "core/resident.h"
 #include "data/sample_files.h"
 
@@ -50,16 +53,41 @@ int64_t ResidentBytes(const EvalCoreImpl::Resident& r) {
   return total;
 }
 
+// Resident bytes on CUDA devices (locks r.mu).
+static int64_t ResidentCudaBytes(const EvalCoreImpl::Resident& r) {
+  std::lock_guard<std::mutex> lock(r.mu);
+  int64_t total = 0;
+  auto add = [&](const ResourceInfo& info) {
+    if (absl::StartsWith(info.device, "cuda")) total += info.bytes;
+  };
+  for (const auto& [_, t] : r.targets) add(t.info);
+  for (const auto& [_, d] : r.drafters) add(d.info);
+  for (const auto& [_, d] : r.datasets) add(d.info);
+  return total;
+}
+
+int64_t BudgetBytesInUse(const EvalCoreImpl::Resident& r, int64_t cuda_reserved) {
+  const int64_t resident = ResidentBytes(r);
+  // On CUDA the caching allocator's reserved bytes (resident tensors, eval
+  // temporaries and its cached free blocks) are what the GPU has given up.
+  return std::max(resident, resident - ResidentCudaBytes(r) + cuda_reserved);
+}
+
 absl::Status CheckResidentBudget(const EvalCoreImpl::Resident& r, int64_t budget, const char* kind,
                                  const std::string& name, int64_t need, const char* basis) {
   if (budget <= 0) return absl::OkStatus();
-  const int64_t resident = ResidentBytes(r);
-  if (need <= budget - resident) return absl::OkStatus();
-  return WithFixHint(absl::ResourceExhaustedError(
-                         absl::StrCat("loading ", kind, " '", name, "' needs ", Bytes(need), " (",
-                                      basis, ") but ", Bytes(resident), " of the ", Bytes(budget),
-                                      " resident budget is in use; unload something first")),
-                     FixHint::kResidentBudget);
+  const int64_t reserved = CudaReservedBytes();
+  const int64_t in_use = BudgetBytesInUse(r, reserved);
+  if (need <= budget - in_use) return absl::OkStatus();
+  return WithFixHint(
+      absl::ResourceExhaustedError(absl::StrCat(
+          "loading ", kind, " '", name, "' needs ", Bytes(need), " (", basis, ") but ",
+          Bytes(in_use), " of the ", Bytes(budget), " resident budget is in use",
+          reserved > 0
+              ? absl::StrCat(" (the CUDA caching allocator reserves ", Bytes(reserved), ")")
+              : "",
+          "; unload something first")),
+      FixHint::kResidentBudget);
 }
 
 int64_t EstimateDrafterBytes(const weights::WeightReport& report, c10::ScalarType dtype) {

@@ -19,7 +19,12 @@ namespace dflash::core {
 // Bytes held by every resident object (locks r.mu).
 int64_t ResidentBytes(const EvalCoreImpl::Resident& r);
 
-// Ok when `budget` is 0 or resident + `need` fits; else ResourceExhausted
+// What counts against the budget: the resident bytes, where the CUDA
+// caching allocator's `cuda_reserved` bytes replace those resident on CUDA
+// when larger (device.h's CudaReservedBytes(); 0 on a CPU-only machine).
+int64_t BudgetBytesInUse(const EvalCoreImpl::Resident& r, int64_t cuda_reserved);
+
+// Ok when `budget` is 0 or in use (BudgetBytesInUse) + `need` fits; else ResourceExhausted
 // naming the object, the numbers and the flag. `basis`: how `need` was
 // found ("estimated from the tensor headers").
 absl::Status CheckResidentBudget(const EvalCoreImpl::Resident& r, int64_t budget, const char* kind,

@@ -13,6 +13,10 @@ struct DeviceInfo {
   std::string description;  // "NVIDIA H200", "x86_64, 2 threads"
   int64_t total_memory_bytes = 0;
   int64_t used_memory_bytes = 0;  // held by resident objects
+  // CUDA devices only: the caching allocator's numbers (device.h), 0 elsewhere.
+  int64_t allocator_allocated_bytes = 0, allocator_reserved_bytes = 0;
+  int64_t allocator_peak_allocated_bytes = 0, allocator_peak_reserved_bytes = 0;
+  int64_t allocator_alloc_retries = 0, allocator_ooms = 0;
 };
 
 struct ServerInfo {

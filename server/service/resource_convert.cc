@@ -90,6 +90,12 @@ void ToProto(const core::ServerInfo& in, pb::ServerInfo* out) {
     pd->set_description(d.description);
     pd->set_total_memory_bytes(d.total_memory_bytes);
     pd->set_used_memory_bytes(d.used_memory_bytes);
+    pd->set_allocator_allocated_bytes(d.allocator_allocated_bytes);
+    pd->set_allocator_reserved_bytes(d.allocator_reserved_bytes);
+    pd->set_allocator_peak_allocated_bytes(d.allocator_peak_allocated_bytes);
+    pd->set_allocator_peak_reserved_bytes(d.allocator_peak_reserved_bytes);
+    pd->set_allocator_alloc_retries(d.allocator_alloc_retries);
+    pd->set_allocator_ooms(d.allocator_ooms);
   }
   out->set_default_device(in.default_device);
   out->set_default_dtype(DTypeToProto(in.default_dtype));

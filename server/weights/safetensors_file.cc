@@ -2,6 +2,7 @@
 
 #include "weights/dtype_torch.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -111,6 +112,14 @@ class MappedSource final : public TensorSource {
     if (it == by_name_.end()) return;
     const Slot& slot = slots_[it->second];
     slot.file->ReleasePages(slot.data_start + slot.entry.begin, slot.entry.nbytes());
+  }
+  void ReleaseRange(absl::string_view name, int64_t offset, int64_t length) const override {
+    auto it = by_name_.find(std::string(name));
+    if (it == by_name_.end() || offset < 0 || length <= 0) return;
+    const Slot& slot = slots_[it->second];
+    const uint64_t end = std::min<uint64_t>(slot.entry.nbytes(), offset + length);
+    if (static_cast<uint64_t>(offset) >= end) return;
+    slot.file->ReleasePages(slot.data_start + slot.entry.begin + offset, end - offset);
   }
 
   absl::StatusOr<at::Tensor> Read(absl::string_view name) const override {

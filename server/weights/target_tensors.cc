@@ -16,6 +16,7 @@
 #include "common/shape_text.h"
 #include "common/status_macros.h"
 #include "common/torch_guard.h"
+#include "weights/chunked_copy.h"
 #include "weights/fingerprint.h"
 #include "weights/name_suggest.h"
 #include "weights/safetensors_file.h"
@@ -294,7 +295,9 @@ absl::Status CheckShapes(const TargetContext& target, const std::vector<const Te
 }
 
 // Reads, fingerprints (stored bytes, by role) and converts each of `infos`,
-// in order; one fact per tensor read.
+// in order, a bounded chunk at a time (chunked_copy.h): the stored bytes of
+// a chunk are hashed, converted and their mapped pages given back before the
+// next, so the peak is what stays resident plus one chunk. One fact per tensor.
 absl::StatusOr<std::vector<at::Tensor>> ReadTensors(const TensorSource& source,
                                                     const std::vector<const TensorInfo*>& infos,
                                                     const std::string& model_dir,
@@ -308,19 +311,20 @@ absl::StatusOr<std::vector<at::Tensor>> ReadTensors(const TensorSource& source,
     const std::string role = info->name == out->embed_name     ? "embed_tokens"
                              : info->name == out->lm_head_name ? "lm_head"
                                                                : "norm";
-    fp.AddTensor(role, DTypeName(info->dtype), info->shape, t.data_ptr(),
-                 static_cast<size_t>(t.numel() * t.element_size()));
+    ByteHasher hash = fp.BeginTensor(role, DTypeName(info->dtype), info->shape);
+    ChunkedCopyOptions copy{options.dtype, options.device};
+    if (options.chunk_bytes > 0) copy.chunk_bytes = options.chunk_bytes;
+    // Owned memory, never a view of the mapped shard.
+    ASSIGN_OR_RETURN(at::Tensor converted,
+                     ChunkedCopy(
+                         t, copy, [&](const void* p, int64_t, int64_t n) { hash.Update(p, n); },
+                         [&](int64_t off, int64_t n) { source.ReleaseRange(info->name, off, n); }),
+                     "target '", model_dir, "': tensor '", info->name, "'");
+    fp.EndTensor(hash);
     out->bytes_read += info->nbytes;
     out->facts.push_back(absl::StrCat(role, " '", info->name, "' ", ShapeText(info->shape), " ",
                                       DTypeName(info->dtype), " from ",
                                       fs::path(info->file).filename().string()));
-    ASSIGN_OR_RETURN(at::Tensor converted,
-                     TorchGuard("converting",
-                                [&] {
-                                  // Owned memory, never a view of the mapped shard.
-                                  return t.to(options.device, options.dtype, false, /*copy=*/true);
-                                }),
-                     "target '", model_dir, "': tensor '", info->name, "'");
     loaded.push_back(converted);
     t = at::Tensor();
     source.ReleaseBytes(info->name);  // keep the peak near what stays resident

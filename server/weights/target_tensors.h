@@ -35,6 +35,8 @@ struct TargetLoadOptions {
   c10::ScalarType dtype;
   c10::Device device = c10::Device(c10::kCPU);
   bool load_norm = false;
+  // Stored bytes converted at a time (chunked_copy.h); 0: its default, 16 MiB.
+  int64_t chunk_bytes = 0;
 };
 
 // NotFound when a tensor cannot be resolved: the message lists every name

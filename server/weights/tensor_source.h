@@ -51,6 +51,10 @@ class TensorSource {
   // valid (clean file-backed pages are read again on access), but one that
   // was written in place loses those writes. No-op by default.
   virtual void ReleaseBytes(absl::string_view /*name*/) const {}
+  // ReleaseBytes for [offset, offset + length) of tensor `name`'s bytes only
+  // (widened to whole pages), so a chunked copy gives pages back as it goes.
+  virtual void ReleaseRange(absl::string_view /*name*/, int64_t /*offset*/,
+                            int64_t /*length*/) const {}
   // The training wrapper the tensors were read from inside ("state_dict",
   // "module", "model_state_dict"; see pickle_flatten.h), "" when none.
   virtual std::string unwrapped_wrapper() const { return {}; }

@@ -17,6 +17,7 @@
 #include "common/shape_text.h"
 #include "common/status_macros.h"
 #include "common/torch_guard.h"
+#include "weights/chunked_copy.h"
 #include "weights/fingerprint.h"
 #include "weights/name_suggest.h"
 #include "weights/tensor_stats.h"
@@ -432,9 +433,11 @@ absl::StatusOr<std::map<std::string, at::Tensor>> LoadValidatedWeights(const Ten
     // copy=true: resident weights own their memory. A tensor read in place
     // from a mapped file would turn a later in-place rewrite of that file
     // (torch.save truncates first) into SIGBUS in a running server.
+    // Chunked: each converted chunk's mapped pages go back before the next.
     ASSIGN_OR_RETURN(
         out[e->name],
-        TorchGuard("converting", [&] { return t.to(device, dtype, false, /*copy=*/true); }),
+        ChunkedCopy(t.contiguous(), ChunkedCopyOptions{dtype, device}, nullptr,
+                    [&](int64_t off, int64_t n) { source.ReleaseRange(e->stored_name, off, n); }),
         "tensor '", e->name, "'");
     t = at::Tensor();  // the copy is all we keep: let the file's pages go
     source.ReleaseBytes(e->stored_name);

@@ -47,6 +47,24 @@ TEST(FormatTest, EvalResultShowsTablesAndTheBonusToken) {
   EXPECT_THAT(s, HasSubstr("  n=2          5  " + std::string(15, '#') + std::string(15, '.')));
 }
 
+TEST(FormatTest, ServerInfoShowsTheCudaAllocatorOnlyWhereItHoldsMemory) {
+  pb::ServerInfo info;
+  pb::DeviceInfo* cpu = info.add_devices();
+  cpu->set_name("cpu");
+  pb::DeviceInfo* gpu = info.add_devices();
+  gpu->set_name("cuda:0");
+  gpu->set_allocator_allocated_bytes(3ll << 30);
+  gpu->set_allocator_peak_allocated_bytes(5ll << 30);
+  gpu->set_allocator_reserved_bytes(4ll << 30);
+  gpu->set_allocator_peak_reserved_bytes(6ll << 30);
+  gpu->set_allocator_alloc_retries(2);
+  gpu->set_allocator_ooms(1);
+  const std::string s = FormatServerInfo(info);
+  EXPECT_THAT(s, HasSubstr("allocator: 3.0 GiB allocated (peak 5.0 GiB), 4.0 GiB reserved "
+                           "(peak 6.0 GiB), 2 retries, 1 OOMs"));
+  EXPECT_EQ(s.find("allocator:"), s.rfind("allocator:"));  // the GPU's line only
+}
+
 TEST(FormatTest, ReportPutsProblemsFirstAndHidesFoundTensors) {
   pb::WeightReport rep;
   rep.set_ok(false);

@@ -37,6 +37,17 @@ TEST_F(ResidentBudgetTest, ResidentBytesAddsEveryKind) {
   EXPECT_EQ(ResidentBytes(empty), 0);
 }
 
+TEST_F(ResidentBudgetTest, CudaReservedBytesReplaceWhatIsResidentOnCuda) {
+  r_.targets["t"].info.device = "cuda:0";
+  r_.drafters["m"].info.device = "cuda:0";
+  r_.datasets["d"].info.device = "cpu";
+  EXPECT_EQ(BudgetBytesInUse(r_, 0), 1230);  // no CUDA: what is resident
+  // The allocator holds more than the resident tensors (eval temporaries,
+  // its cache): the 1200 CUDA bytes count as the 5000 it reserved.
+  EXPECT_EQ(BudgetBytesInUse(r_, 5000), 30 + 5000);
+  EXPECT_EQ(BudgetBytesInUse(r_, 500), 1230);  // never less than resident
+}
+
 TEST_F(ResidentBudgetTest, FitsUpToTheBudgetExactly) {
   EXPECT_THAT(CheckResidentBudget(r_, 0, "drafter", "x", int64_t{1} << 60, "b"), IsOk());
   EXPECT_THAT(CheckResidentBudget(r_, 2000, "drafter", "x", 770, "b"), IsOk());

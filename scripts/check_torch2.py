@@ -1,0 +1,114 @@
+#!/usr/bin/env python3
+"""Compiles every torch-using source with -fsyntax-only against other headers.
+
+Called by scripts/check-torch2.sh. A source is torch-using when it, or a
+project header it includes (transitively), includes an ATen/, c10/, torch/
+or caffe2/ header. Each one's compile command from compile_commands.json is
+rerun with the given headers first on the include path, so they win over the
+system's libtorch 1.13 in /usr/include.
+"""
+import argparse
+import concurrent.futures
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+
+INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]([^>"]+)[>"]', re.M)
+TORCH = re.compile(r"^(ATen|c10|torch|caffe2)/")
+ROOTS = ("server", "tests", "bench", "client", ".")
+
+
+def includes(path, cache={}):
+    if path not in cache:
+        try:
+            with open(path, encoding="utf-8", errors="replace") as f:
+                cache[path] = INCLUDE.findall(f.read())
+        except OSError:
+            cache[path] = []
+    return cache[path]
+
+
+def resolve(name, including):
+    """The project file an #include names, or None for a system header."""
+    for d in (os.path.dirname(including),) + ROOTS:
+        p = os.path.normpath(os.path.join(d, name))
+        if os.path.isfile(p):
+            return p
+    return None
+
+
+def uses_torch(path, memo, stack=()):
+    if path in memo:
+        return memo[path]
+    memo[path] = False  # cycles: #pragma once makes them harmless
+    for name in includes(path):
+        if TORCH.match(name):
+            memo[path] = True
+            break
+        dep = resolve(name, path)
+        if dep and dep not in stack and uses_torch(dep, memo, stack + (path,)):
+            memo[path] = True
+            break
+    return memo[path]
+
+
+def syntax_command(entry, headers):
+    args = entry.get("arguments") or shlex.split(entry["command"])
+    out = [args[0], "-fsyntax-only", "-isystem", headers, "-isystem",
+           os.path.join(headers, "torch/csrc/api/include")]
+    skip = False
+    for a in args[1:]:
+        if skip:
+            skip = False
+            continue
+        if a == "-o":
+            skip = True
+        elif a == "-c" or a.startswith("-O"):
+            continue
+        else:
+            out.append(a)
+    return out
+
+
+def check(entry, headers):
+    cmd = syntax_command(entry, headers)
+    r = subprocess.run(cmd, cwd=entry["directory"], capture_output=True, text=True)
+    return entry["file"], r.returncode, r.stderr
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--headers", required=True)
+    ap.add_argument("--version", required=True)
+    ap.add_argument("--compile-commands", required=True)
+    ap.add_argument("--jobs", type=int, default=os.cpu_count())
+    ap.add_argument("--only", default="", help="regex: check only matching sources")
+    a = ap.parse_args()
+    with open(a.compile_commands) as f:
+        entries = json.load(f)
+    root = os.getcwd()
+    memo = {}
+    todo = [e for e in entries
+            if uses_torch(os.path.relpath(e["file"], root), memo)
+            and re.search(a.only, e["file"])]
+    if not todo:
+        sys.exit("check-torch2: no torch-using source found in " + a.compile_commands)
+    print(f"check-torch2: {len(todo)} of {len(entries)} sources use torch; "
+          f"compiling them against libtorch-dev {a.version}", flush=True)
+    failed = []
+    with concurrent.futures.ThreadPoolExecutor(max(1, a.jobs)) as pool:
+        for path, rc, err in pool.map(lambda e: check(e, a.headers), todo):
+            if rc != 0:
+                failed.append(path)
+                print(f"FAIL {os.path.relpath(path, root)}\n{err}", flush=True)
+    if failed:
+        sys.exit(f"check-torch2: {len(failed)} of {len(todo)} sources do not "
+                 f"compile against libtorch {a.version}")
+    print(f"check-torch2: all {len(todo)} compile against libtorch {a.version}")
+
+
+if __name__ == "__main__":
+    main()
