@@ -12,6 +12,7 @@
 #include "common/torch_guard.h"
 #include "eval/anchors.h"
 #include "eval/block_scorer.h"
+#include "eval/draft_length_curve.h"
 #include "eval/metrics.h"
 #include "eval/sampled_acceptance.h"
 #include "eval/target_consistency.h"

@@ -1,7 +1,7 @@
 // File: sampled_acceptance.h
 // Expected acceptance under sampling from per-position alphas
 // (docs/decision-metrics.md §2), and the draft-length curve of a block
-// (§3). Pure C++, no torch: the hand-computed tests check it directly.
+// (§3, sampled). Pure C++, no torch: the hand-computed tests check it directly.
 #pragma once
 
 #include <cstdint>
@@ -53,10 +53,5 @@ class SampledAccumulator {
   int64_t blocks_ = 0;
   std::vector<PerSetting> per_;
 };
-
-// Pooled accept length with the first k positions proposed, k = 1..B-1,
-// from the anchor-mode histogram of leading matches n (hist[n], n = 0..B-1):
-// sum_n hist[n] (min(n, k) + 1) / sum_n hist[n]. Empty without blocks.
-std::vector<double> DraftLengthCurve(const std::vector<int64_t>& histogram);
 
 }  // namespace dflash::eval

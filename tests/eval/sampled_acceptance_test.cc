@@ -8,6 +8,7 @@
 #include <cmath>
 #include <vector>
 
+#include "eval/draft_length_curve.h"
 #include "eval/sampling_distributions.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
