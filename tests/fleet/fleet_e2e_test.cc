@@ -161,9 +161,11 @@ class FleetE2eTest : public ::testing::Test {
     return url.ok() ? *url : "";
   }
 
-  // A fleet server named `name` on `url` (lease 2 s, heartbeat 0.5 s), with
-  // t, d and big loaded.
-  std::unique_ptr<ServerProcess> StartServer(const std::string& url, const std::string& name) {
+  // A fleet server named `name` on `url` (heartbeat 0.5 s; a lease long
+  // enough that a busy machine never loses one by accident), with t, d and
+  // big loaded.
+  std::unique_ptr<ServerProcess> StartServer(const std::string& url, const std::string& name,
+                                             const std::string& lease_seconds = "10") {
     auto server =
         ServerProcess::Start(dir_->Join("state-" + name),
                              {"--data-root", data_, "--store", url, "--fleet-name", name,
@@ -275,8 +277,8 @@ TEST_F(FleetE2eTest, SixtyJobsOnThreeServersEachSucceedOnceWithSingleServerNumbe
 
 TEST_F(FleetE2eTest, Kill9OfTheRunningServerRerunsTheJobElsewhere) {
   const std::string url = NewDatabase();
-  auto a = StartServer(url, "a");
-  auto b = StartServer(url, "b");
+  auto a = StartServer(url, "a", "3");
+  auto b = StartServer(url, "b", "3");
   ASSERT_NE(a, nullptr);
   ASSERT_NE(b, nullptr);
   std::map<std::string, ServerProcess*> by_name = {{"a", a.get()}, {"b", b.get()}};
@@ -299,7 +301,7 @@ TEST_F(FleetE2eTest, Kill9OfTheRunningServerRerunsTheJobElsewhere) {
   }
   ASSERT_GE(restart_seconds, 0) << "the job never restarted";
   std::cout << "[measure] kill -9 to restart elsewhere: " << restart_seconds
-            << " s (lease 2 s, heartbeat 0.5 s)\n";
+            << " s (lease 3 s, heartbeat 0.5 s)\n";
   pb::EvalJob done = cs.WaitDone(job.id(), 300);
   ASSERT_EQ(done.state(), pb::JOB_STATE_SUCCEEDED) << done.DebugString();
   ASSERT_EQ(done.attempts_size(), 2);

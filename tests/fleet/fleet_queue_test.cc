@@ -99,8 +99,10 @@ PostgresServer* FleetQueueTest::pg_ = nullptr;
 TEST_F(FleetQueueTest, ALostLeaseStopsTheJobAndWritesNothing) {
   const std::string id = SubmitAndWaitRunning();
   EXPECT_EQ(Sql("SELECT owner || ' ' || attempt || ' ' || state FROM jobs"), "q1 1 RUNNING");
-  // Another server took it over (as after an expired lease).
-  Sql(absl::StrCat("UPDATE jobs SET owner = 'thief', attempt = 2 WHERE id = '", id, "'"));
+  // Another server took it over (as after an expired lease) and holds it for
+  // an hour, so q1 cannot take it back when the old lease runs out.
+  Sql(absl::StrCat("UPDATE jobs SET owner = 'thief', attempt = 2, ",
+                   "lease_until = lease_until + 3600000000 WHERE id = '", id, "'"));
   for (int i = 0; i < 300 && queue_->running() > 0; ++i) std::this_thread::sleep_for(10ms);
   EXPECT_EQ(queue_->running(), 0);
   EXPECT_TRUE(stopped_);
