@@ -14,6 +14,12 @@
 namespace dflash::store {
 namespace {
 
+// The datasets a server must hold to claim the job: a suite's, comma-joined
+// (the claim matches them as a set), or the one dataset named.
+std::string NeedDatasets(const jobs::JobRequest& r) {
+  return r.suite_datasets.empty() ? r.params.dataset : absl::StrJoin(r.suite_datasets, ",");
+}
+
 using jobs::JobRecord;
 using jobs::JobState;
 
@@ -139,7 +145,7 @@ absl::Status PostgresResultStore::Write(const JobRecord& r, bool create) {
       ->Exec(sql, {r.id, jobs::JobStateName(r.state), Str(r.create_unix_micros), r.request.run,
                    Str(r.request.step), p.drafter, p.checkpoint_path, p.dataset,
                    r.drafter_fingerprint, r.dataset_fingerprint, LabelsJson(r.request.labels),
-                   p.target, p.dataset, p.drafter, RecordToJson(r)})
+                   p.target, NeedDatasets(r.request), p.drafter, RecordToJson(r)})
       .status();
 }
 
@@ -177,6 +183,9 @@ absl::StatusOr<jobs::JobPage> PostgresResultStore::List(const jobs::ListQuery& q
     where.push_back(absl::StrCat("(dataset = ", d, " OR dataset_fingerprint = ", d, ")"));
   }
   if (!q.run.empty()) where.push_back(absl::StrCat("run = ", arg(q.run)));
+  if (!q.suite.empty()) {  // no column: suites are rare; the record holds the name
+    where.push_back(absl::StrCat("(record::jsonb -> 'request' ->> 'suite') = ", arg(q.suite)));
+  }
   if (q.min_step) where.push_back(absl::StrCat("step >= ", arg(Str(*q.min_step)), "::bigint"));
   if (q.max_step) where.push_back(absl::StrCat("step <= ", arg(Str(*q.max_step)), "::bigint"));
   if (!q.labels.empty()) {
@@ -269,7 +278,8 @@ absl::StatusOr<std::optional<JobRecord>> PostgresResultStore::Claim(const ClaimR
                                "(state = 'RUNNING' AND lease_until < ",
                                kNow,
                                " AND attempt < $5::int)) "
-                               "AND need_dataset IN (SELECT jsonb_array_elements_text($1::jsonb)) "
+                               "AND string_to_array(need_dataset, ',') <@ "
+                               "    ARRAY(SELECT jsonb_array_elements_text($1::jsonb)) "
                                "AND (need_target IN (SELECT jsonb_array_elements_text($2::jsonb)) "
                                "     OR (need_target = '' AND $3::int = 1)) "
                                "AND (need_drafter = '' OR need_drafter IN "
