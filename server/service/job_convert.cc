@@ -78,7 +78,10 @@ void ToProto(const jobs::JobRequest& in, pb::EvalRequest* out) {
   for (const auto& [k, v] : in.labels) (*out->mutable_labels())[k] = v;
   out->set_unload_after(in.unload_after);
   if (o.ci == eval::CiMethod::kNone) out->set_ci("none");
-  out->set_ci_resamples(static_cast<int32_t>(o.ci_resamples));
+  // 0 on the wire means the default; keep it 0 so requests round-trip.
+  if (o.ci_resamples != eval::EvalOptions{}.ci_resamples) {
+    out->set_ci_resamples(static_cast<int32_t>(o.ci_resamples));
+  }
   for (const std::string& d : in.suite_datasets) out->add_suite_datasets(d);
   if (!in.gate.reference.empty()) {
     out->set_gate(in.gate.reference);
