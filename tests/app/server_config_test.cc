@@ -144,7 +144,8 @@ TEST_F(ServerConfigTest, UnknownTopLevelKeyIsNamed) {
   EXPECT_EQ(ParseError({"--config", Write("c.yaml", "listne: 127.0.0.1:1\n")}),
             "unknown key 'listne' in the config file (nearest: 'listen', 'device', 'tls_key'; "
             "known: auth_token_file, concurrent_jobs, data_roots, device, "
-            "insecure_allow_remote, listen, log_format, log_level, max_concurrent_streams, "
+            "insecure_allow_remote, listen, log_format, log_level, logits_budget_bytes, "
+            "max_concurrent_streams, "
             "max_eval_blocks, max_queued, max_request_bytes, max_resident_bytes, "
             "metrics_listen, port_file, preload, state_dir, threads, tls_cert, tls_client_ca, "
             "tls_key, workers)");
@@ -159,7 +160,8 @@ TEST_F(ServerConfigTest, SecurityKeysComeFromTheFile) {
                                           "max_request_bytes: 65536\n"
                                           "max_resident_bytes: 1000000\n"
                                           "max_eval_blocks: 5\n"
-                                          "max_concurrent_streams: 3\n")}),
+                                          "max_concurrent_streams: 3\n"
+                                          "logits_budget_bytes: 1048576\n")}),
             "(no error)");
   EXPECT_EQ(config_.auth_token_file, "/etc/t");
   EXPECT_EQ(config_.tls_cert, "/c.pem");
@@ -170,6 +172,7 @@ TEST_F(ServerConfigTest, SecurityKeysComeFromTheFile) {
   EXPECT_EQ(config_.max_resident_bytes, 1000000);
   EXPECT_EQ(config_.max_eval_blocks, 5);
   EXPECT_EQ(config_.max_concurrent_streams, 3);
+  EXPECT_EQ(config_.logits_budget_bytes, 1048576);
 }
 
 TEST_F(ServerConfigTest, UnknownPreloadKeyIsNamedWithItsPlace) {
