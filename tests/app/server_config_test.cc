@@ -145,10 +145,11 @@ TEST_F(ServerConfigTest, UnknownTopLevelKeyIsNamed) {
             "unknown key 'listne' in the config file (nearest: 'listen', 'store', 'device'; "
             "known: auth_token_file, concurrent_jobs, data_roots, device, "
             "fleet_heartbeat_seconds, fleet_lease_seconds, fleet_max_attempts, fleet_name, "
-            "insecure_allow_remote, listen, log_format, log_level, max_concurrent_streams, "
-            "max_eval_blocks, max_queued, max_request_bytes, max_resident_bytes, "
-            "metrics_listen, min_target_consistency, port_file, preload, state_dir, store, "
-            "store_password_file, suites, threads, tls_cert, tls_client_ca, tls_key, workers)");
+            "insecure_allow_remote, listen, log_format, log_level, logits_budget_bytes, "
+            "max_concurrent_streams, max_eval_blocks, max_queued, max_request_bytes, "
+            "max_resident_bytes, metrics_listen, min_target_consistency, port_file, preload, "
+            "state_dir, store, store_password_file, suites, threads, tls_cert, tls_client_ca, "
+            "tls_key, workers)");
 }
 
 TEST_F(ServerConfigTest, SecurityKeysComeFromTheFile) {
@@ -160,7 +161,8 @@ TEST_F(ServerConfigTest, SecurityKeysComeFromTheFile) {
                                           "max_request_bytes: 65536\n"
                                           "max_resident_bytes: 1000000\n"
                                           "max_eval_blocks: 5\n"
-                                          "max_concurrent_streams: 3\n")}),
+                                          "max_concurrent_streams: 3\n"
+                                          "logits_budget_bytes: 1048576\n")}),
             "(no error)");
   EXPECT_EQ(config_.auth_token_file, "/etc/t");
   EXPECT_EQ(config_.tls_cert, "/c.pem");
@@ -171,6 +173,7 @@ TEST_F(ServerConfigTest, SecurityKeysComeFromTheFile) {
   EXPECT_EQ(config_.max_resident_bytes, 1000000);
   EXPECT_EQ(config_.max_eval_blocks, 5);
   EXPECT_EQ(config_.max_concurrent_streams, 3);
+  EXPECT_EQ(config_.logits_budget_bytes, 1048576);
 }
 
 TEST_F(ServerConfigTest, UnknownPreloadKeyIsNamedWithItsPlace) {
