@@ -12,7 +12,6 @@ disagreement.
     gpu_check.py --build DIR --fixture FX [--threads N] [--cpu-only]
 """
 import argparse
-import json
 import os
 import shutil
 import sys
@@ -24,8 +23,9 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from bench import find  # noqa: E402
 
 
-def load(srv, fx, suffix, device, dtype):
-    extra = ["--device", device] + (["--dtype", dtype] if dtype else [])
+def load(srv, fx, suffix, dtype):
+    """On the server's device (load-dataset takes no --device)."""
+    extra = ["--dtype", dtype] if dtype else []
     srv.call("load-target", os.path.join(fx, "target"), "--name", "t" + suffix, *extra)
     srv.call("load-drafter", os.path.join(fx, "drafter"), "--name", "d" + suffix, *extra)
     srv.call("load-dataset", os.path.join(fx, "dataset"), "--name", "ds" + suffix, *extra)
@@ -64,50 +64,49 @@ def main():
     ap.add_argument("--cpu-only", action="store_true")
     args = ap.parse_args()
     fx = os.path.abspath(args.fixture)
-    work = tempfile.mkdtemp(prefix="dflash-gpucheck.")
-    srv = Server(args.build, work, fx, args.threads, device="cpu" if args.cpu_only else "auto")
-    rows, ok = [], True
-    try:
-        _, info, _ = srv.call("info")
-        cuda = bool(find(info, "cudaAvailable")) and not args.cpu_only
-        placements = [("_cpu", "cpu", "fp32")]
-        if cuda:
-            placements += [("_gpu32", "cuda:0", "fp32"), ("_gpu", "cuda:0", "")]
-        for suffix, device, dtype in placements:
-            load(srv, fx, suffix, device, dtype)
-        results = {}
-        for suffix, device, dtype in placements:
+    rows, ok, results, infos = [], True, {}, []
+    placements = [("_cpu", "cpu", "fp32")]
+    if not args.cpu_only:
+        placements += [("_gpu32", "cuda:0", "fp32"), ("_gpu", "cuda:0", "")]
+    # One server per placement (--device X): every load goes to its device.
+    for suffix, device, dtype in placements:
+        work = tempfile.mkdtemp(prefix="dflash-gpucheck.")
+        srv = Server(args.build, work, fx, args.threads, device=device)
+        try:
+            load(srv, fx, suffix, dtype)
             for mode in ("anchor", "replay"):
                 results[suffix, mode] = evaluate(srv, suffix, mode)
-        for (suffix, mode), r in sorted(results.items(), key=lambda kv: (kv[0][1], kv[0][0])):
-            ref = results["_cpu", mode]
-            verdict = "reference"
-            if suffix == "_gpu32":
-                same = agree(ref, r, 1e-4)
-                ok = ok and same
-                verdict = "agrees" if same else "**DIFFERS**"
-            elif suffix == "_gpu":
-                verdict = "bf16: accept length %+.4f vs cpu" % (r["accept_length"]
-                                                                 - ref["accept_length"])
-            device, dtype = next((d, t or "bf16 (default)") for s, d, t in placements
-                                 if s == suffix)
-            rows.append("| %s | %s %s | %d | %.4f | %.4f | %.3f | %s |"
-                        % (mode, device, dtype, r["blocks"], r["accept_length"], r["tau"],
-                           r["compute_seconds"], verdict))
-        _, info, _ = srv.call("info")
+            if device != "cpu":
+                infos.append(srv.call("info")[1])
+        finally:
+            srv.stop()
+            shutil.rmtree(work, ignore_errors=True)
+    for (suffix, mode), r in sorted(results.items(), key=lambda kv: (kv[0][1], kv[0][0])):
+        ref = results["_cpu", mode]
+        verdict = "reference"
+        if suffix == "_gpu32":
+            same = agree(ref, r, 1e-4)
+            ok = ok and same
+            verdict = "agrees" if same else "**DIFFERS**"
+        elif suffix == "_gpu":
+            verdict = "bf16: accept length %+.4f vs cpu" % (r["accept_length"]
+                                                             - ref["accept_length"])
+        device, dtype = next((d, t or "bf16 (default)") for s_, d, t in placements
+                             if s_ == suffix)
+        rows.append("| %s | %s %s | %d | %.4f | %.4f | %.3f | %s |"
+                    % (mode, device, dtype, r["blocks"], r["accept_length"], r["tau"],
+                       r["compute_seconds"], verdict))
+    for info in infos[-1:]:
         for d in find(info, "devices") or []:
             if str(d.get("name", "")).startswith("cuda"):
-                rows.append("| info | %s allocator | | allocated %s, reserved %s, peak reserved "
-                            "%s, %s OOMs | | | |"
+                rows.append("| info | %s allocator | | allocated %s, reserved %s, peak "
+                            "reserved %s, %s OOMs | | | |"
                             % (d.get("name"), d.get("allocatorAllocatedBytes", 0),
                                d.get("allocatorReservedBytes", 0),
                                d.get("allocatorPeakReservedBytes", 0),
                                d.get("allocatorOoms", 0)))
-        if not cuda:
-            rows.append("| note | no CUDA device (or --cpu-only): the CPU rows only | | | | | |")
-    finally:
-        srv.stop()
-        shutil.rmtree(work, ignore_errors=True)
+    if args.cpu_only:
+        rows.append("| note | --cpu-only: the CPU rows only | | | | | |")
     print("| mode | placement | blocks | accept length | tau | compute s | CPU vs CUDA |")
     print("|---|---|---|---|---|---|---|")
     print("\n".join(rows))
