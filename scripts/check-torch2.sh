@@ -5,7 +5,8 @@
 # (a private sources list and state, so the system's apt is untouched) and
 # every torch-using source is compiled with -fsyntax-only against them.
 #
-#   scripts/check-torch2.sh            # cold: ~3 MB download; warm: no network
+#   scripts/check-torch2.sh            # cold: ~3 MB download; warm: no network,
+#                                      # and sources that passed unchanged are skipped
 #
 # Environment:
 #   TORCH2_CACHE  where the extracted headers live
@@ -82,4 +83,4 @@ cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release \
 
 exec python3 scripts/check_torch2.py --headers "$HEADERS" --version "$VERSION" \
   --compile-commands "$BUILD/compile_commands.json" --jobs "$JOBS" \
-  --only "${TORCH2_ONLY:-}"
+  --only "${TORCH2_ONLY:-}" --stamps "$CACHE/passed-$SUITE"
