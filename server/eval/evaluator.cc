@@ -62,6 +62,7 @@ BlockOutcome Outcome(int64_t sample, int64_t anchor, BlockScore&& score, int64_t
   o.tf_correct = std::move(score.tf_correct);
   o.near_ties = score.near_ties;
   o.positions = score.positions;
+  o.labels_in_vocab = score.labels_in_vocab;
   return o;
 }
 
@@ -87,7 +88,7 @@ struct AnchorPlan {
   int64_t slice = kSliceWidth;
   CrossEntropy cross_entropy = CrossEntropy::kCompute;
   int64_t context_positions = 0;  // projected so far
-  bool sampling = false;                      // blocks carry the final hidden state
+  bool sampling = false;          // blocks carry the final hidden state
 };
 
 // Samples are scored in groups: a group's contexts are encoded together
@@ -374,6 +375,12 @@ absl::Status CheckCompatible(const model::DrafterModel& drafter,
         absl::StrCat("drafter's candidate selector codebooks cover ", cfg.vocab_size,
                      " tokens (vocab_size); the target's vocabulary has ", target.vocab_size));
   }
+  if (const model::DraftVocab* v = drafter.draft_vocab();
+      v != nullptr && v->target_to_draft.size(0) != target.vocab_size) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "drafter's t2d covers ", v->target_to_draft.size(0),
+        " target ids (its target vocabulary); this target's vocabulary has ", target.vocab_size));
+  }
   if (drafter.device() != target.embed.device()) {
     return absl::FailedPreconditionError(
         absl::StrCat("drafter is on ", drafter.device().str(), " but the target is on ",
@@ -395,6 +402,11 @@ absl::StatusOr<EvalResult> Evaluate(const model::DrafterModel& drafter,
       return absl::InvalidArgumentError(
           "sampled acceptance is computed in anchor mode only (teacher-forced positions); "
           "drop the sampling settings or use mode anchor");
+    }
+    if (drafter.draft_vocab() != nullptr) {
+      return absl::FailedPreconditionError(
+          "sampled acceptance with a drafter vocabulary of its own (speculators lm_head + d2t) is "
+          "not computed by this service; drop the sampling settings");
     }
     for (const SamplingSetting& s : options.sampling) RETURN_IF_ERROR(CheckSamplingSetting(s));
     RETURN_IF_ERROR(CheckTargetDistributionInputs(target, dataset));
@@ -418,6 +430,11 @@ absl::StatusOr<EvalResult> Evaluate(const model::DrafterModel& drafter,
   result->semantics = model::SemanticsName(options.semantics);
   result->semantics_reference = model::SemanticsReference(options.semantics);
   result->selector_top_k = cfg.selector_top_k;
+  if (const model::DraftVocab* v = drafter.draft_vocab(); v != nullptr) {
+    result->draft_vocab_size = v->size();
+  } else {
+    result->labels_in_draft_vocab = 0;  // no draft vocabulary: not reported
+  }
   if (ScoredPositions(options) == Positions::kToFirstMiss) {
     MetricsAccumulator::MarkPositionsToFirstMiss(*result);
   }
