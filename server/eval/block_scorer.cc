@@ -26,8 +26,10 @@ absl::StatusOr<model::ContextCache> BlockScorer::EncodeSamples(
     const std::vector<size_t>& samples, const std::vector<int64_t>* needed) const {
   std::vector<at::Tensor> features;
   for (size_t s = 0; s < samples.size(); ++s) {
-    ASSIGN_OR_RETURN(at::Tensor f,
-                     dataset_.Features(samples[s], drafter_.config().target_layer_ids));
+    ASSIGN_OR_RETURN(
+        at::Tensor f,
+        dataset_.Features(samples[s],
+                          layer_ids_.empty() ? drafter_.config().target_layer_ids : layer_ids_));
     ASSIGN_OR_RETURN(at::Tensor cast, TorchGuard("casting features", [&] {
                        const int64_t keep = needed != nullptr
                                                 ? std::clamp<int64_t>((*needed)[s], 1, f.size(0))

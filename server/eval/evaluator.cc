@@ -7,6 +7,7 @@
 #include <ATen/ATen.h>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "common/status_macros.h"
 #include "common/torch_guard.h"
@@ -330,6 +331,56 @@ absl::StatusOr<EvalResult> RunReplay(const BlockScorer& scorer, const data::Eval
   return result;
 }
 
+// Issue 18 item 5: when the dataset also holds the drafter's layers shifted
+// by one (both numberings fit), a small sample (4 samples, 8 even anchors
+// each) is scored under both readings and a warning gives the first-position
+// accuracy of each. Nothing is switched: the evaluation reads the declared ids.
+absl::StatusOr<std::vector<std::string>> LayerOffsetWarnings(const model::DrafterModel& drafter,
+                                                             const weights::TargetTensors& target,
+                                                             const data::EvalDataset& dataset,
+                                                             const EvalOptions& options) {
+  const std::vector<int>& ids = drafter.config().target_layer_ids;
+  EvalOptions small = options;
+  small.mode = Mode::kAnchor;
+  small.max_samples = 4;
+  small.max_blocks = 8;
+  small.anchors = AnchorStrategy::kEven;
+  small.metrics = MetricSet::kAcceptance;
+  small.full_positions = false;
+  small.sampling.clear();
+  std::vector<std::string> out;
+  for (const int shift : {-1, 1}) {
+    std::vector<int> other;
+    for (const int id : ids) other.push_back(id + shift);
+    if (*std::min_element(other.begin(), other.end()) < 0 || !dataset.CheckLayers(other).ok()) {
+      continue;
+    }
+    double accuracy[2] = {0, 0};
+    int64_t blocks = 0, samples = 0;
+    for (int k = 0; k < 2; ++k) {
+      BlockScorer scorer(drafter, target, dataset, BlockSize(drafter, small),
+                         small.max_chunk_elements, small.semantics, small.logits_budget_bytes);
+      if (k == 1) scorer.UseLayerIds(other);
+      ASSIGN_OR_RETURN(EvalResult r, RunAnchor(scorer, dataset, small, nullptr));
+      accuracy[k] = r.positions.empty() ? 0 : r.positions[0].accuracy;
+      blocks = r.blocks;
+      samples = r.samples;
+    }
+    const std::string by = shift > 0 ? "+1" : "-1";
+    out.push_back(absl::StrCat(
+        "layer numbering check: the dataset also holds the drafter's layers shifted by ", by, " ([",
+        absl::StrJoin(other, ", "), "]); first-position accuracy on ", samples, " sample(s), ",
+        blocks, " block(s): ", absl::StrFormat("%.4f", accuracy[0]), " as declared ([",
+        absl::StrJoin(ids, ", "), "], hf-layer) vs ", absl::StrFormat("%.4f", accuracy[1]),
+        " shifted by ", by, "; ",
+        accuracy[1] > accuracy[0]
+            ? "the shifted reading scores higher: check the layer numbering declared by the "
+              "drafter and by the dataset (the declared one was used; nothing was switched)"
+            : "the declared reading scores at least as high (it was used)"));
+  }
+  return out;
+}
+
 }  // namespace
 
 absl::Status CheckCompatible(const model::DrafterModel& drafter,
@@ -421,6 +472,12 @@ absl::StatusOr<EvalResult> Evaluate(const model::DrafterModel& drafter,
   if (!guarded.ok()) return guarded.status();
   absl::StatusOr<EvalResult>& result = *guarded;
   if (!result.ok()) return result.status();
+  absl::StatusOr<absl::StatusOr<std::vector<std::string>>> offset =
+      TorchGuard("checking the layer numbering",
+                 [&] { return LayerOffsetWarnings(drafter, target, dataset, options); });
+  if (!offset.ok()) return offset.status();
+  if (!offset->ok()) return offset->status();
+  for (std::string& w : **offset) result->warnings.push_back(std::move(w));
   result->compute_seconds = std::chrono::duration<double>(Clock::now() - start).count();
   result->tokens_per_second =
       result->compute_seconds > 0 ? result->tokens_scored / result->compute_seconds : 0;

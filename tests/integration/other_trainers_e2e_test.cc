@@ -244,5 +244,38 @@ TEST_F(OtherTrainersE2eTest, DraftVocabularyDefectsSayWhat) {
                                "other (or repeated) ids: the two tables disagree"));
 }
 
+// Issue 18 item 5: a dataset holding the drafter's layers under both
+// readings. The off-by-one drafter (ids [0, 2, 4, 6, 8]) evaluates as
+// declared, and a warning gives the first-position accuracy of both readings
+// on a small sample; the shifted one equals the correct drafter's own
+// accuracy on the same sample (4 samples, 8 even anchors each).
+TEST_F(OtherTrainersE2eTest, LayerOffsetCheckNamesBothAccuracies) {
+  ASSERT_EQ(Cli({"load-dataset", data_ + "/dataset-both-readings", "--name", "both"}).exit_code, 0);
+  Load("spec-drafter-shifted", "shifted2");
+  const json got = Eval("shifted2", "both", "anchor");
+  ASSERT_TRUE(got.contains("warnings")) << got.dump();
+  const std::string warnings = got["warnings"].dump();
+  const json small =
+      CliJson({"eval", "--drafter", "m", "--dataset", "d", "--mode", "anchor", "--anchors", "even",
+               "--max-samples", "4", "--max-blocks", "8", "--metrics", "acceptance"});
+  char right[32];
+  std::snprintf(right, sizeof(right), "%.4f", small["positions"][0]["accuracy"].get<double>());
+  EXPECT_THAT(warnings, HasSubstr("layer numbering check: the dataset also holds the drafter's "
+                                  "layers shifted by +1 ([1, 3, 5, 7, 9]); first-position "
+                                  "accuracy on 4 sample(s), " +
+                                  small["blocks"].get<std::string>() + " block(s): "));
+  EXPECT_THAT(warnings,
+              HasSubstr(" as declared ([0, 2, 4, 6, 8], hf-layer) vs " + std::string(right) +
+                        " shifted by +1; the shifted reading scores higher: check the "
+                        "layer numbering declared by the drafter and by the dataset (the "
+                        "declared one was used; nothing was switched)"));
+  // The correct drafter on the same data: its reading wins, also said.
+  const json ok = Eval("m", "both", "anchor");
+  EXPECT_THAT(ok["warnings"].dump(),
+              HasSubstr("shifted by -1 ([0, 2, 4, 6, 8]); first-position accuracy on 4 "
+                        "sample(s), "));
+  EXPECT_THAT(ok["warnings"].dump(), HasSubstr("the declared reading scores at least as high"));
+}
+
 }  // namespace
 }  // namespace dflash

@@ -40,6 +40,10 @@ twin, which holds the same weights and must give the same numbers:
                        reproduce dataset's masks)
   dataset-vllm-all     the same files declared "loss_mask": "all-positions"
   dataset-vllm-nomask  the same files, the manifest silent on responses
+  dataset-both-readings dataset's files with layers 0..9: the held ones as in
+                       dataset, the others random; spec-drafter-shifted's
+                       declared layers [0, 2, 4, 6, 8] and their +1 reading
+                       both fit (the layer-offset check's case)
   dataset-vllm-fp8     hs_0 with a "hidden_states_scale" tensor (FP8-style)
 
 speculators: the decoder shape nested in transformer_layer_config as a
@@ -231,10 +235,32 @@ def write_datasets(out):
                    os.path.join(mo, "conversation_%d.pt" % i))
     write_manifest(mo, dict(manifest, features={"aux_hidden_states": layers}))
     write_vllm(out, src, manifest, key, layers)
+    write_both_readings(out, src, manifest, key, layers)
     ids = os.path.join(out, "dataset-capture-ids")
     shutil.copytree(src, ids, dirs_exist_ok=True)
     write_manifest(ids, dict(manifest, layer_numbering="vllm-capture-id",
                              features={key: [i + 1 for i in layers]}))
+
+
+def write_both_readings(out, src, manifest, key, layers):
+    """dataset-both-readings: layers 0..max(layers), the held ones as in dataset,
+    the others random (what a shifted reading of the drafter would read)."""
+    import torch
+    H = manifest["hidden_size"]
+    ids = list(range(max(layers) + 1))
+    dst = os.path.join(out, "dataset-both-readings")
+    g = torch.Generator().manual_seed(23)
+    for path, name in capture_files(src):
+        d = torch.load(path)
+        f = d[key].reshape(d[key].shape[0], len(layers), H)
+        full = torch.randn(f.shape[0], len(ids), H, generator=g).to(f.dtype)
+        for c, layer in enumerate(layers):
+            full[:, layer] = f[:, c]
+        rel = os.path.relpath(path, src)
+        os.makedirs(os.path.dirname(os.path.join(dst, rel)), exist_ok=True)
+        torch.save(dict(d, **{key: full.reshape(f.shape[0], -1).contiguous()}),
+                   os.path.join(dst, rel))
+    write_manifest(dst, dict(manifest, features={key: ids}))
 
 
 def write_vllm(out, src, manifest, key, layers):
