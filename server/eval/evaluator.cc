@@ -362,7 +362,11 @@ absl::StatusOr<std::vector<std::string>> LayerOffsetWarnings(const model::Drafte
                          small.max_chunk_elements, small.semantics, small.logits_budget_bytes);
       if (k == 1) scorer.UseLayerIds(other);
       ASSIGN_OR_RETURN(EvalResult r, RunAnchor(scorer, dataset, small, nullptr));
-      accuracy[k] = r.positions.empty() ? 0 : r.positions[0].accuracy;
+      // Scored to the first miss: position 1's accuracy is its accepted rate.
+      const PositionMetrics* p1 = r.positions.empty() ? nullptr : &r.positions[0];
+      accuracy[k] = p1 != nullptr && p1->counted > 0
+                        ? static_cast<double>(p1->accepted) / static_cast<double>(p1->counted)
+                        : 0;
       blocks = r.blocks;
       samples = r.samples;
     }
