@@ -223,7 +223,8 @@ TEST_F(OtherTrainersE2eTest, DraftVocabularyGivesTheReferenceNumbers) {
   EXPECT_EQ(red.value("labelsInDraftVocab", json()), std::to_string(inside));
   EXPECT_EQ(red.value("tokensScored", json()), std::to_string(scored));
   EXPECT_LT(inside, scored);
-  CommandResult text = Cli({"eval", "--drafter", "redv", "--dataset", "d", "--mode", "anchor"});
+  CommandResult text =
+      Cli({"eval", "--drafter", "redv", "--dataset", "d", "--mode", "anchor", "--anchors", "all"});
   ASSERT_EQ(text.exit_code, 0) << text.err;
   char share[32];
   std::snprintf(share, sizeof(share), "%.1f%%", 100.0 * inside / scored);
