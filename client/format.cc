@@ -243,10 +243,8 @@ std::string FormatEvalResult(const pb::EvalResult& r) {
         &out,
         absl::StrFormat(
             "draft vocabulary %d tokens (d2t): %d of %d scored labels (%.1f%%) "
-            "inside it; the rest can never be drafted
-            ",
-            r.draft_vocab_size(),
-            r.labels_in_draft_vocab(), r.tokens_scored(),
+            "inside it; the rest can never be drafted\n",
+            r.draft_vocab_size(), r.labels_in_draft_vocab(), r.tokens_scored(),
             r.tokens_scored() > 0 ? 100.0 * r.labels_in_draft_vocab() / r.tokens_scored() : 0.0));
   }
   if (!r.semantics().empty()) {
