@@ -102,13 +102,23 @@ absl::Status CheckWeights(const DrafterConfig& c, const std::map<std::string, at
   return absl::OkStatus();
 }
 
-// lm_head, d2t and t2d (all three or none): d2t maps the draft indices onto
-// distinct target ids, and t2d marks exactly those ids.
+// lm_head, d2t and t2d (all three, none, or with the full vocabulary the
+// head alone: identity): d2t maps the draft indices onto distinct target
+// ids, and t2d marks exactly those ids.
 absl::StatusOr<DraftVocab> BuildDraftVocab(const DrafterConfig& c, const at::Tensor& head,
                                            const at::Tensor& d2t, const at::Tensor& t2d) {
   DraftVocab v;
   const int present = head.defined() + d2t.defined() + t2d.defined();
   if (present == 0) return v;
+  if (present == 1 && head.defined() && !c.reduced_vocab()) {
+    // The full vocabulary without the maps: the drafter's own head, identity.
+    return TorchGuard("building the identity vocabulary map", [&] {
+      v.lm_head = head;
+      v.draft_to_target = at::arange(head.size(0), head.options().dtype(at::kLong));
+      v.target_to_draft = v.draft_to_target;
+      return v;
+    });
+  }
   if (present != 3) {
     return absl::InvalidArgumentError(absl::StrCat(
         "a drafter vocabulary needs lm_head.weight, d2t and t2d together; the checkpoint holds ",

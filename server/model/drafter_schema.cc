@@ -117,7 +117,7 @@ std::vector<weights::TensorSpec> DrafterSchema(const DrafterConfig& c, int64_t t
   }
   if (c.draft_vocab_size > 0) {
     // Required for a reduced vocabulary; with the full one, optional (all
-    // three or none: DrafterModel::Create checks).
+    // three, none, or the head alone: DrafterModel::Create checks).
     const bool required = c.reduced_vocab();
     s.push_back({kDraftLmHead, {c.draft_vocab_size, H}, required});
     s.push_back({kDraftToTarget, {c.draft_vocab_size}, required, {}, "I64"});

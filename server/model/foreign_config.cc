@@ -164,8 +164,8 @@ absl::Status CheckDraftVocab(const Json& root, Json& out, ConfigLayout* layout) 
   if (dv == v) {
     layout->notes.push_back(absl::StrCat(
         "draft_vocab_size ", dv.dump(),
-        " = the target vocabulary: the drafter's own lm_head.weight (with d2t, t2d) when the "
-        "checkpoint holds one, else the target's lm_head"));
+        " = the target vocabulary: the drafter's own lm_head.weight when the checkpoint holds "
+        "one (d2t and t2d optional; without them the identity), else the target's lm_head"));
     return absl::OkStatus();
   }
   layout->notes.push_back(absl::StrCat(
