@@ -210,6 +210,8 @@ TEST_F(OtherTrainersE2eTest, DraftVocabularyGivesTheReferenceNumbers) {
   ExpectSameMetrics(Eval("fullv", "d", "replay"), Expected("current/replay.json"));
   EXPECT_EQ(full.value("draftVocabSize", json()), "128");
   EXPECT_EQ(full.value("labelsInDraftVocab", json()), full["tokensScored"]);
+  Load("spec-drafter-fullvocab-head", "headv");  // the head alone: the identity
+  ExpectSameMetrics(Eval("headv", "d", "anchor"), Expected("current/anchor_all.json"));
 
   Load("spec-drafter-reducedvocab", "redv");
   const json red = Eval("redv", "d", "anchor");

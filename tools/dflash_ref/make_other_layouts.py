@@ -16,6 +16,7 @@ twin, which holds the same weights and must give the same numbers:
   spec-drafter-fullvocab spec-drafter with its own vocabulary: draft_vocab_size
                        = V, lm_head.weight = the target's, d2t zeros, t2d all
                        true (the identity: the twin's numbers exactly)
+  spec-drafter-fullvocab-head  the same with lm_head.weight alone (no d2t, t2d)
   spec-drafter-reducedvocab a reduced draft vocabulary: the 3V/8 most frequent
                        tokens of dataset (ties: lower id), ascending (at V/2
                        the tiny drafter's argmax never leaves it: the numbers
@@ -165,6 +166,8 @@ def write_reduced_vocab(out, c1, d1):
     full = to_speculators(c1, "dflash")
     write_dir(os.path.join(out, "spec-drafter-fullvocab"), full, d1,
               vocab_tensors(out, range(V), dt))
+    head_only = {"lm_head.weight": vocab_tensors(out, range(V), dt)["lm_head.weight"]}
+    write_dir(os.path.join(out, "spec-drafter-fullvocab-head"), full, d1, head_only)
     samples = ref.load_dataset(os.path.join(out, "dataset"), c1["dflash_config"]["target_layer_ids"])
     counts = torch.zeros(V, dtype=torch.int64)
     for s in samples:
