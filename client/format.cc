@@ -238,6 +238,15 @@ std::string FormatEvalResult(const pb::EvalResult& r) {
       absl::StrFormat(
           "%s mode, block size %d: %d sample(s), %d block(s), %d token(s) scored on %s/%s\n", mode,
           r.block_size(), r.samples(), r.blocks(), r.tokens_scored(), r.device(), r.dtype()));
+  if (r.draft_vocab_size() > 0) {
+    absl::StrAppend(
+        &out,
+        absl::StrFormat(
+            "draft vocabulary %d tokens (d2t): %d of %d scored labels (%.1f%%) "
+            "inside it; the rest can never be drafted\n",
+            r.draft_vocab_size(), r.labels_in_draft_vocab(), r.tokens_scored(),
+            r.tokens_scored() > 0 ? 100.0 * r.labels_in_draft_vocab() / r.tokens_scored() : 0.0));
+  }
   if (!r.semantics().empty()) {
     absl::StrAppend(&out, absl::StrFormat("%s drafter, semantics %s (%s)\n",
                                           r.family().empty() ? "DFlash 1" : r.family(),

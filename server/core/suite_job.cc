@@ -67,6 +67,8 @@ eval::EvalResult MacroAverage(const std::string& suite, std::vector<eval::Datase
     m.samples += r.samples;
     m.blocks += r.blocks;
     m.tokens_scored += r.tokens_scored;
+    m.draft_vocab_size = r.draft_vocab_size;  // one drafter for the suite
+    m.labels_in_draft_vocab += r.labels_in_draft_vocab;
     m.accept_length_pooled += r.accept_length_pooled / n;
     m.tau += r.tau / n;
     m.setup_seconds += r.setup_seconds;

@@ -26,8 +26,10 @@ absl::StatusOr<model::ContextCache> BlockScorer::EncodeSamples(
     const std::vector<size_t>& samples, const std::vector<int64_t>* needed) const {
   std::vector<at::Tensor> features;
   for (size_t s = 0; s < samples.size(); ++s) {
-    ASSIGN_OR_RETURN(at::Tensor f,
-                     dataset_.Features(samples[s], drafter_.config().target_layer_ids));
+    ASSIGN_OR_RETURN(
+        at::Tensor f,
+        dataset_.Features(samples[s],
+                          layer_ids_.empty() ? drafter_.config().target_layer_ids : layer_ids_));
     ASSIGN_OR_RETURN(at::Tensor cast, TorchGuard("casting features", [&] {
                        const int64_t keep = needed != nullptr
                                                 ? std::clamp<int64_t>((*needed)[s], 1, f.size(0))
@@ -124,10 +126,14 @@ absl::StatusOr<std::vector<BlockScore>> BlockScorer::Score(const std::vector<Blo
       drafter_.ForwardBlocks(x0, host.anchors.to(device), host.seq.to(device), context, options));
   const model::SelectorWeights* selector = drafter_.selector();
   return TorchGuard("scoring drafts", [&]() -> std::vector<BlockScore> {
-    const at::Tensor h = hidden.narrow(1, 1, B - 1).to(target_.lm_head.scalar_type());
-    const VocabProjector projector(
-        target_.lm_head, LogitsTransform{cfg.output_multiplier, cfg.final_logit_softcapping},
-        logits_budget_bytes_);
+    // The drafter's own head when it has one (speculators' draft vocabulary).
+    const model::DraftVocab* vocab = drafter_.draft_vocab();
+    const at::Tensor& head = vocab != nullptr ? vocab->lm_head : target_.lm_head;
+    const at::Tensor h = hidden.narrow(1, 1, B - 1).to(head.scalar_type());
+    VocabProjector projector(head,
+                             LogitsTransform{cfg.output_multiplier, cfg.final_logit_softcapping},
+                             logits_budget_bytes_);
+    if (vocab != nullptr) projector.SetDraftVocab(vocab->draft_to_target, vocab->target_to_draft);
     const SlotInputs in{host.labels, host.inputs.select(1, 0), selector};
     std::vector<BlockScore> scores = ScoreSlots(
         h, in, projector, positions, cross_entropy == CrossEntropy::kCompute, slice_width);

@@ -69,6 +69,10 @@ class BlockScorer {
                                                 Positions positions = Positions::kAll,
                                                 int64_t slice_width = kSliceWidth) const;
 
+  // Reads these dataset layers instead of the drafter's target_layer_ids
+  // (the layer-offset check scores the other numbering's reading).
+  void UseLayerIds(std::vector<int> ids) { layer_ids_ = std::move(ids); }
+
  private:
   const model::DrafterModel& drafter_;
   const weights::TargetTensors& target_;
@@ -77,6 +81,7 @@ class BlockScorer {
   int64_t max_chunk_elements_;
   model::Semantics semantics_;
   int64_t logits_budget_bytes_;
+  std::vector<int> layer_ids_;  // empty: the drafter's target_layer_ids
   std::vector<SamplingSetting> sampling_;
   bool final_norm_applied_ = false;
 };

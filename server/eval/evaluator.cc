@@ -7,6 +7,7 @@
 #include <ATen/ATen.h>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "common/status_macros.h"
 #include "common/torch_guard.h"
@@ -63,6 +64,7 @@ BlockOutcome Outcome(int64_t sample, int64_t anchor, BlockScore&& score, int64_t
   o.tf_correct = std::move(score.tf_correct);
   o.near_ties = score.near_ties;
   o.positions = score.positions;
+  o.labels_in_vocab = score.labels_in_vocab;
   return o;
 }
 
@@ -88,7 +90,7 @@ struct AnchorPlan {
   int64_t slice = kSliceWidth;
   CrossEntropy cross_entropy = CrossEntropy::kCompute;
   int64_t context_positions = 0;  // projected so far
-  bool sampling = false;                      // blocks carry the final hidden state
+  bool sampling = false;          // blocks carry the final hidden state
 };
 
 // Samples are scored in groups: a group's contexts are encoded together
@@ -330,6 +332,60 @@ absl::StatusOr<EvalResult> RunReplay(const BlockScorer& scorer, const data::Eval
   return result;
 }
 
+// Issue 18 item 5: when the dataset also holds the drafter's layers shifted
+// by one (both numberings fit), a small sample (4 samples, 8 even anchors
+// each) is scored under both readings and a warning gives the first-position
+// accuracy of each. Nothing is switched: the evaluation reads the declared ids.
+absl::StatusOr<std::vector<std::string>> LayerOffsetWarnings(const model::DrafterModel& drafter,
+                                                             const weights::TargetTensors& target,
+                                                             const data::EvalDataset& dataset,
+                                                             const EvalOptions& options) {
+  const std::vector<int>& ids = drafter.config().target_layer_ids;
+  EvalOptions small = options;
+  small.mode = Mode::kAnchor;
+  small.max_samples = 4;
+  small.max_blocks = 8;
+  small.anchors = AnchorStrategy::kEven;
+  small.metrics = MetricSet::kAcceptance;
+  small.full_positions = false;
+  small.sampling.clear();
+  std::vector<std::string> out;
+  for (const int shift : {-1, 1}) {
+    std::vector<int> other;
+    for (const int id : ids) other.push_back(id + shift);
+    if (*std::min_element(other.begin(), other.end()) < 0 || !dataset.CheckLayers(other).ok()) {
+      continue;
+    }
+    double accuracy[2] = {0, 0};
+    int64_t blocks = 0, samples = 0;
+    for (int k = 0; k < 2; ++k) {
+      BlockScorer scorer(drafter, target, dataset, BlockSize(drafter, small),
+                         small.max_chunk_elements, small.semantics, small.logits_budget_bytes);
+      if (k == 1) scorer.UseLayerIds(other);
+      ASSIGN_OR_RETURN(EvalResult r, RunAnchor(scorer, dataset, small, nullptr));
+      // Scored to the first miss: position 1's accuracy is its accepted rate.
+      const PositionMetrics* p1 = r.positions.empty() ? nullptr : &r.positions[0];
+      accuracy[k] = p1 != nullptr && p1->counted > 0
+                        ? static_cast<double>(p1->accepted) / static_cast<double>(p1->counted)
+                        : 0;
+      blocks = r.blocks;
+      samples = r.samples;
+    }
+    const std::string by = shift > 0 ? "+1" : "-1";
+    out.push_back(absl::StrCat(
+        "layer numbering check: the dataset also holds the drafter's layers shifted by ", by, " ([",
+        absl::StrJoin(other, ", "), "]); first-position accuracy on ", samples, " sample(s), ",
+        blocks, " block(s): ", absl::StrFormat("%.4f", accuracy[0]), " as declared ([",
+        absl::StrJoin(ids, ", "), "], hf-layer) vs ", absl::StrFormat("%.4f", accuracy[1]),
+        " shifted by ", by, "; ",
+        accuracy[1] > accuracy[0]
+            ? "the shifted reading scores higher: check the layer numbering declared by the "
+              "drafter and by the dataset (the declared one was used; nothing was switched)"
+            : "the declared reading scores at least as high (it was used)"));
+  }
+  return out;
+}
+
 }  // namespace
 
 absl::Status CheckCompatible(const model::DrafterModel& drafter,
@@ -375,6 +431,12 @@ absl::Status CheckCompatible(const model::DrafterModel& drafter,
         absl::StrCat("drafter's candidate selector codebooks cover ", cfg.vocab_size,
                      " tokens (vocab_size); the target's vocabulary has ", target.vocab_size));
   }
+  if (const model::DraftVocab* v = drafter.draft_vocab();
+      v != nullptr && v->target_to_draft.size(0) != target.vocab_size) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "drafter's t2d covers ", v->target_to_draft.size(0),
+        " target ids (its target vocabulary); this target's vocabulary has ", target.vocab_size));
+  }
   if (drafter.device() != target.embed.device()) {
     return absl::FailedPreconditionError(
         absl::StrCat("drafter is on ", drafter.device().str(), " but the target is on ",
@@ -397,6 +459,11 @@ absl::StatusOr<EvalResult> Evaluate(const model::DrafterModel& drafter,
           "sampled acceptance is computed in anchor mode only (teacher-forced positions); "
           "drop the sampling settings or use mode anchor");
     }
+    if (drafter.draft_vocab() != nullptr) {
+      return absl::FailedPreconditionError(
+          "sampled acceptance with a drafter vocabulary of its own (speculators lm_head + d2t) is "
+          "not computed by this service; drop the sampling settings");
+    }
     for (const SamplingSetting& s : options.sampling) RETURN_IF_ERROR(CheckSamplingSetting(s));
     RETURN_IF_ERROR(CheckTargetDistributionInputs(target, dataset));
     scorer.EnableSampling(options.sampling, dataset.final_hidden()->norm_applied);
@@ -410,6 +477,12 @@ absl::StatusOr<EvalResult> Evaluate(const model::DrafterModel& drafter,
   if (!guarded.ok()) return guarded.status();
   absl::StatusOr<EvalResult>& result = *guarded;
   if (!result.ok()) return result.status();
+  absl::StatusOr<absl::StatusOr<std::vector<std::string>>> offset =
+      TorchGuard("checking the layer numbering",
+                 [&] { return LayerOffsetWarnings(drafter, target, dataset, options); });
+  if (!offset.ok()) return offset.status();
+  if (!offset->ok()) return offset->status();
+  for (std::string& w : **offset) result->warnings.push_back(std::move(w));
   result->compute_seconds = std::chrono::duration<double>(Clock::now() - start).count();
   result->tokens_per_second =
       result->compute_seconds > 0 ? result->tokens_scored / result->compute_seconds : 0;
@@ -419,6 +492,11 @@ absl::StatusOr<EvalResult> Evaluate(const model::DrafterModel& drafter,
   result->semantics = model::SemanticsName(options.semantics);
   result->semantics_reference = model::SemanticsReference(options.semantics);
   result->selector_top_k = cfg.selector_top_k;
+  if (const model::DraftVocab* v = drafter.draft_vocab(); v != nullptr) {
+    result->draft_vocab_size = v->size();
+  } else {
+    result->labels_in_draft_vocab = 0;  // no draft vocabulary: not reported
+  }
   if (ScoredPositions(options) == Positions::kToFirstMiss) {
     MetricsAccumulator::MarkPositionsToFirstMiss(*result);
   }

@@ -4,6 +4,7 @@
 #include "eval/metrics.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace dflash::eval {
 namespace {
@@ -76,7 +77,9 @@ void MetricsAccumulator::Add(const BlockOutcome& block) {
     s.correct[j - 1] += correct;
     s.conditional_counted[j - 1] += conditional;
     s.accepted[j - 1] += accepted;
-    if (j - 1 < static_cast<int64_t>(block.cross_entropy.size())) {
+    // NaN: the label is outside the draft vocabulary (no cross entropy).
+    if (j - 1 < static_cast<int64_t>(block.cross_entropy.size()) &&
+        !std::isnan(block.cross_entropy[j - 1])) {
       ce_sum_[j - 1] += block.cross_entropy[j - 1];
       ++p.cross_entropy_counted;
     }
@@ -87,6 +90,7 @@ void MetricsAccumulator::Add(const BlockOutcome& block) {
   ++histogram_[n];
   ++blocks_;
   tokens_ += exists;
+  labels_in_vocab_ += block.labels_in_vocab;
   accept_sum_ += value;
   ++s.blocks;
   s.accepted_total += value;
@@ -146,6 +150,7 @@ EvalResult MetricsAccumulator::Finish(Mode mode) const {
   r.block_size = block_size_;
   r.blocks = blocks_;
   r.tokens_scored = tokens_;
+  r.labels_in_draft_vocab = labels_in_vocab_;
   r.accept_length_pooled = Ratio(static_cast<double>(accept_sum_), blocks_);
   r.accepted_histogram = histogram_;
   r.positions = positions_;

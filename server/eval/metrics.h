@@ -30,6 +30,8 @@ struct BlockOutcome {
   // Positions that exist when the vectors above stop early (scored to the
   // first miss, eval/slot_scoring.h); -1: correct.size().
   int64_t positions = -1;
+  // Labels of the existing positions the drafter's vocabulary holds.
+  int64_t labels_in_vocab = 0;
 };
 
 class MetricsAccumulator {
@@ -72,6 +74,7 @@ class MetricsAccumulator {
   std::vector<SampleSummary> samples_;               // in BeginSample order
   std::unordered_map<int64_t, size_t> sample_slot_;  // sample -> samples_ index
   int64_t blocks_ = 0, tokens_ = 0, accept_sum_ = 0;
+  int64_t labels_in_vocab_ = 0;  // summed BlockOutcome::labels_in_vocab
   // DFlash 2.
   bool dflash2_ = false;
   int64_t unary_accept_sum_ = 0, oracle_accept_sum_ = 0, near_ties_ = 0;

@@ -118,6 +118,14 @@ std::vector<BlockScore> ScoreSlots(const at::Tensor& hidden, const SlotInputs& i
     while (out[b].positions < J && lab[b * J + out[b].positions] >= 0) ++out[b].positions;
     if (out[b].positions > 0) live.push_back(b);
   }
+  // Labels inside the drafter's vocabulary, slots 1..positions of each block.
+  const at::Tensor in_vocab = projector.InVocab(in.labels.clamp_min(0).to(hidden.device()))
+                                  .to(at::kCPU, at::kByte)
+                                  .contiguous();
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* row = in_vocab.data_ptr<uint8_t>() + b * J;
+    for (int64_t j = 0; j < out[b].positions; ++j) out[b].labels_in_vocab += row[j];
+  }
   // Per block (all nb rows), the path's draft at the slot before the slice.
   at::Tensor path_prev = in.anchors.clone().to(hidden.device());
   for (int64_t j0 = 0; j0 < J && !live.empty(); j0 += width) {

@@ -42,6 +42,9 @@ struct BlockScore {
   // candidates, teacher-forced selector correct; path near-ties (< 1e-4).
   std::vector<uint8_t> unary_correct, covered, tf_correct;
   int64_t near_ties = 0;
+  // Of slots 1..positions, labels the drafter can draft (all of them
+  // without a reduced draft vocabulary).
+  int64_t labels_in_vocab = 0;
   // Sampled acceptance: alpha[s][j - 1] per setting s for slots 1..positions
   // (anchor mode scores every slot when sampling is asked for).
   std::vector<std::vector<float>> alpha;

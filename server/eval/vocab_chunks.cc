@@ -1,6 +1,7 @@
 #include "eval/vocab_chunks.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include <ATen/ATen.h>
 
@@ -27,6 +28,18 @@ VocabProjector::VocabProjector(const at::Tensor& lm_head, LogitsTransform transf
       transform_(transform),
       budget_bytes_(budget_bytes > 0 ? budget_bytes : kDefaultLogitsBudgetBytes),
       vocab_size_(lm_head.size(0)) {}
+
+void VocabProjector::SetDraftVocab(const at::Tensor& draft_to_target,
+                                   const at::Tensor& target_to_draft) {
+  draft_to_target_ = draft_to_target;
+  target_to_draft_ = target_to_draft;
+}
+
+at::Tensor VocabProjector::InVocab(const at::Tensor& target_ids) const {
+  if (!target_to_draft_.defined())
+    return at::ones_like(target_ids, target_ids.options().dtype(at::kBool));
+  return target_to_draft_.index_select(0, target_ids.reshape({-1})).ge(0).view(target_ids.sizes());
+}
 
 int64_t VocabProjector::BytesPerElement() const {
   // The matmul output (unless it already is fp32), its fp32 copy and one
@@ -62,6 +75,10 @@ SlotReductions VocabProjector::Reduce(const at::Tensor& h, const at::Tensor& lab
     red.top_val = at::empty({rows, k}, fopt);
     red.top_ids = at::empty({rows, k}, lopt);
   }
+  // Labels as draft indices (-1: outside the draft vocabulary).
+  const bool mapped = draft_to_target_.defined();
+  const at::Tensor labels_d =
+      cross_entropy && mapped ? target_to_draft_.index_select(0, labels) : labels;
   const auto logits_of = [&](const at::Tensor& hr, int64_t v0, int64_t nv) {
     at::Tensor x = at::mm(hr, head_t_.narrow(1, v0, nv)).to(at::kFloat);
     if (transform_.output_multiplier != 1.0) x = x * transform_.output_multiplier;
@@ -72,7 +89,7 @@ SlotReductions VocabProjector::Reduce(const at::Tensor& h, const at::Tensor& lab
   for (int64_t r0 = 0; r0 < rows; r0 += shape.rows) {
     const int64_t n = std::min(shape.rows, rows - r0);
     const at::Tensor hr = h.narrow(0, r0, n);
-    const at::Tensor lab = cross_entropy ? labels.narrow(0, r0, n) : at::Tensor();
+    const at::Tensor lab = cross_entropy ? labels_d.narrow(0, r0, n) : at::Tensor();
     Running run;
     for (int64_t v0 = 0; v0 < V; v0 += shape.columns) {
       const int64_t nv = std::min(shape.columns, V - v0);
@@ -108,12 +125,17 @@ SlotReductions VocabProjector::Reduce(const at::Tensor& h, const at::Tensor& lab
                                   : at::where(inside, g, run.label_logit);
       }
     }
-    red.drafts.narrow(0, r0, n).copy_(run.best_idx);
+    red.drafts.narrow(0, r0, n).copy_(mapped ? draft_to_target_.index_select(0, run.best_idx)
+                                             : run.best_idx);
     if (k > 0) {
       red.top_val.narrow(0, r0, n).copy_(run.top_val);
       red.top_ids.narrow(0, r0, n).copy_(run.top_ids);
     }
-    if (cross_entropy) red.ce.narrow(0, r0, n).copy_(run.lse - run.label_logit);
+    if (cross_entropy) {
+      at::Tensor ce = run.lse - run.label_logit;
+      if (mapped) ce = at::where(lab.ge(0), ce, at::full_like(ce, NAN));
+      red.ce.narrow(0, r0, n).copy_(ce);
+    }
   }
   return red;
 }

@@ -29,6 +29,9 @@ struct SlotReductions {
   at::Tensor drafts;            // [rows] int64 argmax (lowest id on ties)
   at::Tensor ce;                // [rows] fp32 cross entropy (zeros when not asked)
   at::Tensor top_val, top_ids;  // [rows, k] fp32 / int64 when top_k > 0
+  // With a draft vocabulary the drafts are target ids (mapped through d2t),
+  // and ce is NaN where the label is outside the draft vocabulary (the
+  // drafter gives it probability 0); MetricsAccumulator leaves those out.
   // The largest logits chunk this call held, in the budget's accounting
   // (rows x columns x bytes per element); for tests and benchmarks.
   int64_t peak_chunk_bytes = 0;
@@ -44,6 +47,15 @@ class VocabProjector {
  public:
   // lm_head [V, H]; budget_bytes <= 0 means the default.
   VocabProjector(const at::Tensor& lm_head, LogitsTransform transform, int64_t budget_bytes);
+
+  // A drafter's own (reduced) vocabulary: lm_head above is its head
+  // [V_draft, H]; draft_to_target [V_draft] and target_to_draft [V] (-1
+  // outside) are model::DraftVocab's. The one place draft indices become
+  // target ids: Reduce maps the argmax, and labels for the cross entropy.
+  void SetDraftVocab(const at::Tensor& draft_to_target, const at::Tensor& target_to_draft);
+  // [n] bool: which target ids the drafter can draft (all without a draft
+  // vocabulary). ids on lm_head's device, >= 0.
+  at::Tensor InVocab(const at::Tensor& target_ids) const;
 
   // Rows and vocabulary columns of one chunk for `rows` rows and top-k k
   // (a chunk has at least max(1, k) columns even under a tiny budget).
@@ -64,6 +76,7 @@ class VocabProjector {
   LogitsTransform transform_;
   int64_t budget_bytes_;
   int64_t vocab_size_;
+  at::Tensor draft_to_target_, target_to_draft_;  // undefined: the target's vocabulary
 };
 
 }  // namespace dflash::eval

@@ -29,6 +29,7 @@ const std::set<std::string>& ImplementedKeys() {
                                              "rms_norm_eps",
                                              "attention_bias",
                                              "vocab_size",
+                                             "draft_vocab_size",
                                              "dtype",
                                              "torch_dtype",
                                              "rope_theta",

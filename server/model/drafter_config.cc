@@ -295,6 +295,27 @@ absl::Status ParseLayerTypes(const Json& root, DrafterConfig& cfg) {
   return absl::OkStatus();
 }
 
+// draft_vocab_size: 1..vocab_size; below it only for DFlash 1 (DFlash 2's
+// codebooks and top-k walk are over the target vocabulary).
+absl::Status ParseDraftVocab(const Json& root, DrafterConfig& cfg) {
+  ASSIGN_OR_RETURN(bool has,
+                   ReadInt(root, "draft_vocab_size", "draft_vocab_size", &cfg.draft_vocab_size));
+  if (!has) return absl::OkStatus();
+  if (cfg.draft_vocab_size <= 0 || cfg.vocab_size <= 0 || cfg.draft_vocab_size > cfg.vocab_size) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("config field 'draft_vocab_size' is ", cfg.draft_vocab_size,
+                     "; expected 1 .. vocab_size (", cfg.vocab_size, ")"));
+  }
+  if (cfg.reduced_vocab() && cfg.is_dflash2()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "config field 'draft_vocab_size' is ", cfg.draft_vocab_size,
+        " below the target vocabulary (", cfg.vocab_size,
+        ") in a DFlash 2 drafter: a reduced draft vocabulary with the candidate selector "
+        "(codebooks over the target vocabulary) is not evaluated by this service"));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<DrafterConfig> ParseDrafterConfig(const std::string& json_text) {
@@ -366,6 +387,7 @@ absl::StatusOr<DrafterConfig> ParseDrafterConfig(const std::string& json_text) {
   RETURN_IF_ERROR(internal::ParseFamily(root, cfg));
   RETURN_IF_ERROR(internal::ParseDraftKeys(root, cfg));
   RETURN_IF_ERROR(internal::CheckTopLevelKeys(root, cfg));
+  RETURN_IF_ERROR(ParseDraftVocab(root, cfg));
   return cfg;
 }
 

@@ -80,7 +80,12 @@ struct DrafterConfig {
   std::vector<DraftKey> draft_keys;       // every draft key, in reading order
   std::vector<std::string> skipped_keys;  // present, known not to matter
   int64_t num_target_layers = 0;
-  int64_t vocab_size = 0;             // informational; the target decides
+  int64_t vocab_size = 0;  // informational; the target decides
+  // speculators' draft_vocab_size (0: not given). Given, the checkpoint may
+  // hold its own lm_head.weight [draft_vocab_size, H] with d2t (int64: target
+  // id = draft index + d2t[index]) and t2d (bool [vocab_size]); required
+  // when draft_vocab_size < vocab_size (a reduced draft vocabulary).
+  int64_t draft_vocab_size = 0;
   std::string dtype;                  // stored dtype as written ("bfloat16")
   std::vector<std::string> warnings;  // e.g. unknown top-level keys
   // The trainer's layout the file was written in ("z-lab", "speculators
@@ -91,6 +96,7 @@ struct DrafterConfig {
 
   int64_t num_target_features() const { return static_cast<int64_t>(target_layer_ids.size()); }
   bool is_dflash2() const { return family == DrafterFamily::kDFlash2; }
+  bool reduced_vocab() const { return draft_vocab_size > 0 && draft_vocab_size < vocab_size; }
   int64_t conv_groups() const { return conv_group_size > 0 ? hidden_size / conv_group_size : 0; }
 };
 

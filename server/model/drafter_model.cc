@@ -81,7 +81,7 @@ absl::Status CheckWeights(const DrafterConfig& c, const std::map<std::string, at
                                                      ShapeText(t.sizes()), "; expected ",
                                                      ShapeText(spec.shape)));
     }
-    if (t.scalar_type() != dtype) {
+    if (spec.exact_dtype.empty() && t.scalar_type() != dtype) {
       return absl::InvalidArgumentError(absl::StrCat("tensor '", spec.name, "' has dtype ",
                                                      DTypeStr(t.scalar_type()), "; expected ",
                                                      DTypeStr(dtype), " (the dtype of fc.weight)"));
@@ -100,6 +100,57 @@ absl::Status CheckWeights(const DrafterConfig& c, const std::map<std::string, at
     }
   }
   return absl::OkStatus();
+}
+
+// lm_head, d2t and t2d (all three, none, or with the full vocabulary the
+// head alone: identity): d2t maps the draft indices onto distinct target
+// ids, and t2d marks exactly those ids.
+absl::StatusOr<DraftVocab> BuildDraftVocab(const DrafterConfig& c, const at::Tensor& head,
+                                           const at::Tensor& d2t, const at::Tensor& t2d) {
+  DraftVocab v;
+  const int present = head.defined() + d2t.defined() + t2d.defined();
+  if (present == 0) return v;
+  if (present == 1 && head.defined() && !c.reduced_vocab()) {
+    // The full vocabulary without the maps: the drafter's own head, identity.
+    return TorchGuard("building the identity vocabulary map", [&] {
+      v.lm_head = head;
+      v.draft_to_target = at::arange(head.size(0), head.options().dtype(at::kLong));
+      v.target_to_draft = v.draft_to_target;
+      return v;
+    });
+  }
+  if (present != 3) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "a drafter vocabulary needs lm_head.weight, d2t and t2d together; the checkpoint holds ",
+        head.defined() ? "lm_head.weight " : "", d2t.defined() ? "d2t " : "",
+        t2d.defined() ? "t2d" : "", " (draft_vocab_size ", c.draft_vocab_size, ")"));
+  }
+  const int64_t Vd = d2t.size(0), V = t2d.size(0);
+  std::string problem;
+  RETURN_IF_ERROR(TorchGuard("checking d2t and t2d", [&] {
+    const at::Tensor target = at::arange(Vd, d2t.options()) + d2t;
+    const at::Tensor out = target.lt(0) | target.ge(V);
+    if (out.any().item<bool>()) {
+      const int64_t i = out.nonzero()[0][0].item<int64_t>();
+      problem = absl::StrCat("d2t[", i, "] = ", d2t[i].item<int64_t>(), " maps draft index ", i,
+                             " to target id ", target[i].item<int64_t>(), ", outside 0 .. ", V - 1);
+      return;
+    }
+    const int64_t marked = t2d.sum().item<int64_t>();
+    if (std::get<0>(at::_unique(target)).size(0) != Vd || marked != Vd ||
+        !t2d.index_select(0, target).all().item<bool>()) {
+      problem = absl::StrCat("t2d marks ", marked, " target ids but d2t maps the ", Vd,
+                             " draft indices onto other (or repeated) ids: the two tables "
+                             "disagree");
+      return;
+    }
+    v.lm_head = head;
+    v.draft_to_target = target;
+    v.target_to_draft = at::full({V}, -1, d2t.options());
+    v.target_to_draft.index_put_({target}, at::arange(Vd, d2t.options()));
+  }));
+  if (!problem.empty()) return absl::InvalidArgumentError(problem);
+  return v;
 }
 
 }  // namespace
@@ -134,6 +185,8 @@ absl::StatusOr<DrafterModel> DrafterModel::Create(DrafterConfig config,
     m.selector_.successor = take(kSuccessorCodebook);
     m.selector_.top_k = m.config_.selector_top_k;
   }
+  ASSIGN_OR_RETURN(m.draft_vocab_, BuildDraftVocab(m.config_, take(kDraftLmHead),
+                                                   take(kDraftToTarget), take(kTargetToDraft)));
   m.attention_scaling_ = rope.attention_scaling;
   ASSIGN_OR_RETURN(m.inv_freq_, TorchGuard("moving rope tables",
                                            [&] { return InvFreqTensor(rope).to(device); }));
@@ -154,6 +207,9 @@ int64_t DrafterModel::bytes() const {
   add(selector_.projection);
   add(selector_.predecessor);
   add(selector_.successor);
+  add(draft_vocab_.lm_head);
+  add(draft_vocab_.draft_to_target);
+  add(draft_vocab_.target_to_draft);
   return total;
 }
 

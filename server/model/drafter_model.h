@@ -65,6 +65,15 @@ struct SelectorWeights {
   int64_t top_k = 0;
 };
 
+// A drafter's own output vocabulary (speculators' lm_head, d2t, t2d): the
+// head projects onto V_draft draft indices, each mapped to a target id.
+struct DraftVocab {
+  at::Tensor lm_head;          // [V_draft, H], model dtype
+  at::Tensor draft_to_target;  // [V_draft] int64: index + d2t[index]
+  at::Tensor target_to_draft;  // [V] int64: draft index of a target id, -1 outside
+  int64_t size() const { return lm_head.size(0); }
+};
+
 class DrafterModel {
  public:
   // `weights` maps schema names (dflash-semantics §1, no prefix) to tensors
@@ -96,6 +105,12 @@ class DrafterModel {
     return selector_.projection.defined() ? &selector_ : nullptr;
   }
 
+  // The drafter's own vocabulary (lm_head + d2t); nullptr: the target's
+  // lm_head over the whole target vocabulary.
+  const DraftVocab* draft_vocab() const {
+    return draft_vocab_.lm_head.defined() ? &draft_vocab_ : nullptr;
+  }
+
   // Bytes held by the weights.
   int64_t bytes() const;
 
@@ -114,6 +129,7 @@ class DrafterModel {
   at::Tensor fc_, hidden_norm_, norm_;
   std::vector<Layer> layers_;
   SelectorWeights selector_;
+  DraftVocab draft_vocab_;
   at::Tensor inv_freq_;             // fp32 [d/2], rope type applied
   double attention_scaling_ = 1.0;  // yarn mscale on cos/sin
 };

@@ -115,6 +115,14 @@ std::vector<weights::TensorSpec> DrafterSchema(const DrafterConfig& c, int64_t t
       s.push_back(std::move(spec));
     }
   }
+  if (c.draft_vocab_size > 0) {
+    // Required for a reduced vocabulary; with the full one, optional (all
+    // three, none, or the head alone: DrafterModel::Create checks).
+    const bool required = c.reduced_vocab();
+    s.push_back({kDraftLmHead, {c.draft_vocab_size, H}, required});
+    s.push_back({kDraftToTarget, {c.draft_vocab_size}, required, {}, "I64"});
+    s.push_back({kTargetToDraft, {c.vocab_size}, required, {}, "BOOL"});
+  }
   return s;
 }
 

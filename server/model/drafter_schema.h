@@ -55,6 +55,11 @@ inline constexpr const char* kSelectorProjection = "candidate_selector.hidden_pr
 // (an alias in the schema).
 inline constexpr const char* kPredecessorCodebook = "candidate_selector.predecessor_codebook";
 inline constexpr const char* kSuccessorCodebook = "candidate_selector.successor_codebook";
+// speculators' own head and vocabulary maps (DrafterConfig::draft_vocab_size):
+// d2t [V_draft] int64 and t2d [V] bool are read as stored, never cast.
+inline constexpr const char* kDraftLmHead = "lm_head.weight";
+inline constexpr const char* kDraftToTarget = "d2t";
+inline constexpr const char* kTargetToDraft = "t2d";
 
 // fc.weight is [H, K * target_hidden_size]; biases are listed (required)
 // only when attention_bias is true.

@@ -149,20 +149,30 @@ absl::StatusOr<Json> ShiftLayerIds(const Json& root, ConfigLayout* layout) {
   return shifted;
 }
 
-absl::Status CheckDraftVocab(const Json& root, const Json& out, ConfigLayout* layout) {
+// draft_vocab_size is passed on (ParseDrafterConfig checks its range and
+// refuses it below the vocabulary for DFlash 2): below the target vocabulary
+// the checkpoint's own lm_head, d2t and t2d draft in the reduced vocabulary.
+absl::Status CheckDraftVocab(const Json& root, Json& out, ConfigLayout* layout) {
   if (!Has(root, "draft_vocab_size")) return absl::OkStatus();
   const Json& dv = root["draft_vocab_size"];
   const Json& v = out["vocab_size"];
-  if (!dv.is_number_integer() || dv != v) {
-    return Invalid(absl::StrCat(
-        "config field 'draft_vocab_size' is ", dv.dump(),
-        " but the target vocabulary (transformer_layer_config.vocab_size) is ", v.dump(),
-        ": a reduced draft vocabulary (own lm_head [draft_vocab_size, H], d2t, t2d) is not "
-        "evaluated by this service yet"));
+  if (!dv.is_number_integer()) {
+    return Invalid(
+        absl::StrCat("config field 'draft_vocab_size' must be an integer; got ", dv.dump()));
   }
-  layout->notes.push_back(absl::StrCat("draft_vocab_size ", dv.dump(),
-                                       " = the target vocabulary: the drafter uses the target's "
-                                       "lm_head"));
+  out["draft_vocab_size"] = dv;
+  if (dv == v) {
+    layout->notes.push_back(absl::StrCat(
+        "draft_vocab_size ", dv.dump(),
+        " = the target vocabulary: the drafter's own lm_head.weight when the checkpoint holds "
+        "one (d2t and t2d optional; without them the identity), else the target's lm_head"));
+    return absl::OkStatus();
+  }
+  layout->notes.push_back(absl::StrCat(
+      "draft_vocab_size ", dv.dump(), " < the target vocabulary ", v.dump(),
+      ": reduced draft vocabulary; drafts from the checkpoint's lm_head.weight [", dv.dump(),
+      ", H], mapped to target ids by d2t (target id = draft index + d2t[index]); labels outside "
+      "it (t2d false) can never be drafted"));
   return absl::OkStatus();
 }
 

@@ -86,6 +86,8 @@ void ToProto(const eval::EvalResult& in, pb::EvalResult* out) {
   out->set_samples(in.samples);
   out->set_blocks(in.blocks);
   out->set_tokens_scored(in.tokens_scored);
+  out->set_draft_vocab_size(in.draft_vocab_size);
+  out->set_labels_in_draft_vocab(in.labels_in_draft_vocab);
   out->set_accept_length_pooled(in.accept_length_pooled);
   out->set_tau(in.tau);
   for (const eval::PositionMetrics& p : in.positions) {

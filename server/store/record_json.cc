@@ -199,6 +199,8 @@ json BaseResultToJson(const eval::EvalResult& r) {
           {"samples", r.samples},
           {"blocks", r.blocks},
           {"tokens_scored", r.tokens_scored},
+          {"draft_vocab_size", r.draft_vocab_size},
+          {"labels_in_draft_vocab", r.labels_in_draft_vocab},
           {"accept_length_pooled", r.accept_length_pooled},
           {"tau", r.tau},
           {"positions", positions},
@@ -244,6 +246,8 @@ eval::EvalResult ResultFromJson(const json& j) {
   r.samples = j.at("samples").get<int64_t>();
   r.blocks = j.at("blocks").get<int64_t>();
   r.tokens_scored = j.at("tokens_scored").get<int64_t>();
+  r.draft_vocab_size = j.value("draft_vocab_size", int64_t{0});  // absent in older records
+  r.labels_in_draft_vocab = j.value("labels_in_draft_vocab", int64_t{0});
   r.accept_length_pooled = j.at("accept_length_pooled").get<double>();
   r.tau = j.at("tau").get<double>();
   for (const json& p : j.at("positions")) {

@@ -159,6 +159,11 @@ struct EvalResult {
   int64_t samples = 0;  // samples with at least one block
   int64_t blocks = 0;
   int64_t tokens_scored = 0;  // positions compared
+  // A drafter with its own (speculators) vocabulary: its size and, of the
+  // tokens_scored labels, how many it holds (the others can never be
+  // drafted, and have no cross entropy). 0 / 0 otherwise.
+  int64_t draft_vocab_size = 0;
+  int64_t labels_in_draft_vocab = 0;
   // A block's accept value is n + 1 (+1 = the target's bonus token); under
   // zlab-current in replay it is min(n + 1, L' - s - 1), as z-lab's loop records.
   double accept_length_pooled = 0;  // mean over blocks of the accept value

@@ -38,7 +38,7 @@ absl::StatusOr<at::Tensor> ReadAndDigest(const TensorSource& source, TensorEntry
         absl::StrCat("tensor '", e.stored_name, "' now has shape ", ShapeText(shape), "; it had ",
                      ShapeText(e.shape), " when validated (file changed?)"));
   }
-  if (stats == DigestStats::kCompute && !e.has_stats) {
+  if (stats == DigestStats::kCompute && !e.has_stats && !e.keep_dtype) {
     ASSIGN_OR_RETURN(e.stats, ComputeTensorStats(t), "tensor '", e.stored_name, "'");
     e.has_stats = true;
   }

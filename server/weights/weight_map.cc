@@ -140,12 +140,19 @@ void CheckPresent(const TensorSpec& s, const TensorInfo& t, TensorEntry& e, Weig
                             hint.empty() ? "" : "; ", hint);
     lines->mismatch.push_back(absl::StrCat("tensor '", e.name, "'", StoredAs(e), " ", e.reason));
     ++report->shape_mismatches;
-  } else if (!IsFloatingPoint(t.dtype)) {
+  } else if (!s.exact_dtype.empty() && e.dtype != s.exact_dtype) {
+    e.status = EntryStatus::kDtypeMismatch;
+    e.reason = absl::StrCat("has dtype ", e.dtype, "; expected ", s.exact_dtype,
+                            " (an index table, read as stored)");
+    lines->dtype.push_back(absl::StrCat("tensor '", e.name, "'", StoredAs(e), " ", e.reason));
+    ++report->dtype_mismatches;
+  } else if (s.exact_dtype.empty() && !IsFloatingPoint(t.dtype)) {
     e.status = EntryStatus::kDtypeMismatch;
     e.reason = absl::StrCat("has dtype ", e.dtype, "; expected a floating-point type");
     lines->dtype.push_back(absl::StrCat("tensor '", e.name, "'", StoredAs(e), " ", e.reason));
     ++report->dtype_mismatches;
   } else {
+    e.keep_dtype = !s.exact_dtype.empty();
     ++report->found;
     report->tensor_bytes += t.nbytes;
   }
@@ -422,7 +429,7 @@ absl::StatusOr<std::map<std::string, at::Tensor>> LoadValidatedWeights(const Ten
   std::vector<TensorEntry*> fresh;  // stats computed now, not at validation
   for (TensorEntry* e : FoundSorted(report)) {
     ASSIGN_OR_RETURN(at::Tensor t, ReadAndDigest(source, *e, DigestStats::kSkip, fp));
-    if (!e->has_stats) {
+    if (!e->has_stats && !e->keep_dtype) {
       ASSIGN_OR_RETURN(const bool finite, AllFinite(t), "tensor '", e->stored_name, "'");
       if (!finite) {
         ASSIGN_OR_RETURN(e->stats, ComputeTensorStats(t), "tensor '", e->stored_name, "'");
@@ -436,7 +443,8 @@ absl::StatusOr<std::map<std::string, at::Tensor>> LoadValidatedWeights(const Ten
     // Chunked: each converted chunk's mapped pages go back before the next.
     ASSIGN_OR_RETURN(
         out[e->name],
-        ChunkedCopy(t.contiguous(), ChunkedCopyOptions{dtype, device}, nullptr,
+        ChunkedCopy(t.contiguous(),
+                    ChunkedCopyOptions{e->keep_dtype ? t.scalar_type() : dtype, device}, nullptr,
                     [&](int64_t off, int64_t n) { source.ReleaseRange(e->stored_name, off, n); }),
         "tensor '", e->name, "'");
     t = at::Tensor();  // the copy is all we keep: let the file's pages go

@@ -36,6 +36,7 @@ struct TensorEntry {
   std::string reason;
   bool has_stats = false;
   TensorStats stats;
+  bool keep_dtype = false;  // loaded in its stored dtype (TensorSpec::exact_dtype)
 };
 
 struct WeightReport {

@@ -17,6 +17,10 @@ struct TensorSpec {
   // Other names the same tensor goes by (a codebook saved with ".weight");
   // the first one present is used, and the entry keeps the schema name.
   std::vector<std::string> aliases;
+  // Non-empty: the tensor must be stored in exactly this dtype (safetensors
+  // spelling, "I64", "BOOL") and is loaded in it, never cast to the model
+  // dtype (index tables such as a reduced vocabulary's d2t).
+  std::string exact_dtype;
 };
 
 // A tensor present in the file that the model does not use, on purpose.

@@ -102,5 +102,45 @@ TEST_F(VocabProjectorTest, ChargesTheMatmulDtypeAndKeepsKColumns) {
   EXPECT_EQ(dflt.Shape(kRows, 0).rows, (int64_t{8} << 20) / kVocab);
 }
 
+// A reduced draft vocabulary (speculators' lm_head + d2t): the argmax over
+// the draft rows becomes a target id through d2t, a label outside the draft
+// vocabulary gets no cross entropy (NaN), one inside gets the draft
+// distribution's; split under a small budget, as unsplit.
+TEST_F(VocabProjectorTest, DraftVocabularyMapsDraftsAndLeavesUncoveredLabelsOut) {
+  const int64_t Vd = 1000;
+  const at::Tensor ids = std::get<0>(at::randperm(kVocab, at::kLong).narrow(0, 0, Vd).sort());
+  const at::Tensor d2t = ids - at::arange(Vd, at::kLong);
+  at::Tensor t2d = at::full({kVocab}, -1, at::kLong);
+  t2d.index_put_({ids}, at::arange(Vd, at::kLong));
+  const at::Tensor head_d = head_->index_select(0, ids);
+  // Half the labels inside the draft vocabulary.
+  at::Tensor labels = labels_->clone();
+  labels.narrow(0, 0, kRows / 2)
+      .copy_(ids.index_select(0, at::randint(0, Vd, {kRows / 2}, at::kLong)));
+  for (const int64_t budget : {int64_t{4} << 10, int64_t{64} << 20}) {
+    SCOPED_TRACE(::testing::Message() << "budget " << budget);
+    VocabProjector proj(head_d, {}, budget);
+    proj.SetDraftVocab(ids, t2d);
+    const SlotReductions got = proj.Reduce(*h_, labels, 0, /*cross_entropy=*/true);
+    const at::Tensor x = at::mm(*h_, head_d.t());  // [rows, Vd]
+    EXPECT_TRUE(at::equal(got.drafts, ids.index_select(0, x.argmax(-1))));
+    EXPECT_TRUE(at::equal(got.drafts, x.argmax(-1) + d2t.index_select(0, x.argmax(-1))));
+    const at::Tensor inside = proj.InVocab(labels);
+    EXPECT_EQ(inside.sum().item<int64_t>(), kRows / 2 + (labels_->narrow(0, kRows / 2, kRows / 2)
+                                                             .unsqueeze(1)
+                                                             .eq(ids.unsqueeze(0))
+                                                             .any(1)
+                                                             .sum()
+                                                             .item<int64_t>()));
+    EXPECT_TRUE(at::equal(got.ce.isnan(), inside.logical_not()));
+    const at::Tensor lab_d = t2d.index_select(0, labels).clamp_min(0);
+    const at::Tensor ce = at::logsumexp(x, -1) - x.gather(-1, lab_d.unsqueeze(-1)).squeeze(-1);
+    EXPECT_TRUE(at::allclose(got.ce.masked_select(inside), ce.masked_select(inside), 1e-5, 1e-4));
+  }
+  // Without a draft vocabulary every id is inside.
+  const VocabProjector plain(*head_, {}, 0);
+  EXPECT_TRUE(plain.InVocab(labels).all().item<bool>());
+}
+
 }  // namespace
 }  // namespace dflash::eval

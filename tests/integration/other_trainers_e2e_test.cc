@@ -4,6 +4,7 @@
 // Model-Optimizer layouts, and each must give exactly the numbers of its
 // z-lab-layout twin (the same weights): the Python reference's for the
 // speculators twin of `drafter`, the service's own for the others.
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -196,6 +197,90 @@ TEST_F(OtherTrainersE2eTest, VllmCaptureDefectsSayWhat) {
   EXPECT_THAT(r.err, HasSubstr("sample 'hs_0.safetensors': holds 'hidden_states_scale': an FP8 "
                                "capture with scales; this service does not dequantize FP8 hidden "
                                "states; capture in bf16 or fp32"));
+}
+
+// speculators' own vocabulary: the identity (every target token, d2t zeros)
+// gives the twin's numbers exactly; a reduced one (the 3V/8 most frequent
+// tokens) the Python reference's with d2t, and the result says how many
+// scored labels it holds.
+TEST_F(OtherTrainersE2eTest, DraftVocabularyGivesTheReferenceNumbers) {
+  Load("spec-drafter-fullvocab", "fullv");
+  const json full = Eval("fullv", "d", "anchor");
+  ExpectSameMetrics(full, Expected("current/anchor_all.json"));
+  ExpectSameMetrics(Eval("fullv", "d", "replay"), Expected("current/replay.json"));
+  EXPECT_EQ(full.value("draftVocabSize", json()), "128");
+  EXPECT_EQ(full.value("labelsInDraftVocab", json()), full["tokensScored"]);
+  Load("spec-drafter-fullvocab-head", "headv");  // the head alone: the identity
+  ExpectSameMetrics(Eval("headv", "d", "anchor"), Expected("current/anchor_all.json"));
+
+  Load("spec-drafter-reducedvocab", "redv");
+  const json red = Eval("redv", "d", "anchor");
+  ExpectSameMetrics(red, Expected("reducedvocab/anchor_all.json"));
+  ExpectSameMetrics(Eval("redv", "d", "replay"), Expected("reducedvocab/replay.json"));
+  EXPECT_NE(red["acceptLengthPooled"], full["acceptLengthPooled"]);  // the heads differ
+  const json cov = Expected("reducedvocab/coverage.json");
+  const int64_t size = cov["draft_vocab_size"], inside = cov["labels_in_draft_vocab"],
+                scored = cov["tokens_scored"];
+  EXPECT_EQ(red.value("draftVocabSize", json()), std::to_string(size));
+  EXPECT_EQ(red.value("labelsInDraftVocab", json()), std::to_string(inside));
+  EXPECT_EQ(red.value("tokensScored", json()), std::to_string(scored));
+  EXPECT_LT(inside, scored);
+  CommandResult text =
+      Cli({"eval", "--drafter", "redv", "--dataset", "d", "--mode", "anchor", "--anchors", "all"});
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  char share[32];
+  std::snprintf(share, sizeof(share), "%.1f%%", 100.0 * inside / scored);
+  EXPECT_THAT(text.out, HasSubstr("draft vocabulary " + std::to_string(size) +
+                                  " tokens (d2t): " + std::to_string(inside) + " of " +
+                                  std::to_string(scored) + " scored labels (" + share +
+                                  ") inside it; the rest can never be drafted"));
+}
+
+TEST_F(OtherTrainersE2eTest, DraftVocabularyDefectsSayWhat) {
+  CommandResult r = Cli({"load-drafter", data_ + "/spec-drafter-badvocab-d2t-float"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_THAT(r.err, HasSubstr("tensor 'd2t' has dtype F32; expected I64 (an index table, read "
+                               "as stored)"));
+  r = Cli({"load-drafter", data_ + "/spec-drafter-badvocab-t2d"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_THAT(r.err, HasSubstr("t2d marks 80 target ids but d2t maps the 48 draft indices onto "
+                               "other (or repeated) ids: the two tables disagree"));
+}
+
+// Issue 18 item 5: a dataset holding the drafter's layers under both
+// readings. The off-by-one drafter (ids [0, 2, 4, 6, 8]) evaluates as
+// declared, and a warning gives the first-position accuracy of both readings
+// on a small sample; the shifted one equals the correct drafter's own
+// accuracy on the same sample (4 samples, 8 even anchors each).
+TEST_F(OtherTrainersE2eTest, LayerOffsetCheckNamesBothAccuracies) {
+  ASSERT_EQ(Cli({"load-dataset", data_ + "/dataset-both-readings", "--name", "both"}).exit_code, 0);
+  Load("spec-drafter-shifted", "shifted2");
+  const json got = Eval("shifted2", "both", "anchor");
+  ASSERT_TRUE(got.contains("warnings")) << got.dump();
+  const std::string warnings = got["warnings"].dump();
+  const json small =
+      CliJson({"eval", "--drafter", "m", "--dataset", "d", "--mode", "anchor", "--anchors", "even",
+               "--max-samples", "4", "--max-blocks", "8", "--metrics", "acceptance"});
+  char right[32];
+  const json& p1 = small["positions"][0];  // scored to the first miss: accepted / counted
+  std::snprintf(
+      right, sizeof(right), "%.4f",
+      std::stod(p1["accepted"].get<std::string>()) / std::stod(p1["counted"].get<std::string>()));
+  EXPECT_THAT(warnings, HasSubstr("layer numbering check: the dataset also holds the drafter's "
+                                  "layers shifted by +1 ([1, 3, 5, 7, 9]); first-position "
+                                  "accuracy on 4 sample(s), " +
+                                  small["blocks"].get<std::string>() + " block(s): "));
+  EXPECT_THAT(warnings,
+              HasSubstr(" as declared ([0, 2, 4, 6, 8], hf-layer) vs " + std::string(right) +
+                        " shifted by +1; the shifted reading scores higher: check the "
+                        "layer numbering declared by the drafter and by the dataset (the "
+                        "declared one was used; nothing was switched)"));
+  // The correct drafter on the same data: its reading wins, also said.
+  const json ok = Eval("m", "both", "anchor");
+  EXPECT_THAT(ok["warnings"].dump(),
+              HasSubstr("shifted by -1 ([0, 2, 4, 6, 8]); first-position accuracy on 4 "
+                        "sample(s), "));
+  EXPECT_THAT(ok["warnings"].dump(), HasSubstr("the declared reading scores at least as high"));
 }
 
 }  // namespace

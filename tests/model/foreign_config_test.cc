@@ -8,6 +8,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "model/drafter_config.h"
+#include "model/drafter_schema.h"
 #include "test_util/status_matchers.h"
 
 namespace dflash::model {
@@ -162,11 +163,50 @@ TEST(ForeignConfigTest, SpeculatorsVariantsAreRefusedByName) {
                                 "position (speculators' Domino convention) are not computed by "
                                 "this service"));
   j = SpeculatorsConfig();
+  j["speculators_model_type"] = "dflash2";
+  for (const char* key : {"conv_kernel_size", "conv_group_size", "selector_rank"}) j[key] = 4;
+  j["selector_top_k"] = 8;
   j["draft_vocab_size"] = 32000;
-  EXPECT_THAT(Parse(j), Refused("config field 'draft_vocab_size' is 32000 but the target "
-                                "vocabulary (transformer_layer_config.vocab_size) is 248320: a "
-                                "reduced draft vocabulary (own lm_head [draft_vocab_size, H], "
-                                "d2t, t2d) is not evaluated by this service yet"));
+  EXPECT_THAT(Parse(j), Refused("config field 'draft_vocab_size' is 32000 below the target "
+                                "vocabulary (248320) in a DFlash 2 drafter: a reduced draft "
+                                "vocabulary with the candidate selector (codebooks over the target "
+                                "vocabulary) is not evaluated by this service"));
+  j = SpeculatorsConfig();
+  j["draft_vocab_size"] = 300000;
+  EXPECT_THAT(Parse(j), Refused("config field 'draft_vocab_size' is 300000; expected 1 .. "
+                                "vocab_size (248320)"));
+}
+
+// speculators' reduced draft vocabulary: the size is kept, the mapping says
+// where drafts come from, and the schema asks for lm_head, d2t and t2d
+// (read as stored: I64, BOOL); with the full vocabulary they are optional.
+TEST(ForeignConfigTest, SpeculatorsReducedDraftVocabulary) {
+  Json j = SpeculatorsConfig();
+  j["draft_vocab_size"] = 32000;
+  ASSERT_OK_AND_ASSIGN(DrafterConfig c, Parse(j));
+  EXPECT_EQ(c.draft_vocab_size, 32000);
+  EXPECT_TRUE(c.reduced_vocab());
+  EXPECT_THAT(
+      c.layout_notes,
+      Contains("draft_vocab_size 32000 < the target vocabulary 248320: reduced draft "
+               "vocabulary; drafts from the checkpoint's lm_head.weight [32000, H], mapped to "
+               "target ids by d2t (target id = draft index + d2t[index]); labels outside it "
+               "(t2d false) can never be drafted"));
+  const auto find = [](const std::vector<weights::TensorSpec>& s, const std::string& name) {
+    for (const weights::TensorSpec& t : s) {
+      if (t.name == name) return t;
+    }
+    return weights::TensorSpec{};
+  };
+  const std::vector<weights::TensorSpec> schema = DrafterSchema(c, 5120);
+  EXPECT_EQ(find(schema, "lm_head.weight").shape, (std::vector<int64_t>{32000, 5120}));
+  EXPECT_TRUE(find(schema, "lm_head.weight").required);
+  EXPECT_EQ(find(schema, "d2t").exact_dtype, "I64");
+  EXPECT_EQ(find(schema, "t2d").shape, (std::vector<int64_t>{248320}));
+  EXPECT_EQ(find(schema, "t2d").exact_dtype, "BOOL");
+  ASSERT_OK_AND_ASSIGN(DrafterConfig full, Parse(SpeculatorsConfig()));
+  EXPECT_FALSE(full.reduced_vocab());
+  EXPECT_FALSE(find(DrafterSchema(full, 5120), "d2t").required);
 }
 
 TEST(ForeignConfigTest, SpeculatorsMalformedKeys) {

@@ -183,6 +183,8 @@ TEST_F(ProtoConvertTest, EvalResultFields) {
   r.samples = 2;
   r.blocks = 5;
   r.tokens_scored = 11;
+  r.draft_vocab_size = 48;
+  r.labels_in_draft_vocab = 9;
   r.accept_length_pooled = 2.4;
   r.tau = 2.5;
   eval::PositionMetrics p;
@@ -216,6 +218,8 @@ TEST_F(ProtoConvertTest, EvalResultFields) {
   EXPECT_EQ(out.samples(), 2);
   EXPECT_EQ(out.blocks(), 5);
   EXPECT_EQ(out.tokens_scored(), 11);
+  EXPECT_EQ(out.draft_vocab_size(), 48);
+  EXPECT_EQ(out.labels_in_draft_vocab(), 9);
   EXPECT_DOUBLE_EQ(out.accept_length_pooled(), 2.4);
   EXPECT_DOUBLE_EQ(out.tau(), 2.5);
   ASSERT_EQ(out.positions_size(), 1);

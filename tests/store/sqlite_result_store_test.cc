@@ -47,6 +47,8 @@ JobRecord FullRecord(const std::string& id) {
   res.samples = 3;
   res.blocks = 10;
   res.tokens_scored = 70;
+  res.draft_vocab_size = 48;  // a reduced draft vocabulary round-trips
+  res.labels_in_draft_vocab = 66;
   res.accept_length_pooled = 2.0 / 3.0;
   res.tau = 1.1000000000000001;
   for (int j = 1; j < 8; ++j) {
@@ -135,6 +137,8 @@ TEST_F(SqliteResultStoreTest, FullRecordRoundTripsExactly) {
   EXPECT_EQ(RecordToJson(got), RecordToJson(want));
   ASSERT_TRUE(got.result.has_value());
   EXPECT_EQ(got.result->tau, want.result->tau);
+  EXPECT_EQ(got.result->draft_vocab_size, 48);
+  EXPECT_EQ(got.result->labels_in_draft_vocab, 66);
   EXPECT_EQ(got.result->tokens_per_second, want.result->tokens_per_second);
   EXPECT_EQ(got.request.params.options.seed, 0xFFFFFFFFFFFFFFFFull);
   EXPECT_EQ(got.result->per_sample[1].mean_accept_length, 1.75);

@@ -13,6 +13,20 @@ twin, which holds the same weights and must give the same numbers:
                        no keys for (z-lab layout)
   modelopt-drafter     Model-Optimizer export of drafter-bidir (twin: drafter-bidir)
   drafter-bidir        drafter with is_causal false (z-lab layout)
+  spec-drafter-fullvocab spec-drafter with its own vocabulary: draft_vocab_size
+                       = V, lm_head.weight = the target's, d2t zeros, t2d all
+                       true (the identity: the twin's numbers exactly)
+  spec-drafter-fullvocab-head  the same with lm_head.weight alone (no d2t, t2d)
+  spec-drafter-reducedvocab a reduced draft vocabulary: the 3V/8 most frequent
+                       tokens of dataset (ties: lower id), ascending (at V/2
+                       the tiny drafter's argmax never leaves it: the numbers
+                       would not tell the two heads apart); lm_head
+                       rows of those ids, d2t = id - index, t2d marks them.
+                       expected/reducedvocab/{anchor_all,replay}.json are the
+                       reference's numbers (zlab-current), coverage.json the
+                       draft vocabulary's share of the anchor-mode labels
+  spec-drafter-badvocab-d2t-float, spec-drafter-badvocab-t2d  the same with d2t
+                       saved as F32, and with t2d negated (refused at load)
   spec-drafter-shifted spec-drafter with aux_hidden_state_layer_ids written in
                        HF numbering by mistake (every id one too low)
   dataset-modelopt     dataset as Model-Optimizer per-conversation .pt dumps
@@ -27,6 +41,10 @@ twin, which holds the same weights and must give the same numbers:
                        reproduce dataset's masks)
   dataset-vllm-all     the same files declared "loss_mask": "all-positions"
   dataset-vllm-nomask  the same files, the manifest silent on responses
+  dataset-both-readings dataset's files with layers 0..9: the held ones as in
+                       dataset, the others random; spec-drafter-shifted's
+                       declared layers [0, 2, 4, 6, 8] and their +1 reading
+                       both fit (the layer-offset check's case)
   dataset-vllm-fp8     hs_0 with a "hidden_states_scale" tensor (FP8-style)
 
 speculators: the decoder shape nested in transformer_layer_config as a
@@ -129,6 +147,70 @@ def speculators_extras(cfg, weights_dir):
             "verifier_lm_head.weight": torch.randn(V, H, generator=g).to(dt)}
 
 
+def vocab_tensors(out, ids, dt):
+    """lm_head rows, d2t and t2d of a draft vocabulary (target ids ascending)."""
+    import torch
+    _, head, _ = ref.load_target(os.path.join(out, "target"))
+    ids = torch.tensor(sorted(ids), dtype=torch.int64)
+    t2d = torch.zeros(head.shape[0], dtype=torch.bool)
+    t2d[ids] = True
+    return {"lm_head.weight": head[ids].to(dt).contiguous(),
+            "d2t": ids - torch.arange(len(ids), dtype=torch.int64), "t2d": t2d}
+
+
+def write_reduced_vocab(out, c1, d1):
+    """spec-drafter-fullvocab, spec-drafter-reducedvocab and the latter's expected numbers."""
+    import torch
+    dt = ref.read_safetensors(os.path.join(d1, "model.safetensors"))["norm.weight"].dtype
+    V = c1["vocab_size"]
+    full = to_speculators(c1, "dflash")
+    write_dir(os.path.join(out, "spec-drafter-fullvocab"), full, d1,
+              vocab_tensors(out, range(V), dt))
+    head_only = {"lm_head.weight": vocab_tensors(out, range(V), dt)["lm_head.weight"]}
+    write_dir(os.path.join(out, "spec-drafter-fullvocab-head"), full, d1, head_only)
+    samples = ref.load_dataset(os.path.join(out, "dataset"), c1["dflash_config"]["target_layer_ids"])
+    counts = torch.zeros(V, dtype=torch.int64)
+    for s in samples:
+        counts += torch.bincount(s.input_ids.to(torch.int64), minlength=V)
+    order = sorted(range(V), key=lambda i: (-int(counts[i]), i))
+    n = V * 3 // 8
+    ids = order[:n]
+    half = dict(full, draft_vocab_size=n)
+    hdir = os.path.join(out, "spec-drafter-reducedvocab")
+    write_dir(hdir, half, d1, vocab_tensors(out, ids, dt))
+    # Defects: d2t saved as float (would be cast), and a t2d that disagrees.
+    bad = vocab_tensors(out, ids, dt)
+    bad["d2t"] = bad["d2t"].to(torch.float32)
+    write_dir(os.path.join(out, "spec-drafter-badvocab-d2t-float"), half, d1, bad)
+    bad = vocab_tensors(out, ids, dt)
+    bad["t2d"] = bad["t2d"].logical_not()
+    write_dir(os.path.join(out, "spec-drafter-badvocab-t2d"), half, d1, bad)
+    embed, head, _ = ref.load_target(os.path.join(out, "target"))
+    dr = ref.Drafter(d1, embed, head)
+    extra = vocab_tensors(out, ids, dt)
+    dr.lm_head, dr.d2t = extra["lm_head.weight"].to(dr.dtype), extra["d2t"]
+    edir = os.path.join(out, "expected", "reducedvocab")
+    os.makedirs(edir, exist_ok=True)
+    for mode, fname in (("anchor", "anchor_all.json"), ("replay", "replay.json")):
+        r = ref.evaluate(dr, samples, mode, "all", semantics="zlab-current")
+        write_manifest_like(os.path.join(edir, fname), r)
+    B, inside, scored = dr.cfg.block_size, 0, 0
+    for s in samples:
+        L = s.input_ids.shape[0]
+        for a in ref.select_anchors(s.loss_mask, "all", 0):
+            labels = s.input_ids[a + 1:min(L, a + B)]
+            scored += labels.numel()
+            inside += int(extra["t2d"][labels.to(torch.int64)].sum())
+    write_manifest_like(os.path.join(edir, "coverage.json"),
+                        {"draft_vocab_size": n, "labels_in_draft_vocab": inside,
+                         "tokens_scored": scored})
+
+
+def write_manifest_like(path, obj):
+    with open(path, "w") as f:
+        json.dump(obj, f, indent=1)
+
+
 def capture_files(root):
     for folder, _, files in sorted(os.walk(root)):
         for name in sorted(files):
@@ -156,10 +238,32 @@ def write_datasets(out):
                    os.path.join(mo, "conversation_%d.pt" % i))
     write_manifest(mo, dict(manifest, features={"aux_hidden_states": layers}))
     write_vllm(out, src, manifest, key, layers)
+    write_both_readings(out, src, manifest, key, layers)
     ids = os.path.join(out, "dataset-capture-ids")
     shutil.copytree(src, ids, dirs_exist_ok=True)
     write_manifest(ids, dict(manifest, layer_numbering="vllm-capture-id",
                              features={key: [i + 1 for i in layers]}))
+
+
+def write_both_readings(out, src, manifest, key, layers):
+    """dataset-both-readings: layers 0..max(layers), the held ones as in dataset,
+    the others random (what a shifted reading of the drafter would read)."""
+    import torch
+    H = manifest["hidden_size"]
+    ids = list(range(max(layers) + 1))
+    dst = os.path.join(out, "dataset-both-readings")
+    g = torch.Generator().manual_seed(23)
+    for path, name in capture_files(src):
+        d = torch.load(path)
+        f = d[key].reshape(d[key].shape[0], len(layers), H)
+        full = torch.randn(f.shape[0], len(ids), H, generator=g).to(f.dtype)
+        for c, layer in enumerate(layers):
+            full[:, layer] = f[:, c]
+        rel = os.path.relpath(path, src)
+        os.makedirs(os.path.dirname(os.path.join(dst, rel)), exist_ok=True)
+        torch.save(dict(d, **{key: full.reshape(f.shape[0], -1).contiguous()}),
+                   os.path.join(dst, rel))
+    write_manifest(dst, dict(manifest, features={key: ids}))
 
 
 def write_vllm(out, src, manifest, key, layers):
@@ -219,6 +323,7 @@ def main(out):
     shifted = to_speculators(c1, "dflash")
     shifted["aux_hidden_state_layer_ids"] = [i - 1 for i in shifted["aux_hidden_state_layer_ids"]]
     write_dir(os.path.join(out, "spec-drafter-shifted"), shifted, d1)
+    write_reduced_vocab(out, c1, d1)
 
     bidir = dict(c1, is_causal=False)
     write_dir(os.path.join(out, "drafter-bidir"), bidir, d1)

@@ -432,9 +432,14 @@ class Drafter:
             self.cfg = DrafterConfig(json.load(f))
         self.dtype = compute_dtype
         w = load_drafter_weights(path)
+        # speculators' own vocabulary: lm_head [V_draft, H] with d2t (int64,
+        # target id = draft index + d2t[index]); t2d is d2t's inverse.
+        self.d2t = w.pop("d2t", None)
+        w.pop("t2d", None)
+        own_head = w.pop("lm_head.weight", None) if self.d2t is not None else None
         self.w = {k: v.to(compute_dtype) for k, v in w.items()}
         self.embed = embed.to(compute_dtype)
-        self.lm_head = lm_head.to(compute_dtype)
+        self.lm_head = (lm_head if own_head is None else own_head).to(compute_dtype)
         self.inv_freq, self.rope_scale = rope_inv_freq(self.cfg.rope, self.cfg.head_dim)
         self.family = self.cfg.family
         # Switches for ablations (selfcheck): False = drafts are argmax(logits).
@@ -661,6 +666,10 @@ class Drafter:
         """
         R = logits.shape[0]
         unary = [int(x) for x in logits.argmax(dim=-1).tolist()] if R else []
+        if self.d2t is not None:
+            if self.family == "dflash2":
+                raise ValueError("a reduced draft vocabulary with DFlash 2 is not defined")
+            unary = [i + int(self.d2t[i]) for i in unary]  # draft index -> target id
         out = {"drafts": list(unary), "unary": unary}
         if self.family != "dflash2":
             return out

@@ -285,6 +285,10 @@ class EvalResult(Record):
     gate: Optional[GateVerdict] = None
     suite: str = ""
     suite_results: List["DatasetResult"] = field(default_factory=list)
+    # A drafter with its own (speculators) vocabulary: its size, and how many
+    # of the tokens_scored labels it holds (0 / 0 otherwise).
+    draft_vocab_size: int = 0
+    labels_in_draft_vocab: int = 0
 
 
 @dataclass
