@@ -20,7 +20,8 @@ from .records import (CompareEvalsResponse, DeviceInfo, EvalJob, EvalProgress, E
                       EvalResult, FirstMissSplit, LoadResponse, PositionComparison,
                       PositionMetrics, Record, Resource, SampleSummary, ServerInfo, TensorEntry,
                       TensorStats, WeightReport)
-from .records import DatasetResult, GateVerdict, Interval, MetricDifference
+from .records import (DatasetResult, EvalAttempt, FleetServer, GateVerdict, Interval,
+                      MetricDifference, SampledAcceptance, SamplingSetting, TargetConsistency)
 
 __version__ = "0.1.0"
 
@@ -29,5 +30,6 @@ __all__ = [
     "EvalProgress", "EvalRequest", "EvalResult", "FirstMissSplit", "Job", "LoadResponse",
     "PositionComparison", "PositionMetrics", "Record", "Resource", "SampleSummary", "ServerInfo",
     "TensorEntry", "TensorStats", "TextProgress", "Tls", "UnreachableError", "WeightReport",
-    "DatasetResult", "GateVerdict", "Interval", "MetricDifference",
+    "DatasetResult", "GateVerdict", "Interval", "MetricDifference", "SamplingSetting",
+    "TargetConsistency", "SampledAcceptance", "EvalAttempt", "FleetServer",
 ]

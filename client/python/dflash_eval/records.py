@@ -50,6 +50,28 @@ class DeviceInfo(Record):
     description: str = ""
     total_memory_bytes: int = 0
     used_memory_bytes: int = 0
+    allocator_allocated_bytes: int = 0
+    allocator_reserved_bytes: int = 0
+    allocator_peak_allocated_bytes: int = 0
+    allocator_peak_reserved_bytes: int = 0
+    allocator_alloc_retries: int = 0
+    allocator_ooms: int = 0
+
+
+@dataclass
+class FleetServer(Record):
+    """One live server of a fleet (a shared PostgreSQL store)."""
+
+    name: str = ""
+    device: str = ""
+    device_description: str = ""
+    total_memory_bytes: int = 0
+    used_memory_bytes: int = 0
+    targets: List[str] = field(default_factory=list)
+    datasets: List[str] = field(default_factory=list)
+    drafters: List[str] = field(default_factory=list)
+    running_jobs: List[str] = field(default_factory=list)
+    heartbeat_age_seconds: float = 0.0
 
 
 @dataclass
@@ -74,6 +96,7 @@ class ServerInfo(Record):
     running_jobs: int = 0
     data_roots: List[str] = field(default_factory=list)
     state_dir: str = ""
+    fleet: List[FleetServer] = field(default_factory=list)
 
 
 @dataclass
@@ -146,6 +169,47 @@ class WeightReport(Record):
 
 
 @dataclass
+class SamplingSetting(Record):
+    """Temperature, top-p and top-k as a serving engine applies them."""
+
+    temperature: float = 0.0
+    top_p: float = 0.0
+    top_k: int = 0
+
+
+@dataclass
+class TargetConsistency(Record):
+    """Share of response positions the target's argmax reproduces."""
+
+    positions: int = 0
+    matches: int = 0
+    fraction: float = 0.0
+    norm_applied: bool = False
+
+
+@dataclass
+class SampledAcceptance(Record):
+    """Expected acceptance under one sampling setting (anchor mode)."""
+
+    setting: Optional[SamplingSetting] = None
+    mean_alpha: List[float] = field(default_factory=list)
+    counted: List[int] = field(default_factory=list)
+    expected_accept_length_pooled: float = 0.0
+    expected_tau: float = 0.0
+    draft_length_curve: List[float] = field(default_factory=list)
+
+
+@dataclass
+class EvalAttempt(Record):
+    """One attempt at a fleet job: which server ran it and how it ended."""
+
+    server: str = ""
+    start_time: Optional[datetime.datetime] = None
+    end_time: Optional[datetime.datetime] = None
+    outcome: str = ""
+
+
+@dataclass
 class EvalRequest(Record):
     """What a job evaluates (as the server recorded it)."""
 
@@ -167,6 +231,7 @@ class EvalRequest(Record):
     semantics: str = ""
     metrics: str = ""
     full_positions: bool = False
+    sampling: List[SamplingSetting] = field(default_factory=list)
     ci: str = ""
     ci_resamples: int = 0
     gate: str = ""
@@ -279,6 +344,9 @@ class EvalResult(Record):
     selector_near_ties: int = 0
     positions_to_first_miss: bool = False
     context_positions: int = 0
+    draft_length_curve: List[float] = field(default_factory=list)
+    sampling: List[SampledAcceptance] = field(default_factory=list)
+    target_consistency: Optional[TargetConsistency] = None
     accept_length_ci: Optional[Interval] = None
     tau_ci: Optional[Interval] = None
     ci_resamples: int = 0
@@ -334,6 +402,9 @@ class EvalJob(Record):
     server_version: str = ""
     interrupted_by_restart: bool = False
     resubmitted_from: str = ""
+    attempts: List[EvalAttempt] = field(default_factory=list)
+    server: str = ""
+    placement: str = ""
 
     @property
     def step(self) -> int:
@@ -368,6 +439,8 @@ class LoadResponse(Record):
     reused: bool = False
     warnings: List[str] = field(default_factory=list)
     facts: List[str] = field(default_factory=list)
+    target_consistency: Optional[TargetConsistency] = None
+    consistency_target: str = ""
 
 
 @dataclass
