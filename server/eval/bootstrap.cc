@@ -229,9 +229,9 @@ absl::StatusOr<PairedUnits> PairSamples(const EvalResult& a, absl::string_view a
   PairedUnits p;
   p.a = Units(a);
   if (p.a.empty()) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("cannot pair ", a_name, " and ", b_name, ": ", a_name,
-                     " has no sample with a scored block"));
+    return absl::FailedPreconditionError(absl::StrCat("cannot pair ", a_name, " and ", b_name, ": ",
+                                                      a_name,
+                                                      " has no sample with a scored block"));
   }
   std::map<int64_t, const SampleSummary*> in_b;
   for (const SampleSummary* s : Units(b)) in_b.emplace(s->sample_index, s);

@@ -261,8 +261,9 @@ TEST_F(JobServiceImplTest, ResubmitAndCompare) {
   EXPECT_NE(b.id, a.id);
   ASSERT_EQ(WaitDone(b.id).state, JobState::kSucceeded);
 
-  EXPECT_THAT(service_->Compare({a.id}, {}), StatusIs(absl::StatusCode::kInvalidArgument,
-                                                  Eq("compare needs at least two job ids; got 1")));
+  EXPECT_THAT(service_->Compare({a.id}, {}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       Eq("compare needs at least two job ids; got 1")));
   ASSERT_OK_AND_ASSIGN(Comparison c, service_->Compare({a.id, b.id}, {}));
   ASSERT_EQ(c.jobs.size(), 2u);
   EXPECT_THAT(c.accept_length, ElementsAre(2.5, 3.0));
