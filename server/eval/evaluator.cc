@@ -483,6 +483,11 @@ absl::StatusOr<EvalResult> Evaluate(const model::DrafterModel& drafter,
   if (!offset.ok()) return offset.status();
   if (!offset->ok()) return offset->status();
   for (std::string& w : **offset) result->warnings.push_back(std::move(w));
+  // A capture read under a declared numbering or declared responses says so
+  // in its result, not only in `ls` (issue 18).
+  if (std::string notes = dataset.capture_notes(); !notes.empty()) {
+    result->warnings.push_back(absl::StrCat("dataset: ", notes));
+  }
   result->compute_seconds = std::chrono::duration<double>(Clock::now() - start).count();
   result->tokens_per_second =
       result->compute_seconds > 0 ? result->tokens_scored / result->compute_seconds : 0;
