@@ -352,6 +352,7 @@ absl::StatusOr<std::vector<std::string>> LayerOffsetWarnings(const model::Drafte
   std::vector<std::string> out;
   for (const int shift : {-1, 1}) {
     std::vector<int> other;
+    other.reserve(ids.size());
     for (const int id : ids) other.push_back(id + shift);
     if (*std::min_element(other.begin(), other.end()) < 0 || !dataset.CheckLayers(other).ok()) {
       continue;
