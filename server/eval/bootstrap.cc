@@ -279,7 +279,8 @@ void AddIntervals(const EvalOptions& options, EvalResult* result) {
   result->tau_ci = ci[1];
   for (size_t j = 0; j < result->positions.size(); ++j) {
     PositionMetrics& p = result->positions[j];
-    p.accuracy_ci = ci[2 + 3 * j];
+    // Scored to the first miss, per-position accuracy was not measured.
+    if (!result->positions_to_first_miss) p.accuracy_ci = ci[2 + 3 * j];
     p.acceptance_ci = ci[3 + 3 * j];
     p.conditional_ci = ci[4 + 3 * j];
   }
