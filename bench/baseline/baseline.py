@@ -46,6 +46,21 @@ def blas_library():
         return []
 
 
+def report(r, t, start, json_path):
+    """Adds timings, threads and BLAS to result r, prints it (and writes json_path)."""
+    t["total_s"] = time.time() - start
+    r["timings"] = t
+    r["threads"] = torch.get_num_threads()
+    r["blas"] = blas_library()
+    r.pop("per_sample", None)
+    text = json.dumps(r, indent=1)
+    if json_path:
+        with open(json_path, "w") as f:
+            f.write(text + "\n")
+    print(text)
+    return 0
+
+
 def replay(drafter, samples, B, max_blocks=0, max_new_tokens=0):
     """Greedy walk per sample, one block per forward, with a draft KV cache."""
     m = ref.Metrics(B)
@@ -122,17 +137,7 @@ def main(argv=None):
     else:
         r = replay(drafter, samples, B, args.max_blocks)
     t["eval_s"] = time.time() - t0
-    t["total_s"] = time.time() - T_START
-    r["timings"] = t
-    r["threads"] = torch.get_num_threads()
-    r["blas"] = blas_library()
-    r.pop("per_sample", None)
-    text = json.dumps(r, indent=1)
-    if args.json:
-        with open(args.json, "w") as f:
-            f.write(text + "\n")
-    print(text)
-    return 0
+    return report(r, t, T_START, args.json)
 
 
 if __name__ == "__main__":

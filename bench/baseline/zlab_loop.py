@@ -22,7 +22,6 @@ object: the §5 metrics plus timings, like baseline.py.
 """
 
 import argparse
-import json
 import os
 import sys
 import time
@@ -34,7 +33,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "tools", "dflash_ref"))
 sys.path.insert(0, HERE)
 import reference as ref  # noqa: E402
-from baseline import blas_library  # noqa: E402
+from baseline import report  # noqa: E402
 
 SEMANTICS = "zlab-current"
 
@@ -128,17 +127,7 @@ def main(argv=None):
     t0 = time.time()
     r = replay(drafter, samples, drafter.cfg.block_size, args.max_blocks, args.max_new_tokens)
     t["eval_s"] = time.time() - t0
-    t["total_s"] = time.time() - T_START
-    r["timings"] = t
-    r["threads"] = torch.get_num_threads()
-    r["blas"] = blas_library()
-    r.pop("per_sample", None)
-    text = json.dumps(r, indent=1)
-    if args.json:
-        with open(args.json, "w") as f:
-            f.write(text + "\n")
-    print(text)
-    return 0
+    return report(r, t, T_START, args.json)
 
 
 if __name__ == "__main__":
