@@ -70,16 +70,8 @@ absl::StatusOr<JobRecord> JobQueue::Submit(JobRecord job) {
                                                      " queued, limit ", options_.max_queued,
                                                      "); retry when jobs finish"));
   }
-  job.create_unix_micros = NowMicros();
+  ResetAsQueued(job);
   job.id = ids_.Next(job.create_unix_micros);
-  job.state = JobState::kQueued;
-  job.server_version = options_.server_version;
-  job.progress = {};
-  job.result.reset();
-  job.start_unix_micros = job.end_unix_micros = 0;
-  job.error_code = 0;
-  job.error_message.clear();
-  job.interrupted_by_restart = false;
   RETURN_IF_ERROR(store_.Put(job), "recording job ", job.id);
   auto entry = std::make_shared<Job>();
   entry->record = job;
@@ -227,6 +219,20 @@ int JobQueue::queued() const {
 int JobQueue::running() const {
   std::lock_guard<std::mutex> lock(mu_);
   return running_;
+}
+
+void JobQueue::ResetAsQueued(JobRecord& job) const {
+  job.create_unix_micros = NowMicros();
+  job.state = JobState::kQueued;
+  job.server_version = options_.server_version;
+  job.progress = {};
+  job.result.reset();
+  job.start_unix_micros = job.end_unix_micros = 0;
+  job.error_code = 0;
+  job.error_message.clear();
+  job.interrupted_by_restart = false;
+  job.attempts.clear();
+  job.server.clear();
 }
 
 void JobQueue::RunLoop() {

@@ -143,6 +143,9 @@ class JobQueue {
   // requires mu_.
   void ReportStates() const;
   void Publish(const jobs::JobRecord& record);  // under mu_
+  // A submitted record as it enters the queue: QUEUED now, this server's
+  // version, no progress, result, times or error from an earlier life.
+  void ResetAsQueued(jobs::JobRecord& job) const;
 
   store::ResultStore& store_;
   Runner runner_;

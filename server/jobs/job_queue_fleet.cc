@@ -29,16 +29,7 @@ int64_t Micros(std::chrono::milliseconds d) {
 absl::StatusOr<JobRecord> JobQueue::SubmitShared(JobRecord job) {
   std::lock_guard<std::mutex> lock(mu_);
   if (!accepting_) return absl::UnavailableError("the server is shutting down; no new jobs");
-  job.create_unix_micros = NowMicros();
-  job.state = JobState::kQueued;
-  job.server_version = options_.server_version;
-  job.progress = {};
-  job.result.reset();
-  job.start_unix_micros = job.end_unix_micros = 0;
-  job.error_code = 0;
-  job.error_message.clear();
-  job.attempts.clear();
-  job.server.clear();
+  ResetAsQueued(job);
   // Ids are made here; another server may have made the same one.
   absl::Status created;
   for (int tries = 0; tries < 5; ++tries) {

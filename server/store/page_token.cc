@@ -1,10 +1,12 @@
 #include "store/page_token.h"
 
+#include <algorithm>
 #include <vector>
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 
 namespace dflash::store {
@@ -32,6 +34,19 @@ absl::Status ParsePageToken(const std::string& token, bool by_step, int64_t* key
   }
   *id = parts[2];
   return absl::OkStatus();
+}
+
+int PageSize(int requested) {
+  return std::clamp(requested <= 0 ? 50 : requested, 1, 1000);
+}
+
+std::string ListSql(const std::vector<std::string>& where, bool by_step, int page_size) {
+  std::string sql = "SELECT record, step, create_micros, id FROM jobs";
+  if (!where.empty()) absl::StrAppend(&sql, " WHERE ", absl::StrJoin(where, " AND "));
+  absl::StrAppend(&sql,
+                  by_step ? " ORDER BY step ASC, id ASC" : " ORDER BY create_micros DESC, id DESC",
+                  " LIMIT ", page_size + 1);
+  return sql;
 }
 
 }  // namespace dflash::store

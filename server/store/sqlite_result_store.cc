@@ -270,13 +270,8 @@ absl::StatusOr<jobs::JobPage> SqliteResultStore::List(const jobs::ListQuery& q) 
                                     : "(create_micros < ? OR (create_micros = ? AND id < ?))");
     args.insert(args.end(), {key, key, id});
   }
-  const int page_size = std::clamp(q.page_size <= 0 ? 50 : q.page_size, 1, 1000);
-  std::string sql = "SELECT record, step, create_micros, id FROM jobs";
-  if (!where.empty()) absl::StrAppend(&sql, " WHERE ", absl::StrJoin(where, " AND "));
-  absl::StrAppend(
-      &sql,
-      q.order_by_step ? " ORDER BY step ASC, id ASC" : " ORDER BY create_micros DESC, id DESC",
-      " LIMIT ", page_size + 1);
+  const int page_size = PageSize(q.page_size);
+  const std::string sql = ListSql(where, q.order_by_step, page_size);
 
   std::lock_guard<std::mutex> lock(mu_);
   Stmt list(db_, sql);
