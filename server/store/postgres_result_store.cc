@@ -378,6 +378,7 @@ absl::StatusOr<std::vector<FleetServer>> PostgresResultStore::LiveServers(int64_
                                                        kNow, " - $1::bigint ORDER BY name"),
                                           {Str(max_age_micros)}));
   std::vector<FleetServer> servers;
+  servers.reserve(rows.size());
   for (int i = 0; i < rows.size(); ++i) {
     servers.push_back({rows.Text(i, 0), rows.Text(i, 1), rows.Int(i, 2)});
   }

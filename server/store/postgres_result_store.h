@@ -42,7 +42,7 @@ class PostgresResultStore final : public ResultStore {
 
   bool shared() const override { return true; }
   absl::Status Create(const jobs::JobRecord& record) override;
-  absl::StatusOr<std::optional<jobs::JobRecord>> Claim(const ClaimRequest& request) override;
+  absl::StatusOr<std::optional<jobs::JobRecord>> Claim(const ClaimRequest& c) override;
   absl::StatusOr<bool> PutLeased(const jobs::JobRecord& record, int64_t lease_micros) override;
   absl::StatusOr<jobs::JobRecord> RequestCancel(const std::string& id,
                                                 int64_t now_unix_micros) override;
