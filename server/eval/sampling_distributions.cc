@@ -6,6 +6,7 @@
 #include <ATen/ATen.h>
 
 #include "eval/target_consistency.h"
+#include "eval/vocab_chunks.h"
 #include "model/candidate_selector.h"
 
 namespace dflash::eval {
@@ -14,13 +15,8 @@ namespace {
 // The drafter's logits for hidden rows, as block_scorer computes them.
 at::Tensor DrafterLogits(const at::Tensor& h, const weights::TargetTensors& target,
                          const model::DrafterConfig& cfg) {
-  at::Tensor logits = at::mm(h, target.lm_head.t()).to(at::kFloat);
-  if (cfg.output_multiplier != 1.0) logits = logits * cfg.output_multiplier;
-  if (cfg.final_logit_softcapping > 0) {
-    const double c = cfg.final_logit_softcapping;
-    logits = at::tanh(logits / c) * c;
-  }
-  return logits;
+  const LogitsTransform transform{cfg.output_multiplier, cfg.final_logit_softcapping};
+  return transform.Apply(at::mm(h, target.lm_head.t()).to(at::kFloat));
 }
 
 at::Tensor OneHotArgmax(const at::Tensor& logits) {

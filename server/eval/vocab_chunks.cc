@@ -62,6 +62,12 @@ VocabProjector::ChunkShape VocabProjector::Shape(int64_t rows, int64_t k) const 
   return s;
 }
 
+at::Tensor LogitsTransform::Apply(at::Tensor x) const {
+  if (output_multiplier != 1.0) x = x * output_multiplier;
+  if (softcap > 0) x = at::tanh(x / softcap) * softcap;
+  return x;
+}
+
 SlotReductions VocabProjector::Reduce(const at::Tensor& h, const at::Tensor& labels, int64_t top_k,
                                       bool cross_entropy) const {
   const int64_t rows = h.size(0), V = vocab_size_, k = top_k;
@@ -80,9 +86,7 @@ SlotReductions VocabProjector::Reduce(const at::Tensor& h, const at::Tensor& lab
   const at::Tensor labels_d =
       cross_entropy && mapped ? target_to_draft_.index_select(0, labels) : labels;
   const auto logits_of = [&](const at::Tensor& hr, int64_t v0, int64_t nv) {
-    at::Tensor x = at::mm(hr, head_t_.narrow(1, v0, nv)).to(at::kFloat);
-    if (transform_.output_multiplier != 1.0) x = x * transform_.output_multiplier;
-    if (transform_.softcap > 0) x = at::tanh(x / transform_.softcap) * transform_.softcap;
+    at::Tensor x = transform_.Apply(at::mm(hr, head_t_.narrow(1, v0, nv)).to(at::kFloat));
     red.peak_chunk_bytes = std::max(red.peak_chunk_bytes, x.numel() * BytesPerElement());
     return x;  // [n, nv] fp32
   };

@@ -41,6 +41,9 @@ struct SlotReductions {
 struct LogitsTransform {
   double output_multiplier = 1.0;
   double softcap = 0;  // c > 0: c * tanh(x / c)
+
+  // fp32 head output x -> logits: times output_multiplier, then the softcap.
+  at::Tensor Apply(at::Tensor x) const;
 };
 
 class VocabProjector {
