@@ -23,7 +23,8 @@ BlockScorer::BlockScorer(const model::DrafterModel& drafter, const weights::Targ
       logits_budget_bytes_(logits_budget_bytes) {}
 
 absl::StatusOr<model::ContextCache> BlockScorer::EncodeSamples(
-    const std::vector<size_t>& samples, const std::vector<int64_t>* needed) const {
+    const std::vector<size_t>& samples, const std::vector<int64_t>* needed,
+    const std::vector<int64_t>* first) const {
   std::vector<at::Tensor> features;
   for (size_t s = 0; s < samples.size(); ++s) {
     ASSIGN_OR_RETURN(
@@ -38,7 +39,7 @@ absl::StatusOr<model::ContextCache> BlockScorer::EncodeSamples(
                      }));
     features.push_back(std::move(cast));
   }
-  return drafter_.EncodeContext(features);
+  return drafter_.EncodeContext(features, first != nullptr ? *first : std::vector<int64_t>{});
 }
 
 int64_t BlockScorer::BlocksPerChunk(int64_t context_length) const {

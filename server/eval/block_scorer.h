@@ -53,9 +53,12 @@ class BlockScorer {
   // Context K/V for these dataset samples (columns selected and ordered as
   // the drafter's target_layer_ids say). With `needed` (one per sample),
   // only positions < needed[i] are projected: a block at anchor a reads
-  // positions < a, so the largest anchor scored is enough.
+  // positions < a, so the largest anchor scored is enough. With `first`
+  // (the smallest anchor scored per sample), windowed layers skip the keys
+  // no window reaches.
   absl::StatusOr<model::ContextCache> EncodeSamples(
-      const std::vector<size_t>& samples, const std::vector<int64_t>* needed = nullptr) const;
+      const std::vector<size_t>& samples, const std::vector<int64_t>* needed = nullptr,
+      const std::vector<int64_t>* first = nullptr) const;
 
   // Blocks per forward so attention scores stay in the budget (logits have
   // their own, logits_budget_bytes).

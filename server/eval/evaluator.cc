@@ -123,12 +123,14 @@ absl::StatusOr<std::vector<BlockScore>> ScoreGroup(const BlockScorer& scorer,
                                                    EvalProgress& prog, const ProgressFn& progress) {
   std::vector<size_t> members;
   std::vector<int64_t> needed;  // context positions each member's blocks can see
+  std::vector<int64_t> lowest;  // each member's smallest anchor
   std::vector<BlockRequest> blocks;
   for (size_t s = begin; s < end; ++s) {
     if (plan.anchors[s].empty()) continue;
     const int64_t seq = static_cast<int64_t>(members.size());
     members.push_back(s);
     needed.push_back(*std::max_element(plan.anchors[s].begin(), plan.anchors[s].end()));
+    lowest.push_back(*std::min_element(plan.anchors[s].begin(), plan.anchors[s].end()));
     const at::Tensor* final_hidden = plan.sampling ? &dataset.sample(s).final_hidden : nullptr;
     for (int64_t a : plan.anchors[s]) {
       blocks.push_back(BlockRequest{seq, a, static_cast<int64_t>(plan.tokens[s].size()),
@@ -138,8 +140,8 @@ absl::StatusOr<std::vector<BlockScore>> ScoreGroup(const BlockScorer& scorer,
   std::vector<BlockScore> scores;
   if (members.empty()) return scores;
   const data::DatasetSample& first = dataset.sample(members[0]);
-  ASSIGN_OR_RETURN(model::ContextCache ctx, scorer.EncodeSamples(members, &needed), "sample ",
-                   first.index, " (", first.file, ")",
+  ASSIGN_OR_RETURN(model::ContextCache ctx, scorer.EncodeSamples(members, &needed, &lowest),
+                   "sample ", first.index, " (", first.file, ")",
                    members.size() > 1 ? " and the samples after it" : "");
   for (int64_t l : ctx.lengths) plan.context_positions += l;
   const int64_t per_chunk = scorer.BlocksPerChunk(ctx.max_len);
@@ -289,12 +291,13 @@ absl::StatusOr<EvalResult> RunReplay(const BlockScorer& scorer, const data::Eval
   for (size_t g = 0; g < walks.size(); g += group) {
     const size_t g_end = std::min(walks.size(), g + group);
     std::vector<size_t> samples;
-    std::vector<int64_t> needed;
+    std::vector<int64_t> needed, first;
     for (size_t w = g; w < g_end; ++w) {
       samples.push_back(walks[w].sample);
       needed.push_back(LastAnchorBound(walks[w], B, options.max_blocks));
+      first.push_back(walks[w].pos);  // the walk's first anchor, P
     }
-    ASSIGN_OR_RETURN(model::ContextCache ctx, scorer.EncodeSamples(samples, &needed));
+    ASSIGN_OR_RETURN(model::ContextCache ctx, scorer.EncodeSamples(samples, &needed, &first));
     for (int64_t l : ctx.lengths) context_positions += l;
     for (;;) {
       std::vector<BlockRequest> blocks;

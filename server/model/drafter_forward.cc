@@ -11,7 +11,9 @@
 //
 // Windows mask key k for a query at position p when p - k >= W (and, for a
 // two-sided window, k - p >= W), applied per query to context and block keys
-// alike. A block shorter than B (lengths) hides its missing slots from its
+// alike. A windowed layer reads only the context keys some query of the block
+// can see, (a - W, a) for a block at anchor a, so its attention scales with W
+// rather than with the context. A block shorter than B (lengths) hides its missing slots from its
 // real queries; the missing slots' own rows are computed and discarded (they
 // still see themselves, so nothing is NaN), and DFlash 2's taps only reach
 // back, so they never feed a real row.
@@ -57,11 +59,17 @@ at::Tensor UnfoldRows(const at::Tensor& t, int64_t ng, int64_t R) {  // [G, nkv,
 struct Group {
   at::Tensor idx;  // [ng] block indices (device); undefined = all, in order
   int64_t ng = 0;
-  int64_t seq = -1;       // shared sequence, or -1 for one sequence per block
-  at::Tensor seq_idx;     // [ng] when seq == -1
-  int64_t lc = 0;         // context keys needed: max anchor of the group
-  at::Tensor full_mask;   // [ng, 1, 1, B, lc] bool, true = masked
-  at::Tensor slide_mask;  // same, with the window
+  int64_t seq = -1;      // shared sequence, or -1 for one sequence per block
+  at::Tensor seq_idx;    // [ng] when seq == -1
+  int64_t lc = 0;        // context keys needed: max anchor of the group
+  at::Tensor full_mask;  // [ng, 1, 1, B, lc] bool, true = masked
+  // Windowed layers read keys [win_lo, win_lo + win_lc) of the shared
+  // sequence or, with win_rows ([ng * win_lc] rows of the flattened
+  // [S * L] context), each block its own span.
+  int64_t win_lo = 0;
+  int64_t win_lc = 0;
+  at::Tensor win_rows;
+  at::Tensor slide_mask;  // [ng, 1, 1, B, win_lc], with the window
 };
 
 // In-block key mask of one rule: [nbm, 1, 1, B, B] (true = masked; nbm = nb
@@ -212,6 +220,11 @@ absl::StatusOr<HostBlocks> ReadBlocks(const at::Tensor& anchors, const at::Tenso
           absl::StrCat("block ", b, " has anchor ", a_ptr[b], "; sequence ", s_ptr[b], " has ",
                        context.lengths[s_ptr[b]], " context positions"));
     }
+    if (!context.first_anchor.empty() && a_ptr[b] < context.first_anchor[s_ptr[b]]) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "block ", b, " has anchor ", a_ptr[b], "; sequence ", s_ptr[b],
+          "'s context was encoded for anchors from ", context.first_anchor[s_ptr[b]], " on"));
+    }
     host.by_seq[s_ptr[b]].push_back(b);
   }
   return host;
@@ -219,21 +232,44 @@ absl::StatusOr<HostBlocks> ReadBlocks(const at::Tensor& anchors, const at::Tenso
 
 // What the groups' context masks are built from.
 struct MaskInputs {
-  at::TensorOptions lopt;  // int64 on the blocks' device
-  at::Tensor slots;        // [B] 0..B-1
-  int64_t window = 0;      // the sliding window when some layer has one, else 0
+  at::TensorOptions lopt;   // int64 on the blocks' device
+  at::Tensor slots;         // [B] 0..B-1
+  int64_t window = 0;       // the sliding window when some layer has one, else 0
+  int64_t context_len = 0;  // L of the context cache's [S, L, ...] tensors
 };
 
+// The context keys a windowed layer reads ([1 or ng, 1, win_lc] positions),
+// setting the group's span: a query at a + j sees key k when a + j - k < W,
+// so a block reads (a - W, a), W - 1 keys at most.
+at::Tensor WindowKeys(Group& grp, const at::Tensor& a, const MaskInputs& m, int64_t min_anchor) {
+  const int64_t span = m.window - 1;
+  if (grp.lc <= span) {  // the whole context fits in one window
+    grp.win_lc = grp.lc;
+    return at::arange(grp.lc, m.lopt).view({1, 1, -1});
+  }
+  if (grp.seq >= 0) {  // blocks of one sequence: one span for all of them
+    grp.win_lo = std::max<int64_t>(0, min_anchor - span);
+    grp.win_lc = grp.lc - grp.win_lo;
+    return at::arange(grp.win_lo, grp.lc, m.lopt).view({1, 1, -1});
+  }
+  // One sequence per block: each block gathers its own W - 1 keys.
+  grp.win_lc = span;
+  at::Tensor keys = (a - span).clamp_min(0).view({-1, 1, 1}) + at::arange(span, m.lopt);
+  grp.win_rows = (grp.seq_idx.view({-1, 1, 1}) * m.context_len + keys).view({-1});
+  return keys;
+}
+
 // A group's context masks; a: [ng] its blocks' anchors (device).
-void SetContextMasks(Group& grp, const at::Tensor& a, const MaskInputs& m) {
+void SetContextMasks(Group& grp, const at::Tensor& a, const MaskInputs& m, int64_t min_anchor) {
   const int64_t B = m.slots.size(0);
   at::Tensor key = at::arange(grp.lc, m.lopt);  // [lc]
-  at::Tensor p = a.unsqueeze(1) + m.slots;      // [ng, B]
   at::Tensor full = (key.view({1, 1, -1}) >= a.view({-1, 1, 1})).expand({grp.ng, B, grp.lc});
   grp.full_mask = full.reshape({grp.ng, 1, 1, B, grp.lc});
   if (m.window > 0) {
-    at::Tensor win = (p.unsqueeze(2) - key.view({1, 1, -1})) >= m.window;
-    grp.slide_mask = (full | win).view({grp.ng, 1, 1, B, grp.lc});
+    const at::Tensor wkey = WindowKeys(grp, a, m, min_anchor);     // [1 or ng, 1, win_lc]
+    const at::Tensor p = (a.unsqueeze(1) + m.slots).unsqueeze(2);  // [ng, B, 1]
+    const at::Tensor hidden = (wkey >= a.view({-1, 1, 1})) | ((p - wkey) >= m.window);
+    grp.slide_mask = hidden.expand({grp.ng, B, grp.win_lc}).reshape({grp.ng, 1, 1, B, grp.win_lc});
   }
 }
 
@@ -249,7 +285,7 @@ std::vector<Group> MakeGroups(const HostBlocks& host, const at::Tensor& a_dev,
     grp.ng = nb;
     grp.seq_idx = host.seq.to(a_dev.device());
     for (int64_t b = 0; b < nb; ++b) grp.lc = std::max(grp.lc, a_ptr[b]);
-    SetContextMasks(grp, a_dev, m);
+    SetContextMasks(grp, a_dev, m, /*min_anchor=*/0);
     groups.push_back(std::move(grp));
     return groups;
   }
@@ -258,8 +294,12 @@ std::vector<Group> MakeGroups(const HostBlocks& host, const at::Tensor& a_dev,
     grp.ng = static_cast<int64_t>(blocks.size());
     grp.seq = s;
     grp.idx = at::tensor(blocks, at::kLong).to(a_dev.device());
-    for (int64_t b : blocks) grp.lc = std::max(grp.lc, a_ptr[b]);
-    SetContextMasks(grp, a_dev.index_select(0, grp.idx), m);
+    int64_t min_anchor = a_ptr[blocks[0]];
+    for (int64_t b : blocks) {
+      grp.lc = std::max(grp.lc, a_ptr[b]);
+      min_anchor = std::min(min_anchor, a_ptr[b]);
+    }
+    SetContextMasks(grp, a_dev.index_select(0, grp.idx), m, min_anchor);
     groups.push_back(std::move(grp));
   }
   return groups;
@@ -286,6 +326,21 @@ std::vector<at::Tensor> BlockMasks(const std::vector<AttentionRule>& rules,
 // One layer's attention over every group. q: [nb, nkv, g*B, d]; kb, vb:
 // [nb, nkv, B, d]; ck, cv: the layer's context [S, L, nkv, d]. Returns
 // [nb, nkv, g*B, d].
+// A group's context keys or values for one layer, [G, nkv, keys, d] (G = 1
+// for a shared sequence, else one per block); undefined when there are none.
+// c: the layer's context [S, L, nkv, d].
+at::Tensor GroupContext(const at::Tensor& c, const Group& grp, bool windowed) {
+  const int64_t lo = windowed ? grp.win_lo : 0;
+  const int64_t n = windowed ? grp.win_lc : grp.lc;
+  if (n == 0) return at::Tensor();
+  if (grp.seq >= 0) return c[grp.seq].narrow(0, lo, n).permute({1, 0, 2}).unsqueeze(0);
+  if (windowed && grp.win_rows.defined()) {
+    const at::Tensor rows = c.reshape({-1, c.size(2), c.size(3)}).index_select(0, grp.win_rows);
+    return rows.view({grp.ng, n, c.size(2), c.size(3)}).permute({0, 2, 1, 3});
+  }
+  return c.narrow(1, 0, n).index_select(0, grp.seq_idx).permute({0, 2, 1, 3});
+}
+
 at::Tensor AttendGroups(const at::Tensor& q, const at::Tensor& kb, const at::Tensor& vb,
                         const at::Tensor& ck, const at::Tensor& cv,
                         const std::vector<Group>& groups, const AttentionRule& rule,
@@ -293,20 +348,13 @@ at::Tensor AttendGroups(const at::Tensor& q, const at::Tensor& kb, const at::Ten
   const bool windowed = rule.window > 0;
   if (groups.size() == 1 && !groups[0].idx.defined()) {
     const Group& grp = groups[0];
-    at::Tensor kc, vc;
-    if (grp.lc > 0) {
-      kc = ck.narrow(1, 0, grp.lc).index_select(0, grp.seq_idx).permute({0, 2, 1, 3});
-      vc = cv.narrow(1, 0, grp.lc).index_select(0, grp.seq_idx).permute({0, 2, 1, 3});
-    }
-    return Attend(q, kb, vb, kc, vc, windowed ? grp.slide_mask : grp.full_mask, blk_mask, g, scale);
+    return Attend(q, kb, vb, GroupContext(ck, grp, windowed), GroupContext(cv, grp, windowed),
+                  windowed ? grp.slide_mask : grp.full_mask, blk_mask, g, scale);
   }
   at::Tensor attn = at::empty_like(q);
   for (const Group& grp : groups) {
-    at::Tensor kc, vc;
-    if (grp.lc > 0) {
-      kc = ck[grp.seq].narrow(0, 0, grp.lc).permute({1, 0, 2}).unsqueeze(0);
-      vc = cv[grp.seq].narrow(0, 0, grp.lc).permute({1, 0, 2}).unsqueeze(0);
-    }
+    const at::Tensor kc = GroupContext(ck, grp, windowed);
+    const at::Tensor vc = GroupContext(cv, grp, windowed);
     at::Tensor out = Attend(
         q.index_select(0, grp.idx), kb.index_select(0, grp.idx), vb.index_select(0, grp.idx), kc,
         vc, windowed ? grp.slide_mask : grp.full_mask, ForGroup(blk_mask, grp.idx), g, scale);
@@ -421,7 +469,8 @@ absl::StatusOr<at::Tensor> DrafterModel::ForwardBlocks(const at::Tensor& x0,
     const at::Tensor lengths =
         options.lengths.defined() ? options.lengths.to(x0.device(), at::kLong) : at::Tensor();
     // Groups and their context masks, and the in-block masks, shared by all layers.
-    pass.groups = MakeGroups(host, a_dev, MaskInputs{lopt, j, any_window ? c.sliding_window : 0});
+    pass.groups = MakeGroups(
+        host, a_dev, MaskInputs{lopt, j, any_window ? c.sliding_window : 0, context.max_len});
     pass.blk_masks = BlockMasks(pass.rules, lengths, B, lopt);
 
     at::Tensor x = x0;

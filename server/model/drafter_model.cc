@@ -214,9 +214,14 @@ int64_t DrafterModel::bytes() const {
 }
 
 absl::StatusOr<ContextCache> DrafterModel::EncodeContext(
-    const std::vector<at::Tensor>& features) const {
+    const std::vector<at::Tensor>& features, const std::vector<int64_t>& first_anchors) const {
   const DrafterConfig& c = config_;
   const c10::ScalarType dtype = fc_.scalar_type();
+  if (!first_anchors.empty() && first_anchors.size() != features.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("got ", first_anchors.size(),
+                                                   " first anchors for ", features.size(),
+                                                   " context sequences; expected one each"));
+  }
   ContextCache cache;
   for (size_t s = 0; s < features.size(); ++s) {
     const at::Tensor& f = features[s];
@@ -234,36 +239,85 @@ absl::StatusOr<ContextCache> DrafterModel::EncodeContext(
     }
     cache.lengths.push_back(f.size(0));
     cache.max_len = std::max(cache.max_len, f.size(0));
+    const int64_t first =
+        first_anchors.empty() ? 0 : std::clamp<int64_t>(first_anchors[s], 0, f.size(0));
+    cache.first_anchor.push_back(first);
+    // A block at anchor a sees keys k > a - W of a windowed layer.
+    cache.windowed_from.push_back(
+        c.sliding_window > 0 ? std::max<int64_t>(0, first - (c.sliding_window - 1)) : 0);
   }
+  RETURN_IF_ERROR(TorchGuard("encoding drafter context", [&] { EncodeInto(features, cache); }));
+  return cache;
+}
+
+// Layer l's context keys and values of rows [from, L) of ctx [n, L, H];
+// rows below from stay zero.
+std::pair<at::Tensor, at::Tensor> DrafterModel::ContextKV(const Layer& l, const at::Tensor& ctx,
+                                                          int64_t from, const at::Tensor& cos,
+                                                          const at::Tensor& sin) const {
+  const DrafterConfig& c = config_;
+  const int64_t n = ctx.size(0), L = ctx.size(1), rows = L - from;
+  const int64_t nkv = c.num_key_value_heads, d = c.head_dim;
+  const at::Tensor x = ctx.narrow(1, from, rows);
+  at::Tensor k = Linear(x, l[kWk], l[kBk]).view({n, rows, nkv, d});
+  k = ApplyRope(RmsNorm(k, l[kKNorm], c.rms_norm_eps), cos.narrow(0, from, rows),
+                sin.narrow(0, from, rows));
+  at::Tensor v = Linear(x, l[kWv], l[kBv]).view({n, rows, nkv, d});
+  if (from == 0) return {k.contiguous(), v.contiguous()};
+  at::Tensor kf = at::zeros({n, L, nkv, d}, k.options());
+  at::Tensor vf = at::zeros({n, L, nkv, d}, v.options());
+  kf.narrow(1, from, rows).copy_(k);
+  vf.narrow(1, from, rows).copy_(v);
+  return {kf, vf};
+}
+
+void DrafterModel::EncodeInto(const std::vector<at::Tensor>& features, ContextCache& cache) const {
+  const DrafterConfig& c = config_;
+  at::NoGradGuard no_grad;
   const int64_t S = static_cast<int64_t>(features.size());
   const int64_t L = cache.max_len;
-  RETURN_IF_ERROR(TorchGuard("encoding drafter context", [&] {
-    at::NoGradGuard no_grad;
-    // fc projects each sequence straight into its rows of the zero-padded
-    // [S, L, H] context (padded rows are masked in ForwardBlocks), so the
-    // K*H_t-wide features are never copied.
-    at::Tensor proj = at::zeros({S, L, fc_.size(0)}, fc_.options());
+  bool all_windowed = c.sliding_window > 0;
+  for (int64_t i = 0; i < c.num_hidden_layers; ++i) all_windowed &= c.sliding[i];
+  // fc projects each sequence straight into its rows of the zero-padded
+  // [S, L, H] context (padded rows are masked in ForwardBlocks), so the
+  // K*H_t-wide features are never copied; rows no layer reads are skipped.
+  at::Tensor proj = at::zeros({S, L, fc_.size(0)}, fc_.options());
+  for (int64_t s = 0; s < S; ++s) {
+    const int64_t from = all_windowed ? std::min(cache.windowed_from[s], cache.lengths[s]) : 0;
+    if (cache.lengths[s] > from) {
+      at::Tensor rows = proj[s].narrow(0, from, cache.lengths[s] - from);
+      at::mm_out(rows, features[s].narrow(0, from, cache.lengths[s] - from), fc_.t());
+    }
+  }
+  at::Tensor ctx = RmsNorm(proj, hidden_norm_, c.rms_norm_eps);
+  at::Tensor pos = at::arange(L, fc_.options().dtype(at::kLong));
+  auto [cos, sin] = RopeCosSin(pos, inv_freq_, attention_scaling_, fc_.scalar_type());
+  cos = cos.unsqueeze(1);  // [L, 1, d]
+  sin = sin.unsqueeze(1);
+  for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
+    const Layer& l = layers_[i];
+    const bool windowed = c.sliding_window > 0 && c.sliding[i];
+    const int64_t lowest =
+        *std::min_element(cache.windowed_from.begin(), cache.windowed_from.end());
+    if (!windowed || lowest == 0) {
+      auto [k, v] = ContextKV(l, ctx, 0, cos, sin);
+      cache.k.push_back(std::move(k));
+      cache.v.push_back(std::move(v));
+      continue;
+    }
+    // Each sequence from its own first window.
+    at::Tensor k = at::zeros({S, L, c.num_key_value_heads, c.head_dim}, ctx.options());
+    at::Tensor v = at::zeros_like(k);
     for (int64_t s = 0; s < S; ++s) {
-      if (cache.lengths[s] > 0) {
-        at::Tensor rows = proj[s].narrow(0, 0, cache.lengths[s]);
-        at::mm_out(rows, features[s], fc_.t());
-      }
+      const int64_t from = std::min(cache.windowed_from[s], L);
+      if (from >= L) continue;
+      auto [ks, vs] = ContextKV(l, ctx.narrow(0, s, 1), from, cos, sin);
+      k.narrow(0, s, 1).copy_(ks);
+      v.narrow(0, s, 1).copy_(vs);
     }
-    at::Tensor ctx = RmsNorm(proj, hidden_norm_, c.rms_norm_eps);
-    at::Tensor pos = at::arange(L, fc_.options().dtype(at::kLong));
-    auto [cos, sin] = RopeCosSin(pos, inv_freq_, attention_scaling_, dtype);
-    cos = cos.unsqueeze(1);  // [L, 1, d]
-    sin = sin.unsqueeze(1);
-    const int64_t nkv = c.num_key_value_heads, d = c.head_dim;
-    for (const Layer& l : layers_) {
-      at::Tensor k = Linear(ctx, l[kWk], l[kBk]).view({S, L, nkv, d});
-      k = ApplyRope(RmsNorm(k, l[kKNorm], c.rms_norm_eps), cos, sin);
-      at::Tensor v = Linear(ctx, l[kWv], l[kBv]).view({S, L, nkv, d});
-      cache.k.push_back(k.contiguous());
-      cache.v.push_back(v.contiguous());
-    }
-  }));
-  return cache;
+    cache.k.push_back(std::move(k));
+    cache.v.push_back(std::move(v));
+  }
 }
 
 }  // namespace dflash::model

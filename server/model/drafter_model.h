@@ -12,6 +12,7 @@
 #include <array>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <ATen/core/Tensor.h>
@@ -26,10 +27,17 @@ namespace dflash::model {
 // Per-layer context keys and values for a batch of sequences, computed once
 // and shared by every block of those sequences. RoPE is already applied
 // (positions 0..len-1). Shorter sequences are zero-padded to max_len.
+//
+// With first anchors, a windowed layer's keys (and the projection itself
+// when every layer is windowed) are computed only from first_anchor - W + 1
+// on, the earliest key a block at or after the first anchor can see; the
+// rows below stay zero and ForwardBlocks refuses a block before it.
 struct ContextCache {
-  std::vector<at::Tensor> k;     // per layer: [S, max_len, nkv, d]
-  std::vector<at::Tensor> v;     // per layer: [S, max_len, nkv, d]
-  std::vector<int64_t> lengths;  // per sequence
+  std::vector<at::Tensor> k;           // per layer: [S, max_len, nkv, d]
+  std::vector<at::Tensor> v;           // per layer: [S, max_len, nkv, d]
+  std::vector<int64_t> lengths;        // per sequence
+  std::vector<int64_t> first_anchor;   // per sequence (0 when not given)
+  std::vector<int64_t> windowed_from;  // per sequence: windowed keys start here
   int64_t max_len = 0;
 };
 
@@ -88,7 +96,10 @@ class DrafterModel {
   // columns already selected and ordered as target_layer_ids says.
   // Computes ctx = RMSNorm_hidden_norm(features @ fc^T) and per layer
   // k = RoPE(RMSNorm_knorm(ctx @ Wk^T)), v = ctx @ Wv^T.
-  absl::StatusOr<ContextCache> EncodeContext(const std::vector<at::Tensor>& features) const;
+  // first_anchors (empty, or one per sequence): no block will be scored
+  // before it, so windowed layers skip the keys no window reaches.
+  absl::StatusOr<ContextCache> EncodeContext(const std::vector<at::Tensor>& features,
+                                             const std::vector<int64_t>& first_anchors = {}) const;
 
   // x0:      [nb, B, H]  block input embeddings (target embed of
   //                      [t[a], m, ..., m]), model dtype
@@ -124,6 +135,11 @@ class DrafterModel {
   // undefined unless DFlash 2.
   using Layer = std::array<at::Tensor, kNumLayerTensors>;
   DrafterModel() = default;
+
+  // EncodeContext's work once the inputs are checked (throws on torch errors).
+  void EncodeInto(const std::vector<at::Tensor>& features, ContextCache& cache) const;
+  std::pair<at::Tensor, at::Tensor> ContextKV(const Layer& l, const at::Tensor& ctx, int64_t from,
+                                              const at::Tensor& cos, const at::Tensor& sin) const;
 
   DrafterConfig config_;
   at::Tensor fc_, hidden_norm_, norm_;
