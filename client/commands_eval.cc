@@ -184,6 +184,10 @@ void AddEvalCommand(CliContext& ctx) {
                   "checkpoint path to load for this evaluation (instead of --drafter)");
   cmd->add_option("--dataset", *st->req.mutable_dataset(), "resident dataset name");
   cmd->add_option("--target", *st->req.mutable_target(), "resident target (default: the only one)");
+  cmd->add_option("--dataset-path", *st->req.mutable_dataset_path(),
+                  "fleet: the dataset's absolute path; a server lacking it loads it");
+  cmd->add_option("--target-path", *st->req.mutable_target_path(),
+                  "fleet: the target's absolute path; a server lacking it loads it");
   cmd->add_option("--mode", st->mode, "anchor or replay")
       ->check(CLI::IsMember({"anchor", "replay"}))
       ->capture_default_str();

@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <optional>
+#include <tuple>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/status_macros.h"
+#include "core/fleet_objects.h"
 #include "eval/bootstrap.h"
 
 namespace dflash::core {
@@ -78,16 +80,22 @@ std::vector<std::string> Holders(const std::vector<FleetMember>& fleet, Resource
 }  // namespace
 
 absl::Status JobServiceImpl::PlaceInFleet(JobRecord& record) {
+  RETURN_IF_ERROR(RecordFleetPaths(fleet_objects_, record.request));
   const EvalParams& r = record.request.params;
   ASSIGN_OR_RETURN(std::vector<FleetMember> fleet, Fleet());
-  std::vector<std::string> needs;
+  std::vector<std::string> needs, loads;
   std::vector<std::string> where;  // servers holding all of them
   bool first = true;
-  const std::pair<ResourceKind, std::string> named[] = {{ResourceKind::kTarget, r.target},
-                                                        {ResourceKind::kDataset, r.dataset},
-                                                        {ResourceKind::kDrafter, r.drafter}};
-  for (const auto& [kind, name] : named) {
+  const std::tuple<ResourceKind, std::string, std::string> named[] = {
+      {ResourceKind::kTarget, r.target, record.request.target_path},
+      {ResourceKind::kDataset, r.dataset, record.request.dataset_path},
+      {ResourceKind::kDrafter, r.drafter, ""}};
+  for (const auto& [kind, name, path] : named) {
     if (kind == ResourceKind::kDrafter && name.empty()) continue;  // a checkpoint path
+    if (!path.empty()) {                                           // any server loads it
+      loads.push_back(absl::StrCat(ResourceKindName(kind), " '", name, "' from '", path, "'"));
+      continue;
+    }
     // Here first: the same words as a single server when nobody has it.
     absl::StatusOr<ResourceInfo> here = PickResident(core_, kind, name);
     if (here.ok() && kind == ResourceKind::kDataset) record.dataset_fingerprint = here->fingerprint;
@@ -114,13 +122,24 @@ absl::Status JobServiceImpl::PlaceInFleet(JobRecord& record) {
     }
     first = false;
   }
-  if (where.empty()) {
+  if (!first && where.empty()) {
     return absl::FailedPreconditionError(
         absl::StrCat("no live server of the fleet holds all of ", absl::StrJoin(needs, ", "),
                      "; load them on one server, or name the drafter by checkpoint path"));
   }
-  record.placement = absl::StrCat("runs on a server holding ", absl::StrJoin(needs, ", "),
-                                  " (now: ", absl::StrJoin(where, ", "), ")");
+  // Pinned: names only some servers hold (loaded there by name, not paths
+  // nor names of the fleet's config) keep the job waiting for those servers.
+  const std::string load_text =
+      loads.empty() ? ""
+                    : absl::StrCat("loads ", absl::StrJoin(loads, ", "), " where not resident");
+  if (first) {
+    record.placement = absl::StrCat("runs on any server; ", load_text);
+    return absl::OkStatus();
+  }
+  record.placement =
+      absl::StrCat("runs only on a server holding ", absl::StrJoin(needs, ", "),
+                   " (now: ", absl::StrJoin(where, ", "), ")", load_text.empty() ? "" : "; ",
+                   load_text, "; name objects by path to run on any server");
   return absl::OkStatus();
 }
 
@@ -142,13 +161,21 @@ absl::StatusOr<std::unique_ptr<JobServiceImpl>> JobServiceImpl::Create(
   return service;
 }
 
+void JobServiceImpl::SetFleetObjects(const std::vector<LoadTargetParams>& targets,
+                                     const std::vector<LoadDatasetParams>& datasets) {
+  fleet_objects_ = MakeFleetObjects(targets, datasets);
+}
+
 JobServiceImpl::~JobServiceImpl() {
   Shutdown(std::chrono::milliseconds(0));
 }
 
 absl::StatusOr<eval::EvalResult> JobServiceImpl::RunJob(const JobRecord& job,
                                                         const eval::ProgressFn& progress) {
-  const EvalParams& r = job.request.params;
+  EvalParams r = job.request.params;
+  if (shared_) {  // the objects it names by path, loaded here when absent
+    ASSIGN_OR_RETURN(r, LoadOnDemand(core_, fleet_objects_, job.request, job.server));
+  }
   absl::StatusOr<eval::EvalResult> result =
       job.request.suite_datasets.empty() ? core_.RunEval(r, progress) : RunSuite(job, progress);
   if (job.request.unload_after && !r.drafter.empty()) {
@@ -205,8 +232,15 @@ absl::StatusOr<JobRecord> JobServiceImpl::SubmitRecord(JobRecord record) {
         r.drafter.empty() ? "give a resident drafter name or a checkpoint path"
                           : "give a resident drafter name or a checkpoint path, not both");
   }
-  if (r.dataset.empty()) return absl::InvalidArgumentError("dataset is required");
+  if (r.dataset.empty() && record.request.dataset_path.empty()) {
+    return absl::InvalidArgumentError("dataset is required");
+  }
   std::lock_guard<std::mutex> lock(resource_mu_);
+  if (!shared_ && !(record.request.dataset_path.empty() && record.request.target_path.empty())) {
+    return absl::FailedPreconditionError(
+        "dataset_path and target_path name objects for a fleet's servers to load on demand; this "
+        "server has no fleet (see --store): load them and name them with dataset and target");
+  }
   if (shared_) {
     RETURN_IF_ERROR(PlaceInFleet(record));
     return queue_->Submit(std::move(record));
@@ -444,8 +478,14 @@ store::ClaimRequest JobServiceImpl::ResidentNames() const {
   store::ClaimRequest names;
   for (const ResourceInfo& r : core_.ListResources(std::nullopt)) {
     switch (r.kind) {
-      case ResourceKind::kTarget: names.targets.push_back(r.name); break;
-      case ResourceKind::kDataset: names.datasets.push_back(r.name); break;
+      case ResourceKind::kTarget:
+        names.targets.push_back(r.name);
+        names.target_paths.push_back(r.source_path);
+        break;
+      case ResourceKind::kDataset:
+        names.datasets.push_back(r.name);
+        names.dataset_paths.push_back(r.source_path);
+        break;
       case ResourceKind::kDrafter: names.drafters.push_back(r.name); break;
     }
   }

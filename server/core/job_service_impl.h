@@ -9,6 +9,7 @@
 #include <mutex>
 #include <optional>
 
+#include "core/fleet_objects.h"
 #include "core/job_service.h"
 #include "core/suite_job.h"
 
@@ -23,6 +24,10 @@ class JobServiceImpl final : public JobService {
   ~JobServiceImpl() override;
   // The suites the server's config declares (name -> datasets); call before serving.
   void SetSuites(SuiteMap suites) { suites_ = std::move(suites); }
+  // Fleet: the targets and datasets of the fleet's config (its preload
+  // list): any server loads them by name on demand (core/fleet_objects.h).
+  void SetFleetObjects(const std::vector<LoadTargetParams>& targets,
+                       const std::vector<LoadDatasetParams>& datasets);
 
   absl::StatusOr<jobs::JobRecord> Submit(jobs::JobRequest request) override;
   absl::StatusOr<jobs::JobRecord> Resubmit(const std::string& id) override;
@@ -64,6 +69,7 @@ class JobServiceImpl final : public JobService {
   std::mutex resource_mu_;
   std::unique_ptr<jobs::JobQueue> queue_;
   SuiteMap suites_;
+  FleetObjects fleet_objects_;
 };
 
 }  // namespace dflash::core

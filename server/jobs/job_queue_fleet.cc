@@ -29,6 +29,14 @@ int64_t Micros(std::chrono::milliseconds d) {
 absl::StatusOr<JobRecord> JobQueue::SubmitShared(JobRecord job) {
   std::lock_guard<std::mutex> lock(mu_);
   if (!accepting_) return absl::UnavailableError("the server is shutting down; no new jobs");
+  // The fleet's queue is the database's: bounded there (servers submitting at
+  // the same instant may each pass the last free place).
+  ASSIGN_OR_RETURN(const int64_t queued, store_.CountQueued(), "counting the fleet's queue");
+  if (queued >= options_.max_queued) {
+    return absl::ResourceExhaustedError(absl::StrCat("the fleet's queue is full (", queued,
+                                                     " queued, limit ", options_.max_queued,
+                                                     "); retry when jobs finish"));
+  }
   ResetAsQueued(job);
   // Ids are made here; another server may have made the same one.
   absl::Status created;
