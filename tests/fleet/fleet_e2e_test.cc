@@ -478,6 +478,33 @@ TEST_F(FleetE2eTest, ObjectsNamedByPathAreLoadedOnDemandByAnyServer) {
             "own file system, so give the absolute path");
 }
 
+// Names the fleet's config (its preload list) maps to paths run anywhere: a
+// server that lacks one (here: unloaded since) loads it again on demand.
+TEST_F(FleetE2eTest, NamesOfTheFleetsConfigAreLoadedOnDemand) {
+  const std::string config = dir_->Join("fleet-config.yaml");
+  std::ofstream(config) << "preload:\n  targets:\n    - {name: t, path: " << data_
+                        << "/target}\n  datasets:\n    - {name: cfgset, path: " << data_
+                        << "/dataset}\n";
+  const std::string url = NewDatabase();
+  auto a = StartServer(url, "a", "10", /*load=*/false, {"--config", config});
+  ASSERT_NE(a, nullptr);
+  CommandResult unload = testing::RunCli(a->address(), {"unload", "dataset", "cfgset"});
+  ASSERT_EQ(unload.exit_code, 0) << unload.err;
+  pb::EvalRequest r = Request(data_, 1, "cfgset");
+  r.set_target("t");
+  Client c(a->address());
+  pb::EvalJob job = c.Submit(r);
+  EXPECT_EQ(
+      job.placement(),
+      absl::StrCat("runs on any server; loads target 't' from '",
+                   fs::weakly_canonical(data_ + "/target").string(), "', dataset 'cfgset' from '",
+                   fs::weakly_canonical(data_ + "/dataset").string(), "' where not resident"));
+  pb::EvalJob done = c.WaitDone(job.id());
+  ASSERT_EQ(done.state(), pb::JOB_STATE_SUCCEEDED) << done.DebugString();
+  nlohmann::json ls = testing::RunCliJson(a->address(), {"ls"});
+  EXPECT_THAT(ls.dump(), HasSubstr("\"name\":\"cfgset\""));
+}
+
 // A server whose budget cannot hold what the job names by path fails the job
 // (RESOURCE_EXHAUSTED naming the bytes), it does not pass it on.
 TEST_F(FleetE2eTest, AnOnDemandLoadOverTheBudgetFailsTheJobWithTheBytes) {
