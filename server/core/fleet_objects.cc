@@ -1,5 +1,6 @@
 #include "core/fleet_objects.h"
 
+#include <algorithm>
 #include <filesystem>
 
 #include "absl/strings/str_cat.h"
@@ -53,7 +54,8 @@ template <typename Params, typename Load>
 absl::StatusOr<std::string> Ensure(EvalCore& core, ResourceKind kind, const std::string& name,
                                    const std::string& path,
                                    const std::map<std::string, Params>& config,
-                                   const std::string& server, Load load) {
+                                   const std::string& server, const OnDemandHooks& hooks,
+                                   Load load) {
   if (path.empty()) return name;  // resident here: the claim checked it
   for (const ResourceInfo& r : core.ListResources(kind)) {
     if (r.source_path == path) return r.name;
@@ -63,6 +65,10 @@ absl::StatusOr<std::string> Ensure(EvalCore& core, ResourceKind kind, const std:
   params.name = name;
   if (params.path.empty()) params.path = path;
   absl::StatusOr<LoadResult> loaded = load(params);
+  if (absl::IsResourceExhausted(loaded.status()) && hooks.free_space && hooks.free_space() > 0) {
+    loaded = load(params);
+  }
+  if (loaded.ok() && !loaded->reused && hooks.loaded) hooks.loaded(kind, loaded->resource.name);
   if (!loaded.ok()) {
     return absl::Status(
         loaded.status().code(),
@@ -95,18 +101,32 @@ absl::Status RecordFleetPaths(const FleetObjects& objects, jobs::JobRequest& req
 }
 
 absl::StatusOr<EvalParams> LoadOnDemand(EvalCore& core, const FleetObjects& objects,
-                                        const jobs::JobRequest& request,
-                                        const std::string& server) {
+                                        const jobs::JobRequest& request, const std::string& server,
+                                        const OnDemandHooks& hooks) {
   EvalParams p = request.params;
   // The target first: a dataset load checks its token ids against it.
+  ASSIGN_OR_RETURN(p.target, Ensure(core, ResourceKind::kTarget, p.target, request.target_path,
+                                    objects.targets, server, hooks,
+                                    [&](const LoadTargetParams& t) { return core.LoadTarget(t); }));
   ASSIGN_OR_RETURN(
-      p.target, Ensure(core, ResourceKind::kTarget, p.target, request.target_path, objects.targets,
-                       server, [&](const LoadTargetParams& t) { return core.LoadTarget(t); }));
-  ASSIGN_OR_RETURN(p.dataset, Ensure(core, ResourceKind::kDataset, p.dataset, request.dataset_path,
-                                     objects.datasets, server, [&](const LoadDatasetParams& d) {
-                                       return core.LoadDataset(d);
-                                     }));
+      p.dataset,
+      Ensure(core, ResourceKind::kDataset, p.dataset, request.dataset_path, objects.datasets,
+             server, hooks, [&](const LoadDatasetParams& d) { return core.LoadDataset(d); }));
   return p;
+}
+
+bool UsesObject(const jobs::JobRequest& request, ResourceKind kind, const std::string& name,
+                const std::string& path) {
+  const EvalParams& p = request.params;
+  switch (kind) {
+    case ResourceKind::kTarget:
+      return p.target.empty() || p.target == name || request.target_path == path;
+    case ResourceKind::kDataset:
+      return p.dataset == name || request.dataset_path == path ||
+             std::count(request.suite_datasets.begin(), request.suite_datasets.end(), name) > 0;
+    case ResourceKind::kDrafter: return p.drafter == name;
+  }
+  return true;
 }
 
 }  // namespace dflash::core

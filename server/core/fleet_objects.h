@@ -7,6 +7,7 @@
 // LoadTarget/LoadDataset RPCs and within the same resident budget.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -32,12 +33,26 @@ FleetObjects MakeFleetObjects(const std::vector<LoadTargetParams>& targets,
 // relative path.
 absl::Status RecordFleetPaths(const FleetObjects& objects, jobs::JobRequest& request);
 
+// What the server does around on-demand loads: `loaded` hears of each new
+// object; `free_space`, called when a load would pass the budget, unloads
+// earlier on-demand objects no running job uses and returns how many (the
+// load is then tried once more).
+struct OnDemandHooks {
+  std::function<void(ResourceKind kind, const std::string& name)> loaded;
+  std::function<int()> free_space;
+};
+
 // On the server that claimed the job: its parameters naming resident objects,
 // after loading the target and the dataset named by path when absent here (a
 // resident object from the same path is used whatever its name). A failed
 // load keeps its code (ResourceExhausted over the budget, with the bytes
 // needed and in use) and says which object, path and server.
 absl::StatusOr<EvalParams> LoadOnDemand(EvalCore& core, const FleetObjects& objects,
-                                        const jobs::JobRequest& request, const std::string& server);
+                                        const jobs::JobRequest& request, const std::string& server,
+                                        const OnDemandHooks& hooks);
+
+// Whether `request` uses the resident object `name` loaded from `path`.
+bool UsesObject(const jobs::JobRequest& request, ResourceKind kind, const std::string& name,
+                const std::string& path);
 
 }  // namespace dflash::core

@@ -174,7 +174,13 @@ absl::StatusOr<eval::EvalResult> JobServiceImpl::RunJob(const JobRecord& job,
                                                         const eval::ProgressFn& progress) {
   EvalParams r = job.request.params;
   if (shared_) {  // the objects it names by path, loaded here when absent
-    ASSIGN_OR_RETURN(r, LoadOnDemand(core_, fleet_objects_, job.request, job.server));
+    OnDemandHooks hooks;
+    hooks.loaded = [this](ResourceKind kind, const std::string& name) {
+      std::lock_guard<std::mutex> lock(on_demand_mu_);
+      on_demand_.insert({kind, name});
+    };
+    hooks.free_space = [this] { return FreeOnDemand(); };
+    ASSIGN_OR_RETURN(r, LoadOnDemand(core_, fleet_objects_, job.request, job.server, hooks));
   }
   absl::StatusOr<eval::EvalResult> result =
       job.request.suite_datasets.empty() ? core_.RunEval(r, progress) : RunSuite(job, progress);
@@ -490,6 +496,26 @@ store::ClaimRequest JobServiceImpl::ResidentNames() const {
     }
   }
   return names;
+}
+
+int JobServiceImpl::FreeOnDemand() {
+  std::lock_guard<std::mutex> lock(on_demand_mu_);
+  int freed = 0;
+  for (auto it = on_demand_.begin(); it != on_demand_.end();) {
+    const auto& [kind, name] = *it;
+    std::string path;
+    for (const ResourceInfo& r : core_.ListResources(kind)) {
+      if (r.name == name) path = r.source_path;
+    }
+    const auto uses = [&](const jobs::JobRequest& q) { return UsesObject(q, kind, name, path); };
+    if (!path.empty() && !queue_->UnfinishedJobsWhere(uses).empty()) {
+      ++it;  // a job running here uses it (this one included)
+      continue;
+    }
+    if (!path.empty() && core_.Unload(kind, name).ok()) ++freed;
+    it = on_demand_.erase(it);  // unloaded now, or by hand before
+  }
+  return freed;
 }
 
 absl::StatusOr<std::vector<FleetMember>> JobServiceImpl::Fleet() {

@@ -8,6 +8,8 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
+#include <utility>
 
 #include "core/fleet_objects.h"
 #include "core/job_service.h"
@@ -61,6 +63,9 @@ class JobServiceImpl final : public JobService {
   // absent here, on the fleet's live servers; sets the job's placement.
   absl::Status PlaceInFleet(jobs::JobRecord& record);
   store::ClaimRequest ResidentNames() const;
+  // Fleet: unloads the objects loaded on demand that no job running here
+  // uses; how many.
+  int FreeOnDemand();
 
   EvalCore& core_;
   const bool shared_;  // the store is a fleet's
@@ -70,6 +75,8 @@ class JobServiceImpl final : public JobService {
   std::unique_ptr<jobs::JobQueue> queue_;
   SuiteMap suites_;
   FleetObjects fleet_objects_;
+  std::mutex on_demand_mu_;                                   // guards on_demand_
+  std::set<std::pair<ResourceKind, std::string>> on_demand_;  // loaded for jobs
 };
 
 }  // namespace dflash::core

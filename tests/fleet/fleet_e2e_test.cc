@@ -533,6 +533,63 @@ TEST_F(FleetE2eTest, AnOnDemandLoadOverTheBudgetFailsTheJobWithTheBytes) {
   EXPECT_EQ(done.server(), "small");
 }
 
+int64_t Bytes(const nlohmann::json& ls, const std::string& name) {
+  for (const nlohmann::json& r : ls["resources"]) {
+    if (r["name"] == name) return std::stoll(r["bytes"].get<std::string>());
+  }
+  ADD_FAILURE() << name << " is not resident: " << ls.dump();
+  return 0;
+}
+
+// A budget that holds the target, the drafter and one dataset: the second
+// dataset named by path unloads the first (loaded on demand, unused now)
+// before it loads; what was loaded by hand stays.
+TEST_F(FleetE2eTest, AFullBudgetFirstFreesEarlierOnDemandLoads) {
+  fs::copy(data_ + "/dataset", data_ + "/dataset-copy", fs::copy_options::recursive);
+  int64_t target = 0, drafter = 0, dataset = 0, estimate = 0;
+  {
+    auto probe = ServerProcess::Start(dir_->Join("state-probe"), {"--data-root", data_});
+    ASSERT_TRUE(probe.ok()) << probe.status();
+    for (auto [what, path] : {std::pair<std::string, std::string>{"load-target", "/target"},
+                              {"load-drafter", "/drafter"},
+                              {"load-dataset", "/dataset"}}) {
+      CommandResult r = testing::RunCli((*probe)->address(), {what, data_ + path});
+      ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    }
+    nlohmann::json ls = testing::RunCliJson((*probe)->address(), {"ls"});
+    target = Bytes(ls, "target");
+    drafter = Bytes(ls, "drafter");
+    dataset = Bytes(ls, "dataset");
+  }
+  for (const auto& e : fs::recursive_directory_iterator(data_ + "/dataset")) {
+    if (e.path().extension() == ".ckpt") estimate += static_cast<int64_t>(e.file_size());
+  }
+  const int64_t budget = target + drafter + std::max(dataset, estimate) +
+                         std::min(dataset, estimate) / 2;  // one dataset, not two
+  const std::string url = NewDatabase();
+  auto s =
+      StartServer(url, "s", "10", /*load=*/false, {"--max-resident-bytes", absl::StrCat(budget)});
+  ASSERT_NE(s, nullptr);
+  for (auto [what, path] : {std::pair<std::string, std::string>{"load-target", "/target"},
+                            {"load-drafter", "/drafter"}}) {
+    CommandResult r = testing::RunCli(s->address(), {what, data_ + path});
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  }
+  Client c(s->address());
+  for (const char* path : {"/dataset", "/dataset-copy"}) {
+    pb::EvalRequest r = Request(data_, 1, "");
+    r.clear_checkpoint_path();
+    r.set_drafter("drafter");
+    r.set_dataset_path(data_ + path);
+    pb::EvalJob done = c.WaitDone(c.Submit(r).id());
+    ASSERT_EQ(done.state(), pb::JOB_STATE_SUCCEEDED) << done.DebugString();
+  }
+  nlohmann::json ls = testing::RunCliJson(s->address(), {"ls"});
+  std::set<std::string> names;
+  for (const nlohmann::json& r : ls["resources"]) names.insert(r["name"]);
+  EXPECT_EQ(names, (std::set<std::string>{"dataset-copy", "drafter", "target"})) << ls.dump();
+}
+
 TEST_F(FleetE2eTest, SchemaIsCreatedInAnEmptyDatabaseAndANewerOneIsRefused) {
   const std::string url = NewDatabase();
   const std::string db = url.substr(url.rfind('/') + 1);
