@@ -45,8 +45,13 @@ void CheckAndFill(EvalState& st) {
                                  : "eval: missing the drafter: give --drafter NAME (resident) or "
                                    "--checkpoint PATH"};
   }
-  if (req.dataset().empty()) {
+  if (req.dataset().empty() && req.dataset_path().empty()) {
     throw UsageError{"eval: missing --dataset NAME (see 'dflash-eval ls --kind dataset')"};
+  }
+  if (st.sync && !(req.dataset_path().empty() && req.target_path().empty())) {
+    throw UsageError{
+        "eval: --dataset-path and --target-path name objects a fleet's job loads; "
+        "drop --sync"};
   }
   if (st.detach && st.sync) {
     throw UsageError{

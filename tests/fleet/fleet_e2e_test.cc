@@ -466,6 +466,19 @@ TEST_F(FleetE2eTest, ObjectsNamedByPathAreLoadedOnDemandByAnyServer) {
       testing::RunCliJson(done.server() == "a" ? a->address() : b->address(), {"ls"});
   EXPECT_THAT(ls.dump(), HasSubstr(absl::StrCat("\"sourcePath\":\"", dataset, "\"")));
 
+  // The same through the client, submitted to the other server.
+  CommandResult cli = testing::RunCli(
+      b->address(), {"eval", "--checkpoint", data_ + "/drafter", "--dataset-path",
+                     data_ + "/dataset", "--target-path", data_ + "/target", "--anchors", "all"});
+  ASSERT_EQ(cli.exit_code, 0) << cli.out << cli.err;
+  EXPECT_THAT(cli.out, HasSubstr("accept length (pooled over blocks)"));
+  CommandResult sync = testing::RunCli(
+      b->address(),
+      {"eval", "--checkpoint", data_ + "/drafter", "--dataset-path", data_ + "/dataset", "--sync"});
+  EXPECT_EQ(sync.exit_code, 64);
+  EXPECT_THAT(sync.err, HasSubstr("eval: --dataset-path and --target-path name objects a fleet's "
+                                  "job loads; drop --sync"));
+
   pb::EvalRequest relative = r;
   relative.set_dataset_path("dataset");
   pb::SubmitEvalRequest req;
@@ -636,6 +649,17 @@ TEST_F(FleetE2eTest, SqliteStoreAtAChosenPathNeedsNoDatabase) {
   EXPECT_EQ(done.attempts_size(), 0);  // single-host jobs have no fleet attempts
   EXPECT_TRUE(fs::exists(path));
   EXPECT_FALSE(fs::exists(dir_->Join("state-sqlite-path/results.sqlite3")));
+  pb::EvalRequest by_path = Request(data_, 1);
+  by_path.set_dataset_path(data_ + "/dataset");
+  pb::SubmitEvalRequest req;
+  *req.mutable_request() = by_path;
+  pb::EvalJob refused;
+  grpc::Status s = c.Call(&pb::DrafterEval::Stub::SubmitEval, req, &refused);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_EQ(s.error_message(),
+            "dataset_path and target_path name objects for a fleet's servers to load on demand; "
+            "this server has no fleet (see --store): load them and name them with dataset and "
+            "target");
   CommandResult ls = testing::RunCli((*server)->address(), {"ls", "--fleet"});
   EXPECT_EQ(ls.exit_code, 1) << ls.out;
   EXPECT_THAT(ls.err, HasSubstr("--fleet: this server has no fleet (its results store is not a "
