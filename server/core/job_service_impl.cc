@@ -9,6 +9,7 @@
 #include "common/status_macros.h"
 #include "core/fleet_objects.h"
 #include "eval/bootstrap.h"
+#include "jobs/refusal.h"
 
 namespace dflash::core {
 namespace {
@@ -180,7 +181,12 @@ absl::StatusOr<eval::EvalResult> JobServiceImpl::RunJob(const JobRecord& job,
       on_demand_.insert({kind, name});
     };
     hooks.free_space = [this] { return FreeOnDemand(); };
-    ASSIGN_OR_RETURN(r, LoadOnDemand(core_, fleet_objects_, job.request, job.server, hooks));
+    absl::StatusOr<EvalParams> loaded =
+        LoadOnDemand(core_, fleet_objects_, job.request, job.server, hooks);
+    // Over this server's budget: another server of the fleet may hold it.
+    if (absl::IsResourceExhausted(loaded.status())) return jobs::Refusal(loaded.status());
+    if (!loaded.ok()) return loaded.status();
+    r = *std::move(loaded);
   }
   absl::StatusOr<eval::EvalResult> result =
       job.request.suite_datasets.empty() ? core_.RunEval(r, progress) : RunSuite(job, progress);

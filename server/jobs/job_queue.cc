@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "jobs/refusal.h"
 #include "store/record_json.h"
 
 namespace dflash::jobs {
@@ -331,6 +332,9 @@ JobRecord JobQueue::Finish(Job& job, absl::StatusOr<eval::EvalResult> result) {
   } else if (shared_ && interrupt_ && absl::IsCancelled(result.status())) {
     // A fleet job outlives this server: handed back for another to run.
     record.state = JobState::kQueued;
+  } else if (shared_ && IsRefusal(result.status())) {
+    // Not on this server: back to the queue for another (StoreFinalShared).
+    record.state = JobState::kQueued;
   } else if (interrupt_ && absl::IsCancelled(result.status())) {
     record.state = JobState::kInterrupted;
     record.interrupted_by_restart = true;
@@ -342,9 +346,10 @@ JobRecord JobQueue::Finish(Job& job, absl::StatusOr<eval::EvalResult> result) {
   }
   if (!record.attempts.empty()) {
     record.attempts.back().end_unix_micros = record.end_unix_micros;
-    record.attempts.back().outcome = record.state == JobState::kQueued
-                                         ? "handed back: the server stopped"
-                                         : jobs::JobStateName(record.state);
+    record.attempts.back().outcome =
+        record.state != JobState::kQueued ? jobs::JobStateName(record.state)
+        : IsRefusal(result.status())      ? absl::StrCat(kRefusedPrefix, result.status().message())
+                                          : "handed back: the server stopped";
   }
   return record;
 }

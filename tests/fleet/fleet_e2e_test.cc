@@ -518,32 +518,61 @@ TEST_F(FleetE2eTest, NamesOfTheFleetsConfigAreLoadedOnDemand) {
   EXPECT_THAT(ls.dump(), HasSubstr("\"name\":\"cfgset\""));
 }
 
-// A server whose budget cannot hold what the job names by path fails the job
-// (RESOURCE_EXHAUSTED naming the bytes), it does not pass it on.
-TEST_F(FleetE2eTest, AnOnDemandLoadOverTheBudgetFailsTheJobWithTheBytes) {
+// A server whose budget cannot hold what the job names by path refuses it:
+// the job goes back to the queue for another server (not to this one
+// again), and fails (RESOURCE_EXHAUSTED naming the bytes) only when every
+// live server has refused it.
+TEST_F(FleetE2eTest, AnOnDemandLoadOverTheBudgetGoesToAServerThatCanHoldIt) {
   const std::string url = NewDatabase();
   auto small = StartServer(url, "small", "10", /*load=*/false, {"--max-resident-bytes", "1000"});
+  auto big = StartServer(url, "big", "10", /*load=*/false);
   ASSERT_NE(small, nullptr);
+  ASSERT_NE(big, nullptr);
   std::ifstream in(data_ + "/target/config.json");
   const nlohmann::json config = nlohmann::json::parse(in);
   const int64_t matrix = config["vocab_size"].get<int64_t>() *
                          config["hidden_size"].get<int64_t>() * 4;  // fp32 on the CPU
   const int64_t need = config.value("tie_word_embeddings", false) ? matrix : 2 * matrix;
+  const std::string refusal = absl::StrCat(
+      "loading target 'target' from '", fs::weakly_canonical(data_ + "/target").string(),
+      "' on demand on server small: loading target 'target' needs ", need,
+      absl::StrFormat(" bytes (%.2f GiB)", need / double(1 << 30)),
+      " (estimated from config.json) but 0 bytes (0.00 GiB) of the 1000 bytes (0.00 GiB) "
+      "resident budget is in use; unload something first");
   pb::EvalRequest r = Request(data_, 1, "");
   r.set_dataset_path(data_ + "/dataset");
   r.set_target_path(data_ + "/target");
   Client c(small->address());
-  pb::EvalJob done = c.WaitDone(c.Submit(r).id());
-  ASSERT_EQ(done.state(), pb::JOB_STATE_FAILED) << done.DebugString();
-  EXPECT_EQ(done.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
-  EXPECT_EQ(done.error_message(),
-            absl::StrCat("loading target 'target' from '",
-                         fs::weakly_canonical(data_ + "/target").string(),
-                         "' on demand on server small: loading target 'target' needs ", need,
-                         absl::StrFormat(" bytes (%.2f GiB)", need / double(1 << 30)),
-                         " (estimated from config.json) but 0 bytes (0.00 GiB) of the 1000 bytes "
-                         "(0.00 GiB) resident budget is in use; unload something first"));
-  EXPECT_EQ(done.server(), "small");
+
+  // big is paused (alive in the fleet, claiming nothing): small claims the
+  // job, refuses it and hands it back; big runs it once resumed.
+  ASSERT_EQ(kill(big->pid(), SIGSTOP), 0);
+  const std::string id = c.Submit(r).id();
+  pb::EvalJob handed;
+  for (int i = 0; i < 500 && handed.attempts_size() == 0; ++i) {
+    std::this_thread::sleep_for(10ms);
+    handed = c.Get(id);
+  }
+  ASSERT_EQ(kill(big->pid(), SIGCONT), 0);
+  EXPECT_EQ(handed.state(), pb::JOB_STATE_QUEUED) << handed.DebugString();
+  pb::EvalJob done = c.WaitDone(id);
+  ASSERT_EQ(done.state(), pb::JOB_STATE_SUCCEEDED) << done.DebugString();
+  ASSERT_EQ(done.attempts_size(), 2) << done.DebugString();
+  EXPECT_EQ(done.attempts(0).server(), "small");
+  EXPECT_EQ(done.attempts(0).outcome(), "refused: " + refusal);
+  EXPECT_EQ(done.attempts(1).server(), "big");
+  EXPECT_EQ(done.attempts(1).outcome(), "SUCCEEDED");
+  EXPECT_EQ(done.error_message(), "");
+
+  // Alone, small is the last live server that could: the job fails.
+  big.reset();
+  pb::EvalJob failed = c.WaitDone(c.Submit(r).id());
+  ASSERT_EQ(failed.state(), pb::JOB_STATE_FAILED) << failed.DebugString();
+  EXPECT_EQ(failed.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_EQ(failed.error_message(),
+            "no live server of the fleet can hold what this job names: " + refusal);
+  ASSERT_EQ(failed.attempts_size(), 1);
+  EXPECT_EQ(failed.attempts(0).outcome(), "refused: " + refusal);
 }
 
 int64_t Bytes(const nlohmann::json& ls, const std::string& name) {

@@ -227,6 +227,22 @@ TEST_F(PostgresStoreTest, PathJobsRunAnywhereResidentOnesFirst) {
   EXPECT_EQ(back.request.target_path, "/models/big");
 }
 
+TEST_F(PostgresStoreTest, AServerThatRefusedAJobIsNotGivenItAgain) {
+  auto store = Open();
+  ASSERT_NE(store, nullptr);
+  ASSERT_THAT(store->Create(Queued("ev-1")), IsOk());
+  JobRecord r = **store->Claim(Server("a:1"));
+  r.state = JobState::kQueued;  // handed back, refused (jobs/refusal.h)
+  r.attempts.back().end_unix_micros = 1;
+  r.attempts.back().outcome = "refused: too big for a:1";
+  ASSERT_TRUE(store->PutLeased(r, 1'000'000).ok());
+  EXPECT_FALSE(store->Claim(Server("a:1"))->has_value());
+  JobRecord b = **store->Claim(Server("b:1"));
+  ASSERT_EQ(b.attempts.size(), 2u);
+  EXPECT_EQ(b.attempts[0].outcome, "refused: too big for a:1");
+  EXPECT_EQ(b.attempts[1].server, "b:1");
+}
+
 TEST_F(PostgresStoreTest, ManyConnectionsClaimEachJobOnce) {
   auto store = Open();
   ASSERT_NE(store, nullptr);
