@@ -508,7 +508,8 @@ int JobServiceImpl::FreeOnDemand() {
   std::lock_guard<std::mutex> lock(on_demand_mu_);
   int freed = 0;
   for (auto it = on_demand_.begin(); it != on_demand_.end();) {
-    const auto& [kind, name] = *it;
+    const ResourceKind kind = it->first;
+    const std::string& name = it->second;
     std::string path;
     for (const ResourceInfo& r : core_.ListResources(kind)) {
       if (r.name == name) path = r.source_path;
