@@ -549,7 +549,8 @@ TEST_F(FleetE2eTest, AnOnDemandLoadOverTheBudgetGoesToAServerThatCanHoldIt) {
   ASSERT_EQ(kill(big->pid(), SIGSTOP), 0);
   const std::string id = c.Submit(r).id();
   pb::EvalJob handed;
-  for (int i = 0; i < 500 && handed.attempts_size() == 0; ++i) {
+  for (int i = 0;
+       i < 500 && (handed.attempts_size() == 0 || handed.state() == pb::JOB_STATE_RUNNING); ++i) {
     std::this_thread::sleep_for(10ms);
     handed = c.Get(id);
   }
