@@ -45,8 +45,13 @@ void CheckAndFill(EvalState& st) {
                                  : "eval: missing the drafter: give --drafter NAME (resident) or "
                                    "--checkpoint PATH"};
   }
-  if (req.dataset().empty()) {
+  if (req.dataset().empty() && req.dataset_path().empty()) {
     throw UsageError{"eval: missing --dataset NAME (see 'dflash-eval ls --kind dataset')"};
+  }
+  if (st.sync && !(req.dataset_path().empty() && req.target_path().empty())) {
+    throw UsageError{
+        "eval: --dataset-path and --target-path name objects a fleet's job loads; "
+        "drop --sync"};
   }
   if (st.detach && st.sync) {
     throw UsageError{
@@ -184,6 +189,10 @@ void AddEvalCommand(CliContext& ctx) {
                   "checkpoint path to load for this evaluation (instead of --drafter)");
   cmd->add_option("--dataset", *st->req.mutable_dataset(), "resident dataset name");
   cmd->add_option("--target", *st->req.mutable_target(), "resident target (default: the only one)");
+  cmd->add_option("--dataset-path", *st->req.mutable_dataset_path(),
+                  "fleet: the dataset's absolute path; a server lacking it loads it");
+  cmd->add_option("--target-path", *st->req.mutable_target_path(),
+                  "fleet: the target's absolute path; a server lacking it loads it");
   cmd->add_option("--mode", st->mode, "anchor or replay")
       ->check(CLI::IsMember({"anchor", "replay"}))
       ->capture_default_str();

@@ -22,6 +22,8 @@ PACKAGES=(
   # fixtures, the Python baseline, the Python client package (client/python:
   # a venv --system-site-packages, pip, its type check) and the example on it
   python3 python3-torch python3-grpcio python3-protobuf python3-venv python3-pip python3-mypy
+  # the Kubernetes manifests' check (scripts/check_k8s.py)
+  python3-yaml
 )
 
 SUDO=""

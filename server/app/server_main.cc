@@ -173,6 +173,7 @@ absl::Status StartJobs(const ServerConfig& config, Server& s) {
   job_options.fleet.max_attempts = config.fleet_max_attempts;
   ASSIGN_OR_RETURN(s.jobs, core::JobServiceImpl::Create(*s.core, *s.store, job_options));
   s.jobs->SetSuites(config.preload.suites);
+  s.jobs->SetFleetObjects(config.preload.targets, config.preload.datasets);
   spdlog::info("results store {}; {} concurrent job(s), at most {} queued", opened.description,
                config.concurrent_jobs, config.max_queued);
   if (s.store->shared()) {

@@ -2,11 +2,14 @@
 
 #include <algorithm>
 #include <optional>
+#include <tuple>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/status_macros.h"
+#include "core/fleet_objects.h"
 #include "eval/bootstrap.h"
+#include "jobs/refusal.h"
 
 namespace dflash::core {
 namespace {
@@ -78,16 +81,22 @@ std::vector<std::string> Holders(const std::vector<FleetMember>& fleet, Resource
 }  // namespace
 
 absl::Status JobServiceImpl::PlaceInFleet(JobRecord& record) {
+  RETURN_IF_ERROR(RecordFleetPaths(fleet_objects_, record.request));
   const EvalParams& r = record.request.params;
   ASSIGN_OR_RETURN(std::vector<FleetMember> fleet, Fleet());
-  std::vector<std::string> needs;
+  std::vector<std::string> needs, loads;
   std::vector<std::string> where;  // servers holding all of them
   bool first = true;
-  const std::pair<ResourceKind, std::string> named[] = {{ResourceKind::kTarget, r.target},
-                                                        {ResourceKind::kDataset, r.dataset},
-                                                        {ResourceKind::kDrafter, r.drafter}};
-  for (const auto& [kind, name] : named) {
+  const std::tuple<ResourceKind, std::string, std::string> named[] = {
+      {ResourceKind::kTarget, r.target, record.request.target_path},
+      {ResourceKind::kDataset, r.dataset, record.request.dataset_path},
+      {ResourceKind::kDrafter, r.drafter, ""}};
+  for (const auto& [kind, name, path] : named) {
     if (kind == ResourceKind::kDrafter && name.empty()) continue;  // a checkpoint path
+    if (!path.empty()) {                                           // any server loads it
+      loads.push_back(absl::StrCat(ResourceKindName(kind), " '", name, "' from '", path, "'"));
+      continue;
+    }
     // Here first: the same words as a single server when nobody has it.
     absl::StatusOr<ResourceInfo> here = PickResident(core_, kind, name);
     if (here.ok() && kind == ResourceKind::kDataset) record.dataset_fingerprint = here->fingerprint;
@@ -114,13 +123,24 @@ absl::Status JobServiceImpl::PlaceInFleet(JobRecord& record) {
     }
     first = false;
   }
-  if (where.empty()) {
+  if (!first && where.empty()) {
     return absl::FailedPreconditionError(
         absl::StrCat("no live server of the fleet holds all of ", absl::StrJoin(needs, ", "),
                      "; load them on one server, or name the drafter by checkpoint path"));
   }
-  record.placement = absl::StrCat("runs on a server holding ", absl::StrJoin(needs, ", "),
-                                  " (now: ", absl::StrJoin(where, ", "), ")");
+  // Pinned: names only some servers hold (loaded there by name, not paths
+  // nor names of the fleet's config) keep the job waiting for those servers.
+  const std::string load_text =
+      loads.empty() ? ""
+                    : absl::StrCat("loads ", absl::StrJoin(loads, ", "), " where not resident");
+  if (first) {
+    record.placement = absl::StrCat("runs on any server; ", load_text);
+    return absl::OkStatus();
+  }
+  record.placement =
+      absl::StrCat("runs only on a server holding ", absl::StrJoin(needs, ", "),
+                   " (now: ", absl::StrJoin(where, ", "), ")", load_text.empty() ? "" : "; ",
+                   load_text, "; name objects by path to run on any server");
   return absl::OkStatus();
 }
 
@@ -142,13 +162,32 @@ absl::StatusOr<std::unique_ptr<JobServiceImpl>> JobServiceImpl::Create(
   return service;
 }
 
+void JobServiceImpl::SetFleetObjects(const std::vector<LoadTargetParams>& targets,
+                                     const std::vector<LoadDatasetParams>& datasets) {
+  fleet_objects_ = MakeFleetObjects(targets, datasets);
+}
+
 JobServiceImpl::~JobServiceImpl() {
   Shutdown(std::chrono::milliseconds(0));
 }
 
 absl::StatusOr<eval::EvalResult> JobServiceImpl::RunJob(const JobRecord& job,
                                                         const eval::ProgressFn& progress) {
-  const EvalParams& r = job.request.params;
+  EvalParams r = job.request.params;
+  if (shared_) {  // the objects it names by path, loaded here when absent
+    OnDemandHooks hooks;
+    hooks.loaded = [this](ResourceKind kind, const std::string& name) {
+      std::lock_guard<std::mutex> lock(on_demand_mu_);
+      on_demand_.insert({kind, name});
+    };
+    hooks.free_space = [this] { return FreeOnDemand(); };
+    absl::StatusOr<EvalParams> loaded =
+        LoadOnDemand(core_, fleet_objects_, job.request, job.server, hooks);
+    // Over this server's budget: another server of the fleet may hold it.
+    if (absl::IsResourceExhausted(loaded.status())) return jobs::Refusal(loaded.status());
+    if (!loaded.ok()) return loaded.status();
+    r = *std::move(loaded);
+  }
   absl::StatusOr<eval::EvalResult> result =
       job.request.suite_datasets.empty() ? core_.RunEval(r, progress) : RunSuite(job, progress);
   if (job.request.unload_after && !r.drafter.empty()) {
@@ -205,8 +244,15 @@ absl::StatusOr<JobRecord> JobServiceImpl::SubmitRecord(JobRecord record) {
         r.drafter.empty() ? "give a resident drafter name or a checkpoint path"
                           : "give a resident drafter name or a checkpoint path, not both");
   }
-  if (r.dataset.empty()) return absl::InvalidArgumentError("dataset is required");
+  if (r.dataset.empty() && record.request.dataset_path.empty()) {
+    return absl::InvalidArgumentError("dataset is required");
+  }
   std::lock_guard<std::mutex> lock(resource_mu_);
+  if (!shared_ && !(record.request.dataset_path.empty() && record.request.target_path.empty())) {
+    return absl::FailedPreconditionError(
+        "dataset_path and target_path name objects for a fleet's servers to load on demand; this "
+        "server has no fleet (see --store): load them and name them with dataset and target");
+  }
   if (shared_) {
     RETURN_IF_ERROR(PlaceInFleet(record));
     return queue_->Submit(std::move(record));
@@ -444,12 +490,39 @@ store::ClaimRequest JobServiceImpl::ResidentNames() const {
   store::ClaimRequest names;
   for (const ResourceInfo& r : core_.ListResources(std::nullopt)) {
     switch (r.kind) {
-      case ResourceKind::kTarget: names.targets.push_back(r.name); break;
-      case ResourceKind::kDataset: names.datasets.push_back(r.name); break;
+      case ResourceKind::kTarget:
+        names.targets.push_back(r.name);
+        names.target_paths.push_back(r.source_path);
+        break;
+      case ResourceKind::kDataset:
+        names.datasets.push_back(r.name);
+        names.dataset_paths.push_back(r.source_path);
+        break;
       case ResourceKind::kDrafter: names.drafters.push_back(r.name); break;
     }
   }
   return names;
+}
+
+int JobServiceImpl::FreeOnDemand() {
+  std::lock_guard<std::mutex> lock(on_demand_mu_);
+  int freed = 0;
+  for (auto it = on_demand_.begin(); it != on_demand_.end();) {
+    const ResourceKind kind = it->first;
+    const std::string& name = it->second;
+    std::string path;
+    for (const ResourceInfo& r : core_.ListResources(kind)) {
+      if (r.name == name) path = r.source_path;
+    }
+    const auto uses = [&](const jobs::JobRequest& q) { return UsesObject(q, kind, name, path); };
+    if (!path.empty() && !queue_->UnfinishedJobsWhere(uses).empty()) {
+      ++it;  // a job running here uses it (this one included)
+      continue;
+    }
+    if (!path.empty() && core_.Unload(kind, name).ok()) ++freed;
+    it = on_demand_.erase(it);  // unloaded now, or by hand before
+  }
+  return freed;
 }
 
 absl::StatusOr<std::vector<FleetMember>> JobServiceImpl::Fleet() {

@@ -8,7 +8,10 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
+#include <utility>
 
+#include "core/fleet_objects.h"
 #include "core/job_service.h"
 #include "core/suite_job.h"
 
@@ -23,6 +26,10 @@ class JobServiceImpl final : public JobService {
   ~JobServiceImpl() override;
   // The suites the server's config declares (name -> datasets); call before serving.
   void SetSuites(SuiteMap suites) { suites_ = std::move(suites); }
+  // Fleet: the targets and datasets of the fleet's config (its preload
+  // list): any server loads them by name on demand (core/fleet_objects.h).
+  void SetFleetObjects(const std::vector<LoadTargetParams>& targets,
+                       const std::vector<LoadDatasetParams>& datasets);
 
   absl::StatusOr<jobs::JobRecord> Submit(jobs::JobRequest request) override;
   absl::StatusOr<jobs::JobRecord> Resubmit(const std::string& id) override;
@@ -56,6 +63,9 @@ class JobServiceImpl final : public JobService {
   // absent here, on the fleet's live servers; sets the job's placement.
   absl::Status PlaceInFleet(jobs::JobRecord& record);
   store::ClaimRequest ResidentNames() const;
+  // Fleet: unloads the objects loaded on demand that no job running here
+  // uses; how many.
+  int FreeOnDemand();
 
   EvalCore& core_;
   const bool shared_;  // the store is a fleet's
@@ -64,6 +74,9 @@ class JobServiceImpl final : public JobService {
   std::mutex resource_mu_;
   std::unique_ptr<jobs::JobQueue> queue_;
   SuiteMap suites_;
+  FleetObjects fleet_objects_;
+  std::mutex on_demand_mu_;                                   // guards on_demand_
+  std::set<std::pair<ResourceKind, std::string>> on_demand_;  // loaded for jobs
 };
 
 }  // namespace dflash::core

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "jobs/refusal.h"
 #include "store/record_json.h"
 
 namespace dflash::jobs {
@@ -312,6 +313,13 @@ JobRecord JobQueue::Finish(Job& job, absl::StatusOr<eval::EvalResult> result) {
   record.end_unix_micros = NowMicros();
   record.progress.elapsed_seconds = Seconds(Clock::now() - job.started);
   record.progress.eta_seconds = 0;
+  // A fleet job outlives this server (stopping), or another may hold what
+  // this one cannot (refused here): handed back for another to run.
+  const std::string refused = shared_ && IsRefusal(result.status())
+                                  ? absl::StrCat(kRefusedPrefix, result.status().message())
+                                  : "";
+  const bool hand_back =
+      shared_ && (!refused.empty() || (interrupt_ && absl::IsCancelled(result.status())));
   if (result.ok()) {
     record.state = JobState::kSucceeded;
     // Done is done: the last progress report may precede the last sample.
@@ -328,9 +336,8 @@ JobRecord JobQueue::Finish(Job& job, absl::StatusOr<eval::EvalResult> result) {
     record.state = JobState::kCancelled;
     record.error_code = static_cast<int>(absl::StatusCode::kCancelled);
     record.error_message = "cancelled while running";
-  } else if (shared_ && interrupt_ && absl::IsCancelled(result.status())) {
-    // A fleet job outlives this server: handed back for another to run.
-    record.state = JobState::kQueued;
+  } else if (hand_back) {
+    record.state = JobState::kQueued;  // StoreFinalShared
   } else if (interrupt_ && absl::IsCancelled(result.status())) {
     record.state = JobState::kInterrupted;
     record.interrupted_by_restart = true;
@@ -342,9 +349,9 @@ JobRecord JobQueue::Finish(Job& job, absl::StatusOr<eval::EvalResult> result) {
   }
   if (!record.attempts.empty()) {
     record.attempts.back().end_unix_micros = record.end_unix_micros;
-    record.attempts.back().outcome = record.state == JobState::kQueued
-                                         ? "handed back: the server stopped"
-                                         : jobs::JobStateName(record.state);
+    record.attempts.back().outcome = record.state != JobState::kQueued ? JobStateName(record.state)
+                                     : !refused.empty()                ? refused
+                                                        : "handed back: the server stopped";
   }
   return record;
 }

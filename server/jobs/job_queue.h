@@ -134,6 +134,9 @@ class JobQueue {
                                                std::chrono::milliseconds wait);
   void RunLoopShared();
   absl::Status StoreFinalShared(jobs::JobRecord& record, const Job& job);
+  // A job refused here (jobs/refusal.h) goes back to the queue, or becomes
+  // FAILED when every live server has refused it.
+  void FailIfEveryServerRefused(jobs::JobRecord& record);
   void FleetLoop();  // heartbeats, lease renewals, remote watches
   void RenewLeases();
   void PollRemoteWatches();

@@ -2,11 +2,16 @@
 // wait in the store (not in this process), runners claim them there, a
 // lease renewed at each heartbeat says which server runs a job, and a job
 // running elsewhere is cancelled and watched through the store.
+#include <cstring>
+#include <set>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/status_macros.h"
 #include "jobs/job_queue.h"
+#include "jobs/refusal.h"
 #include "store/record_json.h"
 
 namespace dflash::jobs {
@@ -29,6 +34,14 @@ int64_t Micros(std::chrono::milliseconds d) {
 absl::StatusOr<JobRecord> JobQueue::SubmitShared(JobRecord job) {
   std::lock_guard<std::mutex> lock(mu_);
   if (!accepting_) return absl::UnavailableError("the server is shutting down; no new jobs");
+  // The fleet's queue is the database's: bounded there (servers submitting at
+  // the same instant may each pass the last free place).
+  ASSIGN_OR_RETURN(const int64_t queued, store_.CountQueued(), "counting the fleet's queue");
+  if (queued >= options_.max_queued) {
+    return absl::ResourceExhaustedError(absl::StrCat("the fleet's queue is full (", queued,
+                                                     " queued, limit ", options_.max_queued,
+                                                     "); retry when jobs finish"));
+  }
   ResetAsQueued(job);
   // Ids are made here; another server may have made the same one.
   absl::Status created;
@@ -87,6 +100,25 @@ void JobQueue::RunLoopShared() {
   }
 }
 
+void JobQueue::FailIfEveryServerRefused(JobRecord& record) {
+  std::set<std::string> refused;
+  std::vector<std::string> why;
+  for (const JobAttempt& a : record.attempts) {
+    if (!absl::StartsWith(a.outcome, kRefusedPrefix)) continue;
+    refused.insert(a.server);
+    why.push_back(a.outcome.substr(std::strlen(kRefusedPrefix)));
+  }
+  absl::StatusOr<std::vector<store::FleetServer>> live = FleetServers();
+  if (!live.ok()) return;  // handed back: the next claim tries again
+  for (const store::FleetServer& s : *live) {
+    if (!refused.count(s.name)) return;  // one that may hold it
+  }
+  record.state = JobState::kFailed;
+  record.error_code = static_cast<int>(absl::StatusCode::kResourceExhausted);
+  record.error_message = absl::StrCat("no live server of the fleet can hold what this job names: ",
+                                      absl::StrJoin(why, "; "));
+}
+
 absl::Status JobQueue::StoreFinalShared(JobRecord& record, const Job& job) {
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -94,6 +126,10 @@ absl::Status JobQueue::StoreFinalShared(JobRecord& record, const Job& job) {
       return absl::FailedPreconditionError(
           absl::StrCat("lease lost: job ", record.id, " was taken over; no result written"));
     }
+  }
+  if (record.state == JobState::kQueued && !record.attempts.empty() &&
+      absl::StartsWith(record.attempts.back().outcome, kRefusedPrefix)) {
+    FailIfEveryServerRefused(record);
   }
   return store_.PutLeased(record, Micros(options_.fleet.lease)).status();
 }

@@ -34,6 +34,8 @@ absl::StatusOr<jobs::JobRequest> JobRequestFromProto(const pb::EvalRequest& in) 
   r.step = in.step();
   r.labels = std::map<std::string, std::string>(in.labels().begin(), in.labels().end());
   r.unload_after = in.unload_after();
+  r.dataset_path = in.dataset_path();
+  r.target_path = in.target_path();
   if (!in.gate().empty()) {
     RETURN_IF_ERROR(CheckName("gate", in.gate()));
     r.gate.reference = in.gate();
@@ -83,6 +85,8 @@ void ToProto(const jobs::JobRequest& in, pb::EvalRequest* out) {
     out->set_ci_resamples(static_cast<int32_t>(o.ci_resamples));
   }
   for (const std::string& d : in.suite_datasets) out->add_suite_datasets(d);
+  out->set_dataset_path(in.dataset_path);
+  out->set_target_path(in.target_path);
   if (!in.gate.reference.empty()) {
     out->set_gate(in.gate.reference);
     out->set_gate_metric(in.gate.metric);

@@ -61,6 +61,11 @@ CREATE TABLE servers (
   heartbeat_micros BIGINT NOT NULL
 );
 )sql",
+    // 2: jobs that name their dataset or target by path (any server loads them).
+    R"sql(
+ALTER TABLE jobs ADD COLUMN dataset_path TEXT NOT NULL DEFAULT '';
+ALTER TABLE jobs ADD COLUMN target_path TEXT NOT NULL DEFAULT '';
+)sql",
 };
 static_assert(std::size(kMigrations) == PostgresResultStore::kSchemaVersion);
 
@@ -133,7 +138,8 @@ absl::Status PostgresResultStore::Write(const JobRecord& r, bool create) {
   std::string sql =
       "INSERT INTO jobs (id, state, create_micros, run, step, drafter, checkpoint_path, dataset, "
       "drafter_fingerprint, dataset_fingerprint, labels, need_target, need_dataset, need_drafter, "
-      "record) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11::jsonb, $12, $13, $14, $15)";
+      "record, dataset_path, target_path) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, "
+      "$11::jsonb, $12, $13, $14, $15, $16, $17)";
   if (!create) {
     absl::StrAppend(&sql,
                     " ON CONFLICT (id) DO UPDATE SET state = EXCLUDED.state, "
@@ -145,7 +151,8 @@ absl::Status PostgresResultStore::Write(const JobRecord& r, bool create) {
       ->Exec(sql, {r.id, jobs::JobStateName(r.state), Str(r.create_unix_micros), r.request.run,
                    Str(r.request.step), p.drafter, p.checkpoint_path, p.dataset,
                    r.drafter_fingerprint, r.dataset_fingerprint, LabelsJson(r.request.labels),
-                   p.target, NeedDatasets(r.request), p.drafter, RecordToJson(r)})
+                   p.target, NeedDatasets(r.request), p.drafter, RecordToJson(r),
+                   r.request.dataset_path, r.request.target_path})
       .status();
 }
 
@@ -264,8 +271,9 @@ absl::StatusOr<std::optional<JobRecord>> PostgresResultStore::Claim(const ClaimR
   std::lock_guard<std::mutex> lock(mu_);
   RETURN_IF_ERROR(db_->InTransaction([&]() -> absl::Status {
     RETURN_IF_ERROR(EndAbandoned(c.max_attempts));
-    // Jobs that name resident objects go to servers holding them, first
-    // (affinity); an unnamed target means "the only one".
+    // Jobs that name resident objects run only on servers holding them; an
+    // unnamed target means "the only one"; a path any server can load.
+    // Affinity: first the jobs with the fewest objects to load here.
     ASSIGN_OR_RETURN(
         PgRows rows,
         db_->Exec(absl::StrCat("SELECT id, record, ", kNow,
@@ -273,16 +281,25 @@ absl::StatusOr<std::optional<JobRecord>> PostgresResultStore::Claim(const ClaimR
                                "(state = 'RUNNING' AND lease_until < ",
                                kNow,
                                " AND attempt < $5::int)) "
-                               "AND string_to_array(need_dataset, ',') <@ "
-                               "    ARRAY(SELECT jsonb_array_elements_text($1::jsonb)) "
-                               "AND (need_target IN (SELECT jsonb_array_elements_text($2::jsonb)) "
+                               "AND (dataset_path <> '' OR string_to_array(need_dataset, ',') <@ "
+                               "    ARRAY(SELECT jsonb_array_elements_text($1::jsonb))) "
+                               "AND (target_path <> '' OR need_target IN "
+                               "     (SELECT jsonb_array_elements_text($2::jsonb)) "
                                "     OR (need_target = '' AND $3::int = 1)) "
                                "AND (need_drafter = '' OR need_drafter IN "
                                "     (SELECT jsonb_array_elements_text($4::jsonb))) "
-                               "ORDER BY (need_drafter <> '') DESC, create_micros, id "
+                               "AND NOT EXISTS (SELECT 1 FROM jsonb_array_elements("
+                               "     record::jsonb -> 'attempts') a WHERE a ->> 0 = $8 "
+                               "     AND a ->> 3 LIKE 'refused: %') "
+                               "ORDER BY (dataset_path <> '' AND dataset_path NOT IN "
+                               "     (SELECT jsonb_array_elements_text($6::jsonb)))::int + "
+                               "  (target_path <> '' AND target_path NOT IN "
+                               "     (SELECT jsonb_array_elements_text($7::jsonb)))::int, "
+                               "(need_drafter <> '') DESC, create_micros, id "
                                "LIMIT 1 FOR UPDATE SKIP LOCKED"),
                   {NamesJson(c.datasets), NamesJson(c.targets), Str(c.targets.size()),
-                   NamesJson(c.drafters), Str(c.max_attempts)}));
+                   NamesJson(c.drafters), Str(c.max_attempts), NamesJson(c.dataset_paths),
+                   NamesJson(c.target_paths), c.server}));
     if (rows.size() == 0) return absl::OkStatus();
     ASSIGN_OR_RETURN(JobRecord r, RecordFromJson(rows.Text(0, 1)));
     const int64_t now = rows.Int(0, 2);
@@ -383,6 +400,12 @@ absl::StatusOr<std::vector<FleetServer>> PostgresResultStore::LiveServers(int64_
     servers.push_back({rows.Text(i, 0), rows.Text(i, 1), rows.Int(i, 2)});
   }
   return servers;
+}
+
+absl::StatusOr<int64_t> PostgresResultStore::CountQueued() {
+  std::lock_guard<std::mutex> lock(mu_);
+  ASSIGN_OR_RETURN(PgRows rows, db_->Exec("SELECT count(*) FROM jobs WHERE state = 'QUEUED'"));
+  return rows.Int(0, 0);
 }
 
 absl::Status PostgresResultStore::Leave(const std::string& server) {

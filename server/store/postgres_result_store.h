@@ -23,7 +23,7 @@ namespace dflash::store {
 
 class PostgresResultStore final : public ResultStore {
  public:
-  static constexpr int kSchemaVersion = 1;
+  static constexpr int kSchemaVersion = 2;
 
   // `password`: the contents of --store-password-file, or "" for libpq's
   // PGPASSWORD / PGPASSFILE. Unavailable when the database cannot be
@@ -49,6 +49,7 @@ class PostgresResultStore final : public ResultStore {
   absl::Status Heartbeat(const std::string& server, const std::string& info_json) override;
   absl::StatusOr<std::vector<FleetServer>> LiveServers(int64_t max_age_micros) override;
   absl::Status Leave(const std::string& server) override;
+  absl::StatusOr<int64_t> CountQueued() override;
 
   const std::string& where() const { return db_->where(); }
 

@@ -373,6 +373,8 @@ std::string RecordToJson(const jobs::JobRecord& r) {
   }
   if (!r.server.empty()) j["server"] = r.server;
   if (!r.placement.empty()) j["placement"] = r.placement;
+  if (!q.dataset_path.empty()) j["request"]["dataset_path"] = q.dataset_path;
+  if (!q.target_path.empty()) j["request"]["target_path"] = q.target_path;
   return j.dump();
 }
 
@@ -400,6 +402,8 @@ absl::StatusOr<jobs::JobRecord> RecordFromJson(const std::string& text) {
     if (q.contains("suite_datasets")) {
       r.request.suite_datasets = q.at("suite_datasets").get<std::vector<std::string>>();
     }
+    r.request.dataset_path = q.value("dataset_path", "");
+    r.request.target_path = q.value("target_path", "");
     if (q.contains("gate")) {
       const json& g = q.at("gate");
       r.request.gate = {g.at(0).get<std::string>(), g.at(1).get<std::string>(),

@@ -30,5 +30,8 @@ absl::StatusOr<std::vector<FleetServer>> ResultStore::LiveServers(int64_t) {
 absl::Status ResultStore::Leave(const std::string&) {
   return NotShared("the servers table");
 }
+absl::StatusOr<int64_t> ResultStore::CountQueued() {
+  return NotShared("counting the fleet's queue");
+}
 
 }  // namespace dflash::store

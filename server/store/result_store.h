@@ -23,6 +23,9 @@ namespace dflash::store {
 struct ClaimRequest {
   std::string server;                                    // this server's fleet name
   std::vector<std::string> targets, datasets, drafters;  // resident names
+  // The source paths of the resident targets and datasets: a job naming one
+  // by path is preferred by a server holding it (affinity).
+  std::vector<std::string> target_paths, dataset_paths;
   int64_t lease_micros = 10'000'000;
   int max_attempts = 3;  // a job whose lease expired this often becomes FAILED
 };
@@ -76,6 +79,8 @@ class ResultStore {
   virtual absl::Status Heartbeat(const std::string& server, const std::string& info_json);
   virtual absl::StatusOr<std::vector<FleetServer>> LiveServers(int64_t max_age_micros);
   virtual absl::Status Leave(const std::string& server);
+  // The fleet's QUEUED jobs (what --max-queued bounds in a fleet).
+  virtual absl::StatusOr<int64_t> CountQueued();
 };
 
 }  // namespace dflash::store

@@ -45,6 +45,10 @@ struct JobRequest {
   // A suite: params.dataset names it ("a,b,c" or a suite of the server's
   // config) and these are its datasets, resolved at submit; empty = one dataset.
   std::vector<std::string> suite_datasets;
+  // A fleet: the dataset and target by absolute path (or, set at submit, the
+  // path the fleet's config gives their name), which the server that claims
+  // the job loads when it lacks them; empty = by resident name only.
+  std::string dataset_path, target_path;
 };
 
 struct JobProgress {

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <set>
 #include <thread>
@@ -20,6 +21,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "dflash/eval/v1/service.grpc.pb.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -164,15 +166,26 @@ class FleetE2eTest : public ::testing::Test {
   // A fleet server named `name` on `url` (heartbeat 0.5 s; a lease long
   // enough that a busy machine never loses one by accident), with t, d and
   // big loaded.
+  // `load` false: nothing resident; `extra`: more server flags.
   std::unique_ptr<ServerProcess> StartServer(const std::string& url, const std::string& name,
-                                             const std::string& lease_seconds = "10") {
-    auto server =
-        ServerProcess::Start(dir_->Join("state-" + name),
-                             {"--data-root", data_, "--store", url, "--fleet-name", name,
-                              "--fleet-lease-seconds", "2", "--fleet-heartbeat-seconds", "0.5"});
+                                             const std::string& lease_seconds = "10",
+                                             bool load = true,
+                                             std::vector<std::string> extra = {}) {
+    std::vector<std::string> args = {"--data-root",
+                                     data_,
+                                     "--store",
+                                     url,
+                                     "--fleet-name",
+                                     name,
+                                     "--fleet-lease-seconds",
+                                     "2",
+                                     "--fleet-heartbeat-seconds",
+                                     "0.5"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    auto server = ServerProcess::Start(dir_->Join("state-" + name), args);
     EXPECT_TRUE(server.ok()) << server.status();
     if (!server.ok()) return nullptr;
-    Load((*server)->address());
+    if (load) Load((*server)->address());
     return std::move(server).value();
   }
 
@@ -374,11 +387,28 @@ TEST_F(FleetE2eTest, AJobNamingAResidentDrafterRunsOnlyWhereItIsResident) {
     r.set_drafter("m");
     pb::EvalJob job = ca.Submit(r);
     EXPECT_EQ(job.placement(),
-              "runs on a server holding one target only, dataset 'd', drafter 'm' (now: b)");
+              "runs only on a server holding one target only, dataset 'd', drafter 'm' (now: b); "
+              "name objects by path to run on any server");
     pb::EvalJob done = ca.WaitDone(job.id());
     EXPECT_EQ(done.state(), pb::JOB_STATE_SUCCEEDED) << done.DebugString();
     EXPECT_EQ(done.server(), "b");
   }
+  // A dataset loaded by name on b only (not a path, not in the fleet's
+  // config): the job waits for b and says so.
+  load = testing::RunCli(b->address(), {"load-dataset", data_ + "/dataset", "--name", "only-b"});
+  ASSERT_EQ(load.exit_code, 0) << load.err;
+  std::this_thread::sleep_for(1500ms);
+  pb::EvalJob pinned = ca.Submit(Request(data_, 2, "only-b"));
+  EXPECT_EQ(pinned.placement(),
+            "runs only on a server holding one target only, dataset 'only-b' (now: b); name "
+            "objects by path to run on any server");
+  CommandResult status = testing::RunCli(a->address(), {"status", pinned.id()});
+  EXPECT_THAT(status.out, HasSubstr("runs only on a server holding one target only, dataset "
+                                    "'only-b' (now: b)"));
+  pb::EvalJob pinned_done = ca.WaitDone(pinned.id());
+  EXPECT_EQ(pinned_done.state(), pb::JOB_STATE_SUCCEEDED) << pinned_done.DebugString();
+  EXPECT_EQ(pinned_done.server(), "b");
+
   pb::EvalRequest nowhere = Request(data_, 1);
   nowhere.clear_checkpoint_path();
   nowhere.set_drafter("nope");
@@ -392,21 +422,232 @@ TEST_F(FleetE2eTest, AJobNamingAResidentDrafterRunsOnlyWhereItIsResident) {
             "holds it either");
 }
 
+// Neither server holds anything: the job names target, dataset and drafter
+// by path, so either claims it and loads them; the numbers are a single
+// server's with the same objects loaded by hand.
+TEST_F(FleetE2eTest, ObjectsNamedByPathAreLoadedOnDemandByAnyServer) {
+  pb::EvalResult want;
+  {
+    auto single = ServerProcess::Start(dir_->Join("state-single-path"), {"--data-root", data_});
+    ASSERT_TRUE(single.ok()) << single.status();
+    for (const char* what : {"target", "dataset"}) {
+      CommandResult r =
+          testing::RunCli((*single)->address(), {absl::StrCat("load-", what), data_ + "/" + what});
+      ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    }
+    Client c((*single)->address());
+    pb::EvalJob done = c.WaitDone(c.Submit(Request(data_, 0, "dataset")).id());
+    ASSERT_EQ(done.state(), pb::JOB_STATE_SUCCEEDED) << done.DebugString();
+    want = WithoutTimings(done.result());
+  }
+  const std::string url = NewDatabase();
+  auto a = StartServer(url, "a", "10", /*load=*/false);
+  auto b = StartServer(url, "b", "10", /*load=*/false);
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  const std::string target = fs::weakly_canonical(data_ + "/target").string();
+  const std::string dataset = fs::weakly_canonical(data_ + "/dataset").string();
+  pb::EvalRequest r = Request(data_, 0, "");
+  r.set_dataset_path(data_ + "/dataset/");
+  r.set_target_path(data_ + "/target");
+  Client ca(a->address());
+  pb::EvalJob job = ca.Submit(r);
+  EXPECT_EQ(job.placement(),
+            absl::StrCat("runs on any server; loads target 'target' from '", target,
+                         "', dataset 'dataset' from '", dataset, "' where not resident"));
+  EXPECT_EQ(job.request().dataset(), "dataset");
+  pb::EvalJob done = ca.WaitDone(job.id());
+  ASSERT_EQ(done.state(), pb::JOB_STATE_SUCCEEDED) << done.DebugString();
+  google::protobuf::util::MessageDifferencer diff;
+  EXPECT_TRUE(diff.Compare(WithoutTimings(done.result()), want))
+      << done.result().DebugString() << want.DebugString();
+  // The server that ran it keeps them resident (affinity for the next job).
+  nlohmann::json ls =
+      testing::RunCliJson(done.server() == "a" ? a->address() : b->address(), {"ls"});
+  EXPECT_THAT(ls.dump(), HasSubstr(absl::StrCat("\"sourcePath\":\"", dataset, "\"")));
+
+  // The same through the client, submitted to the other server.
+  CommandResult cli = testing::RunCli(
+      b->address(), {"eval", "--checkpoint", data_ + "/drafter", "--dataset-path",
+                     data_ + "/dataset", "--target-path", data_ + "/target", "--anchors", "all"});
+  ASSERT_EQ(cli.exit_code, 0) << cli.out << cli.err;
+  EXPECT_THAT(cli.out, HasSubstr("accept length (pooled over blocks)"));
+  CommandResult sync = testing::RunCli(
+      b->address(),
+      {"eval", "--checkpoint", data_ + "/drafter", "--dataset-path", data_ + "/dataset", "--sync"});
+  EXPECT_EQ(sync.exit_code, 64);
+  EXPECT_THAT(sync.err, HasSubstr("eval: --dataset-path and --target-path name objects a fleet's "
+                                  "job loads; drop --sync"));
+
+  pb::EvalRequest relative = r;
+  relative.set_dataset_path("dataset");
+  pb::SubmitEvalRequest req;
+  *req.mutable_request() = relative;
+  pb::EvalJob refused;
+  grpc::Status s = ca.Call(&pb::DrafterEval::Stub::SubmitEval, req, &refused);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(s.error_message(),
+            "dataset_path 'dataset' is not absolute; every server of the fleet loads it from its "
+            "own file system, so give the absolute path");
+}
+
+// Names the fleet's config (its preload list) maps to paths run anywhere: a
+// server that lacks one (here: unloaded since) loads it again on demand.
+TEST_F(FleetE2eTest, NamesOfTheFleetsConfigAreLoadedOnDemand) {
+  const std::string config = dir_->Join("fleet-config.yaml");
+  std::ofstream(config) << "preload:\n  targets:\n    - {name: t, path: " << data_
+                        << "/target}\n  datasets:\n    - {name: cfgset, path: " << data_
+                        << "/dataset}\n";
+  const std::string url = NewDatabase();
+  auto a = StartServer(url, "a", "10", /*load=*/false, {"--config", config});
+  ASSERT_NE(a, nullptr);
+  CommandResult unload = testing::RunCli(a->address(), {"unload", "dataset", "cfgset"});
+  ASSERT_EQ(unload.exit_code, 0) << unload.err;
+  pb::EvalRequest r = Request(data_, 1, "cfgset");
+  r.set_target("t");
+  Client c(a->address());
+  pb::EvalJob job = c.Submit(r);
+  EXPECT_EQ(
+      job.placement(),
+      absl::StrCat("runs on any server; loads target 't' from '",
+                   fs::weakly_canonical(data_ + "/target").string(), "', dataset 'cfgset' from '",
+                   fs::weakly_canonical(data_ + "/dataset").string(), "' where not resident"));
+  pb::EvalJob done = c.WaitDone(job.id());
+  ASSERT_EQ(done.state(), pb::JOB_STATE_SUCCEEDED) << done.DebugString();
+  nlohmann::json ls = testing::RunCliJson(a->address(), {"ls"});
+  EXPECT_THAT(ls.dump(), HasSubstr("\"name\":\"cfgset\""));
+}
+
+// A server whose budget cannot hold what the job names by path refuses it:
+// the job goes back to the queue for another server (not to this one
+// again), and fails (RESOURCE_EXHAUSTED naming the bytes) only when every
+// live server has refused it.
+TEST_F(FleetE2eTest, AnOnDemandLoadOverTheBudgetGoesToAServerThatCanHoldIt) {
+  const std::string url = NewDatabase();
+  auto small = StartServer(url, "small", "10", /*load=*/false, {"--max-resident-bytes", "1000"});
+  auto big = StartServer(url, "big", "10", /*load=*/false);
+  ASSERT_NE(small, nullptr);
+  ASSERT_NE(big, nullptr);
+  std::ifstream in(data_ + "/target/config.json");
+  const nlohmann::json config = nlohmann::json::parse(in);
+  const int64_t matrix = config["vocab_size"].get<int64_t>() *
+                         config["hidden_size"].get<int64_t>() * 4;  // fp32 on the CPU
+  const int64_t need = config.value("tie_word_embeddings", false) ? matrix : 2 * matrix;
+  const std::string refusal = absl::StrCat(
+      "loading target 'target' from '", fs::weakly_canonical(data_ + "/target").string(),
+      "' on demand on server small: loading target 'target' needs ", need,
+      absl::StrFormat(" bytes (%.2f GiB)", need / double(1 << 30)),
+      " (estimated from config.json) but 0 bytes (0.00 GiB) of the 1000 bytes (0.00 GiB) "
+      "resident budget is in use; unload something first");
+  pb::EvalRequest r = Request(data_, 1, "");
+  r.set_dataset_path(data_ + "/dataset");
+  r.set_target_path(data_ + "/target");
+  Client c(small->address());
+
+  // big is paused (alive in the fleet, claiming nothing): small claims the
+  // job, refuses it and hands it back; big runs it once resumed.
+  ASSERT_EQ(kill(big->pid(), SIGSTOP), 0);
+  const std::string id = c.Submit(r).id();
+  pb::EvalJob handed;
+  for (int i = 0;
+       i < 500 && (handed.attempts_size() == 0 || handed.state() == pb::JOB_STATE_RUNNING); ++i) {
+    std::this_thread::sleep_for(10ms);
+    handed = c.Get(id);
+  }
+  ASSERT_EQ(kill(big->pid(), SIGCONT), 0);
+  EXPECT_EQ(handed.state(), pb::JOB_STATE_QUEUED) << handed.DebugString();
+  pb::EvalJob done = c.WaitDone(id);
+  ASSERT_EQ(done.state(), pb::JOB_STATE_SUCCEEDED) << done.DebugString();
+  ASSERT_EQ(done.attempts_size(), 2) << done.DebugString();
+  EXPECT_EQ(done.attempts(0).server(), "small");
+  EXPECT_EQ(done.attempts(0).outcome(), "refused: " + refusal);
+  EXPECT_EQ(done.attempts(1).server(), "big");
+  EXPECT_EQ(done.attempts(1).outcome(), "SUCCEEDED");
+  EXPECT_EQ(done.error_message(), "");
+
+  // Alone, small is the last live server that could: the job fails.
+  big.reset();
+  pb::EvalJob failed = c.WaitDone(c.Submit(r).id());
+  ASSERT_EQ(failed.state(), pb::JOB_STATE_FAILED) << failed.DebugString();
+  EXPECT_EQ(failed.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_EQ(failed.error_message(),
+            "no live server of the fleet can hold what this job names: " + refusal);
+  ASSERT_EQ(failed.attempts_size(), 1);
+  EXPECT_EQ(failed.attempts(0).outcome(), "refused: " + refusal);
+}
+
+int64_t Bytes(const nlohmann::json& ls, const std::string& name) {
+  for (const nlohmann::json& r : ls["resources"]) {
+    if (r["name"] == name) return std::stoll(r["bytes"].get<std::string>());
+  }
+  ADD_FAILURE() << name << " is not resident: " << ls.dump();
+  return 0;
+}
+
+// A budget that holds the target, the drafter and one dataset: the second
+// dataset named by path unloads the first (loaded on demand, unused now)
+// before it loads; what was loaded by hand stays.
+TEST_F(FleetE2eTest, AFullBudgetFirstFreesEarlierOnDemandLoads) {
+  fs::copy(data_ + "/dataset", data_ + "/dataset-copy", fs::copy_options::recursive);
+  int64_t target = 0, drafter = 0, dataset = 0, estimate = 0;
+  {
+    auto probe = ServerProcess::Start(dir_->Join("state-probe"), {"--data-root", data_});
+    ASSERT_TRUE(probe.ok()) << probe.status();
+    for (auto [what, path] : {std::pair<std::string, std::string>{"load-target", "/target"},
+                              {"load-drafter", "/drafter"},
+                              {"load-dataset", "/dataset"}}) {
+      CommandResult r = testing::RunCli((*probe)->address(), {what, data_ + path});
+      ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    }
+    nlohmann::json ls = testing::RunCliJson((*probe)->address(), {"ls"});
+    target = Bytes(ls, "target");
+    drafter = Bytes(ls, "drafter");
+    dataset = Bytes(ls, "dataset");
+  }
+  for (const auto& e : fs::recursive_directory_iterator(data_ + "/dataset")) {
+    if (e.path().extension() == ".ckpt") estimate += static_cast<int64_t>(e.file_size());
+  }
+  const int64_t budget = target + drafter + std::max(dataset, estimate) +
+                         std::min(dataset, estimate) / 2;  // one dataset, not two
+  const std::string url = NewDatabase();
+  auto s =
+      StartServer(url, "s", "10", /*load=*/false, {"--max-resident-bytes", absl::StrCat(budget)});
+  ASSERT_NE(s, nullptr);
+  for (auto [what, path] : {std::pair<std::string, std::string>{"load-target", "/target"},
+                            {"load-drafter", "/drafter"}}) {
+    CommandResult r = testing::RunCli(s->address(), {what, data_ + path});
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  }
+  Client c(s->address());
+  for (const char* path : {"/dataset", "/dataset-copy"}) {
+    pb::EvalRequest r = Request(data_, 1, "");
+    r.clear_checkpoint_path();
+    r.set_drafter("drafter");
+    r.set_dataset_path(data_ + path);
+    pb::EvalJob done = c.WaitDone(c.Submit(r).id());
+    ASSERT_EQ(done.state(), pb::JOB_STATE_SUCCEEDED) << done.DebugString();
+  }
+  nlohmann::json ls = testing::RunCliJson(s->address(), {"ls"});
+  std::set<std::string> names;
+  for (const nlohmann::json& r : ls["resources"]) names.insert(r["name"]);
+  EXPECT_EQ(names, (std::set<std::string>{"dataset-copy", "drafter", "target"})) << ls.dump();
+}
+
 TEST_F(FleetE2eTest, SchemaIsCreatedInAnEmptyDatabaseAndANewerOneIsRefused) {
   const std::string url = NewDatabase();
   const std::string db = url.substr(url.rfind('/') + 1);
   {
     auto server = StartServer(url, "first");
     ASSERT_NE(server, nullptr);
-    EXPECT_EQ(*pg_->Sql(db, "SELECT version FROM schema_version"), "1");
+    EXPECT_EQ(*pg_->Sql(db, "SELECT version FROM schema_version"), "2");
   }
-  ASSERT_TRUE(pg_->Sql(db, "UPDATE schema_version SET version = 2").ok());
+  ASSERT_TRUE(pg_->Sql(db, "UPDATE schema_version SET version = 3").ok());
   CommandResult r = RunCommand({BinaryFromEnv("DFLASH_EVALD"), "--listen", "127.0.0.1:0",
                                 "--state-dir", dir_->Join("state-refused"), "--store", url},
                                {}, 60);
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_THAT(r.out + r.err,
-              HasSubstr("the database's schema is version 2, newer than this server's (1): a "
+              HasSubstr("the database's schema is version 3, newer than this server's (2): a "
                         "newer dflash-evald has migrated it. Upgrade this server"));
 
   CommandResult pw =
@@ -438,6 +679,17 @@ TEST_F(FleetE2eTest, SqliteStoreAtAChosenPathNeedsNoDatabase) {
   EXPECT_EQ(done.attempts_size(), 0);  // single-host jobs have no fleet attempts
   EXPECT_TRUE(fs::exists(path));
   EXPECT_FALSE(fs::exists(dir_->Join("state-sqlite-path/results.sqlite3")));
+  pb::EvalRequest by_path = Request(data_, 1);
+  by_path.set_dataset_path(data_ + "/dataset");
+  pb::SubmitEvalRequest req;
+  *req.mutable_request() = by_path;
+  pb::EvalJob refused;
+  grpc::Status s = c.Call(&pb::DrafterEval::Stub::SubmitEval, req, &refused);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_EQ(s.error_message(),
+            "dataset_path and target_path name objects for a fleet's servers to load on demand; "
+            "this server has no fleet (see --store): load them and name them with dataset and "
+            "target");
   CommandResult ls = testing::RunCli((*server)->address(), {"ls", "--fleet"});
   EXPECT_EQ(ls.exit_code, 1) << ls.out;
   EXPECT_THAT(ls.err, HasSubstr("--fleet: this server has no fleet (its results store is not a "

@@ -123,5 +123,32 @@ TEST_F(FleetQueueTest, AStoppingServerHandsItsRunningJobBack) {
   EXPECT_EQ(Sql("SELECT count(*) FROM servers"), "0");  // it left the fleet
 }
 
+TEST_F(FleetQueueTest, MaxQueuedBoundsTheFleetsQueueInTheDatabase) {
+  // A second server of the fleet with room for two queued jobs; the jobs
+  // need a dataset no server holds, so they stay queued.
+  jobs::JobQueueOptions options;
+  options.max_queued = 2;
+  options.fleet.server = "q2";
+  options.fleet.poll = 50ms;
+  options.fleet.resident = [] { return store::ClaimRequest{}; };
+  auto q2 = jobs::JobQueue::Create(
+      *store_, [](const JobRecord&, const eval::ProgressFn&) { return eval::EvalResult{}; },
+      options);
+  ASSERT_TRUE(q2.ok()) << q2.status();
+  JobRecord job;
+  job.request.params.checkpoint_path = "/ckpt";
+  job.request.params.dataset = "nowhere";
+  ASSERT_TRUE(queue_->Submit(job).ok());  // through q1: the fleet's queue holds it
+  ASSERT_TRUE((*q2)->Submit(job).ok());
+  auto refused = (*q2)->Submit(job);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(refused.status().message(),
+            "the fleet's queue is full (2 queued, limit 2); retry when jobs finish");
+  EXPECT_EQ(Sql("SELECT count(*) FROM jobs"), "2");
+  Sql("UPDATE jobs SET state = 'CANCELLED' WHERE id = (SELECT min(id) FROM jobs)");
+  EXPECT_TRUE((*q2)->Submit(job).ok());  // a place freed
+  (*q2)->Shutdown(0ms);
+}
+
 }  // namespace
 }  // namespace dflash

@@ -85,19 +85,38 @@ ClaimRequest Server(const std::string& name, int64_t lease_micros = 60'000'000) 
 
 TEST_F(PostgresStoreTest, MigratesAnEmptyDatabaseAndReopens) {
   ASSERT_NE(Open(), nullptr);
-  EXPECT_EQ(*pg_->Sql(db_, "SELECT version FROM schema_version"), "1");
+  EXPECT_EQ(*pg_->Sql(db_, "SELECT version FROM schema_version"), "2");
   EXPECT_EQ(*pg_->Sql(db_, "SELECT count(*) FROM jobs"), "0");
-  ASSERT_NE(Open(), nullptr);  // already at version 1: nothing to do
+  ASSERT_NE(Open(), nullptr);  // already at version 2: nothing to do
   EXPECT_EQ(*pg_->Sql(db_, "SELECT count(*) FROM schema_version"), "1");
+}
+
+TEST_F(PostgresStoreTest, MigratesAVersion1DatabaseKeepingItsJobs) {
+  {
+    auto store = Open();
+    ASSERT_NE(store, nullptr);
+    ASSERT_THAT(store->Create(Queued("ev-1")), IsOk());
+  }
+  // Version 1 as a server of that version left it.
+  ASSERT_THAT(pg_->Sql(db_,
+                       "ALTER TABLE jobs DROP COLUMN dataset_path, DROP COLUMN target_path; "
+                       "UPDATE schema_version SET version = 1")
+                  .status(),
+              IsOk());
+  auto store = Open();
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(*pg_->Sql(db_, "SELECT version FROM schema_version"), "2");
+  EXPECT_EQ(*pg_->Sql(db_, "SELECT id || ' [' || dataset_path || ']' FROM jobs"), "ev-1 []");
+  EXPECT_EQ((*store->Claim(Server("a:1")))->id, "ev-1");
 }
 
 TEST_F(PostgresStoreTest, RefusesANewerSchema) {
   ASSERT_NE(Open(), nullptr);
-  ASSERT_THAT(pg_->Sql(db_, "UPDATE schema_version SET version = 2").status(), IsOk());
+  ASSERT_THAT(pg_->Sql(db_, "UPDATE schema_version SET version = 3").status(), IsOk());
   EXPECT_THAT(PostgresResultStore::Open(url_, ""),
               StatusIs(absl::StatusCode::kFailedPrecondition,
-                       HasSubstr("the database's schema is version 2, newer than this "
-                                 "server's (1): a newer dflash-evald has migrated it")));
+                       HasSubstr("the database's schema is version 3, newer than this "
+                                 "server's (2): a newer dflash-evald has migrated it")));
 }
 
 TEST_F(PostgresStoreTest, RefusesAPasswordInTheUrl) {
@@ -175,6 +194,53 @@ TEST_F(PostgresStoreTest, ClaimsOnlyWhatTheServerHoldsOldestFirst) {
   ClaimRequest other = Server("c:1");
   other.datasets = {"other"};
   EXPECT_EQ((*store->Claim(other))->id, "ev-1");
+}
+
+TEST_F(PostgresStoreTest, PathJobsRunAnywhereResidentOnesFirst) {
+  auto store = Open();
+  ASSERT_NE(store, nullptr);
+  // ev-1: dataset and target by paths nobody holds; ev-2: the dataset by a
+  // path a:1 holds; ev-3: a dataset by a name only c:1 holds.
+  JobRecord load_both = Queued("ev-1", "x");
+  load_both.request.dataset_path = "/data/x";
+  load_both.request.params.target = "big";
+  load_both.request.target_path = "/models/big";
+  JobRecord held = Queued("ev-2", "y");
+  held.request.dataset_path = "/data/y";
+  ASSERT_THAT(store->Create(load_both), IsOk());
+  ASSERT_THAT(store->Create(held), IsOk());
+  ASSERT_THAT(store->Create(Queued("ev-3", "only-c")), IsOk());
+  EXPECT_EQ(*store->CountQueued(), 3);
+  ClaimRequest a = Server("a:1");
+  a.dataset_paths = {"/data/y"};
+  EXPECT_EQ((*store->Claim(a))->id, "ev-2");  // the newer job, but nothing to load
+  EXPECT_EQ((*store->Claim(Server("b:1")))->id, "ev-1");
+  EXPECT_FALSE(store->Claim(Server("b:1"))->has_value());
+  EXPECT_EQ(*store->CountQueued(), 1);
+  ClaimRequest c = Server("c:1");
+  c.datasets = {"only-c"};
+  JobRecord pinned = **store->Claim(c);
+  EXPECT_EQ(pinned.id, "ev-3");
+  EXPECT_EQ(*store->CountQueued(), 0);
+  JobRecord back = *store->Get("ev-1");
+  EXPECT_EQ(back.request.dataset_path, "/data/x");
+  EXPECT_EQ(back.request.target_path, "/models/big");
+}
+
+TEST_F(PostgresStoreTest, AServerThatRefusedAJobIsNotGivenItAgain) {
+  auto store = Open();
+  ASSERT_NE(store, nullptr);
+  ASSERT_THAT(store->Create(Queued("ev-1")), IsOk());
+  JobRecord r = **store->Claim(Server("a:1"));
+  r.state = JobState::kQueued;  // handed back, refused (jobs/refusal.h)
+  r.attempts.back().end_unix_micros = 1;
+  r.attempts.back().outcome = "refused: too big for a:1";
+  ASSERT_TRUE(store->PutLeased(r, 1'000'000).ok());
+  EXPECT_FALSE(store->Claim(Server("a:1"))->has_value());
+  JobRecord b = **store->Claim(Server("b:1"));
+  ASSERT_EQ(b.attempts.size(), 2u);
+  EXPECT_EQ(b.attempts[0].outcome, "refused: too big for a:1");
+  EXPECT_EQ(b.attempts[1].server, "b:1");
 }
 
 TEST_F(PostgresStoreTest, ManyConnectionsClaimEachJobOnce) {
