@@ -46,15 +46,66 @@ def proc_kb(pid, key):
     return 0
 
 
+def one_thread_env():
+    """The environment of a process held to one thread: torch's intra-op pool
+    (--threads 1) and OpenBLAS's own pool, which otherwise starts one thread
+    per core whatever torch is told."""
+    return dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
+
+
+def load_fixture(srv, fx):
+    """Loads the fixture's target, dataset and drafter as btarget, bdataset,
+    bdrafter; returns each load's wall time and resident bytes."""
+    loads = {}
+    for kind, path in (("load-target", "target"), ("load-dataset", "dataset"),
+                       ("load-drafter", "drafter")):
+        dt, rep = srv.call(kind, os.path.join(fx, path), "--name", "b" + path)
+        loads[path] = {"wall_s": dt, "bytes": int(find(rep, "bytes") or 0)}
+    return loads
+
+
+def zlab_row(srv, fx, threads, env, runs, baseline_runs, args):
+    """Row Z: the service's replay against zlab_loop.py on the same threads;
+    returns the row and the agreement check."""
+    log("== Z: replay, zlab-current, vs z-lab's loop, %d thread(s)%s"
+        % (threads, " (OpenBLAS held to one)" if env else ""))
+    zt, zreply = [], None
+    for _ in range(runs):
+        dt, zreply = srv.call("eval", *srv.sync, "--drafter", "bdrafter", "--dataset",
+                              "bdataset", "--max-samples", str(args.samples), "--mode", "replay")
+        zt.append(dt)
+    lt, lout = [], None
+    for _ in range(baseline_runs):
+        dt, text = timed([PY, ZLAB_LOOP, "--drafter", os.path.join(fx, "drafter"),
+                          "--target", os.path.join(fx, "target"), "--dataset",
+                          os.path.join(fx, "dataset"), "--threads", str(threads),
+                          "--max-samples", str(args.samples)], env=env)
+        lt.append(dt)
+        lout = json.loads(text)
+    zs = service_metrics(zreply)
+    agree = check_agree("Z", zs, baseline_metrics(lout), args.tol)
+    agree["same_tau"] = abs(float(find(zreply, "tau") or 0) - lout["tau"])
+    row = {"service_s": median(zt), "baseline_s": median(lt), "threads": threads,
+           "service_runs": zt, "baseline_runs": lt, "blocks": zs["blocks"],
+           "service_compute_s": float(find(zreply, "computeSeconds") or 0),
+           "baseline_eval_s": lout["timings"]["eval_s"],
+           "accept_length": zs["accept_length"], "tau": lout["tau"]}
+    log("   service %.2fs (compute %.2fs), z-lab loop %.2fs (eval %.2fs)"
+        % (median(zt), row["service_compute_s"], median(lt), lout["timings"]["eval_s"]))
+    return row, agree
+
+
 class Server:
-    def __init__(self, build, work, data_root, threads):
+    def __init__(self, build, work, data_root, threads, env=None):
         self.work = work
+        os.makedirs(work, exist_ok=True)
         port_file = os.path.join(work, "port")
         self.proc = subprocess.Popen(
             [os.path.join(build, "server", "dflash-evald"), "--listen", "127.0.0.1:0",
              "--port-file", port_file, "--state-dir", os.path.join(work, "state"),
              "--data-root", data_root, "--log-level", "warn", "--threads", str(threads)],
-            stdout=subprocess.DEVNULL, stderr=open(os.path.join(work, "server.log"), "w"))
+            stdout=subprocess.DEVNULL, stderr=open(os.path.join(work, "server.log"), "w"),
+            env=env)
         for _ in range(600):
             if os.path.exists(port_file) and os.path.getsize(port_file) > 0:
                 break
@@ -205,15 +256,11 @@ def main():
     args = ap.parse_args()
     fx, T = args.fixture, args.threads
     work = tempfile.mkdtemp(prefix="dflash-bench.")
-    res = {"rows": {}, "agreement": {}}
+    res = {"rows": {}, "agreement": {}, "load_avg_start": os.getloadavg()}
     srv = Server(args.build, work, fx, T)
     try:
         # Loads through the service (resident bytes, peak RSS).
-        loads = {}
-        for kind, path in (("load-target", "target"), ("load-dataset", "dataset"),
-                           ("load-drafter", "drafter")):
-            dt, rep = srv.call(kind, os.path.join(fx, path), "--name", "b" + path)
-            loads[path] = {"wall_s": dt, "bytes": int(find(rep, "bytes") or 0)}
+        loads = load_fixture(srv, fx)
         loads["server_vmhwm"] = proc_kb(srv.proc.pid, "VmHWM")
         loads["server_vmrss"] = proc_kb(srv.proc.pid, "VmRSS")
         res["service_loads"] = loads
@@ -254,33 +301,19 @@ def main():
                 % (median(st), ["%.2f" % x for x in st], median(bt), ["%.2f" % x for x in bt]))
         # Z: z-lab's loop shape (dflash_generate: draft KV cache, one drafter
         # call and the lm_head over the whole block per step) against the
-        # service's replay, both under the current z-lab rules.
-        log("== Z: replay, zlab-current, vs z-lab's loop")
-        zt, zreply = [], None
-        for _ in range(1 if args.smoke else args.runs):
-            dt, zreply = srv.call("eval", *srv.sync, "--drafter", "bdrafter", "--dataset",
-                                  "bdataset", "--max-samples", str(args.samples), "--mode",
-                                  "replay")
-            zt.append(dt)
-        lt, lout = [], None
-        for _ in range(1 if args.smoke else args.baseline_runs):
-            dt, text = timed([PY, ZLAB_LOOP, "--drafter", os.path.join(fx, "drafter"),
-                              "--target", os.path.join(fx, "target"), "--dataset",
-                              os.path.join(fx, "dataset"), "--threads", str(T),
-                              "--max-samples", str(args.samples)])
-            lt.append(dt)
-            lout = json.loads(text)
-        zs = service_metrics(zreply)
-        res["agreement"]["Z"] = check_agree("Z", zs, baseline_metrics(lout), args.tol)
-        res["agreement"]["Z"]["same_tau"] = abs(float(find(zreply, "tau") or 0) - lout["tau"])
-        res["rows"]["Z"] = {"service_s": median(zt), "baseline_s": median(lt),
-                            "service_runs": zt, "baseline_runs": lt, "blocks": zs["blocks"],
-                            "service_compute_s": float(find(zreply, "computeSeconds") or 0),
-                            "baseline_eval_s": lout["timings"]["eval_s"],
-                            "accept_length": zs["accept_length"], "tau": lout["tau"]}
-        log("   service %.2fs (compute %.2fs), z-lab loop %.2fs (eval %.2fs)"
-            % (median(zt), res["rows"]["Z"]["service_compute_s"], median(lt),
-               lout["timings"]["eval_s"]))
+        # service's replay, both under the current z-lab rules: at the run's
+        # threads (each side's default pools), and both held to one thread.
+        res["rows"]["Z"], res["agreement"]["Z"] = zlab_row(
+            srv, fx, T, None, 1 if args.smoke else args.runs,
+            1 if args.smoke else args.baseline_runs, args)
+        if not args.smoke and T > 1:
+            one = Server(args.build, os.path.join(work, "one-thread"), fx, 1, one_thread_env())
+            try:
+                load_fixture(one, fx)
+                res["rows"]["Z1"], res["agreement"]["Z1"] = zlab_row(
+                    one, fx, 1, one_thread_env(), args.runs, args.baseline_runs, args)
+            finally:
+                one.stop()
         res["baseline_blas"] = bout.get("blas", [])
         res["baseline_threads"] = bout.get("threads")
         if args.smoke:

@@ -34,7 +34,8 @@ JobRef = Union[str, Job, EvalJob]
 # EvalRequest fields that submit()/evaluate() take as keyword options.
 _OPTIONS = ("target", "max_samples", "max_blocks", "anchors", "seed", "block_size",
             "max_new_tokens", "unload_after", "semantics", "metrics", "full_positions",
-            "ci", "ci_resamples", "gate", "gate_metric", "gate_min_delta")
+            "ci", "ci_resamples", "gate", "gate_metric", "gate_min_delta", "dataset_path",
+            "target_path")
 _UNLOAD = {"target": "UnloadTarget", "drafter": "UnloadDrafter", "dataset": "UnloadDataset"}
 _POLL_SECONDS = 0.5
 _EPOCH = datetime.datetime.min.replace(tzinfo=datetime.timezone.utc)
@@ -173,6 +174,9 @@ class Client:
         fields: Dict[str, Any] = dict(options)
         if "anchors" in fields:
             fields["anchors"] = names.enum_name(names.ANCHORS, fields["anchors"], "anchors")
+        for key in ("dataset_path", "target_path"):  # absolute, as the fleet stores them
+            if fields.get(key):
+                fields[key] = _path(fields[key])
         return eval_pb2.EvalRequest(
             checkpoint_path=_path(checkpoint) if checkpoint is not None else "",
             drafter=drafter or "", dataset=dataset,
@@ -193,7 +197,8 @@ class Client:
         ci ("bootstrap" or "none"), ci_resamples; gate ("best", "previous" or
         a job id: when the job ends the server compares it with that reference
         and stores the verdict in `result.gate`), gate_metric (default "tau"),
-        gate_min_delta.
+        gate_min_delta; dataset_path, target_path (a fleet on PostgreSQL: the
+        objects by path, so any server can load them; `dataset` may then be "").
         """
         request = self._request(checkpoint, drafter, dataset, mode, run, step, labels, options)
         record = self._call("SubmitEval", service_pb2.SubmitEvalRequest(request=request))

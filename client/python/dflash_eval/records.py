@@ -238,6 +238,8 @@ class EvalRequest(Record):
     gate_metric: str = ""
     gate_min_delta: float = 0.0
     suite_datasets: List[str] = field(default_factory=list)
+    dataset_path: str = ""
+    target_path: str = ""
 
 
 @dataclass

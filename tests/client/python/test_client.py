@@ -194,6 +194,10 @@ class ClientTest(server.SharedServerTest):
             self.client.submit(checkpoint=self.path("drafter"), drafter="m", dataset="d")
         with self.assert_error(grpc.StatusCode.INVALID_ARGUMENT, "unknown option max_sample"):
             self.client.submit(drafter="m", dataset="d", max_sample=3)
+        # Objects by path are for a fleet; a single host says so.
+        with self.assert_error(grpc.StatusCode.FAILED_PRECONDITION,
+                               "this server has no fleet (see --store)"):
+            self.client.submit(drafter="m", dataset="", dataset_path=self.path("dataset"))
         with self.assert_error(grpc.StatusCode.INVALID_ARGUMENT, "mode must be one of"):
             self.client.submit(drafter="m", dataset="d", mode="sideways")
         with self.assert_error(grpc.StatusCode.INVALID_ARGUMENT, "label"):
