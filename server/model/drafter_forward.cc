@@ -59,13 +59,14 @@ at::Tensor UnfoldRows(const at::Tensor& t, int64_t ng, int64_t R) {  // [G, nkv,
 struct Group {
   at::Tensor idx;  // [ng] block indices (device); undefined = all, in order
   int64_t ng = 0;
-  int64_t seq = -1;      // shared sequence, or -1 for one sequence per block
-  at::Tensor seq_idx;    // [ng] when seq == -1
-  int64_t lc = 0;        // context keys needed: max anchor of the group
-  at::Tensor full_mask;  // [ng, 1, 1, B, lc] bool, true = masked
+  int64_t seq = -1;           // shared sequence, or -1 for one sequence per block
+  at::Tensor seq_idx;         // [ng] when seq == -1
+  bool seq_identity = false;  // seq_idx is 0..S-1: the cache itself, no gather
+  int64_t lc = 0;             // context keys needed: max anchor of the group
+  at::Tensor full_mask;       // [ng, 1, 1, B, lc] bool, true = masked
   // Windowed layers read keys [win_lo, win_lo + win_lc) of the shared
-  // sequence or, with win_rows ([ng * win_lc] rows of the flattened
-  // [S * L] context), each block its own span.
+  // sequence or, with win_rows ([ng * nkv * win_lc] rows of the flattened
+  // [S * nkv * L] context), each block its own span.
   int64_t win_lo = 0;
   int64_t win_lc = 0;
   at::Tensor win_rows;
@@ -235,7 +236,8 @@ struct MaskInputs {
   at::TensorOptions lopt;   // int64 on the blocks' device
   at::Tensor slots;         // [B] 0..B-1
   int64_t window = 0;       // the sliding window when some layer has one, else 0
-  int64_t context_len = 0;  // L of the context cache's [S, L, ...] tensors
+  int64_t context_len = 0;  // L of the context cache's [S, nkv, L, d] tensors
+  int64_t kv_heads = 0;     // nkv
 };
 
 // The context keys a windowed layer reads ([1 or ng, 1, win_lc] positions),
@@ -255,7 +257,9 @@ at::Tensor WindowKeys(Group& grp, const at::Tensor& a, const MaskInputs& m, int6
   // One sequence per block: each block gathers its own W - 1 keys.
   grp.win_lc = span;
   at::Tensor keys = (a - span).clamp_min(0).view({-1, 1, 1}) + at::arange(span, m.lopt);
-  grp.win_rows = (grp.seq_idx.view({-1, 1, 1}) * m.context_len + keys).view({-1});
+  const at::Tensor head = at::arange(m.kv_heads, m.lopt).view({1, -1, 1});
+  grp.win_rows =
+      ((grp.seq_idx.view({-1, 1, 1}) * m.kv_heads + head) * m.context_len + keys).view({-1});
   return keys;
 }
 
@@ -275,8 +279,8 @@ void SetContextMasks(Group& grp, const at::Tensor& a, const MaskInputs& m, int64
 
 // One group of all blocks when each reads its own sequence (replay), else
 // one group per sequence; a_dev: [nb] anchors on the blocks' device.
-std::vector<Group> MakeGroups(const HostBlocks& host, const at::Tensor& a_dev,
-                              const MaskInputs& m) {
+std::vector<Group> MakeGroups(const HostBlocks& host, const at::Tensor& a_dev, const MaskInputs& m,
+                              int64_t sequences) {
   const int64_t nb = host.anchors.size(0);
   const int64_t* a_ptr = host.anchors.data_ptr<int64_t>();
   std::vector<Group> groups;
@@ -284,6 +288,9 @@ std::vector<Group> MakeGroups(const HostBlocks& host, const at::Tensor& a_dev,
     Group grp;
     grp.ng = nb;
     grp.seq_idx = host.seq.to(a_dev.device());
+    const int64_t* s_ptr = host.seq.data_ptr<int64_t>();
+    grp.seq_identity = nb == sequences;
+    for (int64_t b = 0; b < nb && grp.seq_identity; ++b) grp.seq_identity = s_ptr[b] == b;
     for (int64_t b = 0; b < nb; ++b) grp.lc = std::max(grp.lc, a_ptr[b]);
     SetContextMasks(grp, a_dev, m, /*min_anchor=*/0);
     groups.push_back(std::move(grp));
@@ -328,17 +335,19 @@ std::vector<at::Tensor> BlockMasks(const std::vector<AttentionRule>& rules,
 // [nb, nkv, g*B, d].
 // A group's context keys or values for one layer, [G, nkv, keys, d] (G = 1
 // for a shared sequence, else one per block); undefined when there are none.
-// c: the layer's context [S, L, nkv, d].
+// c: the layer's context [S, nkv, L, d]. The result's batch dimensions
+// flatten without a copy, so the attention matmuls read it in place.
 at::Tensor GroupContext(const at::Tensor& c, const Group& grp, bool windowed) {
   const int64_t lo = windowed ? grp.win_lo : 0;
   const int64_t n = windowed ? grp.win_lc : grp.lc;
   if (n == 0) return at::Tensor();
-  if (grp.seq >= 0) return c[grp.seq].narrow(0, lo, n).permute({1, 0, 2}).unsqueeze(0);
+  if (grp.seq >= 0) return c[grp.seq].narrow(1, lo, n).unsqueeze(0);
   if (windowed && grp.win_rows.defined()) {
-    const at::Tensor rows = c.reshape({-1, c.size(2), c.size(3)}).index_select(0, grp.win_rows);
-    return rows.view({grp.ng, n, c.size(2), c.size(3)}).permute({0, 2, 1, 3});
+    const int64_t d = c.size(3);
+    return c.reshape({-1, d}).index_select(0, grp.win_rows).view({grp.ng, c.size(1), n, d});
   }
-  return c.narrow(1, 0, n).index_select(0, grp.seq_idx).permute({0, 2, 1, 3});
+  const at::Tensor span = c.narrow(2, 0, n);
+  return grp.seq_identity ? span : span.index_select(0, grp.seq_idx);
 }
 
 at::Tensor AttendGroups(const at::Tensor& q, const at::Tensor& kb, const at::Tensor& vb,
@@ -469,8 +478,10 @@ absl::StatusOr<at::Tensor> DrafterModel::ForwardBlocks(const at::Tensor& x0,
     const at::Tensor lengths =
         options.lengths.defined() ? options.lengths.to(x0.device(), at::kLong) : at::Tensor();
     // Groups and their context masks, and the in-block masks, shared by all layers.
-    pass.groups = MakeGroups(
-        host, a_dev, MaskInputs{lopt, j, any_window ? c.sliding_window : 0, context.max_len});
+    pass.groups = MakeGroups(host, a_dev,
+                             MaskInputs{lopt, j, any_window ? c.sliding_window : 0, context.max_len,
+                                        c.num_key_value_heads},
+                             static_cast<int64_t>(context.lengths.size()));
     pass.blk_masks = BlockMasks(pass.rules, lengths, B, lopt);
 
     at::Tensor x = x0;

@@ -263,11 +263,13 @@ std::pair<at::Tensor, at::Tensor> DrafterModel::ContextKV(const Layer& l, const 
   k = ApplyRope(RmsNorm(k, l[kKNorm], c.rms_norm_eps), cos.narrow(0, from, rows),
                 sin.narrow(0, from, rows));
   at::Tensor v = Linear(x, l[kWv], l[kBv]).view({n, rows, nkv, d});
+  k = k.permute({0, 2, 1, 3});  // head-major, as ContextCache keeps them
+  v = v.permute({0, 2, 1, 3});
   if (from == 0) return {k.contiguous(), v.contiguous()};
-  at::Tensor kf = at::zeros({n, L, nkv, d}, k.options());
-  at::Tensor vf = at::zeros({n, L, nkv, d}, v.options());
-  kf.narrow(1, from, rows).copy_(k);
-  vf.narrow(1, from, rows).copy_(v);
+  at::Tensor kf = at::zeros({n, nkv, L, d}, k.options());
+  at::Tensor vf = at::zeros({n, nkv, L, d}, v.options());
+  kf.narrow(2, from, rows).copy_(k);
+  vf.narrow(2, from, rows).copy_(v);
   return {kf, vf};
 }
 
@@ -306,7 +308,7 @@ void DrafterModel::EncodeInto(const std::vector<at::Tensor>& features, ContextCa
       continue;
     }
     // Each sequence from its own first window.
-    at::Tensor k = at::zeros({S, L, c.num_key_value_heads, c.head_dim}, ctx.options());
+    at::Tensor k = at::zeros({S, c.num_key_value_heads, L, c.head_dim}, ctx.options());
     at::Tensor v = at::zeros_like(k);
     for (int64_t s = 0; s < S; ++s) {
       const int64_t from = std::min(cache.windowed_from[s], L);

@@ -33,8 +33,8 @@ namespace dflash::model {
 // on, the earliest key a block at or after the first anchor can see; the
 // rows below stay zero and ForwardBlocks refuses a block before it.
 struct ContextCache {
-  std::vector<at::Tensor> k;           // per layer: [S, max_len, nkv, d]
-  std::vector<at::Tensor> v;           // per layer: [S, max_len, nkv, d]
+  std::vector<at::Tensor> k;           // per layer: [S, nkv, max_len, d]
+  std::vector<at::Tensor> v;           // per layer: [S, nkv, max_len, d]
   std::vector<int64_t> lengths;        // per sequence
   std::vector<int64_t> first_anchor;   // per sequence (0 when not given)
   std::vector<int64_t> windowed_from;  // per sequence: windowed keys start here

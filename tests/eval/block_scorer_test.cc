@@ -96,7 +96,7 @@ TEST_F(BlockScorerTest, EncodeSamplesPadsToTheLongest) {
   EXPECT_THAT(ctx.lengths, ElementsAre(17, 11));
   EXPECT_EQ(ctx.max_len, 17);
   ASSERT_EQ(ctx.k.size(), 2u);                              // one per drafter layer
-  EXPECT_THAT(ctx.k[0].sizes(), ElementsAre(2, 17, 1, 8));  // [S, max_len, nkv, d]
+  EXPECT_THAT(ctx.k[0].sizes(), ElementsAre(2, 1, 17, 8));  // [S, nkv, max_len, d]
 }
 
 TEST_F(BlockScorerTest, ScoresBlocksOfSeveralSequencesUnderZlab2025) {
