@@ -296,11 +296,11 @@ void DrafterModel::EncodeInto(const std::vector<at::Tensor>& features, ContextCa
   auto [cos, sin] = RopeCosSin(pos, inv_freq_, attention_scaling_, fc_.scalar_type());
   cos = cos.unsqueeze(1);  // [L, 1, d]
   sin = sin.unsqueeze(1);
+  const int64_t lowest =
+      S == 0 ? 0 : *std::min_element(cache.windowed_from.begin(), cache.windowed_from.end());
   for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
     const Layer& l = layers_[i];
     const bool windowed = c.sliding_window > 0 && c.sliding[i];
-    const int64_t lowest =
-        *std::min_element(cache.windowed_from.begin(), cache.windowed_from.end());
     if (!windowed || lowest == 0) {
       auto [k, v] = ContextKV(l, ctx, 0, cos, sin);
       cache.k.push_back(std::move(k));

@@ -58,11 +58,15 @@ struct Client {
     ctx.set_deadline(std::chrono::system_clock::now() + 60s);
     return (stub.get()->*method)(&ctx, req, resp);
   }
-  pb::EvalJob Submit(const pb::EvalRequest& r) {
+  // SubmitEval's status and job.
+  grpc::Status TrySubmit(const pb::EvalRequest& r, pb::EvalJob* job) {
     pb::SubmitEvalRequest req;
     *req.mutable_request() = r;
+    return Call(&pb::DrafterEval::Stub::SubmitEval, req, job);
+  }
+  pb::EvalJob Submit(const pb::EvalRequest& r) {
     pb::EvalJob job;
-    grpc::Status s = Call(&pb::DrafterEval::Stub::SubmitEval, req, &job);
+    grpc::Status s = TrySubmit(r, &job);
     EXPECT_TRUE(s.ok()) << s.error_message();
     return job;
   }
@@ -412,10 +416,8 @@ TEST_F(FleetE2eTest, AJobNamingAResidentDrafterRunsOnlyWhereItIsResident) {
   pb::EvalRequest nowhere = Request(data_, 1);
   nowhere.clear_checkpoint_path();
   nowhere.set_drafter("nope");
-  pb::SubmitEvalRequest req;
-  *req.mutable_request() = nowhere;
   pb::EvalJob refused;
-  grpc::Status s = ca.Call(&pb::DrafterEval::Stub::SubmitEval, req, &refused);
+  grpc::Status s = ca.TrySubmit(nowhere, &refused);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::NOT_FOUND);
   EXPECT_EQ(s.error_message(),
             "no resident drafter named 'nope' (resident: none); no live server of the fleet "
@@ -481,10 +483,8 @@ TEST_F(FleetE2eTest, ObjectsNamedByPathAreLoadedOnDemandByAnyServer) {
 
   pb::EvalRequest relative = r;
   relative.set_dataset_path("dataset");
-  pb::SubmitEvalRequest req;
-  *req.mutable_request() = relative;
   pb::EvalJob refused;
-  grpc::Status s = ca.Call(&pb::DrafterEval::Stub::SubmitEval, req, &refused);
+  grpc::Status s = ca.TrySubmit(relative, &refused);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_EQ(s.error_message(),
             "dataset_path 'dataset' is not absolute; every server of the fleet loads it from its "
@@ -681,10 +681,8 @@ TEST_F(FleetE2eTest, SqliteStoreAtAChosenPathNeedsNoDatabase) {
   EXPECT_FALSE(fs::exists(dir_->Join("state-sqlite-path/results.sqlite3")));
   pb::EvalRequest by_path = Request(data_, 1);
   by_path.set_dataset_path(data_ + "/dataset");
-  pb::SubmitEvalRequest req;
-  *req.mutable_request() = by_path;
   pb::EvalJob refused;
-  grpc::Status s = c.Call(&pb::DrafterEval::Stub::SubmitEval, req, &refused);
+  grpc::Status s = c.TrySubmit(by_path, &refused);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
   EXPECT_EQ(s.error_message(),
             "dataset_path and target_path name objects for a fleet's servers to load on demand; "
