@@ -102,13 +102,16 @@ absl::Status JobServiceImpl::PlaceInFleet(JobRecord& record) {
     if (here.ok() && kind == ResourceKind::kDataset) record.dataset_fingerprint = here->fingerprint;
     if (here.ok() && kind == ResourceKind::kDrafter) record.drafter_fingerprint = here->fingerprint;
     std::vector<std::string> holders = Holders(fleet, kind, name);
-    if (holders.empty()) {
-      if (!here.ok()) {
-        return absl::Status(here.status().code(),
-                            absl::StrCat(here.status().message(), "; no live server of the fleet ",
-                                         "holds it either"));
-      }
-      holders.push_back("this server");  // before its first heartbeat
+    if (holders.empty() && !here.ok()) {
+      return absl::Status(here.status().code(),
+                          absl::StrCat(here.status().message(), "; no live server of the fleet ",
+                                       "holds it either"));
+    }
+    // This server counts as soon as it holds the object: the servers table
+    // hears of a load only at the next heartbeat.
+    const std::string& self = queue_->fleet_server();
+    if (here.ok() && std::find(holders.begin(), holders.end(), self) == holders.end()) {
+      holders.push_back(self);
     }
     needs.push_back(name.empty() ? absl::StrCat("one ", ResourceKindName(kind), " only")
                                  : absl::StrCat(ResourceKindName(kind), " '", name, "'"));

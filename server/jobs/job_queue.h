@@ -107,6 +107,8 @@ class JobQueue {
   // Fleet: whether the last heartbeat reached the store (always true for a
   // single-host store); the live servers of the fleet.
   bool store_reachable() const { return store_reachable_; }
+  // This server's name in the fleet's servers table ("" without a fleet).
+  const std::string& fleet_server() const { return options_.fleet.server; }
   absl::StatusOr<std::vector<store::FleetServer>> FleetServers();
 
   // Stops accepting; QUEUED jobs become INTERRUPTED; RUNNING jobs get
