@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <cstdlib>
 #include <fstream>
 #include <regex>
 #include <set>
@@ -16,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "core/openblas_runtime.h"
 
 #ifdef DFLASH_WITH_CUDA
 #include <c10/cuda/CUDACachingAllocator.h>
@@ -160,6 +162,11 @@ std::string DescribeBlas() {
   for (const std::string& p : libs) {
     if (absl::StrContains(p, "libblas.so")) main_lib = p;
   }
+  if (const std::string core = OpenBlasCore(); !core.empty()) {
+    const char* env = std::getenv("OPENBLAS_CORETYPE");
+    return absl::StrCat(kind, " (", main_lib, "), core ", core,
+                        env != nullptr && *env != '\0' ? " (OPENBLAS_CORETYPE)" : "");
+  }
   return absl::StrCat(kind, " (", main_lib, ")");
 }
 
@@ -169,6 +176,7 @@ std::string LibtorchVersion() {
 
 void SetIntraOpThreads(int threads) {
   at::set_num_threads(threads);
+  SetOpenBlasThreads(threads);
 }
 
 }  // namespace dflash::core

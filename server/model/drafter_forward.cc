@@ -6,8 +6,9 @@
 // Context keys/values are shared: blocks reading the same sequence are folded
 // into the row dimension of one matmul against that sequence's K/V, so the
 // context is never copied per block. When every block reads a different
-// sequence (replay mode), the K/V rows are gathered once and one batched
-// matmul serves all blocks.
+// sequence (replay mode), each block attends to its own sequence's keys in
+// place, exactly the keys it can see: no gather, no padding to the longest
+// context and no context mask but the window's.
 //
 // Windows mask key k for a query at position p when p - k >= W (and, for a
 // two-sided window, k - p >= W), applied per query to context and block keys
@@ -54,22 +55,17 @@ at::Tensor UnfoldRows(const at::Tensor& t, int64_t ng, int64_t R) {  // [G, nkv,
   return t.view({G, nkv, ng / G, R, X}).permute({0, 2, 1, 3, 4}).reshape({ng, nkv, R, X});
 }
 
-// A set of blocks attended together. kc/vc: [G, nkv, lc, d] with G == 1
-// (blocks share one sequence) or G == ng (one sequence per block).
+// A set of blocks attended together: the blocks of one sequence (kc/vc
+// [1, nkv, lc, d]), or every block reading its own sequence (seq == -1).
 struct Group {
   at::Tensor idx;  // [ng] block indices (device); undefined = all, in order
   int64_t ng = 0;
-  int64_t seq = -1;           // shared sequence, or -1 for one sequence per block
-  at::Tensor seq_idx;         // [ng] when seq == -1
-  bool seq_identity = false;  // seq_idx is 0..S-1: the cache itself, no gather
-  int64_t lc = 0;             // context keys needed: max anchor of the group
-  at::Tensor full_mask;       // [ng, 1, 1, B, lc] bool, true = masked
-  // Windowed layers read keys [win_lo, win_lo + win_lc) of the shared
-  // sequence or, with win_rows ([ng * nkv * win_lc] rows of the flattened
-  // [S * nkv * L] context), each block its own span.
+  int64_t seq = -1;      // shared sequence, or -1 for one sequence per block
+  int64_t lc = 0;        // context keys needed: max anchor of the group
+  at::Tensor full_mask;  // [ng, 1, 1, B, lc] bool, true = masked
+  // Windowed layers read keys [win_lo, win_lo + win_lc) of the sequence.
   int64_t win_lo = 0;
   int64_t win_lc = 0;
-  at::Tensor win_rows;
   at::Tensor slide_mask;  // [ng, 1, 1, B, win_lc], with the window
 };
 
@@ -100,8 +96,9 @@ at::Tensor ForGroup(const at::Tensor& mask, const at::Tensor& idx) {
   return mask.index_select(0, idx);
 }
 
-// Scores, masks, fp32 softmax and weighted sum for one group.
-// q: [ng, nkv, g*B, d]; kb, vb: [ng, nkv, B, d]. Returns [ng, nkv, g*B, d].
+// Scores, masks, fp32 softmax and weighted sum for the blocks of one
+// sequence. q: [ng, nkv, g*B, d]; kb, vb: [ng, nkv, B, d]; kc, vc: the
+// sequence's keys [1, nkv, lc, d]. Returns [ng, nkv, g*B, d].
 at::Tensor Attend(const at::Tensor& q, const at::Tensor& kb, const at::Tensor& vb,
                   const at::Tensor& kc, const at::Tensor& vc, const at::Tensor& ctx_mask,
                   const at::Tensor& blk_mask, int64_t g, double scale) {
@@ -233,66 +230,40 @@ absl::StatusOr<HostBlocks> ReadBlocks(const at::Tensor& anchors, const at::Tenso
 
 // What the groups' context masks are built from.
 struct MaskInputs {
-  at::TensorOptions lopt;   // int64 on the blocks' device
-  at::Tensor slots;         // [B] 0..B-1
-  int64_t window = 0;       // the sliding window when some layer has one, else 0
-  int64_t context_len = 0;  // L of the context cache's [S, nkv, L, d] tensors
-  int64_t kv_heads = 0;     // nkv
+  at::TensorOptions lopt;  // int64 on the blocks' device
+  at::Tensor slots;        // [B] 0..B-1
+  int64_t window = 0;      // the sliding window when some layer has one, else 0
 };
 
-// The context keys a windowed layer reads ([1 or ng, 1, win_lc] positions),
-// setting the group's span: a query at a + j sees key k when a + j - k < W,
-// so a block reads (a - W, a), W - 1 keys at most.
-at::Tensor WindowKeys(Group& grp, const at::Tensor& a, const MaskInputs& m, int64_t min_anchor) {
-  const int64_t span = m.window - 1;
-  if (grp.lc <= span) {  // the whole context fits in one window
-    grp.win_lc = grp.lc;
-    return at::arange(grp.lc, m.lopt).view({1, 1, -1});
-  }
-  if (grp.seq >= 0) {  // blocks of one sequence: one span for all of them
-    grp.win_lo = std::max<int64_t>(0, min_anchor - span);
-    grp.win_lc = grp.lc - grp.win_lo;
-    return at::arange(grp.win_lo, grp.lc, m.lopt).view({1, 1, -1});
-  }
-  // One sequence per block: each block gathers its own W - 1 keys.
-  grp.win_lc = span;
-  at::Tensor keys = (a - span).clamp_min(0).view({-1, 1, 1}) + at::arange(span, m.lopt);
-  const at::Tensor head = at::arange(m.kv_heads, m.lopt).view({1, -1, 1});
-  grp.win_rows =
-      ((grp.seq_idx.view({-1, 1, 1}) * m.kv_heads + head) * m.context_len + keys).view({-1});
-  return keys;
-}
-
-// A group's context masks; a: [ng] its blocks' anchors (device).
+// A shared sequence's context masks; a: [ng] its blocks' anchors (device).
+// A windowed layer reads keys [min_anchor - W + 1, lc): a query at a + j sees
+// key k when a + j - k < W, so a block reads (a - W, a).
 void SetContextMasks(Group& grp, const at::Tensor& a, const MaskInputs& m, int64_t min_anchor) {
   const int64_t B = m.slots.size(0);
   at::Tensor key = at::arange(grp.lc, m.lopt);  // [lc]
   at::Tensor full = (key.view({1, 1, -1}) >= a.view({-1, 1, 1})).expand({grp.ng, B, grp.lc});
   grp.full_mask = full.reshape({grp.ng, 1, 1, B, grp.lc});
   if (m.window > 0) {
-    const at::Tensor wkey = WindowKeys(grp, a, m, min_anchor);     // [1 or ng, 1, win_lc]
+    grp.win_lo = std::max<int64_t>(0, min_anchor - (m.window - 1));
+    grp.win_lc = grp.lc - grp.win_lo;
+    const at::Tensor wkey = at::arange(grp.win_lo, grp.lc, m.lopt).view({1, 1, -1});
     const at::Tensor p = (a.unsqueeze(1) + m.slots).unsqueeze(2);  // [ng, B, 1]
     const at::Tensor hidden = (wkey >= a.view({-1, 1, 1})) | ((p - wkey) >= m.window);
     grp.slide_mask = hidden.expand({grp.ng, B, grp.win_lc}).reshape({grp.ng, 1, 1, B, grp.win_lc});
   }
 }
 
-// One group of all blocks when each reads its own sequence (replay), else
-// one group per sequence; a_dev: [nb] anchors on the blocks' device.
-std::vector<Group> MakeGroups(const HostBlocks& host, const at::Tensor& a_dev, const MaskInputs& m,
-                              int64_t sequences) {
+// One group of all blocks when each reads its own sequence (replay: they
+// attend one by one, masks built per block), else one group per sequence;
+// a_dev: [nb] anchors on the blocks' device.
+std::vector<Group> MakeGroups(const HostBlocks& host, const at::Tensor& a_dev,
+                              const MaskInputs& m) {
   const int64_t nb = host.anchors.size(0);
   const int64_t* a_ptr = host.anchors.data_ptr<int64_t>();
   std::vector<Group> groups;
   if (static_cast<int64_t>(host.by_seq.size()) == nb) {
     Group grp;
     grp.ng = nb;
-    grp.seq_idx = host.seq.to(a_dev.device());
-    const int64_t* s_ptr = host.seq.data_ptr<int64_t>();
-    grp.seq_identity = nb == sequences;
-    for (int64_t b = 0; b < nb && grp.seq_identity; ++b) grp.seq_identity = s_ptr[b] == b;
-    for (int64_t b = 0; b < nb; ++b) grp.lc = std::max(grp.lc, a_ptr[b]);
-    SetContextMasks(grp, a_dev, m, /*min_anchor=*/0);
     groups.push_back(std::move(grp));
     return groups;
   }
@@ -330,43 +301,81 @@ std::vector<at::Tensor> BlockMasks(const std::vector<AttentionRule>& rules,
   return blk_masks;
 }
 
-// One layer's attention over every group. q: [nb, nkv, g*B, d]; kb, vb:
-// [nb, nkv, B, d]; ck, cv: the layer's context [S, L, nkv, d]. Returns
-// [nb, nkv, g*B, d].
-// A group's context keys or values for one layer, [G, nkv, keys, d] (G = 1
-// for a shared sequence, else one per block); undefined when there are none.
-// c: the layer's context [S, nkv, L, d]. The result's batch dimensions
-// flatten without a copy, so the attention matmuls read it in place.
+// The window's mask over the W - 1 keys before an anchor, [B, W - 1] bool
+// (true = masked): column c is key a - (W - 1) + c, which slot j sees when
+// a + j - key < W, i.e. c >= j. A block with n < W - 1 keys before its
+// anchor uses the last n columns.
+at::Tensor WindowPattern(int64_t window, const at::Tensor& slots) {
+  const at::Tensor c = at::arange(window - 1, slots.options()).view({1, -1});
+  return c < slots.view({-1, 1});
+}
+
+// Block b's attention when it reads its own sequence s at anchor a: its
+// queries q [nkv, g*B, d] against the context keys it can see, [lo, a) of
+// ck/cv [S, nkv, L, d] read in place, and its own slots' scores sb
+// [nkv, g*B, B] (scaled, fp32, in-block mask applied) and values vb.
+at::Tensor AttendOwnSequence(const at::Tensor& q, const at::Tensor& sb, const at::Tensor& vb,
+                             const at::Tensor& ck, const at::Tensor& cv, int64_t s, int64_t a,
+                             const at::Tensor& window_pattern, int64_t g, double scale) {
+  const int64_t nkv = q.size(0), R = q.size(1), B = vb.size(1);
+  const int64_t lo =
+      window_pattern.defined() ? std::max<int64_t>(0, a - window_pattern.size(1)) : 0;
+  const int64_t n = a - lo;
+  if (n == 0) return at::matmul(at::softmax(sb, -1).to(q.scalar_type()), vb);
+  const at::Tensor kc = ck[s].narrow(1, lo, n), vc = cv[s].narrow(1, lo, n);
+  at::Tensor sc = (at::matmul(q, kc.transpose(-1, -2)) * scale).to(at::kFloat);
+  if (window_pattern.defined()) {
+    const at::Tensor hide = window_pattern.narrow(1, window_pattern.size(1) - n, n);
+    sc = sc.view({nkv, g, B, n}).masked_fill(hide, kNegInf).view({nkv, R, n});
+  }
+  const at::Tensor p = at::softmax(at::cat({sc, sb}, -1), -1).to(q.scalar_type());
+  const at::Tensor oc = at::matmul(p.narrow(-1, 0, n), vc);
+  const at::Tensor ob = at::matmul(p.narrow(-1, n, B), vb);
+  return (oc.to(at::kFloat) + ob.to(at::kFloat)).to(q.scalar_type());
+}
+
+// A shared sequence's context keys or values for one layer, [1, nkv, keys,
+// d], read in place; undefined when there are none. c: [S, nkv, L, d].
 at::Tensor GroupContext(const at::Tensor& c, const Group& grp, bool windowed) {
   const int64_t lo = windowed ? grp.win_lo : 0;
   const int64_t n = windowed ? grp.win_lc : grp.lc;
   if (n == 0) return at::Tensor();
-  if (grp.seq >= 0) return c[grp.seq].narrow(1, lo, n).unsqueeze(0);
-  if (windowed && grp.win_rows.defined()) {
-    const int64_t d = c.size(3);
-    return c.reshape({-1, d}).index_select(0, grp.win_rows).view({grp.ng, c.size(1), n, d});
-  }
-  const at::Tensor span = c.narrow(2, 0, n);
-  return grp.seq_identity ? span : span.index_select(0, grp.seq_idx);
+  return c[grp.seq].narrow(1, lo, n).unsqueeze(0);
 }
 
+// One layer's attention over every group. q: [nb, nkv, g*B, d]; kb, vb:
+// [nb, nkv, B, d]; ck, cv: the layer's context [S, nkv, L, d]; window_pattern
+// (WindowPattern) when the layer is windowed. Returns [nb, nkv, g*B, d].
 at::Tensor AttendGroups(const at::Tensor& q, const at::Tensor& kb, const at::Tensor& vb,
-                        const at::Tensor& ck, const at::Tensor& cv,
-                        const std::vector<Group>& groups, const AttentionRule& rule,
+                        const at::Tensor& ck, const at::Tensor& cv, const HostBlocks& host,
+                        const std::vector<Group>& groups, const at::Tensor& window_pattern,
                         const at::Tensor& blk_mask, int64_t g, double scale) {
-  const bool windowed = rule.window > 0;
-  if (groups.size() == 1 && !groups[0].idx.defined()) {
-    const Group& grp = groups[0];
-    return Attend(q, kb, vb, GroupContext(ck, grp, windowed), GroupContext(cv, grp, windowed),
-                  windowed ? grp.slide_mask : grp.full_mask, blk_mask, g, scale);
+  const bool windowed = window_pattern.defined();
+  if (groups.size() == 1 && groups[0].seq < 0) {  // every block its own sequence
+    const int64_t nb = q.size(0), nkv = q.size(1), R = q.size(2), B = kb.size(2);
+    at::Tensor sb = (at::matmul(q, kb.transpose(-1, -2)) * scale).to(at::kFloat);
+    if (blk_mask.defined()) {
+      sb = sb.view({nb, nkv, g, B, B}).masked_fill(blk_mask, kNegInf).view({nb, nkv, R, B});
+    }
+    at::Tensor attn = at::empty_like(q);
+    const int64_t* a_ptr = host.anchors.data_ptr<int64_t>();
+    const int64_t* s_ptr = host.seq.data_ptr<int64_t>();
+    for (int64_t b = 0; b < nb; ++b) {
+      attn[b].copy_(AttendOwnSequence(q[b], sb[b], vb[b], ck, cv, s_ptr[b], a_ptr[b],
+                                      window_pattern, g, scale));
+    }
+    return attn;
   }
   at::Tensor attn = at::empty_like(q);
   for (const Group& grp : groups) {
     const at::Tensor kc = GroupContext(ck, grp, windowed);
     const at::Tensor vc = GroupContext(cv, grp, windowed);
+    const bool all = !grp.idx.defined();
     at::Tensor out = Attend(
-        q.index_select(0, grp.idx), kb.index_select(0, grp.idx), vb.index_select(0, grp.idx), kc,
-        vc, windowed ? grp.slide_mask : grp.full_mask, ForGroup(blk_mask, grp.idx), g, scale);
+        all ? q : q.index_select(0, grp.idx), all ? kb : kb.index_select(0, grp.idx),
+        all ? vb : vb.index_select(0, grp.idx), kc, vc, windowed ? grp.slide_mask : grp.full_mask,
+        all ? blk_mask : ForGroup(blk_mask, grp.idx), g, scale);
+    if (all) return out;
     attn.index_copy_(0, grp.idx, out);
   }
   return attn;
@@ -378,6 +387,8 @@ struct BlockPass {
   at::Tensor cos, sin;  // [nb, B, 1, d]
   std::vector<AttentionRule> rules;
   std::vector<at::Tensor> blk_masks;  // per layer
+  at::Tensor window_pattern;          // WindowPattern when some layer is windowed
+  const HostBlocks* host = nullptr;
   std::vector<Group> groups;
 };
 
@@ -397,8 +408,9 @@ at::Tensor SelfAttention(const DrafterConfig& c, const LayerWeights& l, int64_t 
   at::Tensor vb = Linear(y, l[kWv], l[kBv]).view({nb, B, nkv, d}).permute({0, 2, 1, 3});
   // Query head h = kv_head * g + i, as HF's repeat_kv.
   q = q.view({nb, B, nkv, g, d}).permute({0, 2, 3, 1, 4}).reshape({nb, nkv, g * B, d});
-  at::Tensor attn = AttendGroups(q, kb, vb, context.k[li], context.v[li], pass.groups,
-                                 pass.rules[li], pass.blk_masks[li], g, scale);
+  const at::Tensor& window = pass.rules[li].window > 0 ? pass.window_pattern : at::Tensor();
+  at::Tensor attn = AttendGroups(q, kb, vb, context.k[li], context.v[li], *pass.host, pass.groups,
+                                 window, pass.blk_masks[li], g, scale);
   attn = attn.view({nb, nkv, g, B, d}).permute({0, 3, 1, 2, 4}).reshape({nb, B, nh * d});
   return Linear(attn, l[kWo], l[kBo]);
 }
@@ -478,10 +490,10 @@ absl::StatusOr<at::Tensor> DrafterModel::ForwardBlocks(const at::Tensor& x0,
     const at::Tensor lengths =
         options.lengths.defined() ? options.lengths.to(x0.device(), at::kLong) : at::Tensor();
     // Groups and their context masks, and the in-block masks, shared by all layers.
-    pass.groups = MakeGroups(host, a_dev,
-                             MaskInputs{lopt, j, any_window ? c.sliding_window : 0, context.max_len,
-                                        c.num_key_value_heads},
-                             static_cast<int64_t>(context.lengths.size()));
+    const int64_t window = any_window ? c.sliding_window : 0;
+    pass.host = &host;
+    pass.groups = MakeGroups(host, a_dev, MaskInputs{lopt, j, window});
+    if (window > 0) pass.window_pattern = WindowPattern(window, j);
     pass.blk_masks = BlockMasks(pass.rules, lengths, B, lopt);
 
     at::Tensor x = x0;

@@ -250,27 +250,18 @@ absl::StatusOr<ContextCache> DrafterModel::EncodeContext(
   return cache;
 }
 
-// Layer l's context keys and values of rows [from, L) of ctx [n, L, H];
-// rows below from stay zero.
-std::pair<at::Tensor, at::Tensor> DrafterModel::ContextKV(const Layer& l, const at::Tensor& ctx,
-                                                          int64_t from, const at::Tensor& cos,
+// Layer l's context keys and values of x [rows, H], the context rows at
+// positions with these cos/sin [rows, 1, d]: [nkv, rows, d] each, head-major
+// as ContextCache keeps them.
+std::pair<at::Tensor, at::Tensor> DrafterModel::ContextKV(const Layer& l, const at::Tensor& x,
+                                                          const at::Tensor& cos,
                                                           const at::Tensor& sin) const {
   const DrafterConfig& c = config_;
-  const int64_t n = ctx.size(0), L = ctx.size(1), rows = L - from;
-  const int64_t nkv = c.num_key_value_heads, d = c.head_dim;
-  const at::Tensor x = ctx.narrow(1, from, rows);
-  at::Tensor k = Linear(x, l[kWk], l[kBk]).view({n, rows, nkv, d});
-  k = ApplyRope(RmsNorm(k, l[kKNorm], c.rms_norm_eps), cos.narrow(0, from, rows),
-                sin.narrow(0, from, rows));
-  at::Tensor v = Linear(x, l[kWv], l[kBv]).view({n, rows, nkv, d});
-  k = k.permute({0, 2, 1, 3});  // head-major, as ContextCache keeps them
-  v = v.permute({0, 2, 1, 3});
-  if (from == 0) return {k.contiguous(), v.contiguous()};
-  at::Tensor kf = at::zeros({n, nkv, L, d}, k.options());
-  at::Tensor vf = at::zeros({n, nkv, L, d}, v.options());
-  kf.narrow(2, from, rows).copy_(k);
-  vf.narrow(2, from, rows).copy_(v);
-  return {kf, vf};
+  const int64_t rows = x.size(0), nkv = c.num_key_value_heads, d = c.head_dim;
+  at::Tensor k = Linear(x, l[kWk], l[kBk]).view({rows, nkv, d});
+  k = ApplyRope(RmsNorm(k, l[kKNorm], c.rms_norm_eps), cos, sin);
+  at::Tensor v = Linear(x, l[kWv], l[kBv]).view({rows, nkv, d});
+  return {k.permute({1, 0, 2}), v.permute({1, 0, 2})};
 }
 
 void DrafterModel::EncodeInto(const std::vector<at::Tensor>& features, ContextCache& cache) const {
@@ -280,45 +271,35 @@ void DrafterModel::EncodeInto(const std::vector<at::Tensor>& features, ContextCa
   const int64_t L = cache.max_len;
   bool all_windowed = c.sliding_window > 0;
   for (int64_t i = 0; i < c.num_hidden_layers; ++i) all_windowed &= c.sliding[i];
-  // fc projects each sequence straight into its rows of the zero-padded
-  // [S, L, H] context (padded rows are masked in ForwardBlocks), so the
-  // K*H_t-wide features are never copied; rows no layer reads are skipped.
-  at::Tensor proj = at::zeros({S, L, fc_.size(0)}, fc_.options());
-  for (int64_t s = 0; s < S; ++s) {
-    const int64_t from = all_windowed ? std::min(cache.windowed_from[s], cache.lengths[s]) : 0;
-    if (cache.lengths[s] > from) {
-      at::Tensor rows = proj[s].narrow(0, from, cache.lengths[s] - from);
-      at::mm_out(rows, features[s].narrow(0, from, cache.lengths[s] - from), fc_.t());
-    }
-  }
-  at::Tensor ctx = RmsNorm(proj, hidden_norm_, c.rms_norm_eps);
   at::Tensor pos = at::arange(L, fc_.options().dtype(at::kLong));
   auto [cos, sin] = RopeCosSin(pos, inv_freq_, attention_scaling_, fc_.scalar_type());
   cos = cos.unsqueeze(1);  // [L, 1, d]
   sin = sin.unsqueeze(1);
-  const int64_t lowest =
-      S == 0 ? 0 : *std::min_element(cache.windowed_from.begin(), cache.windowed_from.end());
+  // Zero-padded to the longest sequence (ForwardBlocks never lets a block
+  // see a padded key); each sequence is projected on its own rows only, so
+  // the work scales with the positions, not with S x L.
   for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
-    const Layer& l = layers_[i];
-    const bool windowed = c.sliding_window > 0 && c.sliding[i];
-    if (!windowed || lowest == 0) {
-      auto [k, v] = ContextKV(l, ctx, 0, cos, sin);
-      cache.k.push_back(std::move(k));
-      cache.v.push_back(std::move(v));
-      continue;
+    cache.k.push_back(at::zeros({S, c.num_key_value_heads, L, c.head_dim}, fc_.options()));
+    cache.v.push_back(at::zeros_like(cache.k.back()));
+  }
+  for (int64_t s = 0; s < S; ++s) {
+    const int64_t len = cache.lengths[s];
+    // Rows no layer reads are skipped: below the first window when every
+    // layer is windowed.
+    const int64_t from = all_windowed ? std::min(cache.windowed_from[s], len) : 0;
+    if (len == from) continue;
+    const at::Tensor ctx =
+        RmsNorm(at::mm(features[s].narrow(0, from, len - from), fc_.t()), hidden_norm_,
+                c.rms_norm_eps);  // [len - from, H]
+    for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
+      const bool windowed = c.sliding_window > 0 && c.sliding[i];
+      const int64_t lo = windowed ? std::min(cache.windowed_from[s], len) : 0;
+      if (lo == len) continue;
+      auto [k, v] = ContextKV(layers_[i], ctx.narrow(0, lo - from, len - lo),
+                              cos.narrow(0, lo, len - lo), sin.narrow(0, lo, len - lo));
+      cache.k[i][s].narrow(1, lo, len - lo).copy_(k);
+      cache.v[i][s].narrow(1, lo, len - lo).copy_(v);
     }
-    // Each sequence from its own first window.
-    at::Tensor k = at::zeros({S, c.num_key_value_heads, L, c.head_dim}, ctx.options());
-    at::Tensor v = at::zeros_like(k);
-    for (int64_t s = 0; s < S; ++s) {
-      const int64_t from = std::min(cache.windowed_from[s], L);
-      if (from >= L) continue;
-      auto [ks, vs] = ContextKV(l, ctx.narrow(0, s, 1), from, cos, sin);
-      k.narrow(0, s, 1).copy_(ks);
-      v.narrow(0, s, 1).copy_(vs);
-    }
-    cache.k.push_back(std::move(k));
-    cache.v.push_back(std::move(v));
   }
 }
 

@@ -138,7 +138,7 @@ class DrafterModel {
 
   // EncodeContext's work once the inputs are checked (throws on torch errors).
   void EncodeInto(const std::vector<at::Tensor>& features, ContextCache& cache) const;
-  std::pair<at::Tensor, at::Tensor> ContextKV(const Layer& l, const at::Tensor& ctx, int64_t from,
+  std::pair<at::Tensor, at::Tensor> ContextKV(const Layer& l, const at::Tensor& x,
                                               const at::Tensor& cos, const at::Tensor& sin) const;
 
   DrafterConfig config_;

@@ -128,6 +128,9 @@ TEST_F(ServerCliTest, JsonInfoIsTheProtoMessage) {
   EXPECT_GT(std::stoll(j["devices"][0]["totalMemoryBytes"].get<std::string>()), 0);
   EXPECT_EQ(j["residentDrafters"], 0);
   EXPECT_THAT(j["blas"].get<std::string>(), Not(HasSubstr("unknown")));
+  // install-deps installs OpenBLAS; info names the kernels it loaded.
+  EXPECT_THAT(j["blas"].get<std::string>(), HasSubstr("OpenBLAS ("));
+  EXPECT_THAT(j["blas"].get<std::string>(), HasSubstr("), core "));
 }
 
 TEST_F(ServerCliTest, ReflectionListsAndDescribesTheService) {
