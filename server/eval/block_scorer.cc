@@ -100,15 +100,15 @@ HostBlockInputs MakeBlockInputs(const std::vector<BlockRequest>& blocks, int64_t
 
 }  // namespace
 
-absl::StatusOr<std::vector<BlockScore>> BlockScorer::Score(const std::vector<BlockRequest>& blocks,
-                                                           const model::ContextCache& context,
-                                                           CrossEntropy cross_entropy,
-                                                           Positions positions,
-                                                           int64_t slice_width) const {
+absl::StatusOr<at::Tensor> BlockScorer::Forward(const std::vector<BlockRequest>& blocks,
+                                                const model::ContextCache& context,
+                                                at::Tensor& labels, at::Tensor& anchors) const {
   const int64_t nb = static_cast<int64_t>(blocks.size());
   const int64_t B = block_size_;
   const model::DrafterConfig& cfg = drafter_.config();
   const HostBlockInputs host = MakeBlockInputs(blocks, B, cfg.mask_token_id, semantics_);
+  labels = host.labels;
+  anchors = host.inputs.select(1, 0);
 
   const c10::Device device = drafter_.device();
   ASSIGN_OR_RETURN(
@@ -122,20 +122,33 @@ absl::StatusOr<std::vector<BlockScore>> BlockScorer::Score(const std::vector<Blo
   model::BlockOptions options;
   options.semantics = semantics_;
   if (host.shortened) options.lengths = host.lengths.to(device);
-  ASSIGN_OR_RETURN(
-      at::Tensor hidden,
-      drafter_.ForwardBlocks(x0, host.anchors.to(device), host.seq.to(device), context, options));
+  return drafter_.ForwardBlocks(x0, host.anchors.to(device), host.seq.to(device), context, options);
+}
+
+VocabProjector BlockScorer::Projector() const {
+  const model::DrafterConfig& cfg = drafter_.config();
+  const model::DraftVocab* vocab = drafter_.draft_vocab();
+  VocabProjector projector(vocab != nullptr ? vocab->lm_head : target_.lm_head,
+                           LogitsTransform{cfg.output_multiplier, cfg.final_logit_softcapping},
+                           logits_budget_bytes_);
+  if (vocab != nullptr) projector.SetDraftVocab(vocab->draft_to_target, vocab->target_to_draft);
+  return projector;
+}
+
+absl::StatusOr<std::vector<BlockScore>> BlockScorer::Score(const std::vector<BlockRequest>& blocks,
+                                                           const model::ContextCache& context,
+                                                           CrossEntropy cross_entropy,
+                                                           Positions positions,
+                                                           int64_t slice_width) const {
+  const int64_t nb = static_cast<int64_t>(blocks.size());
+  const int64_t B = block_size_;
+  at::Tensor labels, anchors;
+  ASSIGN_OR_RETURN(at::Tensor hidden, Forward(blocks, context, labels, anchors));
   const model::SelectorWeights* selector = drafter_.selector();
   return TorchGuard("scoring drafts", [&]() -> std::vector<BlockScore> {
-    // The drafter's own head when it has one (speculators' draft vocabulary).
-    const model::DraftVocab* vocab = drafter_.draft_vocab();
-    const at::Tensor& head = vocab != nullptr ? vocab->lm_head : target_.lm_head;
-    const at::Tensor h = hidden.narrow(1, 1, B - 1).to(head.scalar_type());
-    VocabProjector projector(head,
-                             LogitsTransform{cfg.output_multiplier, cfg.final_logit_softcapping},
-                             logits_budget_bytes_);
-    if (vocab != nullptr) projector.SetDraftVocab(vocab->draft_to_target, vocab->target_to_draft);
-    const SlotInputs in{host.labels, host.inputs.select(1, 0), selector};
+    const VocabProjector projector = Projector();
+    const at::Tensor h = hidden.narrow(1, 1, B - 1).to(projector.dtype());
+    const SlotInputs in{labels, anchors, selector};
     std::vector<BlockScore> scores = ScoreSlots(
         h, in, projector, positions, cross_entropy == CrossEntropy::kCompute, slice_width);
     if (!sampling_.empty()) {
@@ -144,6 +157,28 @@ absl::StatusOr<std::vector<BlockScore>> BlockScorer::Score(const std::vector<Blo
     }
     return scores;
   });
+}
+
+bool BlockScorer::CanPipeline() const {
+  const model::SelectorWeights* selector = drafter_.selector();
+  return (selector == nullptr || selector->top_k == 0) && sampling_.empty();
+}
+
+absl::StatusOr<std::vector<PendingSlots>> BlockScorer::Draft(
+    const std::vector<BlockRequest>& blocks, const model::ContextCache& context) const {
+  at::Tensor labels, anchors;
+  ASSIGN_OR_RETURN(at::Tensor hidden, Forward(blocks, context, labels, anchors));
+  return TorchGuard("scoring drafts", [&] {
+    const VocabProjector projector = Projector();
+    const at::Tensor h = hidden.narrow(1, 1, block_size_ - 1).to(projector.dtype());
+    return StartPending(h, labels, projector);
+  });
+}
+
+absl::Status BlockScorer::ScoreNextSlices(const std::vector<PendingSlots*>& items,
+                                          int64_t slice_width) const {
+  return TorchGuard("scoring drafts",
+                    [&] { eval::ScoreNextSlices(items, Projector(), slice_width); });
 }
 
 }  // namespace dflash::eval

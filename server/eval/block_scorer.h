@@ -72,6 +72,17 @@ class BlockScorer {
                                                 Positions positions = Positions::kAll,
                                                 int64_t slice_width = kSliceWidth) const;
 
+  // Pipelined replay (slot_scoring.h, PendingSlots): whether this drafter
+  // can be scored so (argmax drafts: no candidate selector, no sampling),
+  // then Draft runs the drafter on the blocks and ScoreNextSlices scores the
+  // next slice of many waiting blocks, from any Draft calls, in one
+  // vocabulary pass. Together they give Score's kToFirstMiss verdicts.
+  bool CanPipeline() const;
+  absl::StatusOr<std::vector<PendingSlots>> Draft(const std::vector<BlockRequest>& blocks,
+                                                  const model::ContextCache& context) const;
+  absl::Status ScoreNextSlices(const std::vector<PendingSlots*>& items,
+                               int64_t slice_width = kSliceWidth) const;
+
   // Reads these dataset layers instead of the drafter's target_layer_ids
   // (the layer-offset check scores the other numbering's reading).
   void UseLayerIds(std::vector<int> ids) { layer_ids_ = std::move(ids); }
@@ -87,6 +98,14 @@ class BlockScorer {
   std::vector<int> layer_ids_;  // empty: the drafter's target_layer_ids
   std::vector<SamplingSetting> sampling_;
   bool final_norm_applied_ = false;
+
+  // The block inputs through the drafter: its hidden states [nb, B, H].
+  absl::StatusOr<at::Tensor> Forward(const std::vector<BlockRequest>& blocks,
+                                     const model::ContextCache& context, at::Tensor& labels,
+                                     at::Tensor& anchors) const;
+  // The projector over the head drafts are read from (the drafter's own
+  // when it has a draft vocabulary, else the target's lm_head).
+  VocabProjector Projector() const;
 };
 
 }  // namespace dflash::eval

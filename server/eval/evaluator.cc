@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <utility>
 #include <vector>
 
 #include <ATen/ATen.h>
@@ -299,33 +300,64 @@ absl::StatusOr<EvalResult> RunReplay(const BlockScorer& scorer, const data::Eval
     }
     ASSIGN_OR_RETURN(model::ContextCache ctx, scorer.EncodeSamples(samples, &needed, &first));
     for (int64_t l : ctx.lengths) context_positions += l;
+    // A scored block moves its walk on (its verdicts are complete).
+    const auto finish = [&](size_t wi, BlockScore&& score) {
+      Walk& w = walks[wi];
+      const int64_t accepted = MetricsAccumulator::LeadingMatches(score.correct);
+      // zlab-current records produced = min(n + 1, L' - s - 1) and moves by it.
+      const int64_t cap = current ? w.end - w.pos - 1 : -1;
+      acc.Add(Outcome(dataset.sample(w.sample).index, w.pos, std::move(score), cap));
+      w.pos += MetricsAccumulator::AcceptValue(accepted, cap);
+      ++w.blocks;
+      if (!Continues(w, current) || (options.max_blocks > 0 && w.blocks >= options.max_blocks)) {
+        w.active = false;
+        ++prog.samples_done;
+      }
+      ++prog.blocks_done;
+    };
+    // To the first miss, a walk's block waits for its next slice while the
+    // other walks draft theirs; each round is one forward and one vocabulary
+    // pass (slot_scoring.h, PendingSlots).
+    const bool pipelined = positions == Positions::kToFirstMiss && scorer.CanPipeline();
+    std::vector<std::pair<size_t, PendingSlots>> waiting;
+    std::vector<bool> is_waiting(walks.size(), false);
     for (;;) {
       std::vector<BlockRequest> blocks;
       std::vector<size_t> owner;
       for (size_t w = g; w < g_end; ++w) {
-        if (!walks[w].active) continue;
+        if (!walks[w].active || is_waiting[w]) continue;
         blocks.push_back(BlockRequest{static_cast<int64_t>(w - g), walks[w].pos, walks[w].end,
                                       &walks[w].tokens});
         owner.push_back(w);
       }
-      if (blocks.empty()) break;
-      ASSIGN_OR_RETURN(
-          std::vector<BlockScore> scores,
-          scorer.Score(blocks, ctx, CrossEntropy::kSkip, positions, options.first_miss_slice));
-      for (size_t b = 0; b < scores.size(); ++b) {
-        Walk& w = walks[owner[b]];
-        const int64_t accepted = MetricsAccumulator::LeadingMatches(scores[b].correct);
-        // zlab-current records produced = min(n + 1, L' - s - 1) and moves by it.
-        const int64_t cap = current ? w.end - w.pos - 1 : -1;
-        acc.Add(Outcome(dataset.sample(w.sample).index, w.pos, std::move(scores[b]), cap));
-        w.pos += MetricsAccumulator::AcceptValue(accepted, cap);
-        ++w.blocks;
-        if (!Continues(w, current) || (options.max_blocks > 0 && w.blocks >= options.max_blocks)) {
-          w.active = false;
-          ++prog.samples_done;
+      if (blocks.empty() && waiting.empty()) break;
+      if (!pipelined) {
+        ASSIGN_OR_RETURN(
+            std::vector<BlockScore> scores,
+            scorer.Score(blocks, ctx, CrossEntropy::kSkip, positions, options.first_miss_slice));
+        for (size_t b = 0; b < scores.size(); ++b) finish(owner[b], std::move(scores[b]));
+      } else {
+        if (!blocks.empty()) {
+          ASSIGN_OR_RETURN(std::vector<PendingSlots> drafted, scorer.Draft(blocks, ctx));
+          for (size_t b = 0; b < drafted.size(); ++b) {
+            waiting.emplace_back(owner[b], std::move(drafted[b]));
+            is_waiting[owner[b]] = true;
+          }
         }
+        std::vector<PendingSlots*> items;
+        for (auto& [w, p] : waiting) items.push_back(&p);
+        RETURN_IF_ERROR(scorer.ScoreNextSlices(items, options.first_miss_slice));
+        std::vector<std::pair<size_t, PendingSlots>> still;
+        for (auto& [w, p] : waiting) {
+          if (p.done()) {
+            is_waiting[w] = false;
+            finish(w, std::move(p.score));
+          } else {
+            still.emplace_back(w, std::move(p));
+          }
+        }
+        waiting = std::move(still);
       }
-      prog.blocks_done += static_cast<int64_t>(blocks.size());
       update_total();
       if (progress && !progress(prog)) return absl::CancelledError("evaluation cancelled");
     }

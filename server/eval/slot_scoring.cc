@@ -1,6 +1,8 @@
 #include "eval/slot_scoring.h"
 
 #include <algorithm>
+#include <utility>
+#include <vector>
 
 #include <ATen/ATen.h>
 
@@ -102,7 +104,69 @@ bool Append(BlockScore& b, const SliceVerdicts& v, int64_t r, int64_t j0, int64_
   return unbroken(b.correct) || (dflash2 && (unbroken(b.unary_correct) || unbroken(b.covered)));
 }
 
+// Each block's scored positions (slots before the first absent label) and
+// the labels of those the drafter can draft; labels [nb, J] host int64.
+std::vector<BlockScore> StartScores(const at::Tensor& labels, const VocabProjector& projector,
+                                    c10::Device device) {
+  const int64_t nb = labels.size(0), J = labels.size(1);
+  std::vector<BlockScore> out(nb);
+  const int64_t* lab = labels.data_ptr<int64_t>();
+  for (int64_t b = 0; b < nb; ++b) {
+    while (out[b].positions < J && lab[b * J + out[b].positions] >= 0) ++out[b].positions;
+  }
+  const at::Tensor in_vocab =
+      projector.InVocab(labels.clamp_min(0).to(device)).to(at::kCPU, at::kByte).contiguous();
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* row = in_vocab.data_ptr<uint8_t>() + b * J;
+    for (int64_t j = 0; j < out[b].positions; ++j) out[b].labels_in_vocab += row[j];
+  }
+  return out;
+}
+
 }  // namespace
+
+std::vector<PendingSlots> StartPending(const at::Tensor& hidden, const at::Tensor& labels,
+                                       const VocabProjector& projector) {
+  std::vector<BlockScore> scores = StartScores(labels, projector, hidden.device());
+  const int64_t J = labels.size(1);
+  std::vector<PendingSlots> out(scores.size());
+  for (size_t b = 0; b < scores.size(); ++b) {
+    out[b].hidden = hidden[static_cast<int64_t>(b)];
+    const int64_t* row = labels.data_ptr<int64_t>() + static_cast<int64_t>(b) * J;
+    out[b].labels.assign(row, row + J);
+    out[b].score = std::move(scores[b]);
+  }
+  return out;
+}
+
+void ScoreNextSlices(const std::vector<PendingSlots*>& items, const VocabProjector& projector,
+                     int64_t width) {
+  std::vector<at::Tensor> rows;
+  std::vector<int64_t> labels;
+  std::vector<std::pair<PendingSlots*, int64_t>> taken;  // item, slots in this pass
+  for (PendingSlots* p : items) {
+    if (p->done()) continue;
+    const int64_t j0 = p->score.measured();
+    const int64_t w = std::min(std::max<int64_t>(width, 1), p->score.positions - j0);
+    rows.push_back(p->hidden.narrow(0, j0, w));
+    labels.insert(labels.end(), p->labels.begin() + j0, p->labels.begin() + j0 + w);
+    taken.emplace_back(p, w);
+  }
+  if (rows.empty()) return;
+  const at::Tensor lab = at::tensor(labels, at::kLong);
+  const SlotReductions red =
+      projector.Reduce(at::cat(rows, 0), lab.to(rows[0].device()), /*top_k=*/0, false);
+  const at::Tensor drafts = red.drafts.to(at::kCPU).contiguous();
+  const int64_t* d = drafts.data_ptr<int64_t>();
+  size_t r = 0;
+  for (auto& [p, w] : taken) {
+    for (int64_t j = 0; j < w; ++j, ++r) {
+      const bool correct = d[r] == labels[r];
+      p->score.correct.push_back(correct ? 1 : 0);
+      p->missed |= !correct;
+    }
+  }
+}
 
 std::vector<BlockScore> ScoreSlots(const at::Tensor& hidden, const SlotInputs& in,
                                    const VocabProjector& projector, Positions positions,
@@ -111,20 +175,10 @@ std::vector<BlockScore> ScoreSlots(const at::Tensor& hidden, const SlotInputs& i
   const bool dflash2 = in.selector != nullptr && in.selector->top_k > 0;
   const int64_t width =
       positions == Positions::kAll ? std::max<int64_t>(J, 1) : std::max<int64_t>(slice_width, 1);
-  std::vector<BlockScore> out(nb);
+  std::vector<BlockScore> out = StartScores(in.labels, projector, hidden.device());
   std::vector<int64_t> live;  // blocks still scored
-  const int64_t* lab = in.labels.data_ptr<int64_t>();
   for (int64_t b = 0; b < nb; ++b) {
-    while (out[b].positions < J && lab[b * J + out[b].positions] >= 0) ++out[b].positions;
     if (out[b].positions > 0) live.push_back(b);
-  }
-  // Labels inside the drafter's vocabulary, slots 1..positions of each block.
-  const at::Tensor in_vocab = projector.InVocab(in.labels.clamp_min(0).to(hidden.device()))
-                                  .to(at::kCPU, at::kByte)
-                                  .contiguous();
-  for (int64_t b = 0; b < nb; ++b) {
-    const uint8_t* row = in_vocab.data_ptr<uint8_t>() + b * J;
-    for (int64_t j = 0; j < out[b].positions; ++j) out[b].labels_in_vocab += row[j];
   }
   // Per block (all nb rows), the path's draft at the slot before the slice.
   at::Tensor path_prev = in.anchors.clone().to(hidden.device());

@@ -59,6 +59,30 @@ struct SlotInputs {
   const model::SelectorWeights* selector = nullptr;  // DFlash 2, else nullptr
 };
 
+// Replay's pipelined scoring (DFlash 1 argmax drafts, acceptance only): a
+// block waits with its slot states for its next slice, and one vocabulary
+// pass scores the next slice of every waiting block, whichever forward drew
+// it. A pass streams the whole lm_head whatever its rows (1 row cost 8.7 ms
+// and 128 rows 51 ms at V = 32000, H = 512 on one CPU thread), so a step
+// pays one pass instead of one per slice.
+struct PendingSlots {
+  at::Tensor hidden;            // [J, H] slots 1..J, lm_head's dtype and device
+  std::vector<int64_t> labels;  // [J] t[a + j], -1 where absent
+  BlockScore score;             // positions and labels_in_vocab set; correct grows
+  bool done() const { return score.measured() >= score.positions || missed; }
+  bool missed = false;
+};
+
+// Each block of hidden [nb, J, H] with its labels [nb, J] (host int64) as a
+// PendingSlots.
+std::vector<PendingSlots> StartPending(const at::Tensor& hidden, const at::Tensor& labels,
+                                       const VocabProjector& projector);
+
+// One vocabulary pass: the next `width` slots (fewer at a block's end) of
+// every item not done. Throws c10::Error (callers run it under TorchGuard).
+void ScoreNextSlices(const std::vector<PendingSlots*>& items, const VocabProjector& projector,
+                     int64_t width);
+
 // hidden [nb, J, H]: slots 1..J of each block in lm_head's dtype and device.
 // Throws c10::Error (callers run it under TorchGuard).
 std::vector<BlockScore> ScoreSlots(const at::Tensor& hidden, const SlotInputs& in,

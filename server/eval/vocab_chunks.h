@@ -68,6 +68,8 @@ class VocabProjector {
   ChunkShape Shape(int64_t rows, int64_t k) const;
   // Budget bytes charged per logits element.
   int64_t BytesPerElement() const;
+  // The head's dtype: hidden rows are cast to it.
+  c10::ScalarType dtype() const { return head_t_.scalar_type(); }
 
   // h [rows, H] in lm_head's dtype and device; labels [rows] int64 >= 0
   // (read only with cross_entropy). Throws c10::Error (callers guard).
