@@ -345,7 +345,8 @@ void AddServerOptions(CLI::App& app, ServerConfig& config) {
       ->capture_default_str();
   app.add_option("--device", config.device, "auto, cpu, cuda or cuda:N")->capture_default_str();
   app.add_option("--threads", config.threads,
-                 "intra-op threads for tensor work (default: the cores available)")
+                 "intra-op threads for tensor work, and the size of OpenBLAS's pool "
+                 "(default: the cores available)")
       ->check(CLI::NonNegativeNumber);
   app.add_option("--workers", config.workers, "threads serving long RPCs (loads, evaluations)")
       ->check(CLI::Range(1, 64))
