@@ -108,6 +108,7 @@ using FieldFn = std::function<void(const json&, const std::string&)>;
 void Entry(const json& v, const std::string& where, const std::map<std::string, FieldFn>& fields) {
   if (!v.is_object()) Fail(absl::StrCat("config key '", where, "' must be a mapping"));
   std::vector<std::string> known;
+  known.reserve(fields.size());
   for (const auto& [k, _] : fields) known.push_back(k);
   for (const auto& [k, value] : v.items()) {
     const std::string key = absl::StrCat(where, ".", k);

@@ -345,6 +345,7 @@ absl::StatusOr<EvalResult> RunReplay(const BlockScorer& scorer, const data::Eval
           }
         }
         std::vector<PendingSlots*> items;
+        items.reserve(waiting.size());
         for (auto& [w, p] : waiting) items.push_back(&p);
         RETURN_IF_ERROR(scorer.ScoreNextSlices(items, options.first_miss_slice));
         std::vector<std::pair<size_t, PendingSlots>> still;
