@@ -493,7 +493,9 @@ absl::StatusOr<at::Tensor> DrafterModel::ForwardBlocks(const at::Tensor& x0,
     const int64_t window = any_window ? c.sliding_window : 0;
     pass.host = &host;
     pass.groups = MakeGroups(host, a_dev, MaskInputs{lopt, j, window});
-    if (window > 0) pass.window_pattern = WindowPattern(window, j);
+    // A window of max_len + B or more hides no context key (and its pattern
+    // would be W - 1 columns wide): such layers attend as unwindowed.
+    if (window > 0 && window < context.max_len + B) pass.window_pattern = WindowPattern(window, j);
     pass.blk_masks = BlockMasks(pass.rules, lengths, B, lopt);
 
     at::Tensor x = x0;

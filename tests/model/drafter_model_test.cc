@@ -215,6 +215,23 @@ TEST(DrafterModelTest, NarrowWindowMatchesReference) {
   }
 }
 
+// A window wider than every context hides no context key; its mask would
+// be W - 1 columns wide, so it is never built (here 2^40 columns).
+TEST(DrafterModelTest, WindowWiderThanTheContextMatchesReference) {
+  Fixture f = MakeFixture(TinyConfig("default", false, /*window=*/int64_t{1} << 40), {15});
+  ASSERT_OK_AND_ASSIGN(DrafterModel m, DrafterModel::Create(f.cfg, f.weights));
+  ASSERT_OK_AND_ASSIGN(ContextCache ctx, m.EncodeContext(f.features));
+  std::vector<Block> blocks = {{0, 1}, {0, 6}, {0, 14}};
+  at::Tensor h = RunBlocks(m, f, ctx, blocks, at::kFloat);
+  for (size_t i = 0; i < blocks.size(); ++i) {
+    std::vector<double> ref = reference::ReferenceBlock(
+        f.cfg, f.weights, f.features[0], BlockInput(f, 0, blocks[i].anchor), blocks[i].anchor);
+    at::Tensor ref_h = at::tensor(ref, at::kDouble).view({f.cfg.block_size, -1});
+    EXPECT_LE(MaxRelDiff(Logits(h[i], f.lm_head), Logits(ref_h, f.lm_head)), 1e-5)
+        << "anchor " << blocks[i].anchor;
+  }
+}
+
 // The comparison can fail: the window and the anchor position both matter.
 TEST(DrafterModelTest, ReferenceComparisonDetectsPositionAndWindowErrors) {
   Fixture f = MakeFixture(TinyConfig("default"), {20});
