@@ -1,6 +1,7 @@
 #include "eval/block_scorer.h"
 
 #include <algorithm>
+#include <utility>
 
 #include <ATen/ATen.h>
 
@@ -100,15 +101,12 @@ HostBlockInputs MakeBlockInputs(const std::vector<BlockRequest>& blocks, int64_t
 
 }  // namespace
 
-absl::StatusOr<at::Tensor> BlockScorer::Forward(const std::vector<BlockRequest>& blocks,
-                                                const model::ContextCache& context,
-                                                at::Tensor& labels, at::Tensor& anchors) const {
+absl::StatusOr<BlockScorer::Drafted> BlockScorer::Forward(
+    const std::vector<BlockRequest>& blocks, const model::ContextCache& context) const {
   const int64_t nb = static_cast<int64_t>(blocks.size());
   const int64_t B = block_size_;
   const model::DrafterConfig& cfg = drafter_.config();
   const HostBlockInputs host = MakeBlockInputs(blocks, B, cfg.mask_token_id, semantics_);
-  labels = host.labels;
-  anchors = host.inputs.select(1, 0);
 
   const c10::Device device = drafter_.device();
   ASSIGN_OR_RETURN(
@@ -122,7 +120,13 @@ absl::StatusOr<at::Tensor> BlockScorer::Forward(const std::vector<BlockRequest>&
   model::BlockOptions options;
   options.semantics = semantics_;
   if (host.shortened) options.lengths = host.lengths.to(device);
-  return drafter_.ForwardBlocks(x0, host.anchors.to(device), host.seq.to(device), context, options);
+  ASSIGN_OR_RETURN(
+      at::Tensor hidden,
+      drafter_.ForwardBlocks(x0, host.anchors.to(device), host.seq.to(device), context, options));
+  ASSIGN_OR_RETURN(at::Tensor slots, TorchGuard("casting draft slots", [&] {
+                     return hidden.narrow(1, 1, B - 1).to(Projector().dtype());
+                   }));
+  return Drafted{std::move(slots), host.labels, host.inputs.select(1, 0)};
 }
 
 VocabProjector BlockScorer::Projector() const {
@@ -141,19 +145,17 @@ absl::StatusOr<std::vector<BlockScore>> BlockScorer::Score(const std::vector<Blo
                                                            Positions positions,
                                                            int64_t slice_width) const {
   const int64_t nb = static_cast<int64_t>(blocks.size());
-  const int64_t B = block_size_;
-  at::Tensor labels, anchors;
-  ASSIGN_OR_RETURN(at::Tensor hidden, Forward(blocks, context, labels, anchors));
+  ASSIGN_OR_RETURN(Drafted drafted, Forward(blocks, context));
   const model::SelectorWeights* selector = drafter_.selector();
   return TorchGuard("scoring drafts", [&]() -> std::vector<BlockScore> {
     const VocabProjector projector = Projector();
-    const at::Tensor h = hidden.narrow(1, 1, B - 1).to(projector.dtype());
-    const SlotInputs in{labels, anchors, selector};
+    const at::Tensor& h = drafted.slots;
+    const SlotInputs in{drafted.labels, drafted.anchors, selector};
     std::vector<BlockScore> scores = ScoreSlots(
         h, in, projector, positions, cross_entropy == CrossEntropy::kCompute, slice_width);
     if (!sampling_.empty()) {
-      AddSampledAlphas(blocks, h.reshape({nb * (B - 1), -1}), drafter_, target_, sampling_,
-                       final_norm_applied_, scores);
+      AddSampledAlphas(blocks, h.reshape({nb * (block_size_ - 1), -1}), drafter_, target_,
+                       sampling_, final_norm_applied_, scores);
     }
     return scores;
   });
@@ -166,13 +168,9 @@ bool BlockScorer::CanPipeline() const {
 
 absl::StatusOr<std::vector<PendingSlots>> BlockScorer::Draft(
     const std::vector<BlockRequest>& blocks, const model::ContextCache& context) const {
-  at::Tensor labels, anchors;
-  ASSIGN_OR_RETURN(at::Tensor hidden, Forward(blocks, context, labels, anchors));
-  return TorchGuard("scoring drafts", [&] {
-    const VocabProjector projector = Projector();
-    const at::Tensor h = hidden.narrow(1, 1, block_size_ - 1).to(projector.dtype());
-    return StartPending(h, labels, projector);
-  });
+  ASSIGN_OR_RETURN(Drafted drafted, Forward(blocks, context));
+  return TorchGuard("scoring drafts",
+                    [&] { return StartPending(drafted.slots, drafted.labels, Projector()); });
 }
 
 absl::Status BlockScorer::ScoreNextSlices(const std::vector<PendingSlots*>& items,

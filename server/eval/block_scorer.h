@@ -99,13 +99,17 @@ class BlockScorer {
   std::vector<SamplingSetting> sampling_;
   bool final_norm_applied_ = false;
 
-  // The block inputs through the drafter: its hidden states [nb, B, H].
-  absl::StatusOr<at::Tensor> Forward(const std::vector<BlockRequest>& blocks,
-                                     const model::ContextCache& context, at::Tensor& labels,
-                                     at::Tensor& anchors) const;
   // The projector over the head drafts are read from (the drafter's own
   // when it has a draft vocabulary, else the target's lm_head).
   VocabProjector Projector() const;
+  // The block inputs through the drafter: the draft slots' hidden states
+  // [nb, B - 1, H] in the head's dtype, with the blocks' labels [nb, B - 1]
+  // and anchor tokens [nb] (host).
+  struct Drafted {
+    at::Tensor slots, labels, anchors;
+  };
+  absl::StatusOr<Drafted> Forward(const std::vector<BlockRequest>& blocks,
+                                  const model::ContextCache& context) const;
 };
 
 }  // namespace dflash::eval

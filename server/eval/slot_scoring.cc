@@ -160,11 +160,7 @@ void ScoreNextSlices(const std::vector<PendingSlots*>& items, const VocabProject
   const int64_t* d = drafts.data_ptr<int64_t>();
   size_t r = 0;
   for (auto& [p, w] : taken) {
-    for (int64_t j = 0; j < w; ++j, ++r) {
-      const bool correct = d[r] == labels[r];
-      p->score.correct.push_back(correct ? 1 : 0);
-      p->missed |= !correct;
-    }
+    for (int64_t j = 0; j < w; ++j, ++r) p->score.correct.push_back(d[r] == labels[r] ? 1 : 0);
   }
 }
 

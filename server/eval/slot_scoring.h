@@ -15,6 +15,7 @@
 // unary and oracle accept lengths and the first-miss split stay exact too.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -69,8 +70,11 @@ struct PendingSlots {
   at::Tensor hidden;            // [J, H] slots 1..J, lm_head's dtype and device
   std::vector<int64_t> labels;  // [J] t[a + j], -1 where absent
   BlockScore score;             // positions and labels_in_vocab set; correct grows
-  bool done() const { return score.measured() >= score.positions || missed; }
-  bool missed = false;
+  // Every slot scored, or a miss among them.
+  bool done() const {
+    return score.measured() >= score.positions ||
+           std::find(score.correct.begin(), score.correct.end(), 0) != score.correct.end();
+  }
 };
 
 // Each block of hidden [nb, J, H] with its labels [nb, J] (host int64) as a
