@@ -59,6 +59,7 @@ int RunCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
   AddResourceCommands(ctx);
   AddEvalCommand(ctx);
   AddJobCommands(ctx);
+  AddServedCommands(ctx);
 
   try {
     app.parse(argc, argv);

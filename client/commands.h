@@ -75,5 +75,6 @@ int WaitAndPrintResult(CliContext& cx, EvalClient& c, const pb::EvalJob& job,
 void AddResourceCommands(CliContext& ctx);  // info health validate load-* unload ls
 void AddEvalCommand(CliContext& ctx);       // eval
 void AddJobCommands(CliContext& ctx);       // status results list cancel resubmit compare history
+void AddServedCommands(CliContext& ctx);    // export-profile calibrate
 
 }  // namespace dflash::client

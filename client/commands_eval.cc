@@ -24,6 +24,7 @@ struct EvalState {
   uint64_t seed = 0;
   std::vector<std::string> labels;
   std::vector<std::string> sampling;  // --sampling specs
+  std::vector<std::string> policies;  // --policy names
   bool detach = false, sync = false;
   bool full_positions = false;
   std::string ci = "bootstrap";
@@ -68,6 +69,7 @@ void CheckAndFill(EvalState& st) {
     if (!parsed.ok()) throw UsageError{std::string(parsed.status().message())};
     *req.add_sampling() = *parsed;
   }
+  for (const std::string& p : st.policies) req.add_policies(p);
   for (const std::string& label : st.labels) {
     const auto eq = label.find('=');
     const std::string key = label.substr(0, eq);
@@ -222,6 +224,13 @@ void AddEvalCommand(CliContext& ctx) {
   cmd->add_option("--sampling", st->sampling,
                   "anchor mode: also expected acceptance under sampling t=TEMP[,p=TOP_P][,k=TOP_K] "
                   "(repeatable; one forward for all; needs the dataset's final hidden state)");
+  cmd->add_option("--policy", st->policies,
+                  "with --sampling: how the engine proposes a draft token: sample (drawn from q), "
+                  "argmax (greedy draft, one-hot q), selector (DFlash 2's candidates), match "
+                  "(drawn apart, accepted when equal); repeatable, one forward for all");
+  cmd->add_option("--engine", *st->req.mutable_engine(),
+                  "with --sampling: a serving engine's preset (vllm, sglang, zlab): its policy "
+                  "and top-k/top-p conventions (docs/served-acceptance.md)");
   cmd->add_option("--run", *st->req.mutable_run(), "training run this checkpoint belongs to");
   cmd->add_option("--step", st->step, "training step of this checkpoint")
       ->check(CLI::NonNegativeNumber);

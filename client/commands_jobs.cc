@@ -67,7 +67,12 @@ void AddStatusAndResults(CliContext& ctx) {
       if (!job.ok()) return ReportStatus(job.status(), cx->err);
       if (st->wait) return WaitAndPrintResult(*cx, c, *job, st->progress);
       if (job->state() == pb::JOB_STATE_SUCCEEDED) {
-        cx->Print(job->result(), FormatEvalResult(job->result()));
+        std::string human = FormatEvalResult(job->result());
+        if (job->calibrations_size() > 0) {
+          absl::StrAppend(&human, "calibrations (served counters against this job)\n",
+                          FormatCalibrations(*job));
+        }
+        cx->Print(job->result(), human);
         return kExitOk;
       }
       if (IsFinalState(job->state())) {

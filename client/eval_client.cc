@@ -182,6 +182,26 @@ absl::StatusOr<pb::CompareEvalsResponse> EvalClient::CompareEvals(
   return resp;
 }
 
+absl::StatusOr<pb::ExportProfileResponse> EvalClient::ExportProfile(
+    const pb::ExportProfileRequest& req) {
+  grpc::ClientContext ctx;
+  Prepare(&ctx);
+  pb::ExportProfileResponse resp;
+  absl::Status s = Convert(stub_->ExportProfile(&ctx, req, &resp));
+  if (!s.ok()) return s;
+  return resp;
+}
+
+absl::StatusOr<pb::CalibrateEvalResponse> EvalClient::CalibrateEval(
+    const pb::CalibrateEvalRequest& req) {
+  grpc::ClientContext ctx;
+  Prepare(&ctx);
+  pb::CalibrateEvalResponse resp;
+  absl::Status s = Convert(stub_->CalibrateEval(&ctx, req, &resp));
+  if (!s.ok()) return s;
+  return resp;
+}
+
 absl::StatusOr<pb::EvalJob> EvalClient::WatchEval(const std::string& id,
                                                   const JobCallback& on_update) {
   grpc::ClientContext ctx;  // no deadline: the stream lasts as long as the job

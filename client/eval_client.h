@@ -66,6 +66,8 @@ class EvalClient {
   absl::StatusOr<pb::EvalJob> ResubmitEval(const std::string& id);
   absl::StatusOr<pb::CompareEvalsResponse> CompareEvals(const std::vector<std::string>& ids);
   absl::StatusOr<pb::CompareEvalsResponse> CompareEvals(const pb::CompareEvalsRequest& req);
+  absl::StatusOr<pb::ExportProfileResponse> ExportProfile(const pb::ExportProfileRequest& req);
+  absl::StatusOr<pb::CalibrateEvalResponse> CalibrateEval(const pb::CalibrateEvalRequest& req);
 
   // Follows a job until it ends: `on_update` sees every EvalJob the server
   // streams; returns the last one (a final state). No deadline: evaluations

@@ -228,6 +228,16 @@ std::string FormatLoadResponse(const pb::LoadResponse& resp) {
   return out;
 }
 
+namespace {
+
+// A position no block reached has no rate: never shown as 0.
+std::string Unavailable(const pb::PositionMetrics& p) {
+  return absl::StrFormat("  %4d %9d unavailable (no block reached this position)\n", p.position(),
+                         p.counted());
+}
+
+}  // namespace
+
 std::string FormatEvalResult(const pb::EvalResult& r) {
   if (r.suite_results_size() > 0) return FormatSuiteResult(r);
   std::string out;
@@ -256,7 +266,8 @@ std::string FormatEvalResult(const pb::EvalResult& r) {
   absl::StrAppend(
       &out, absl::StrFormat(
                 "accept length (pooled over blocks) %.3f   tau (z-lab: mean over samples) %.3f\n"
-                "  both count n leading matches + 1 bonus token from the target%s\n",
+                "  step-weighted (per verification step) and request-weighted (per sample); "
+                "both count n leading matches + 1 bonus token from the target%s\n",
                 r.accept_length_pooled(), r.tau(),
                 capped ? " (capped at the tokens left, as z-lab's loop records)" : ""));
   // Scored to each block's first miss: the marginal columns were not measured.
@@ -286,6 +297,10 @@ std::string FormatEvalResult(const pb::EvalResult& r) {
                                           "counted", "accuracy", "acceptance", "conditional",
                                           "unary", "coverage", "tf-select", "accuracy"));
     for (const pb::PositionMetrics& p : r.positions()) {
+      if (p.counted() == 0) {
+        absl::StrAppend(&out, Unavailable(p));
+        continue;
+      }
       absl::StrAppend(
           &out, absl::StrFormat("  %4d %9d %s %10.4f %11.4f %s %s %s  %s\n", p.position(),
                                 p.counted(), rate(p.accuracy(), 8), p.acceptance(), p.conditional(),
@@ -296,6 +311,10 @@ std::string FormatEvalResult(const pb::EvalResult& r) {
     absl::StrAppend(&out, absl::StrFormat("  %4s %9s %8s %10s %11s  %s\n", "pos", "counted",
                                           "accuracy", "acceptance", "conditional", "accuracy"));
     for (const pb::PositionMetrics& p : r.positions()) {
+      if (p.counted() == 0) {
+        absl::StrAppend(&out, Unavailable(p));
+        continue;
+      }
       absl::StrAppend(&out, absl::StrFormat("  %4d %9d %s %10.4f %11.4f  %s\n", p.position(),
                                             p.counted(), rate(p.accuracy(), 8), p.acceptance(),
                                             p.conditional(), Bar(cut ? 0 : p.accuracy(), 30)));

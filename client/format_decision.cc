@@ -14,6 +14,8 @@ std::string SettingText(const pb::SamplingSetting& s) {
   std::string out = absl::StrFormat("t=%g", s.temperature());
   if (s.top_p() > 0 && s.top_p() < 1) absl::StrAppend(&out, absl::StrFormat(",p=%g", s.top_p()));
   if (s.top_k() > 0) absl::StrAppend(&out, ",k=", s.top_k());
+  if (!s.policy().empty()) absl::StrAppend(&out, " ", s.policy());
+  if (!s.engine().empty()) absl::StrAppend(&out, " (", s.engine(), ")");
   return out;
 }
 
@@ -42,18 +44,16 @@ absl::StatusOr<pb::SamplingSetting> ParseSamplingSpec(const std::string& spec) {
     if (!absl::SimpleAtod(kv[1], &v)) {
       return BadSpec(spec, absl::StrCat("'", kv[1], "' is not a number"));
     }
+    // Ranges and conventions (k=-1 under an engine preset) are the
+    // server's rules (eval/sampling_policy.h); only the syntax is checked here.
     if (kv[0] == "t") {
-      if (v < 0) return BadSpec(spec, "temperature must be >= 0");
       s.set_temperature(v);
       has_t = true;
     } else if (kv[0] == "p") {
-      if (v <= 0 || v > 1) return BadSpec(spec, "top-p must be in (0, 1]");
       s.set_top_p(v);
     } else if (kv[0] == "k") {
       int k = 0;
-      if (!absl::SimpleAtoi(kv[1], &k) || k < 0) {
-        return BadSpec(spec, "top-k must be a whole number >= 0");
-      }
+      if (!absl::SimpleAtoi(kv[1], &k)) return BadSpec(spec, "top-k must be a whole number");
       s.set_top_k(k);
     } else {
       return BadSpec(spec, absl::StrCat("unknown key '", kv[0], "' (t, p or k)"));
@@ -85,20 +85,26 @@ std::string FormatDecisionMetrics(const pb::EvalResult& r) {
   }
   absl::StrAppend(&out,
                   "sampled acceptance (expected; teacher-forced prefix, positions as independent "
-                  "draws; +1 bonus token)\n",
-                  absl::StrFormat("  %-18s %13s %13s   %s\n", "setting", "accept length", "tau",
-                                  "mean alpha[1..]"),
-                  absl::StrFormat("  %-18s %13.3f %13.3f   (greedy, measured)\n", "greedy",
+                  "draws; +1 bonus token; accept length step-weighted, tau request-weighted)\n",
+                  absl::StrFormat("  %-30s %13s %13s   %s\n", "setting policy (engine)",
+                                  "accept length", "tau", "mean alpha[1..]"),
+                  absl::StrFormat("  %-30s %13.3f %13.3f   (greedy, measured)\n", "greedy",
                                   r.accept_length_pooled(), r.tau()));
   for (const pb::SampledAcceptance& s : r.sampling()) {
     std::string alphas;
     for (int j = 0; j < s.mean_alpha_size(); ++j) {
-      absl::StrAppend(&alphas, absl::StrFormat("%s%.3f", j ? " " : "", s.mean_alpha(j)));
+      const bool reached = j >= s.counted_size() || s.counted(j) > 0;
+      absl::StrAppend(&alphas, j ? " " : "",
+                      reached ? absl::StrFormat("%.3f", s.mean_alpha(j)) : "unavailable");
     }
     absl::StrAppend(&out,
-                    absl::StrFormat("  %-18s %13.3f %13.3f   %s\n", SettingText(s.setting()),
+                    absl::StrFormat("  %-30s %13.3f %13.3f   %s\n", SettingText(s.setting()),
                                     s.expected_accept_length_pooled(), s.expected_tau(), alphas));
     absl::StrAppend(&out, "    curve ", Curve(s.draft_length_curve()), "\n");
+    if (s.has_accept_length_ci()) {
+      absl::StrAppend(&out, absl::StrFormat("    accept length 95%% interval [%.3f, %.3f]\n",
+                                            s.accept_length_ci().lo(), s.accept_length_ci().hi()));
+    }
   }
   return out;
 }

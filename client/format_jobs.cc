@@ -376,6 +376,19 @@ std::string FormatHistory(const std::string& run, const std::vector<pb::EvalJob>
     // A suite job: one row per dataset (one curve each), then its macro average.
     for (const pb::DatasetResult& d : j.result().suite_results()) row(j, d.result(), d.dataset());
     row(j, j.result(), j.result().suite_results_size() > 0 ? "macro avg" : j.request().dataset());
+    absl::StrAppend(&out, FormatCalibrations(j));
+  }
+  return out;
+}
+
+std::string FormatCalibrations(const pb::EvalJob& job) {
+  std::string out;
+  for (const pb::Calibration& c : job.calibrations()) {
+    absl::StrAppend(
+        &out, absl::StrFormat("%10s served (%s, %s-weighted) %.3f vs predicted %.3f "
+                              "(%s): ratio %.3f, %s\n",
+                              "", c.source(), c.weighting(), c.served_accept_length(),
+                              c.predicted_accept_length(), c.curve(), c.ratio(), c.verdict()));
   }
   return out;
 }

@@ -42,5 +42,8 @@ std::string FormatSuiteResult(const pb::EvalResult& r);
 std::string FormatDifferences(const pb::CompareEvalsResponse& cmp);
 // Step vs accept length, tau and accuracy at positions 1..4, in the given order.
 std::string FormatHistory(const std::string& run, const std::vector<pb::EvalJob>& jobs);
+// One line per stored calibration: "served (vllm, step-weighted) 3.210 vs
+// predicted 3.200 (greedy): ratio 1.003, within"; empty without any.
+std::string FormatCalibrations(const pb::EvalJob& job);
 
 }  // namespace dflash::client

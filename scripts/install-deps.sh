@@ -22,8 +22,12 @@ PACKAGES=(
   # fixtures, the Python baseline, the Python client package (client/python:
   # a venv --system-site-packages, pip, its type check) and the example on it
   python3 python3-torch python3-grpcio python3-protobuf python3-venv python3-pip python3-mypy
-  # the Kubernetes manifests' check (scripts/check_k8s.py)
-  python3-yaml
+  # the Kubernetes manifests' check (scripts/check_k8s.py): its parser, the
+  # linter, and node for the schema validator (scripts/k8s-schema, from npm,
+  # installed below). It also needs kubectl >= 1.21, which comes with the
+  # machine image (the 'kubectl' package of Google Cloud CLI's repository):
+  # Debian 12's kubernetes-client is 1.20, too old for the kustomizations.
+  python3-yaml yamllint nodejs
 )
 
 SUDO=""
@@ -35,6 +39,9 @@ for p in "${PACKAGES[@]}"; do
     missing+=("$p")
   fi
 done
+# npm: Debian's package, unless node came with its own (NodeSource's nodejs
+# bundles npm and conflicts with Debian's).
+if ! command -v npm >/dev/null 2>&1; then missing+=(npm); fi
 
 if [ "${#missing[@]}" -gt 0 ]; then
   # apt's progress goes to a log; the terminal gets one line per step, and
@@ -61,4 +68,22 @@ if [ "${#missing[@]}" -gt 0 ]; then
     "${missing[@]}"
 else
   echo "install-deps: all ${#PACKAGES[@]} packages present"
+fi
+
+# The Kubernetes schema validator's npm packages (pinned in its lock file).
+K8S_SCHEMA="$(cd "$(dirname "$0")" && pwd)/k8s-schema"
+if [ "$K8S_SCHEMA/package-lock.json" -nt "$K8S_SCHEMA/node_modules/.package-lock.json" ]; then
+  printf 'install-deps: npm ci in scripts/k8s-schema ... '
+  if npm ci --prefix "$K8S_SCHEMA" --omit=dev --no-audit --no-fund --loglevel=error \
+      >/tmp/dflash-npm-ci.log 2>&1; then
+    echo done
+  else
+    echo FAILED
+    tail -n 20 /tmp/dflash-npm-ci.log >&2
+    exit 1
+  fi
+fi
+if ! command -v kubectl >/dev/null 2>&1; then
+  echo "install-deps: no kubectl: the ctest k8s_manifests needs kubectl >= 1.21" \
+    "(see scripts/check_k8s.py)" >&2
 fi

@@ -218,6 +218,7 @@ absl::StatusOr<LoadResult> EvalCoreImpl::DoLoadDrafter(const LoadDrafterParams& 
   info.bytes = entry.model->bytes();
   info.fingerprint = c.report.fingerprint;
   info.summary = model::DescribeConfig(c.config);
+  info.has_selector = entry.model->selector() != nullptr;
   info.load_time_unix_micros = NowUnixMicros();
   info.load_seconds = SecondsSince(start);
   RETURN_IF_ERROR(

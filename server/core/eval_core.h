@@ -28,6 +28,7 @@ struct ResourceInfo {
   int64_t bytes = 0;
   int64_t load_time_unix_micros = 0;
   double load_seconds = 0;
+  bool has_selector = false;  // a DFlash 2 drafter (its candidate selector)
 };
 
 struct ValidateParams {

@@ -15,6 +15,7 @@
 #include "core/eval_core.h"
 #include "core/fleet_member.h"
 #include "jobs/job_queue.h"
+#include "served/calibration.h"
 #include "types/job_types.h"
 
 namespace dflash::core {
@@ -66,6 +67,24 @@ class JobService {
   // lock: quick, and no calls back into the service), the final state last.
   virtual absl::StatusOr<WatchStart> Watch(const std::string& id, jobs::WatchFn fn) = 0;
   virtual void Unwatch(int64_t handle) = 0;
+
+  // A SUCCEEDED job's acceptance as a serving profile (served/
+  // serving_profile.h): setting 0 = the greedy result, i = sampling[i - 1].
+  struct ProfileExport {
+    std::string text;   // the file, as the format defines it
+    std::string curve;  // which numbers: "greedy", "t=0.7 policy=argmax", ...
+  };
+  virtual absl::StatusOr<ProfileExport> ExportProfile(const std::string& id,
+                                                      const std::string& format, int setting) = 0;
+  // Served counters (files as path and contents) against the job's numbers;
+  // the calibration is stored with the job. Nothing is stored on an error.
+  struct CalibrationResult {
+    served::Calibration calibration;
+    jobs::JobRecord job;
+  };
+  virtual absl::StatusOr<CalibrationResult> Calibrate(
+      const std::string& id, const std::vector<std::pair<std::string, std::string>>& files,
+      int setting) = 0;
 
   // EvalCore::Unload, refused (FailedPrecondition naming the jobs) while an
   // unfinished job names the object.

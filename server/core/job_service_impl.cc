@@ -9,6 +9,7 @@
 #include "common/status_macros.h"
 #include "core/fleet_objects.h"
 #include "eval/bootstrap.h"
+#include "eval/sampling_policy.h"
 #include "jobs/refusal.h"
 
 namespace dflash::core {
@@ -250,6 +251,15 @@ absl::StatusOr<JobRecord> JobServiceImpl::SubmitRecord(JobRecord record) {
   if (r.dataset.empty() && record.request.dataset_path.empty()) {
     return absl::InvalidArgumentError("dataset is required");
   }
+  // The sampling rules the run applies, now: a bad setting is never queued.
+  // Whether the drafter has a selector is known here only when it is resident.
+  std::optional<bool> has_selector;
+  if (!r.drafter.empty()) {
+    for (const ResourceInfo& d : core_.ListResources(ResourceKind::kDrafter)) {
+      if (d.name == r.drafter) has_selector = d.has_selector;
+    }
+  }
+  RETURN_IF_ERROR(eval::ResolveSampling(r.options, has_selector).status());
   std::lock_guard<std::mutex> lock(resource_mu_);
   if (!shared_ && !(record.request.dataset_path.empty() && record.request.target_path.empty())) {
     return absl::FailedPreconditionError(

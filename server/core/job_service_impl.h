@@ -40,6 +40,11 @@ class JobServiceImpl final : public JobService {
                                      const CompareOptions& options) override;
   absl::StatusOr<WatchStart> Watch(const std::string& id, jobs::WatchFn fn) override;
   void Unwatch(int64_t handle) override;
+  absl::StatusOr<ProfileExport> ExportProfile(const std::string& id, const std::string& format,
+                                              int setting) override;
+  absl::StatusOr<CalibrationResult> Calibrate(
+      const std::string& id, const std::vector<std::pair<std::string, std::string>>& files,
+      int setting) override;
   absl::StatusOr<ResourceInfo> Unload(ResourceKind kind, const std::string& name) override;
   absl::StatusOr<std::vector<FleetMember>> Fleet() override;
   bool store_reachable() const override { return queue_->store_reachable(); }

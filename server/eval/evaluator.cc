@@ -16,7 +16,9 @@
 #include "eval/block_scorer.h"
 #include "eval/draft_length_curve.h"
 #include "eval/metrics.h"
+#include "eval/result_invariants.h"
 #include "eval/sampled_acceptance.h"
+#include "eval/sampling_policy.h"
 #include "eval/target_consistency.h"
 
 namespace dflash::eval {
@@ -212,7 +214,8 @@ absl::StatusOr<EvalResult> RunAnchor(const BlockScorer& scorer, const data::Eval
   EvalResult result = acc.Finish(Mode::kAnchor);
   result.context_positions = plan.context_positions;
   result.draft_length_curve = DraftLengthCurve(result.accepted_histogram);
-  result.sampling = sampled.Finish();
+  result.sampling =
+      sampled.Finish(options.ci == CiMethod::kNone ? 0 : options.ci_resamples, options.seed);
   return result;
 }
 
@@ -490,7 +493,9 @@ absl::StatusOr<EvalResult> Evaluate(const model::DrafterModel& drafter,
   const Clock::time_point start = Clock::now();
   BlockScorer scorer(drafter, target, dataset, BlockSize(drafter, options),
                      options.max_chunk_elements, options.semantics, options.logits_budget_bytes);
-  if (!options.sampling.empty()) {
+  EvalOptions resolved = options;
+  ASSIGN_OR_RETURN(resolved.sampling, ResolveSampling(options, drafter.selector() != nullptr));
+  if (!resolved.sampling.empty()) {
     if (options.mode != Mode::kAnchor) {
       return absl::InvalidArgumentError(
           "sampled acceptance is computed in anchor mode only (teacher-forced positions); "
@@ -501,15 +506,14 @@ absl::StatusOr<EvalResult> Evaluate(const model::DrafterModel& drafter,
           "sampled acceptance with a drafter vocabulary of its own (speculators lm_head + d2t) is "
           "not computed by this service; drop the sampling settings");
     }
-    for (const SamplingSetting& s : options.sampling) RETURN_IF_ERROR(CheckSamplingSetting(s));
     RETURN_IF_ERROR(CheckTargetDistributionInputs(target, dataset));
-    scorer.EnableSampling(options.sampling, dataset.final_hidden()->norm_applied);
+    scorer.EnableSampling(resolved.sampling, dataset.final_hidden()->norm_applied);
   }
   // The guard also catches what the host-side helpers (MaskOnHost,
   // TokensOnHost) may throw: no c10::Error leaves a job thread.
   absl::StatusOr<absl::StatusOr<EvalResult>> guarded = TorchGuard("evaluating", [&] {
-    return options.mode == Mode::kAnchor ? RunAnchor(scorer, dataset, options, progress)
-                                         : RunReplay(scorer, dataset, options, progress);
+    return options.mode == Mode::kAnchor ? RunAnchor(scorer, dataset, resolved, progress)
+                                         : RunReplay(scorer, dataset, resolved, progress);
   });
   if (!guarded.ok()) return guarded.status();
   absl::StatusOr<EvalResult>& result = *guarded;
@@ -547,6 +551,12 @@ absl::StatusOr<EvalResult> Evaluate(const model::DrafterModel& drafter,
         absl::StrCat("config sets is_causal ", *cfg.is_causal ? "true" : "false",
                      "; zlab-2025 ignores it (every layer bidirectional in the block)"));
   }
+  for (SampledAcceptance& s : result->sampling) {
+    s.approximations = {"teacher-forced prefix (position j sees the data's tokens, not the drafts)",
+                        "independent positions (a block's acceptance is the product of alphas)"};
+    s.greedy_equivalent = GreedyEquivalent(s.setting.policy, drafter.selector() != nullptr);
+  }
+  RETURN_IF_ERROR(CheckResultInvariants(*result));
   return result;
 }
 

@@ -2,9 +2,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "eval/bootstrap.h"
+#include "types/proposal_policy.h"
 
 namespace dflash::eval {
 
@@ -12,6 +15,8 @@ std::string SamplingSettingText(const SamplingSetting& s) {
   std::string out = absl::StrCat("t=", s.temperature);
   if (s.top_p != 1.0) absl::StrAppend(&out, ",p=", s.top_p);
   if (s.top_k > 0) absl::StrAppend(&out, ",k=", s.top_k);
+  if (s.policy != ProposalPolicy::kDefault) absl::StrAppend(&out, " policy=", PolicyName(s.policy));
+  if (!s.engine.empty()) absl::StrAppend(&out, " engine=", s.engine);
   return out;
 }
 
@@ -59,6 +64,7 @@ SampledAccumulator::SampledAccumulator(std::vector<SamplingSetting> settings, in
   for (PerSetting& p : per_) {
     p.alpha_sum.assign(block_size_ - 1, 0);
     p.curve_sum.assign(block_size_ - 1, 0);
+    p.marginal_sum.assign(block_size_ - 1, 0);
     p.counted.assign(block_size_ - 1, 0);
   }
 }
@@ -69,9 +75,12 @@ void SampledAccumulator::Add(int64_t sample, const std::vector<std::vector<float
     PerSetting& p = per_[s];
     const std::vector<float> none;
     const std::vector<float>& a = s < alpha.size() ? alpha[s] : none;
+    double prod = 1;
     for (size_t j = 0; j < a.size() && j < p.alpha_sum.size(); ++j) {
       p.alpha_sum[j] += a[j];
       ++p.counted[j];
+      prod *= a[j];
+      p.marginal_sum[j] += prod;
     }
     const double e = ExpectedAcceptLength(a);
     p.accept_sum += e;
@@ -84,7 +93,33 @@ void SampledAccumulator::Add(int64_t sample, const std::vector<std::vector<float
   }
 }
 
-std::vector<SampledAcceptance> SampledAccumulator::Finish() const {
+namespace {
+
+// 95% percentile bootstrap of sum(E) / sum(blocks) over samples.
+std::optional<Interval> PooledInterval(const std::vector<std::pair<double, int64_t>>& units,
+                                       int64_t resamples, uint64_t seed) {
+  if (resamples <= 0 || units.size() < 2) return std::nullopt;
+  SplitMix64 rng(seed);
+  std::vector<double> values;
+  values.reserve(resamples);
+  for (int64_t r = 0; r < resamples; ++r) {
+    double sum = 0;
+    int64_t blocks = 0;
+    for (size_t i = 0; i < units.size(); ++i) {
+      const auto& [s, b] = units[rng.Below(units.size())];
+      sum += s;
+      blocks += b;
+    }
+    if (blocks > 0) values.push_back(sum / blocks);
+  }
+  if (values.empty()) return std::nullopt;
+  std::sort(values.begin(), values.end());
+  return Interval{Percentile(values, 2.5), Percentile(values, 97.5)};
+}
+
+}  // namespace
+
+std::vector<SampledAcceptance> SampledAccumulator::Finish(int64_t resamples, uint64_t seed) const {
   std::vector<SampledAcceptance> out;
   for (size_t s = 0; s < per_.size(); ++s) {
     const PerSetting& p = per_[s];
@@ -97,13 +132,23 @@ std::vector<SampledAcceptance> SampledAccumulator::Finish() const {
     if (blocks_ > 0) {
       r.expected_accept_length_pooled = p.accept_sum / blocks_;
       for (double c : p.curve_sum) r.draft_length_curve.push_back(c / blocks_);
+      for (double m : p.marginal_sum) r.marginal_accept.push_back(m / blocks_);
+      // P(exactly n) = P(>= n) - P(>= n + 1), P(>= 0) = 1.
+      for (size_t n = 0; n <= r.marginal_accept.size(); ++n) {
+        const double ge = n == 0 ? 1.0 : r.marginal_accept[n - 1];
+        const double next = n < r.marginal_accept.size() ? r.marginal_accept[n] : 0.0;
+        r.histogram.push_back(ge - next);
+      }
     }
     double tau_sum = 0;
+    std::vector<std::pair<double, int64_t>> units;
     for (int64_t sample : p.sample_order) {
       const auto& [sum, blocks] = p.per_sample.at(sample);
       tau_sum += sum / blocks;
+      units.emplace_back(sum, blocks);
     }
     if (!p.sample_order.empty()) r.expected_tau = tau_sum / p.sample_order.size();
+    r.accept_length_ci = PooledInterval(units, resamples, seed);
     out.push_back(std::move(r));
   }
   return out;

@@ -17,7 +17,9 @@ namespace dflash::eval {
 // InvalidArgument unless temperature >= 0, 0 < top_p <= 1 and top_k >= 0
 // (all finite), naming the setting "t=0.6,p=0.95,k=20".
 absl::Status CheckSamplingSetting(const SamplingSetting& s);
-// "t=0.6,p=0.95,k=20" (p only when not 1, k only when not 0).
+// "t=0.6,p=0.95,k=20" (p only when not 1, k only when not 0), then
+// " policy=argmax" when the policy is not the default and " engine=vllm"
+// with a preset.
 std::string SamplingSettingText(const SamplingSetting& s);
 
 // 1 + sum_{k=1..m} prod_{i<=k} alpha_i for a block whose first m = size()
@@ -37,12 +39,15 @@ class SampledAccumulator {
   // alpha[s][j - 1] for setting s and the block's existing positions j.
   void Add(int64_t sample, const std::vector<std::vector<float>>& alpha);
 
-  // One result per setting, in request order; empty without settings.
-  std::vector<SampledAcceptance> Finish() const;
+  // One result per setting, in request order; empty without settings. With
+  // resamples > 0, each expected accept length gets a 95% percentile
+  // bootstrap interval over samples (SplitMix64 seeded with `seed`, as
+  // eval/bootstrap.h draws).
+  std::vector<SampledAcceptance> Finish(int64_t resamples = 0, uint64_t seed = 0) const;
 
  private:
   struct PerSetting {
-    std::vector<double> alpha_sum, curve_sum;
+    std::vector<double> alpha_sum, curve_sum, marginal_sum;
     std::vector<int64_t> counted;
     double accept_sum = 0;
     std::unordered_map<int64_t, std::pair<double, int64_t>> per_sample;  // sum, blocks

@@ -36,16 +36,55 @@ SelectorRows ScoreCandidates(const model::SelectorWeights& w, const at::Tensor& 
   return {cand, model::SelectorScores(w, eta, pred, unary, cand)};
 }
 
-// alpha per row with q over the k candidates: one-hot at the selector's
-// choice for T = 0, else softmax(S / T).
-at::Tensor SelectorAlpha(const SelectorRows& r, const at::Tensor& p, const SamplingSetting& s) {
-  at::Tensor q;
-  if (s.temperature <= 0) {
-    q = r.cand.eq(model::ChooseCandidate(r.scores, r.cand).unsqueeze(-1)).to(at::kFloat);
-  } else {
-    q = at::softmax(r.scores / s.temperature, -1);
+// The selector's choice per row [n]: its greedy pick given the predecessor.
+at::Tensor SelectorChoice(const SelectorRows& r) {
+  return model::ChooseCandidate(r.scores, r.cand);
+}
+
+// q over the k candidates [n, k]: one-hot at the selector's choice for
+// T = 0, else softmax(S / T).
+at::Tensor SelectorQ(const SelectorRows& r, const SamplingSetting& s) {
+  if (s.temperature <= 0) return r.cand.eq(SelectorChoice(r).unsqueeze(-1)).to(at::kFloat);
+  return at::softmax(r.scores / s.temperature, -1);
+}
+
+// The drafter's processed q over the vocabulary: the request's truncation
+// applies to it unless the preset truncates the target's p only.
+at::Tensor DraftQ(const at::Tensor& dl, const SamplingSetting& s) {
+  if (s.truncate_draft) return ProcessedProbs(dl, s);
+  SamplingSetting plain = s;
+  plain.top_p = 1.0;
+  plain.top_k = 0;
+  return ProcessedProbs(dl, plain);
+}
+
+// What one projection of a slice of rows gives every policy.
+struct SliceRows {
+  at::Tensor dl;     // drafter logits [n, V]
+  SelectorRows sel;  // DFlash 2 only
+  bool has_selector = false;
+};
+
+// alpha [n] of one setting and policy given the target's processed p [n, V].
+at::Tensor PolicyAlpha(const SliceRows& r, const at::Tensor& p, const SamplingSetting& s) {
+  switch (s.policy) {
+    case ProposalPolicy::kArgmax: {
+      const at::Tensor x = r.has_selector ? SelectorChoice(r.sel) : r.dl.argmax(-1);
+      return p.gather(-1, x.unsqueeze(-1)).squeeze(-1);
+    }
+    case ProposalPolicy::kMatch:
+      if (r.has_selector) return (p.gather(-1, r.sel.cand) * SelectorQ(r.sel, s)).sum(-1);
+      return (p * DraftQ(r.dl, s)).sum(-1);
+    case ProposalPolicy::kSelector:
+      return at::minimum(p.gather(-1, r.sel.cand), SelectorQ(r.sel, s)).sum(-1);
+    case ProposalPolicy::kSample:
+    case ProposalPolicy::kDefault: break;
   }
-  return at::minimum(p.gather(-1, r.cand), q).sum(-1);
+  return at::minimum(p, DraftQ(r.dl, s)).sum(-1);
+}
+
+bool SameTruncation(const SamplingSetting& a, const SamplingSetting& b) {
+  return a.temperature == b.temperature && a.top_p == b.top_p && a.top_k == b.top_k;
 }
 
 }  // namespace
@@ -72,6 +111,13 @@ at::Tensor ProcessedProbs(const at::Tensor& logits, const SamplingSetting& s) {
   return probs;
 }
 
+at::Tensor Dflash1Alpha(const at::Tensor& target_probs, const at::Tensor& drafter_logits,
+                        const SamplingSetting& s) {
+  SliceRows r;
+  r.dl = drafter_logits.to(at::kFloat);
+  return PolicyAlpha(r, target_probs, s);
+}
+
 at::Tensor SlotAlphas(const SlotAlphaInputs& in, const model::DrafterModel& drafter,
                       const weights::TargetTensors& target,
                       const std::vector<SamplingSetting>& settings, int64_t max_logit_elements) {
@@ -85,19 +131,21 @@ at::Tensor SlotAlphas(const SlotAlphaInputs& in, const model::DrafterModel& draf
   for (int64_t r0 = 0; r0 < rows; r0 += slice) {
     const int64_t n = std::min(slice, rows - r0);
     const at::Tensor h = in.drafter_hidden.narrow(0, r0, n);
-    const at::Tensor dl = DrafterLogits(h, target, drafter.config());
+    SliceRows r;
+    r.dl = DrafterLogits(h, target, drafter.config());
     const at::Tensor tl = TargetLogits(target, in.target_hidden.narrow(0, r0, n), in.norm_applied);
-    SelectorRows sel;
     if (selector != nullptr) {
-      sel = ScoreCandidates(*selector, h, dl, in.predecessors.narrow(0, r0, n));
+      r.sel = ScoreCandidates(*selector, h, r.dl, in.predecessors.narrow(0, r0, n));
+      r.has_selector = true;
     }
-    // One setting at a time: at most two [n, V] distributions are alive.
+    // One setting at a time (at most three [n, V] tensors alive); the
+    // policies of one setting, adjacent in the list, share its p.
+    at::Tensor p;
     for (int64_t i = 0; i < S; ++i) {
-      const at::Tensor p = ProcessedProbs(tl, settings[i]);
-      at::Tensor alpha = selector != nullptr
-                             ? SelectorAlpha(sel, p, settings[i])
-                             : at::minimum(p, ProcessedProbs(dl, settings[i])).sum(-1);
-      out.narrow(0, r0, n).select(1, i).copy_(alpha);
+      if (i == 0 || !SameTruncation(settings[i], settings[i - 1])) {
+        p = ProcessedProbs(tl, settings[i]);
+      }
+      out.narrow(0, r0, n).select(1, i).copy_(PolicyAlpha(r, p, settings[i]));
     }
   }
   return out;

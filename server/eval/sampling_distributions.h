@@ -19,6 +19,12 @@ namespace dflash::eval {
 // probs [n, V] of logits [n, V] under `s`. Throws c10::Error.
 at::Tensor ProcessedProbs(const at::Tensor& logits, const SamplingSetting& s);
 
+// alpha [n] of DFlash 1 rows under s.policy (kSample, kArgmax, kMatch) from
+// the target's processed p [n, V] and the drafter's logits [n, V]: the
+// formulas of docs/served-acceptance.md, for the hand-computed tests.
+at::Tensor Dflash1Alpha(const at::Tensor& target_probs, const at::Tensor& drafter_logits,
+                        const SamplingSetting& s);
+
 // What the alphas of a set of drafted slots (rows) need.
 struct SlotAlphaInputs {
   at::Tensor drafter_hidden;  // [rows, H] final-normed drafter hidden, lm_head's dtype
@@ -29,12 +35,15 @@ struct SlotAlphaInputs {
   at::Tensor predecessors;  // [rows] int64
 };
 
-// alpha [rows, settings] fp32. DFlash 1: q is the drafter's processed
-// logits (multiplier and softcap applied first, as the drafter emits them).
-// DFlash 2: q is softmax(S_j(pred, .) / T) over the slot's top-k candidates
-// (one-hot at the selector's choice for T = 0); the request's top-p and top-k
-// do not apply to it (dflash2-semantics §3). Rows go through the vocabulary
-// projection in slices of at most max_logit_elements logits. Throws c10::Error.
+// alpha [rows, settings] fp32, each setting under its own (resolved) policy
+// (types/eval_types.h, ProposalPolicy). DFlash 1's q is the drafter's
+// processed logits (multiplier and softcap first, as the drafter emits
+// them); DFlash 2's selector q is softmax(S_j(pred, .) / T) over the slot's
+// top-k candidates (one-hot at the selector's choice for T = 0), which the
+// request's top-p and top-k do not touch (dflash2-semantics §3); DFlash 2's
+// kSample q is its unary logits', kArgmax proposes the selector's choice.
+// Rows go through the vocabulary projection once, in slices of at most
+// max_logit_elements logits, for every setting and policy. Throws c10::Error.
 at::Tensor SlotAlphas(const SlotAlphaInputs& in, const model::DrafterModel& drafter,
                       const weights::TargetTensors& target,
                       const std::vector<SamplingSetting>& settings,

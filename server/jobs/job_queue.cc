@@ -93,6 +93,24 @@ absl::StatusOr<JobRecord> JobQueue::Get(const std::string& id) {
   return store_.Get(id);
 }
 
+absl::StatusOr<JobRecord> JobQueue::AddCalibration(const std::string& id, std::string json) {
+  // Serialised with other record writes of this server; a finished record
+  // is written by no one else.
+  std::lock_guard<std::mutex> lock(mu_);
+  if (active_.count(id) > 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("job ", id, " has not finished; calibrate a SUCCEEDED job"));
+  }
+  ASSIGN_OR_RETURN(JobRecord record, store_.Get(id));
+  if (record.state != JobState::kSucceeded) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "job ", id, " is ", jobs::JobStateName(record.state), "; calibrate a SUCCEEDED job"));
+  }
+  record.calibrations.push_back(std::move(json));
+  RETURN_IF_ERROR(store_.Put(record), "storing the calibration of job ", id);
+  return record;
+}
+
 absl::StatusOr<jobs::JobPage> JobQueue::List(const jobs::ListQuery& query) {
   ASSIGN_OR_RETURN(jobs::JobPage page, store_.List(query));
   // Unfinished jobs: show live progress rather than the stored snapshot.

@@ -86,6 +86,9 @@ class JobQueue {
   // boundary; waits up to `wait` for it to end and returns the record as it
   // then stands. FailedPrecondition for a finished job, NotFound if unknown.
   absl::StatusOr<jobs::JobRecord> Cancel(const std::string& id, std::chrono::milliseconds wait);
+  // Appends a calibration (its JSON) to a SUCCEEDED job's stored record;
+  // FailedPrecondition for a job in another state, NotFound if unknown.
+  absl::StatusOr<jobs::JobRecord> AddCalibration(const std::string& id, std::string json);
 
   // The current record and, for an unfinished job, a subscription (handle
   // != 0): `fn` sees every later change, the final state last. A finished

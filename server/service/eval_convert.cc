@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "types/proposal_policy.h"
 #include "types/semantics.h"
 
 namespace dflash::service {
@@ -31,6 +32,9 @@ void SettingToProto(const eval::SamplingSetting& s, pb::SamplingSetting* out) {
   out->set_temperature(s.temperature);
   out->set_top_p(s.top_p);
   out->set_top_k(static_cast<int32_t>(s.top_k));
+  if (s.policy != eval::ProposalPolicy::kDefault) out->set_policy(eval::PolicyName(s.policy));
+  out->set_engine(s.engine);
+  out->set_target_only_truncation(!s.truncate_draft);
 }
 
 // The draft-length curve, sampled acceptance and target consistency.
@@ -44,30 +48,24 @@ void SampledToProto(const eval::EvalResult& in, pb::EvalResult* out) {
     ps->set_expected_accept_length_pooled(s.expected_accept_length_pooled);
     ps->set_expected_tau(s.expected_tau);
     for (double v : s.draft_length_curve) ps->add_draft_length_curve(v);
+    for (double v : s.marginal_accept) ps->add_marginal_accept(v);
+    for (double v : s.histogram) ps->add_histogram(v);
+    if (s.accept_length_ci) SetInterval(s.accept_length_ci, ps->mutable_accept_length_ci());
+    for (const std::string& a : s.approximations) ps->add_approximations(a);
+    ps->set_greedy_equivalent(s.greedy_equivalent);
   }
   if (in.target_consistency.positions > 0) {
     ToProto(in.target_consistency, out->mutable_target_consistency());
   }
 }
 
-// temperature >= 0, top_p in [0, 1] (0 = off), top_k >= 0, all finite.
-absl::StatusOr<eval::SamplingSetting> SettingFromProto(const pb::SamplingSetting& in, int i) {
+// The wire's one convention (top_p 0 = off); ranges, policies and presets
+// are eval/sampling_policy.h's, checked at submit and at run.
+eval::SamplingSetting SettingFromProto(const pb::SamplingSetting& in) {
   eval::SamplingSetting s;
   s.temperature = in.temperature();
   s.top_p = in.top_p() == 0 ? 1.0 : in.top_p();
   s.top_k = in.top_k();
-  if (!std::isfinite(s.temperature) || s.temperature < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("sampling[", i, "].temperature is ", in.temperature(), "; expected >= 0"));
-  }
-  if (!std::isfinite(s.top_p) || s.top_p < 0 || s.top_p > 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("sampling[", i, "].top_p is ", in.top_p(), "; expected in (0, 1] (0 = off)"));
-  }
-  if (s.top_k < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("sampling[", i, "].top_k is ", in.top_k(), "; expected >= 0 (0 = off)"));
-  }
   return s;
 }
 
@@ -110,6 +108,7 @@ void ToProto(const eval::EvalResult& in, pb::EvalResult* out) {
     if (p.accuracy_ci) SetInterval(p.accuracy_ci, pp->mutable_accuracy_ci());
     if (p.acceptance_ci) SetInterval(p.acceptance_ci, pp->mutable_acceptance_ci());
     if (p.conditional_ci) SetInterval(p.conditional_ci, pp->mutable_conditional_ci());
+    pp->set_unavailable(p.counted == 0);
   }
   for (int64_t h : in.accepted_histogram) out->add_accepted_histogram(h);
   for (const eval::SampleSummary& s : in.per_sample) {
@@ -224,10 +223,12 @@ absl::StatusOr<core::EvalParams> FromProto(const pb::EvalRequest& in) {
     return absl::InvalidArgumentError(
         "sampling settings need mode anchor (sampled acceptance is teacher-forced)");
   }
-  for (int i = 0; i < in.sampling_size(); ++i) {
-    ASSIGN_OR_RETURN(eval::SamplingSetting s, SettingFromProto(in.sampling(i), i));
-    o.sampling.push_back(s);
+  for (const pb::SamplingSetting& s : in.sampling()) o.sampling.push_back(SettingFromProto(s));
+  for (const std::string& name : in.policies()) {
+    ASSIGN_OR_RETURN(eval::ProposalPolicy policy, eval::ParsePolicy(name));
+    o.policies.push_back(policy);
   }
+  o.engine = in.engine();
   if (in.ci() == "none") {
     o.ci = eval::CiMethod::kNone;
   } else if (!in.ci().empty() && in.ci() != "bootstrap") {

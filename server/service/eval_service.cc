@@ -174,6 +174,14 @@ grpc::ServerUnaryReactor* EvalService::CompareEvals(Ctx* ctx, const Bytes* req, 
   return Unary("CompareEvals", Where::kJobs, &EvalService::HandleCompareEvals, ctx, req, resp);
 }
 
+grpc::ServerUnaryReactor* EvalService::ExportProfile(Ctx* ctx, const Bytes* req, Bytes* resp) {
+  return Unary("ExportProfile", Where::kJobs, &EvalService::HandleExportProfile, ctx, req, resp);
+}
+
+grpc::ServerUnaryReactor* EvalService::CalibrateEval(Ctx* ctx, const Bytes* req, Bytes* resp) {
+  return Unary("CalibrateEval", Where::kJobs, &EvalService::HandleCalibrateEval, ctx, req, resp);
+}
+
 grpc::ServerWriteReactor<grpc::ByteBuffer>* EvalService::WatchEval(Ctx* ctx, const Bytes* raw) {
   absl::Status refused = Authorize(ctx, "WatchEval");
   pb::WatchEvalRequest req;
@@ -347,6 +355,31 @@ absl::Status EvalService::HandleCompareEvals(Ctx*, const pb::CompareEvalsRequest
   ASSIGN_OR_RETURN(core::CompareOptions options, CompareOptionsFromProto(req));
   ASSIGN_OR_RETURN(core::Comparison comparison, jobs_->Compare(ids, options));
   ToProto(comparison, resp);
+  return absl::OkStatus();
+}
+
+absl::Status EvalService::HandleExportProfile(Ctx*, const pb::ExportProfileRequest& req,
+                                              pb::ExportProfileResponse* resp) {
+  RETURN_IF_ERROR(CheckId("id", req.id()));
+  RETURN_IF_ERROR(NonNegative("setting", req.setting()));
+  ASSIGN_OR_RETURN(core::JobService::ProfileExport profile,
+                   jobs_->ExportProfile(req.id(), req.format(), req.setting()));
+  resp->set_format(req.format());
+  resp->set_curve(profile.curve);
+  resp->set_profile_json(std::move(profile.text));
+  return absl::OkStatus();
+}
+
+absl::Status EvalService::HandleCalibrateEval(Ctx*, const pb::CalibrateEvalRequest& req,
+                                              pb::CalibrateEvalResponse* resp) {
+  RETURN_IF_ERROR(CheckId("id", req.id()));
+  RETURN_IF_ERROR(NonNegative("setting", req.setting()));
+  std::vector<std::pair<std::string, std::string>> files;
+  for (const pb::ServedFile& f : req.served()) files.emplace_back(f.path(), f.contents());
+  ASSIGN_OR_RETURN(core::JobService::CalibrationResult r,
+                   jobs_->Calibrate(req.id(), files, req.setting()));
+  ToProto(r.calibration, resp->mutable_calibration());
+  ToProto(r.job, resp->mutable_job());
   return absl::OkStatus();
 }
 

@@ -37,25 +37,25 @@ struct ServiceOptions {
 
 // Every DrafterEval method as a raw (bytes in, bytes out) callback method.
 using RawCallbackService = pb::DrafterEval::WithRawCallbackMethod_GetServerInfo<
-    pb::DrafterEval::WithRawCallbackMethod_ValidateCheckpoint<
-        pb::DrafterEval::WithRawCallbackMethod_LoadDrafter<pb::DrafterEval::WithRawCallbackMethod_UnloadDrafter<
-            pb::DrafterEval::WithRawCallbackMethod_LoadTarget<
-                pb::DrafterEval::WithRawCallbackMethod_UnloadTarget<
-                    pb::DrafterEval::WithRawCallbackMethod_LoadDataset<
-                        pb::DrafterEval::WithRawCallbackMethod_UnloadDataset<
-                            pb::DrafterEval::WithRawCallbackMethod_ListResources<
-                                pb::DrafterEval::WithRawCallbackMethod_RunEval<
-                                    pb::DrafterEval::WithRawCallbackMethod_SubmitEval<
-                                        pb::DrafterEval::WithRawCallbackMethod_GetEval<
-                                            pb::DrafterEval::WithRawCallbackMethod_ListEvals<
-                                                pb::DrafterEval::WithRawCallbackMethod_WatchEval<
-                                                    pb::DrafterEval::WithRawCallbackMethod_CancelEval<
+    pb::DrafterEval::WithRawCallbackMethod_ValidateCheckpoint<pb::DrafterEval::WithRawCallbackMethod_LoadDrafter<
+        pb::DrafterEval::WithRawCallbackMethod_UnloadDrafter<pb::DrafterEval::WithRawCallbackMethod_LoadTarget<
+            pb::DrafterEval::WithRawCallbackMethod_UnloadTarget<pb::DrafterEval::WithRawCallbackMethod_LoadDataset<
+                pb::DrafterEval::WithRawCallbackMethod_UnloadDataset<
+                    pb::DrafterEval::WithRawCallbackMethod_ListResources<
+                        pb::DrafterEval::WithRawCallbackMethod_RunEval<
+                            pb::DrafterEval::WithRawCallbackMethod_SubmitEval<
+                                pb::DrafterEval::WithRawCallbackMethod_GetEval<
+                                    pb::DrafterEval::WithRawCallbackMethod_ListEvals<
+                                        pb::DrafterEval::WithRawCallbackMethod_WatchEval<
+                                            pb::DrafterEval::WithRawCallbackMethod_CancelEval<
+                                                pb::DrafterEval::WithRawCallbackMethod_ResubmitEval<
+                                                    pb::DrafterEval::WithRawCallbackMethod_CompareEvals<
                                                         pb::DrafterEval::
-                                                            WithRawCallbackMethod_ResubmitEval<
+                                                            WithRawCallbackMethod_ExportProfile<
                                                                 pb::DrafterEval::
-                                                                    WithRawCallbackMethod_CompareEvals<
+                                                                    WithRawCallbackMethod_CalibrateEval<
                                                                         pb::DrafterEval::
-                                                                            Service>>>>>>>>>>>>>>>>>;
+                                                                            Service>>>>>>>>>>>>>>>>>>>;
 
 class EvalService final : public RawCallbackService {
  public:
@@ -90,6 +90,8 @@ class EvalService final : public RawCallbackService {
   UnaryReactor* CancelEval(Ctx* ctx, const Bytes* req, Bytes* resp) override;
   UnaryReactor* ResubmitEval(Ctx* ctx, const Bytes* req, Bytes* resp) override;
   UnaryReactor* CompareEvals(Ctx* ctx, const Bytes* req, Bytes* resp) override;
+  UnaryReactor* ExportProfile(Ctx* ctx, const Bytes* req, Bytes* resp) override;
+  UnaryReactor* CalibrateEval(Ctx* ctx, const Bytes* req, Bytes* resp) override;
 
   // Where a unary method's work runs: on gRPC's callback thread (quick
   // reads), on the worker pool, or on the pool and only with a job service.
@@ -125,6 +127,10 @@ class EvalService final : public RawCallbackService {
   absl::Status HandleCancelEval(Ctx*, const pb::CancelEvalRequest&, pb::EvalJob*);
   absl::Status HandleResubmitEval(Ctx*, const pb::ResubmitEvalRequest&, pb::EvalJob*);
   absl::Status HandleCompareEvals(Ctx*, const pb::CompareEvalsRequest&, pb::CompareEvalsResponse*);
+  absl::Status HandleExportProfile(Ctx*, const pb::ExportProfileRequest&,
+                                   pb::ExportProfileResponse*);
+  absl::Status HandleCalibrateEval(Ctx*, const pb::CalibrateEvalRequest&,
+                                   pb::CalibrateEvalResponse*);
 
   // Ok, or why the caller may not call `method` (token_auth.h).
   absl::Status Authorize(const Ctx* ctx, const char* method) const;

@@ -1,11 +1,15 @@
 #include "service/job_convert.h"
 
 #include <map>
+
+#include <nlohmann/json.hpp>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "service/eval_convert.h"
+#include "service/served_convert.h"
+#include "types/proposal_policy.h"
 #include "types/semantics.h"
 
 namespace dflash::service {
@@ -75,6 +79,14 @@ void ToProto(const jobs::JobRequest& in, pb::EvalRequest* out) {
   out->set_semantics(model::SemanticsName(o.semantics));
   out->set_metrics(o.metrics == eval::MetricSet::kAcceptance ? "acceptance" : "");
   out->set_full_positions(o.full_positions);
+  for (const eval::SamplingSetting& s : o.sampling) {
+    pb::SamplingSetting* ps = out->add_sampling();
+    ps->set_temperature(s.temperature);
+    ps->set_top_p(s.top_p);
+    ps->set_top_k(static_cast<int32_t>(s.top_k));
+  }
+  for (eval::ProposalPolicy p : o.policies) out->add_policies(eval::PolicyName(p));
+  out->set_engine(o.engine);
   out->set_run(in.run);
   out->set_step(in.step);
   for (const auto& [k, v] : in.labels) (*out->mutable_labels())[k] = v;
@@ -133,6 +145,17 @@ void ToProto(const jobs::JobRecord& in, pb::EvalJob* out) {
   }
   out->set_server(in.server);
   out->set_placement(in.placement);
+  for (const std::string& c : in.calibrations) {
+    auto parsed = served::CalibrationFromJson(nlohmann::json::parse(c, nullptr, false));
+    if (parsed.ok()) {
+      ToProto(*parsed, out->add_calibrations());
+    } else {
+      // Shown, not dropped: the record is ours, so this is a store bug.
+      pb::Calibration* bad = out->add_calibrations();
+      bad->set_verdict("unreadable");
+      bad->set_text(std::string(parsed.status().message()));
+    }
+  }
 }
 
 absl::StatusOr<jobs::ListQuery> FromProto(const pb::ListEvalsRequest& in) {

@@ -7,9 +7,11 @@
 //   resource_convert.h  server info, resources, weight reports, loads
 //   eval_convert.h      EvalRequest -> EvalParams, EvalResult
 //   job_convert.h       jobs, listings, CompareEvals
+//   served_convert.h    calibrations (served counters against a job)
 #pragma once
 
 #include "service/eval_convert.h"      // IWYU pragma: export
 #include "service/job_convert.h"       // IWYU pragma: export
 #include "service/proto_fields.h"      // IWYU pragma: export
 #include "service/resource_convert.h"  // IWYU pragma: export
+#include "service/served_convert.h"    // IWYU pragma: export

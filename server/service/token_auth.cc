@@ -76,7 +76,7 @@ absl::StatusOr<TokenAuth> TokenAuth::FromFile(const std::string& path) {
 bool TokenAuth::IsReadOnlyMethod(absl::string_view method) {
   static constexpr absl::string_view kReadOnly[] = {
       "GetServerInfo", "ValidateCheckpoint", "ListResources", "GetEval",
-      "ListEvals",     "WatchEval",          "CompareEvals"};
+      "ListEvals",     "WatchEval",          "CompareEvals",  "ExportProfile"};
   for (absl::string_view m : kReadOnly) {
     if (m == method) return true;
   }

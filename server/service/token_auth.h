@@ -2,8 +2,8 @@
 // Bearer-token authentication for DrafterEval (--auth-token-file). The file
 // holds one token per line; a line "ro:TOKEN" is a read-only token, which may
 // call GetServerInfo, ValidateCheckpoint, ListResources, GetEval, ListEvals,
-// WatchEval and CompareEvals but nothing that loads, unloads, submits,
-// cancels or evaluates. Blank lines and lines starting with '#' are ignored;
+// WatchEval, CompareEvals and ExportProfile but nothing that loads, unloads,
+// submits, calibrates, cancels or evaluates. Blank lines and lines starting with '#' are ignored;
 // surrounding whitespace is trimmed. Clients send `authorization: Bearer
 // TOKEN`. Tokens are compared in constant time and never logged. Health and
 // reflection are separate services and stay open.

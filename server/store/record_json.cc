@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
+#include "types/proposal_policy.h"
 #include "types/semantics.h"
 
 namespace dflash::store {
@@ -13,14 +14,22 @@ using json = nlohmann::json;
 // Sampling settings, sampled acceptance, the draft-length curve and the
 // target consistency (docs/decision-metrics.md); absent in older records.
 json SettingToJson(const eval::SamplingSetting& s) {
-  return {{"temperature", s.temperature}, {"top_p", s.top_p}, {"top_k", s.top_k}};
+  json out = {{"temperature", s.temperature}, {"top_p", s.top_p}, {"top_k", s.top_k}};
+  if (s.policy != eval::ProposalPolicy::kDefault) out["policy"] = eval::PolicyName(s.policy);
+  if (!s.engine.empty()) out["engine"] = s.engine;
+  if (!s.truncate_draft) out["truncate_draft"] = false;
+  return out;
 }
 
+// Records from before policies hold none: kDefault, the drafter's own rule.
 eval::SamplingSetting SettingFromJson(const json& j) {
   eval::SamplingSetting s;
   s.temperature = j.at("temperature").get<double>();
   s.top_p = j.at("top_p").get<double>();
   s.top_k = j.at("top_k").get<int64_t>();
+  s.policy = eval::ParsePolicy(j.value("policy", "")).value_or(eval::ProposalPolicy::kDefault);
+  s.engine = j.value("engine", "");
+  s.truncate_draft = j.value("truncate_draft", true);
   return s;
 }
 
@@ -34,7 +43,14 @@ void AddDecisionMetrics(const eval::EvalResult& r, json& out) {
                       {"counted", s.counted},
                       {"expected_accept_length_pooled", s.expected_accept_length_pooled},
                       {"expected_tau", s.expected_tau},
-                      {"draft_length_curve", s.draft_length_curve}});
+                      {"draft_length_curve", s.draft_length_curve},
+                      {"marginal_accept", s.marginal_accept},
+                      {"histogram", s.histogram},
+                      {"approximations", s.approximations},
+                      {"greedy_equivalent", s.greedy_equivalent}});
+      if (s.accept_length_ci) {
+        list.back()["accept_length_ci"] = {s.accept_length_ci->lo, s.accept_length_ci->hi};
+      }
     }
     out["sampling"] = list;
   }
@@ -59,6 +75,14 @@ void ReadDecisionMetrics(const json& j, eval::EvalResult& r) {
     a.expected_accept_length_pooled = s.at("expected_accept_length_pooled").get<double>();
     a.expected_tau = s.at("expected_tau").get<double>();
     a.draft_length_curve = s.at("draft_length_curve").get<std::vector<double>>();
+    a.marginal_accept = s.value("marginal_accept", std::vector<double>{});
+    a.histogram = s.value("histogram", std::vector<double>{});
+    a.approximations = s.value("approximations", std::vector<std::string>{});
+    a.greedy_equivalent = s.value("greedy_equivalent", "");
+    if (s.contains("accept_length_ci")) {
+      const json& ci = s.at("accept_length_ci");
+      a.accept_length_ci = eval::Interval{ci.at(0).get<double>(), ci.at(1).get<double>()};
+    }
     r.sampling.push_back(std::move(a));
   }
   if (j.contains("target_consistency")) {
@@ -130,6 +154,12 @@ json OptionsToJson(const eval::EvalOptions& o) {
     for (const eval::SamplingSetting& s : o.sampling) list.push_back(SettingToJson(s));
     out["sampling"] = list;
   }
+  if (!o.policies.empty()) {
+    json list = json::array();
+    for (eval::ProposalPolicy p : o.policies) list.push_back(eval::PolicyName(p));
+    out["policies"] = list;
+  }
+  if (!o.engine.empty()) out["engine"] = o.engine;
   return out;
 }
 
@@ -150,6 +180,11 @@ eval::EvalOptions OptionsFromJson(const json& j) {
                                                         : eval::MetricSet::kAll;
   o.full_positions = j.value("full_positions", false);
   for (const json& s : j.value("sampling", json::array())) o.sampling.push_back(SettingFromJson(s));
+  for (const json& p : j.value("policies", json::array())) {
+    o.policies.push_back(
+        eval::ParsePolicy(p.get<std::string>()).value_or(eval::ProposalPolicy::kDefault));
+  }
+  o.engine = j.value("engine", "");
   // Records from before intervals existed: no intervals were asked for.
   o.ci = j.value("ci", "none") == "none" ? eval::CiMethod::kNone : eval::CiMethod::kBootstrap;
   o.ci_resamples = j.value("ci_resamples", int64_t{0});
@@ -375,6 +410,11 @@ std::string RecordToJson(const jobs::JobRecord& r) {
   if (!r.placement.empty()) j["placement"] = r.placement;
   if (!q.dataset_path.empty()) j["request"]["dataset_path"] = q.dataset_path;
   if (!q.target_path.empty()) j["request"]["target_path"] = q.target_path;
+  if (!r.calibrations.empty()) {
+    json list = json::array();
+    for (const std::string& c : r.calibrations) list.push_back(json::parse(c, nullptr, false));
+    j["calibrations"] = list;
+  }
   return j.dump();
 }
 
@@ -427,6 +467,7 @@ absl::StatusOr<jobs::JobRecord> RecordFromJson(const std::string& text) {
     r.interrupted_by_restart = j.at("interrupted_by_restart").get<bool>();
     r.resubmitted_from = j.at("resubmitted_from").get<std::string>();
     if (j.contains("result")) r.result = ResultFromJson(j.at("result"));
+    for (const json& c : j.value("calibrations", json::array())) r.calibrations.push_back(c.dump());
     // Fleet fields: absent in single-host records and records from before them.
     if (j.contains("attempts")) {
       for (const json& a : j.at("attempts")) {

@@ -17,6 +17,17 @@ enum class Mode { kAnchor, kReplay };
 enum class AnchorStrategy { kEven, kRandom, kAll };
 enum class MetricSet { kAll, kAcceptance };
 
+// How a serving engine proposes a draft token at position j and what q_j its
+// verifier then sees (docs/served-acceptance.md):
+//   kSample   x ~ q_j, the drafter's processed distribution; alpha = sum min(p, q)
+//   kArgmax   x = the drafter's greedy choice, q one-hot; alpha = p(x)
+//   kSelector DFlash 2: x ~ softmax(S_j / T) over the k candidates; alpha = sum min(p, q)
+//   kMatch    x ~ q_j and the target's token y ~ p_j drawn apart, accepted when
+//             x == y (no rejection sampling); alpha = sum p q
+// kDefault is the drafter's own rule: kSample for DFlash 1, kSelector for
+// DFlash 2 (the numbers before policies existed); resolved before scoring.
+enum class ProposalPolicy { kDefault, kSample, kArgmax, kSelector, kMatch };
+
 // One sampling setting as serving engines apply it (docs/decision-metrics.md):
 // logits / temperature, keep the top_k largest, keep the smallest set of
 // largest probabilities reaching top_p, renormalise. temperature 0 = greedy.
@@ -24,6 +35,11 @@ struct SamplingSetting {
   double temperature = 0;  // 0: greedy (one-hot argmax)
   double top_p = 1.0;      // 1: off
   int64_t top_k = 0;       // 0: off
+  ProposalPolicy policy = ProposalPolicy::kDefault;
+  // Whether top-k/top-p also truncate the drafter's q (kSample, kMatch), or
+  // only the target's p, as the engine preset says.
+  bool truncate_draft = true;
+  std::string engine;  // the preset that chose policy and conventions ("" = none)
 };
 
 // How the result's 95% intervals are formed (docs/decision-metrics-stats.md).
@@ -64,6 +80,11 @@ struct EvalOptions {
   // dataset's final hidden state (needs a consistent target, see
   // TargetConsistency). All settings share one forward.
   std::vector<SamplingSetting> sampling;
+  // Each setting above is scored under each of these policies (empty: the
+  // engine preset's, else the drafter's default); `engine` names a preset
+  // (eval/engine_presets.h) that also sets top-k/top-p conventions.
+  std::vector<ProposalPolicy> policies;
+  std::string engine;
   // Intervals over samples: the bootstrap draws ci_resamples resamples from
   // a generator seeded with `seed`.
   CiMethod ci = CiMethod::kBootstrap;
@@ -90,6 +111,14 @@ struct SampledAcceptance {
   // The expected accept length when only the first k positions are proposed,
   // k = 1..B-1 (the last equals expected_accept_length_pooled).
   std::vector<double> draft_length_curve;
+  // marginal_accept[i] = mean over all blocks of prod_{j<=i+1} alpha_j =
+  // P(accept length >= i + 2), so 1 + sum = expected_accept_length_pooled;
+  // histogram[n] = the expected share of blocks accepting exactly n drafts.
+  std::vector<double> marginal_accept;
+  std::vector<double> histogram;
+  std::optional<Interval> accept_length_ci;  // 95% over samples, when intervals are on
+  std::vector<std::string> approximations;   // what the numbers assume
+  std::string greedy_equivalent;             // "greedy" or "unary" (see the proto)
 };
 
 // Per-position numbers for j = 1..B-1 (positions[0] is j = 1).

@@ -85,6 +85,9 @@ struct JobRecord {
   std::vector<JobAttempt> attempts;
   std::string server;
   std::string placement;
+  // Served counters compared with this job (served/calibration.h), each as
+  // its JSON object, oldest first; added after the job SUCCEEDED.
+  std::vector<std::string> calibrations;
 };
 
 struct ListQuery {

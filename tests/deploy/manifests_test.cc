@@ -2,7 +2,8 @@
 // document parses and has what a one-server-per-GPU-node deployment needs;
 // the shipped configs pass the server's own config parser; the Dockerfile
 // and the systemd unit keep their hardening. (kubectl --dry-run=client needs
-// an API server for discovery, and no kubectl comes from Debian.)
+// an API server for discovery; scripts/check_k8s.py renders every
+// kustomization with kubectl kustomize and validates it against the schemas.)
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -46,7 +47,7 @@ struct Doc {
 
 std::vector<Doc> LoadManifests() {
   std::vector<Doc> docs;
-  for (const auto& entry : fs::directory_iterator(Source() + "/deploy/k8s")) {
+  for (const auto& entry : fs::directory_iterator(Source() + "/deploy/k8s/base")) {
     if (entry.path().extension() != ".yaml") continue;
     if (entry.path().filename() == "kustomization.yaml") continue;
     for (const YAML::Node& n : YAML::LoadAllFromFile(entry.path().string())) {

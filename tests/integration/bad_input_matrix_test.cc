@@ -148,6 +148,32 @@ std::vector<Case> MatrixCases(const MatrixContext& ctx) {
     proto.set_id(id);
     return proto.SerializeAsString();
   };
+  auto profile = [](const std::string& id, const std::string& format, int setting) {
+    pb::ExportProfileRequest r;
+    r.set_id(id);
+    r.set_format(format);
+    r.set_setting(setting);
+    return r.SerializeAsString();
+  };
+  // vLLM counters: `drafts` verify steps of `draft_tokens` tokens in all.
+  auto scrape = [](int drafts, int draft_tokens) {
+    return absl::StrCat("vllm:spec_decode_num_drafts_total ", drafts,
+                        "\nvllm:spec_decode_num_draft_tokens_total ", draft_tokens,
+                        "\nvllm:spec_decode_num_accepted_tokens_total ", drafts, "\n");
+  };
+  auto calibrate = [](const std::string& id,
+                      const std::vector<std::pair<std::string, std::string>>& files,
+                      int setting = 0) {
+    pb::CalibrateEvalRequest r;
+    r.set_id(id);
+    r.set_setting(setting);
+    for (const auto& [path, contents] : files) {
+      pb::ServedFile* f = r.add_served();
+      f->set_path(path);
+      f->set_contents(contents);
+    }
+    return r.SerializeAsString();
+  };
   auto compare = [](const std::vector<std::string>& ids) {
     pb::CompareEvalsRequest r;
     for (const std::string& id : ids) r.add_ids(id);
@@ -533,6 +559,29 @@ std::vector<Case> MatrixCases(const MatrixContext& ctx) {
        Code::INVALID_ARGUMENT,
        Parse("SubmitEvalRequest",
              "field 'request.step' (13) has wire type 5 (32-bit); expected 0 (varint)")},
+      {"SubmitEval", "policies: unknown",
+       EvalMsg<QReq>([](pb::EvalRequest& r) {
+         r.add_sampling()->set_temperature(0.7);
+         r.add_policies("beam");
+       }),
+       Code::INVALID_ARGUMENT,
+       "unknown policy 'beam' (known: sample, argmax, selector (DFlash 2), match)"},
+      {"SubmitEval", "policies: selector on DFlash 1", EvalMsg<QReq>([](pb::EvalRequest& r) {
+         r.add_sampling()->set_temperature(0.7);
+         r.add_policies("selector");
+       }),
+       Code::INVALID_ARGUMENT,
+       "policy selector needs a DFlash 2 drafter (its candidate selector proposes); this drafter "
+       "is DFlash 1: use sample, argmax or match"},
+      {"SubmitEval", "engine: unknown", EvalMsg<QReq>([](pb::EvalRequest& r) {
+         r.add_sampling()->set_temperature(0.7);
+         r.set_engine("tgi");
+       }),
+       Code::INVALID_ARGUMENT, "unknown engine 'tgi' (known: vllm, sglang, zlab)"},
+      {"SubmitEval", "engine: without sampling",
+       EvalMsg<QReq>([](pb::EvalRequest& r) { r.set_engine("vllm"); }), Code::INVALID_ARGUMENT,
+       "a policy or engine applies to sampled acceptance: add a sampling setting (e.g. "
+       "--sampling t=0.7)"},
       {"SubmitEval", "run: 10 MiB", EvalMsg<QReq>([&](pb::EvalRequest& r) { r.set_run(huge); }),
        Code::RESOURCE_EXHAUSTED,
        TooBig(EvalMsg<QReq>([&](pb::EvalRequest& r) { r.set_run(huge); }))},
@@ -648,6 +697,47 @@ std::vector<Case> MatrixCases(const MatrixContext& ctx) {
        not_utf8("CompareEvalsRequest", "ids")},
       {"CompareEvals", "ids: 10 MiB", compare({huge}), Code::RESOURCE_EXHAUSTED,
        TooBig(compare({huge}))},
+
+      // --- ExportProfile
+      {"ExportProfile", "id: missing", "", Code::INVALID_ARGUMENT, "id is empty"},
+      {"ExportProfile", "id: unknown", profile("ev-no-such", "modelopt", 0), Code::NOT_FOUND,
+       "no job with id 'ev-no-such'"},
+      {"ExportProfile", "format: unknown", profile(done_id, "eagle", 0), Code::INVALID_ARGUMENT,
+       "unknown profile format 'eagle' (known: modelopt, vllm, sglang)"},
+      {"ExportProfile", "format: empty", profile(done_id, "", 0), Code::INVALID_ARGUMENT,
+       "unknown profile format '' (known: modelopt, vllm, sglang)"},
+      {"ExportProfile", "setting: -1", profile(done_id, "vllm", -1), Code::INVALID_ARGUMENT,
+       "setting must be >= 0; got -1"},
+      {"ExportProfile", "setting: past the job's", profile(done_id, "vllm", 1),
+       Code::INVALID_ARGUMENT, "setting 1: job " + done_id + " has 0 (greedy)"},
+      {"ExportProfile", "id: 10 MiB", profile(huge, "vllm", 0), Code::RESOURCE_EXHAUSTED,
+       TooBig(profile(huge, "vllm", 0))},
+
+      // --- CalibrateEval
+      {"CalibrateEval", "id: missing", "", Code::INVALID_ARGUMENT, "id is empty"},
+      {"CalibrateEval", "served: none", calibrate(done_id, {}), Code::INVALID_ARGUMENT,
+       "no served counters: give two vLLM scrapes (before, after), SGLang meta_info JSON lines "
+       "or z-lab's benchmark output"},
+      {"CalibrateEval", "id: unknown", calibrate("ev-no-such", {{"a.prom", scrape(10, 70)}}),
+       Code::NOT_FOUND, "no job with id 'ev-no-such'"},
+      {"CalibrateEval", "served: not counters", calibrate(done_id, {{"notes.txt", "hello\nworld"}}),
+       Code::INVALID_ARGUMENT,
+       "file 'notes.txt' is not a vLLM /metrics scrape, SGLang meta_info JSON lines or z-lab "
+       "benchmark output (first line: 'hello')"},
+      {"CalibrateEval", "served: swapped scrapes",
+       calibrate(done_id, {{"after.prom", scrape(10, 70)}, {"before.prom", scrape(5, 35)}}),
+       Code::INVALID_ARGUMENT,
+       "after.prom -> before.prom: vllm:spec_decode_num_drafts went from 10 to 5 between the "
+       "scrapes: the server restarted, or the files are swapped (give before, then after)"},
+      {"CalibrateEval", "served: another draft count",
+       calibrate(done_id, {{"a.prom", scrape(10, 20)}}), Code::INVALID_ARGUMENT,
+       "vllm verified 2 draft tokens per step but job " + done_id +
+           " has block size 8 (7 drafts per step): serve with num_speculative_tokens=7 or "
+           "evaluate with that block size"},
+      {"CalibrateEval", "setting: -1", calibrate(done_id, {{"a.prom", scrape(10, 70)}}, -1),
+       Code::INVALID_ARGUMENT, "setting must be >= 0; got -1"},
+      {"CalibrateEval", "served: 10 MiB", calibrate(done_id, {{"a.prom", huge}}),
+       Code::RESOURCE_EXHAUSTED, TooBig(calibrate(done_id, {{"a.prom", huge}}))},
   };
   return cases;
 }

@@ -106,8 +106,27 @@ def processed_probs(logits, st):
     return probs
 
 
+def policy_alpha(policy, p, dl_row, q_full, sel):
+    """alpha of one position under a proposal policy (docs/served-acceptance.md).
+    p: the target's processed distribution [V]; q_full: the drafter's processed
+    q over the vocabulary; sel: DFlash 2's (cand, q over cand, choice) or None."""
+    if policy == "argmax":
+        x = sel[2] if sel is not None else int(dl_row.argmax())
+        return float(p[x])
+    if policy == "selector":
+        cand, qs, _ = sel
+        return float(torch.minimum(p[cand], qs).sum())
+    if policy == "match":
+        if sel is not None:
+            cand, qs, _ = sel
+            return float((p[cand] * qs).sum())
+        return float((p * q_full).sum())
+    return float(torch.minimum(p, q_full).sum())  # sample
+
+
 def block_alphas(drafter, s, a, B, st_list, head, norm, eps, norm_applied, semantics):
-    """alpha[setting][j-1] for the existing positions j of the block at a."""
+    """alpha[setting][j-1] for the existing positions j of the block at a;
+    each setting carries its policy (and whether q is truncated too)."""
     L = s.input_ids.shape[0]
     if semantics == "zlab-2025":
         rows = min(B - 1, L - 1 - a)
@@ -118,24 +137,28 @@ def block_alphas(drafter, s, a, B, st_list, head, norm, eps, norm_applied, seman
         h = drafter.hidden(s.features[:a], s.input_ids[a], a, Lb, semantics=semantics)[1:Lb]
     dl = drafter.logits(h).float()
     tl = target_logits(s.final_hidden[a:a + rows], head, norm, eps, norm_applied)
+    dflash2 = drafter.family == "dflash2"
+    eta = h @ drafter.w["candidate_selector.hidden_projection.weight"].t() if dflash2 else None
     out = []
     for st in st_list:
         p = processed_probs(tl, st)
-        if drafter.family != "dflash2":
-            q = processed_probs(dl, st)
-            out.append([float(x) for x in torch.minimum(p, q).sum(-1).tolist()])
-            continue
-        eta = h @ drafter.w["candidate_selector.hidden_projection.weight"].t()
+        qst = st if st.get("truncate_draft", True) else dict(st, top_p=1.0, top_k=0)
+        q = processed_probs(dl, qst)
         al = []
         for j in range(rows):
-            cand, U = drafter.candidates(dl[j])
-            pred = int(s.input_ids[a + j])  # teacher-forced: t_a, then the labels
-            sc = drafter.selector_scores(eta[j], cand, U, pred).float()
-            if st["temperature"] <= 0:
-                q = (cand == drafter.choose(cand, sc)).float()
-            else:
-                q = torch.softmax(sc / st["temperature"], -1)
-            al.append(float(torch.minimum(p[j][cand], q).sum()))
+            sel = None
+            if dflash2:
+                cand, U = drafter.candidates(dl[j])
+                pred = int(s.input_ids[a + j])  # teacher-forced: t_a, then the labels
+                sc = drafter.selector_scores(eta[j], cand, U, pred).float()
+                choice = drafter.choose(cand, sc)
+                if st["temperature"] <= 0:
+                    qs = (cand == choice).float()
+                else:
+                    qs = torch.softmax(sc / st["temperature"], -1)
+                sel = (cand, qs, int(choice))
+            policy = st.get("policy") or ("selector" if dflash2 else "sample")
+            al.append(policy_alpha(policy, p[j], dl[j], q[j], sel))
         out.append(al)
     return out
 
@@ -152,10 +175,20 @@ def expected_accept(alpha, B):
 
 
 def sampled_eval(drafter, samples, settings, head, norm, eps, norm_applied, B,
-                 anchors="all", max_blocks=0, semantics=ref.DEFAULT_SEMANTICS):
-    st_list = [parse_setting(x) for x in settings]
+                 anchors="all", max_blocks=0, semantics=ref.DEFAULT_SEMANTICS, policies=(),
+                 truncate_draft=True):
+    """Each setting under each policy (setting-major, as the service orders
+    them); no policies: the drafter's default (sample / selector)."""
+    st_list = []
+    for x in settings:
+        for pol in (policies or [None]):
+            st = parse_setting(x)
+            st["policy"] = pol
+            st["truncate_draft"] = truncate_draft
+            st_list.append(st)
     acc = [{"alpha": [0.0] * (B - 1), "counted": [0] * (B - 1), "sum": 0.0,
-            "curve": [0.0] * (B - 1), "per_sample": []} for _ in st_list]
+            "curve": [0.0] * (B - 1), "marginal": [0.0] * (B - 1), "per_sample": []}
+           for _ in st_list]
     blocks = 0
     for s in samples:
         per = [[0.0, 0] for _ in st_list]
@@ -167,6 +200,10 @@ def sampled_eval(drafter, samples, settings, head, norm, eps, norm_applied, B,
                     acc[i]["alpha"][j] += x
                     acc[i]["counted"][j] += 1
                 e, curve = expected_accept(alpha, B)
+                prod = 1.0
+                for j, x in enumerate(alpha):
+                    prod *= x
+                    acc[i]["marginal"][j] += prod
                 acc[i]["sum"] += e
                 acc[i]["curve"] = [c + d for c, d in zip(acc[i]["curve"], curve)]
                 per[i][0] += e
@@ -182,7 +219,8 @@ def sampled_eval(drafter, samples, settings, head, norm, eps, norm_applied, B,
                     "expected_accept_length_pooled": a["sum"] / blocks if blocks else 0.0,
                     "expected_tau": (sum(a["per_sample"]) / len(a["per_sample"])
                                      if a["per_sample"] else 0.0),
-                    "draft_length_curve": [c / blocks for c in a["curve"]] if blocks else []})
+                    "draft_length_curve": [c / blocks for c in a["curve"]] if blocks else [],
+                    "marginal_accept": [m / blocks for m in a["marginal"]] if blocks else []})
     return out
 
 

@@ -1016,7 +1016,7 @@ def add_sampling(r, args, drafter, samples):
     r["draft_length_curve"] = dm.draft_length_curve(r["accepted_histogram"])
     r["sampling"] = dm.sampled_eval(drafter, samples, args.sampling, head, norm, eps,
                                     norm_applied, B, args.anchors, args.max_blocks,
-                                    args.semantics)
+                                    args.semantics, args.policy, not args.target_only_truncation)
 
 
 def main(argv=None):
@@ -1046,6 +1046,11 @@ def main(argv=None):
     pe.add_argument("--sampling", action="append", default=[],
                     help="anchor mode: also sampled acceptance, t=T[,p=P][,k=K] (repeatable; "
                          "needs the dataset's final_hidden_state; decision_metrics.py)")
+    pe.add_argument("--policy", action="append", default=[],
+                    choices=["sample", "argmax", "selector", "match"],
+                    help="with --sampling: score each setting under each policy (repeatable)")
+    pe.add_argument("--target-only-truncation", action="store_true",
+                    help="top-k/top-p truncate only the target's p (the vllm/sglang presets)")
     pl = sub.choices["logits"]
     pl.add_argument("--blocks", required=True, help="SAMPLE:ANCHOR[,...] (sample = file index)")
     pl.add_argument("--rows", type=int, default=0, help="logit rows per block; 0 = all")

@@ -20,8 +20,9 @@ from .records import (CompareEvalsResponse, DeviceInfo, EvalJob, EvalProgress, E
                       EvalResult, FirstMissSplit, LoadResponse, PositionComparison,
                       PositionMetrics, Record, Resource, SampleSummary, ServerInfo, TensorEntry,
                       TensorStats, WeightReport)
-from .records import (DatasetResult, EvalAttempt, FleetServer, GateVerdict, Interval,
-                      MetricDifference, SampledAcceptance, SamplingSetting, TargetConsistency)
+from .records import (Calibration, DatasetResult, EvalAttempt, FleetServer, GateVerdict, Interval,
+                      MetricDifference, PositionCalibration, SampledAcceptance, SamplingSetting,
+                      TargetConsistency)
 
 __version__ = "0.1.0"
 
@@ -31,5 +32,6 @@ __all__ = [
     "PositionComparison", "PositionMetrics", "Record", "Resource", "SampleSummary", "ServerInfo",
     "TensorEntry", "TensorStats", "TextProgress", "Tls", "UnreachableError", "WeightReport",
     "DatasetResult", "GateVerdict", "Interval", "MetricDifference", "SamplingSetting",
-    "TargetConsistency", "SampledAcceptance", "EvalAttempt", "FleetServer",
+    "TargetConsistency", "SampledAcceptance", "EvalAttempt", "FleetServer", "Calibration",
+    "PositionCalibration",
 ]

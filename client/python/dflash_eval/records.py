@@ -169,12 +169,24 @@ class WeightReport(Record):
 
 
 @dataclass
+class Interval(Record):
+    """A 95% percentile-bootstrap interval [lo, hi]."""
+
+    lo: float = 0.0
+    hi: float = 0.0
+
+
+@dataclass
 class SamplingSetting(Record):
-    """Temperature, top-p and top-k as a serving engine applies them."""
+    """Temperature, top-p and top-k as a serving engine applies them; in a
+    result, the proposal policy and engine preset the numbers were scored under."""
 
     temperature: float = 0.0
     top_p: float = 0.0
     top_k: int = 0
+    policy: str = ""
+    engine: str = ""
+    target_only_truncation: bool = False
 
 
 @dataclass
@@ -197,6 +209,11 @@ class SampledAcceptance(Record):
     expected_accept_length_pooled: float = 0.0
     expected_tau: float = 0.0
     draft_length_curve: List[float] = field(default_factory=list)
+    marginal_accept: List[float] = field(default_factory=list)
+    histogram: List[float] = field(default_factory=list)
+    accept_length_ci: Optional[Interval] = None
+    approximations: List[str] = field(default_factory=list)
+    greedy_equivalent: str = ""
 
 
 @dataclass
@@ -232,6 +249,8 @@ class EvalRequest(Record):
     metrics: str = ""
     full_positions: bool = False
     sampling: List[SamplingSetting] = field(default_factory=list)
+    policies: List[str] = field(default_factory=list)
+    engine: str = ""
     ci: str = ""
     ci_resamples: int = 0
     gate: str = ""
@@ -240,14 +259,6 @@ class EvalRequest(Record):
     suite_datasets: List[str] = field(default_factory=list)
     dataset_path: str = ""
     target_path: str = ""
-
-
-@dataclass
-class Interval(Record):
-    """A 95% percentile-bootstrap interval [lo, hi]."""
-
-    lo: float = 0.0
-    hi: float = 0.0
 
 
 @dataclass
@@ -287,6 +298,7 @@ class PositionMetrics(Record):
     accuracy_ci: Optional[Interval] = None
     acceptance_ci: Optional[Interval] = None
     conditional_ci: Optional[Interval] = None
+    unavailable: bool = False
 
 
 @dataclass
@@ -388,6 +400,36 @@ class EvalProgress(Record):
 
 
 @dataclass
+class PositionCalibration(Record):
+    """Served against predicted at one draft position (marginal, conditional)."""
+
+    position: int = 0
+    served_marginal: float = 0.0
+    predicted_marginal: float = 0.0
+    served_conditional: Optional[float] = None
+    predicted_conditional: Optional[float] = None
+    ratio: Optional[float] = None
+
+
+@dataclass
+class Calibration(Record):
+    """An engine's served counters against a job's prediction."""
+
+    source: str = ""
+    curve: str = ""
+    weighting: str = ""
+    served_accept_length: float = 0.0
+    predicted_accept_length: float = 0.0
+    ratio: float = 0.0
+    predicted_interval: Optional[Interval] = None
+    verdict: str = ""
+    likely_causes: List[str] = field(default_factory=list)
+    positions: List[PositionCalibration] = field(default_factory=list)
+    text: str = ""
+    created: str = ""
+
+
+@dataclass
 class EvalJob(Record):
     """One evaluation job as the server holds it; `result` once SUCCEEDED."""
 
@@ -407,6 +449,7 @@ class EvalJob(Record):
     attempts: List[EvalAttempt] = field(default_factory=list)
     server: str = ""
     placement: str = ""
+    calibrations: List[Calibration] = field(default_factory=list)
 
     @property
     def step(self) -> int:
@@ -526,6 +569,8 @@ def from_proto(cls: Type[R], message: Any) -> R:
                 inner = _record_type(hint)
                 assert inner is not None, f"{cls.__name__}.{f.name} has no record type"
                 values[f.name] = from_proto(inner, value)
+        elif type(None) in typing.get_args(hint) and not message.HasField(f.name):
+            values[f.name] = None  # a proto3 `optional` scalar left unset: unavailable
         else:
             values[f.name] = _scalar(fd, value)
     return cls(**values)
