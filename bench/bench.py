@@ -96,14 +96,15 @@ def zlab_row(srv, fx, threads, env, runs, baseline_runs, args):
 
 
 class Server:
-    def __init__(self, build, work, data_root, threads, env=None):
+    def __init__(self, build, work, data_root, threads, env=None, flags=()):
         self.work = work
         os.makedirs(work, exist_ok=True)
         port_file = os.path.join(work, "port")
         self.proc = subprocess.Popen(
             [os.path.join(build, "server", "dflash-evald"), "--listen", "127.0.0.1:0",
              "--port-file", port_file, "--state-dir", os.path.join(work, "state"),
-             "--data-root", data_root, "--log-level", "warn", "--threads", str(threads)],
+             "--data-root", data_root, "--log-level", "warn", "--threads", str(threads),
+             *flags],
             stdout=subprocess.DEVNULL, stderr=open(os.path.join(work, "server.log"), "w"),
             env=env)
         for _ in range(600):

@@ -85,20 +85,21 @@ bool TokenAuth::IsReadOnlyMethod(absl::string_view method) {
 
 absl::Status TokenAuth::Check(const std::multimap<grpc::string_ref, grpc::string_ref>& metadata,
                               absl::string_view method) const {
-  const absl::Status unauthenticated =
-      absl::UnauthenticatedError("missing or invalid bearer token");
+  const auto unauthenticated = [] {
+    return absl::UnauthenticatedError("missing or invalid bearer token");
+  };
   auto it = metadata.find("authorization");
-  if (it == metadata.end()) return unauthenticated;
+  if (it == metadata.end()) return unauthenticated();
   absl::string_view value(it->second.data(), it->second.size());
   // The scheme is case-insensitive (RFC 7235).
   if (value.size() < 7 || !absl::EqualsIgnoreCase(value.substr(0, 7), "bearer ")) {
-    return unauthenticated;
+    return unauthenticated();
   }
   const absl::string_view token = absl::StripAsciiWhitespace(value.substr(7));
   const bool full = AnyEquals(full_, token);
   const bool read_only = AnyEquals(read_only_, token);
   if (full) return absl::OkStatus();
-  if (!read_only) return unauthenticated;
+  if (!read_only) return unauthenticated();
   if (IsReadOnlyMethod(method)) return absl::OkStatus();
   return absl::PermissionDeniedError(absl::StrCat("read-only token cannot call ", method));
 }

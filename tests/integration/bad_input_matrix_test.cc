@@ -559,8 +559,7 @@ std::vector<Case> MatrixCases(const MatrixContext& ctx) {
        Code::INVALID_ARGUMENT,
        Parse("SubmitEvalRequest",
              "field 'request.step' (13) has wire type 5 (32-bit); expected 0 (varint)")},
-      {"SubmitEval", "policies: unknown",
-       EvalMsg<QReq>([](pb::EvalRequest& r) {
+      {"SubmitEval", "policies: unknown", EvalMsg<QReq>([](pb::EvalRequest& r) {
          r.add_sampling()->set_temperature(0.7);
          r.add_policies("beam");
        }),
