@@ -3,7 +3,6 @@
 // tiny fixture's dataset-final (a final hidden state consistent with a greedy
 // capture from `target`) and target-wronghead (a random lm_head), checked
 // against the Python reference (tools/dflash_ref/decision_metrics.py).
-#include <fstream>
 #include <string>
 #include <vector>
 
@@ -13,15 +12,14 @@
 #include "gtest/gtest.h"
 #include "integration/tiny_fixture.h"
 #include "test_util/process.h"
-#include "test_util/temp_dir.h"
 
 namespace dflash {
 namespace {
 
-using ::dflash::testing::BinaryFromEnv;
 using ::dflash::testing::CommandResult;
+using ::dflash::testing::ExpectNearEach;
 using ::dflash::testing::ExpectSameMetrics;
-using ::dflash::testing::RunCommand;
+using ::dflash::testing::RunReferenceEval;
 using ::testing::HasSubstr;
 using json = nlohmann::json;
 
@@ -33,36 +31,6 @@ class DecisionMetricsE2eTest : public testing::TinyServerTest {
     ASSERT_EQ(
         Cli({"load-target", data_ + "/target-wronghead", "--name", "tw", "--final-norm"}).exit_code,
         0);
-  }
-
-  // reference.py eval on `dataset` with `args`.
-  static json Reference(const std::string& dataset, const std::string& drafter,
-                        const std::vector<std::string>& args) {
-    testing::TempDir out;
-    std::vector<std::string> argv = {
-        BinaryFromEnv("DFLASH_FIXTURE_PY"),
-        BinaryFromEnv("DFLASH_SOURCE_DIR") + "/tools/dflash_ref/reference.py",
-        "eval",
-        "--drafter",
-        data_ + "/" + drafter,
-        "--target",
-        data_ + "/target",
-        "--dataset",
-        data_ + "/" + dataset,
-        "--json",
-        out.Join("r.json")};
-    argv.insert(argv.end(), args.begin(), args.end());
-    CommandResult r = RunCommand(argv, {}, 300);
-    EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
-    std::ifstream in(out.Join("r.json"));
-    return r.exit_code == 0 ? json::parse(in) : json::object();
-  }
-
-  static void ExpectNear(const json& got, const json& want, double tol, const std::string& what) {
-    ASSERT_EQ(got.size(), want.size()) << what;
-    for (size_t i = 0; i < got.size(); ++i) {
-      EXPECT_NEAR(got[i].get<double>(), want[i].get<double>(), tol) << what << "[" << i << "]";
-    }
   }
 };
 
@@ -116,7 +84,7 @@ TEST_F(DecisionMetricsE2eTest, SampledAcceptanceMatchesTheReferenceAndGreedyAtZe
   json got = CliJson(args);
   std::vector<std::string> ref_args = {"--mode", "anchor", "--anchors", "all"};
   ref_args.insert(ref_args.end(), settings.begin(), settings.end());
-  json want = Reference("dataset-final", "drafter", ref_args);
+  json want = RunReferenceEval(data_, "drafter", "dataset-final", ref_args);
   ExpectSameMetrics(got, want);
   ASSERT_EQ(got["sampling"].size(), 3u) << got.dump();
   // T = 0 on a greedy capture is the greedy anchor-mode result, exactly.
@@ -124,8 +92,8 @@ TEST_F(DecisionMetricsE2eTest, SampledAcceptanceMatchesTheReferenceAndGreedyAtZe
   EXPECT_EQ(greedy["expectedAcceptLengthPooled"].get<double>(),
             got["acceptLengthPooled"].get<double>());
   EXPECT_DOUBLE_EQ(greedy["expectedTau"].get<double>(), got["tau"].get<double>());
-  ExpectNear(greedy["draftLengthCurve"], got["draftLengthCurve"], 0, "T=0 curve");
-  ExpectNear(got["draftLengthCurve"], want["draft_length_curve"], 1e-12, "greedy curve");
+  ExpectNearEach(greedy["draftLengthCurve"], got["draftLengthCurve"], 0, "T=0 curve");
+  ExpectNearEach(got["draftLengthCurve"], want["draft_length_curve"], 1e-12, "greedy curve");
   for (size_t i = 0; i < 3; ++i) {
     const json& g = got["sampling"][i];
     const json& w = want["sampling"][i];
@@ -133,8 +101,8 @@ TEST_F(DecisionMetricsE2eTest, SampledAcceptanceMatchesTheReferenceAndGreedyAtZe
                 w["expected_accept_length_pooled"].get<double>(), 1e-4)
         << i;
     EXPECT_NEAR(g["expectedTau"].get<double>(), w["expected_tau"].get<double>(), 1e-4) << i;
-    ExpectNear(g["meanAlpha"], w["mean_alpha"], 1e-4, "mean alpha");
-    ExpectNear(g["draftLengthCurve"], w["draft_length_curve"], 1e-4, "curve");
+    ExpectNearEach(g["meanAlpha"], w["mean_alpha"], 1e-4, "mean alpha");
+    ExpectNearEach(g["draftLengthCurve"], w["draft_length_curve"], 1e-4, "curve");
   }
   EXPECT_EQ(got["targetConsistency"]["fraction"].get<double>(), 1.0);
   // Human output: the sampled rows next to the greedy numbers.
@@ -150,8 +118,8 @@ TEST_F(DecisionMetricsE2eTest, Dflash2SampledAcceptanceMatchesTheReference) {
   ASSERT_EQ(Cli({"load-dataset", data_ + "/dataset2-final", "--name", "d2f"}).exit_code, 0);
   json got = CliJson({"eval", "--drafter", "m2", "--dataset", "d2f", "--target", "tn", "--anchors",
                       "all", "--sampling", "t=0", "--sampling", "t=0.7"});
-  json want = Reference(
-      "dataset2-final", "drafter2",
+  json want = RunReferenceEval(
+      data_, "drafter2", "dataset2-final",
       {"--mode", "anchor", "--anchors", "all", "--sampling", "t=0", "--sampling", "t=0.7"});
   ExpectSameMetrics(got, want);
   ASSERT_EQ(got["sampling"].size(), 2u) << got.dump();
@@ -160,8 +128,8 @@ TEST_F(DecisionMetricsE2eTest, Dflash2SampledAcceptanceMatchesTheReference) {
   for (size_t i = 0; i < 2; ++i) {
     EXPECT_NEAR(got["sampling"][i]["expectedAcceptLengthPooled"].get<double>(),
                 want["sampling"][i]["expected_accept_length_pooled"].get<double>(), 1e-4);
-    ExpectNear(got["sampling"][i]["meanAlpha"], want["sampling"][i]["mean_alpha"], 1e-4,
-               "mean alpha");
+    ExpectNearEach(got["sampling"][i]["meanAlpha"], want["sampling"][i]["mean_alpha"], 1e-4,
+                   "mean alpha");
   }
 }
 

@@ -24,10 +24,9 @@ namespace dflash {
 namespace {
 
 namespace fs = std::filesystem;
-using ::dflash::testing::BinaryFromEnv;
 using ::dflash::testing::CommandResult;
 using ::dflash::testing::ExpectSameMetrics;
-using ::dflash::testing::RunCommand;
+using ::dflash::testing::RunReferenceEval;
 using ::dflash::testing::ServerProcess;
 using ::testing::HasSubstr;
 using json = nlohmann::json;
@@ -223,39 +222,19 @@ TEST_F(EvalE2eTest, MissingAndExtraLayersAreEachNamed) {
   EXPECT_EQ(allowed.exit_code, 0) << allowed.out;
 }
 
-// The Python reference run now, on the same files, with `args`.
-json ReferenceRun(const std::string& data, const std::vector<std::string>& args) {
-  testing::TempDir out;
-  std::vector<std::string> argv = {
-      BinaryFromEnv("DFLASH_FIXTURE_PY"),
-      BinaryFromEnv("DFLASH_SOURCE_DIR") + "/tools/dflash_ref/reference.py",
-      "eval",
-      "--drafter",
-      data + "/drafter",
-      "--target",
-      data + "/target",
-      "--dataset",
-      data + "/dataset",
-      "--json",
-      out.Join("r.json")};
-  argv.insert(argv.end(), args.begin(), args.end());
-  CommandResult r = RunCommand(argv, {}, 300);
-  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
-  std::ifstream in(out.Join("r.json"));
-  return r.exit_code == 0 ? json::parse(in) : json::object();
-}
-
 TEST_F(EvalE2eTest, ShorterBlocksAndLimitsMatchTheReference) {
   // A B=8 drafter scored at B=4, evenly spaced anchors, at most 3 per sample.
   json anchor = CliJson({"eval", "--drafter", "m", "--dataset", "d", "--anchors", "even",
                          "--max-blocks", "3", "--block-size", "4"});
-  ExpectSameMetrics(anchor, ReferenceRun(data_, {"--mode", "anchor", "--anchors", "even",
-                                                 "--max-blocks", "3", "--block-size", "4"}));
+  ExpectSameMetrics(anchor, RunReferenceEval(data_, "drafter", "dataset",
+                                             {"--mode", "anchor", "--anchors", "even",
+                                              "--max-blocks", "3", "--block-size", "4"}));
   // Replay cut short by max_new_tokens, on the first 4 samples.
   json replay = CliJson({"eval", "--drafter", "m", "--dataset", "d", "--mode", "replay",
                          "--max-new-tokens", "12", "--max-samples", "4"});
-  ExpectSameMetrics(replay, ReferenceRun(data_, {"--mode", "replay", "--max-new-tokens", "12",
-                                                 "--max-samples", "4"}));
+  ExpectSameMetrics(replay, RunReferenceEval(data_, "drafter", "dataset",
+                                             {"--mode", "replay", "--max-new-tokens", "12",
+                                              "--max-samples", "4"}));
   for (const json& s : replay["perSample"]) {
     EXPECT_LE(s["blocks"].get<int64_t>(), 12) << s.dump();
   }

@@ -17,7 +17,6 @@
 namespace dflash {
 namespace {
 
-using ::dflash::testing::BinaryFromEnv;
 using ::dflash::testing::CommandResult;
 using ::testing::HasSubstr;
 using json = nlohmann::json;
@@ -32,37 +31,11 @@ class ServedAcceptanceE2eTest : public testing::TinyServerTest {
     ASSERT_EQ(Cli({"load-dataset", data_ + "/dataset2-final", "--name", "d2f"}).exit_code, 0);
   }
 
+  // The reference in anchor mode over every anchor, as the service's calls below.
   static json Reference(const std::string& dataset, const std::string& drafter,
-                        const std::vector<std::string>& args) {
-    testing::TempDir out;
-    std::vector<std::string> argv = {
-        BinaryFromEnv("DFLASH_FIXTURE_PY"),
-        BinaryFromEnv("DFLASH_SOURCE_DIR") + "/tools/dflash_ref/reference.py",
-        "eval",
-        "--drafter",
-        data_ + "/" + drafter,
-        "--target",
-        data_ + "/target",
-        "--dataset",
-        data_ + "/" + dataset,
-        "--json",
-        out.Join("r.json"),
-        "--mode",
-        "anchor",
-        "--anchors",
-        "all"};
-    argv.insert(argv.end(), args.begin(), args.end());
-    CommandResult r = testing::RunCommand(argv, {}, 300);
-    EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
-    std::ifstream in(out.Join("r.json"));
-    return r.exit_code == 0 ? json::parse(in) : json::object();
-  }
-
-  static void ExpectNear(const json& got, const json& want, double tol, const std::string& what) {
-    ASSERT_EQ(got.size(), want.size()) << what << ": " << got.dump() << " vs " << want.dump();
-    for (size_t i = 0; i < got.size(); ++i) {
-      EXPECT_NEAR(got[i].get<double>(), want[i].get<double>(), tol) << what << "[" << i << "]";
-    }
+                        std::vector<std::string> args) {
+    args.insert(args.begin(), {"--mode", "anchor", "--anchors", "all"});
+    return testing::RunReferenceEval(data_, drafter, dataset, args);
   }
 
   // Every sampled setting of `got` against the reference's, in order.
@@ -76,8 +49,8 @@ class ServedAcceptanceE2eTest : public testing::TinyServerTest {
                   w["expected_accept_length_pooled"].get<double>(), 1e-4)
           << what;
       EXPECT_NEAR(g["expectedTau"].get<double>(), w["expected_tau"].get<double>(), 1e-4) << what;
-      ExpectNear(g["meanAlpha"], w["mean_alpha"], 1e-4, what + " mean alpha");
-      ExpectNear(g["marginalAccept"], w["marginal_accept"], 1e-4, what + " marginal");
+      testing::ExpectNearEach(g["meanAlpha"], w["mean_alpha"], 1e-4, what + " mean alpha");
+      testing::ExpectNearEach(g["marginalAccept"], w["marginal_accept"], 1e-4, what + " marginal");
     }
   }
 

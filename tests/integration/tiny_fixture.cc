@@ -1,5 +1,6 @@
 #include "integration/tiny_fixture.h"
 
+#include <fstream>
 #include <string>
 
 #include "gtest/gtest.h"
@@ -27,6 +28,37 @@ nlohmann::json RunCliJson(const std::string& address, std::vector<std::string> a
   EXPECT_EQ(r.exit_code, 0) << r.err;
   if (r.exit_code != 0) return nlohmann::json::object();
   return nlohmann::json::parse(r.out);
+}
+
+nlohmann::json RunReferenceEval(const std::string& data, const std::string& drafter,
+                                const std::string& dataset, const std::vector<std::string>& args) {
+  TempDir out;
+  std::vector<std::string> argv = {
+      BinaryFromEnv("DFLASH_FIXTURE_PY"),
+      BinaryFromEnv("DFLASH_SOURCE_DIR") + "/tools/dflash_ref/reference.py",
+      "eval",
+      "--drafter",
+      data + "/" + drafter,
+      "--target",
+      data + "/target",
+      "--dataset",
+      data + "/" + dataset,
+      "--json",
+      out.Join("r.json")};
+  argv.insert(argv.end(), args.begin(), args.end());
+  CommandResult r = RunCommand(argv, {}, 300);
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  if (r.exit_code != 0) return nlohmann::json::object();
+  std::ifstream in(out.Join("r.json"));
+  return nlohmann::json::parse(in);
+}
+
+void ExpectNearEach(const nlohmann::json& got, const nlohmann::json& want, double tol,
+                    const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what << ": " << got.dump() << " vs " << want.dump();
+  for (size_t i = 0; i < got.size(); ++i) {
+    EXPECT_NEAR(got[i].get<double>(), want[i].get<double>(), tol) << what << "[" << i << "]";
+  }
 }
 
 TempDir* TinyServerTest::dir_ = nullptr;

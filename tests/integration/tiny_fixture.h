@@ -26,6 +26,17 @@ CommandResult RunCli(const std::string& address, std::vector<std::string> args);
 // command fails.
 nlohmann::json RunCliJson(const std::string& address, std::vector<std::string> args);
 
+// tools/dflash_ref/reference.py eval on the fixture in `data`: drafter
+// `data/drafter`, target `data/target`, dataset `data/dataset`, then `args`.
+// The reference's JSON, or {} (and a test failure) when it fails.
+nlohmann::json RunReferenceEval(const std::string& data, const std::string& drafter,
+                                const std::string& dataset, const std::vector<std::string>& args);
+
+// got[i] within `tol` of want[i] for every i, the sizes equal; `what` names
+// the array in a failure.
+void ExpectNearEach(const nlohmann::json& got, const nlohmann::json& want, double tol,
+                    const std::string& what);
+
 // The service's result (proto JSON, lowerCamelCase) equals the Python
 // reference's (tools/dflash_ref, snake_case) count for count: blocks, accept
 // length, tau, per-position counts, the histogram and, when the reference
