@@ -41,6 +41,12 @@ absl::StatusOr<std::unique_ptr<JobQueue>> JobQueue::Create(store::ResultStore& s
   }
   RETURN_IF_ERROR(store.MarkInterruptedOnStartup(NowMicros()).status());
   ASSIGN_OR_RETURN(std::string last_id, store.MaxId());
+  if (store.shared()) {
+    // Live in the fleet before serving: a refusal elsewhere counts this server
+    // as one that may hold the job from the first moment it accepts RPCs.
+    const std::string info = options.fleet.info_json ? options.fleet.info_json({}) : "{}";
+    RETURN_IF_ERROR(store.Heartbeat(options.fleet.server, info));
+  }
   return std::unique_ptr<JobQueue>(
       new JobQueue(store, std::move(runner), std::move(options), std::move(last_id)));
 }
