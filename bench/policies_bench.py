@@ -5,6 +5,7 @@ greedy only. The policies share one vocabulary projection per slot, so the
 ratio stays near 1. Prints the medians and the ratios (BENCHMARKS.md).
 
   bench/policies_bench.py --build build [--size small] [--runs 5] [--threads N]
+                          [--max-samples N]
 """
 
 import argparse
@@ -48,6 +49,8 @@ def main():
                     help="make_fixture size (medium: H 512, V 32000, B 16, 64 samples)")
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--threads", type=int, default=os.cpu_count())
+    ap.add_argument("--max-samples", type=int, default=0,
+                    help="evaluate the first N samples only (0: all); bounds a run on 2 cores")
     args = ap.parse_args()
     work = tempfile.mkdtemp(prefix="dflash-policies-")
     fx = os.path.join(work, "fx")
@@ -66,7 +69,8 @@ def main():
         srv.call("load-target", fx + "/target", "--name", "t", "--final-norm")
         srv.call("load-dataset", fx + "/dataset-final", "--name", "d")
         srv.call("load-drafter", fx + "/drafter", "--name", "m")
-        base = ["eval", "--drafter", "m", "--dataset", "d", "--target", "t", "--anchors", "all"]
+        base = ["eval", "--drafter", "m", "--dataset", "d", "--target", "t", "--anchors", "all",
+                "--max-samples", str(args.max_samples)]
         rows = {
             "greedy only": [],
             "1 setting (default policy)": ["--sampling", "t=0.7,p=0.95,k=20"],
@@ -83,8 +87,11 @@ def main():
                 ts.append(float(bench.find(reply, "elapsedSeconds") or 0))
             times[name] = statistics.median(ts)
             blocks = int(bench.find(reply, "blocks") or 0)
-        print("fixture %s, %d blocks (anchor mode, all anchors), %d threads, median of %d runs "
-              "of the job's elapsed_seconds" % (args.size, blocks, args.threads, args.runs))
+        print("fixture %s, %d blocks (anchor mode, all anchors%s), %d threads, median of %d "
+              "runs of the job's elapsed_seconds"
+              % (args.size, blocks,
+                 ", first %d samples" % args.max_samples if args.max_samples else "",
+                 args.threads, args.runs), flush=True)
         one = times["1 setting (default policy)"]
         for name, t in times.items():
             print("  %-28s %8.3f s   x%.2f of 1 setting" % (name, t, t / one if one else 0))

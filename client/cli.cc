@@ -43,6 +43,9 @@ int RunCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
   app.add_option("--server", g.server,
                  "HOST:PORT (default: $DFLASH_EVAL_SERVER or 127.0.0.1:50051)");
   app.add_flag("--json", g.json, "print the reply as JSON (proto JSON mapping)");
+  app.add_flag("--detail", g.detail,
+               "eval, results: print the whole result (histogram, draft-length curve, "
+               "per-position intervals, slices, timing), not one screen");
   app.add_option("--timeout", g.timeout_seconds, "seconds to wait for a reply (0 = no limit)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();

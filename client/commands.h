@@ -22,6 +22,7 @@ namespace dflash::client {
 struct Globals {
   std::string server;
   bool json = false;
+  bool detail = false;  // eval / results: the whole result, not one screen
   double timeout_seconds = 600;
   std::string token_file;  // else $DFLASH_EVAL_TOKEN
   std::string tls_ca, tls_cert, tls_key;

@@ -3,6 +3,7 @@
 // synchronous RunEval call.
 #include <unistd.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,8 @@ struct EvalState {
   std::string ci = "bootstrap";
   int64_t ci_resamples = 0;
   double min_delta = 0;
+  bool allow_recipe_mismatch = false;
+  std::optional<double> gate_floor;
 };
 
 // Exit status of a gated eval whose new checkpoint is significantly worse.
@@ -97,8 +100,13 @@ void CheckAndFill(EvalState& st) {
   if (st.ci == "none") req.set_ci("none");
   req.set_ci_resamples(static_cast<int32_t>(st.ci_resamples));
   req.set_gate_min_delta(st.min_delta);
-  if (req.gate().empty() && (!req.gate_metric().empty() || req.gate_min_delta() != 0)) {
-    throw UsageError{"eval: --metric and --min-delta apply to --gate only"};
+  req.set_gate_allow_recipe_mismatch(st.allow_recipe_mismatch);
+  if (st.gate_floor) req.set_gate_floor(*st.gate_floor);
+  if (req.gate().empty() && (!req.gate_metric().empty() || req.gate_min_delta() != 0 ||
+                             req.gate_allow_recipe_mismatch() || req.has_gate_floor())) {
+    throw UsageError{
+        "eval: --metric, --min-delta, --gate-floor and --allow-recipe-mismatch apply to --gate "
+        "only"};
   }
   if (!req.gate().empty() && (st.detach || st.sync)) {
     throw UsageError{"eval: --gate waits for the job's verdict; drop --detach/--sync"};
@@ -114,7 +122,7 @@ int RunSync(CliContext& cx, const EvalState& st, EvalClient& c) {
   *req.mutable_request() = st.req;
   auto resp = c.RunEval(req);
   if (!resp.ok()) return ReportStatus(resp.status(), cx.err);
-  cx.Print(*resp, FormatEvalResult(*resp));
+  cx.Print(*resp, FormatEvalResult(*resp, cx.g.detail));
   return kExitOk;
 }
 
@@ -171,7 +179,7 @@ int WaitAndPrintResult(CliContext& cx, EvalClient& c, const pb::EvalJob& job,
     cx.err << "dflash-eval: job " << final_job->id() << " " << FormatJobOutcome(*final_job) << "\n";
     return kExitRpcError;
   }
-  cx.Print(final_job->result(), FormatEvalResult(final_job->result()));
+  cx.Print(final_job->result(), FormatEvalResult(final_job->result(), cx.g.detail));
   if (final_job->result().has_gate()) {
     const pb::GateVerdict& g = final_job->result().gate();
     if (cx.g.json) cx.err << g.text() << "\n";  // the verdict line also reaches a script's log
@@ -254,6 +262,13 @@ void AddEvalCommand(CliContext& ctx) {
                   "conditional[j]");
   cmd->add_option("--min-delta", st->min_delta,
                   "gate: worse only when the whole interval lies below -X")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_flag("--allow-recipe-mismatch", st->allow_recipe_mismatch,
+                "gate against a reference whose recipe differs (else the gate is an error)");
+  cmd->add_option("--gate-floor", st->gate_floor,
+                  "gate: also worse (exit 4) when a slice's accept length (category, language, "
+                  "thinking, context, continuation, suite dataset) falls by more than X; the "
+                  "worst slice is named")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--progress", st->progress,
                   "auto (bar on a terminal, else lines), bar, lines or none")

@@ -67,7 +67,7 @@ void AddStatusAndResults(CliContext& ctx) {
       if (!job.ok()) return ReportStatus(job.status(), cx->err);
       if (st->wait) return WaitAndPrintResult(*cx, c, *job, st->progress);
       if (job->state() == pb::JOB_STATE_SUCCEEDED) {
-        std::string human = FormatEvalResult(job->result());
+        std::string human = FormatEvalResult(job->result(), cx->g.detail);
         if (job->calibrations_size() > 0) {
           absl::StrAppend(&human, "calibrations (served counters against this job)\n",
                           FormatCalibrations(*job));
@@ -167,6 +167,7 @@ void AddCompare(CliContext& ctx) {
     std::vector<std::string> ids;
     std::string svg;
     bool require_paired = false;
+    bool allow_recipe_mismatch = false;
     int64_t resamples = 0;
     uint64_t seed = 0;
   };
@@ -177,6 +178,8 @@ void AddCompare(CliContext& ctx) {
   cmd->add_option("--svg", st->svg, "also write per-position accuracy curves to FILE (SVG)");
   cmd->add_flag("--require-paired", st->require_paired,
                 "fail when the jobs' samples cannot be paired (else a warning)");
+  cmd->add_flag("--allow-recipe-mismatch", st->allow_recipe_mismatch,
+                "compare jobs whose recipes differ (each difference a warning; else an error)");
   cmd->add_option("--ci-resamples", st->resamples, "paired bootstrap resamples (0 = 1000)")
       ->check(CLI::Range(int64_t{0}, int64_t{100000}));
   cmd->add_option("--ci-seed", st->seed, "paired bootstrap seed");
@@ -185,6 +188,7 @@ void AddCompare(CliContext& ctx) {
       pb::CompareEvalsRequest req;
       for (const std::string& id : st->ids) req.add_ids(id);
       req.set_require_paired(st->require_paired);
+      req.set_allow_recipe_mismatch(st->allow_recipe_mismatch);
       req.set_ci_resamples(static_cast<int32_t>(st->resamples));
       req.set_ci_seed(st->seed);
       auto resp = c.CompareEvals(req);

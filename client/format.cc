@@ -11,6 +11,7 @@
 #include "absl/strings/str_join.h"
 #include "client/format_decision.h"
 #include "client/format_jobs.h"
+#include "client/format_slices.h"
 
 namespace dflash::client {
 namespace {
@@ -238,7 +239,7 @@ std::string Unavailable(const pb::PositionMetrics& p) {
 
 }  // namespace
 
-std::string FormatEvalResult(const pb::EvalResult& r) {
+std::string FormatEvalResult(const pb::EvalResult& r, bool detail) {
   if (r.suite_results_size() > 0) return FormatSuiteResult(r);
   std::string out;
   const char* mode = r.mode() == pb::EVAL_MODE_REPLAY ? "replay" : "anchor";
@@ -320,6 +321,16 @@ std::string FormatEvalResult(const pb::EvalResult& r) {
                                             p.conditional(), Bar(cut ? 0 : p.accuracy(), 30)));
     }
   }
+  if (!detail) {
+    // One screen: what most calls want; the rest is a flag away.
+    absl::StrAppend(&out, FormatSampledAcceptance(r), FormatIntervalLine(r));
+    if (r.has_gate()) absl::StrAppend(&out, r.gate().text(), "\n");
+    absl::StrAppend(&out, absl::StrFormat("more with --detail: histogram, draft-length curve, "
+                                          "per-position intervals, %d slice(s), timing\n",
+                                          r.slices_size()));
+    for (const std::string& w : r.warnings()) absl::StrAppend(&out, "warning: ", w, "\n");
+    return out;
+  }
   int64_t total = 0;
   for (int64_t h : r.accepted_histogram()) total += h;
   absl::StrAppend(&out, "accepted leading matches per block (n)\n");
@@ -333,6 +344,7 @@ std::string FormatEvalResult(const pb::EvalResult& r) {
       &out, absl::StrFormat("time: setup %.3fs, compute %.3fs, %.0f tokens/s\n", r.setup_seconds(),
                             r.compute_seconds(), r.tokens_per_second()));
   absl::StrAppend(&out, FormatIntervals(r));
+  absl::StrAppend(&out, FormatSlices(r));
   for (const std::string& w : r.warnings()) absl::StrAppend(&out, "warning: ", w, "\n");
   return out;
 }

@@ -35,7 +35,10 @@ std::string FormatFleet(const google::protobuf::RepeatedPtrField<pb::FleetServer
 std::string FormatReport(const pb::WeightReport& report, bool verbose);
 std::string FormatLoadResponse(const pb::LoadResponse& resp);
 // Accept length and tau (+1 bonus token explained), the per-position table
-// with a bar per position, and the accepted-count histogram.
-std::string FormatEvalResult(const pb::EvalResult& result);
+// with a bar per position, sampled acceptance when asked for, the intervals
+// on one line and the gate: one screen. With `detail` also the
+// accepted-count histogram, the draft-length curve, the per-position
+// interval table, the slices and the timing.
+std::string FormatEvalResult(const pb::EvalResult& result, bool detail = true);
 
 }  // namespace dflash::client

@@ -79,6 +79,11 @@ std::string FormatDecisionMetrics(const pb::EvalResult& r) {
                     "were proposed)\n  ",
                     Curve(r.draft_length_curve()), "\n");
   }
+  return absl::StrCat(out, FormatSampledAcceptance(r));
+}
+
+std::string FormatSampledAcceptance(const pb::EvalResult& r) {
+  std::string out;
   if (r.sampling_size() == 0) return out;
   if (r.has_target_consistency()) {
     absl::StrAppend(&out, FormatTargetConsistency(r.target_consistency(), "the target"));

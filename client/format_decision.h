@@ -23,5 +23,7 @@ std::string FormatTargetConsistency(const pb::TargetConsistency& c, const std::s
 // The draft-length curve and sampled acceptance blocks of an eval result
 // ("" when it has neither).
 std::string FormatDecisionMetrics(const pb::EvalResult& r);
+// The sampled-acceptance block alone ("" without sampling settings).
+std::string FormatSampledAcceptance(const pb::EvalResult& r);
 
 }  // namespace dflash::client

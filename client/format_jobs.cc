@@ -172,6 +172,13 @@ std::string FormatJobStatus(const pb::EvalJob& job) {
                                   job.result().accept_length_pooled(), job.result().tau(),
                                   job.result().blocks()));
   }
+  if (job.has_recipe()) {
+    std::vector<std::string> fields;
+    for (const pb::RecipeField& f : job.recipe().fields()) {
+      fields.push_back(absl::StrCat(f.name(), " ", f.value()));
+    }
+    row("recipe", absl::StrCat(job.recipe().fingerprint(), ": ", absl::StrJoin(fields, "; ")));
+  }
   if (job.error_code() != 0 || !job.error_message().empty() || job.interrupted_by_restart()) {
     row("error", FormatJobOutcome(job));
   }
@@ -238,6 +245,7 @@ std::string FormatComparison(const pb::CompareEvalsResponse& cmp) {
   row("job", cells([](const pb::EvalJob& j) { return j.id(); }));
   row("drafter", cells([](const pb::EvalJob& j) { return DrafterLabel(j.request()); }));
   row("dataset", cells([](const pb::EvalJob& j) { return j.request().dataset(); }));
+  row("recipe", cells([](const pb::EvalJob& j) { return j.recipe().fingerprint(); }));
   row("mode", cells([](const pb::EvalJob& j) {
         return absl::StrCat(j.result().mode() == pb::EVAL_MODE_REPLAY ? "replay" : "anchor",
                             ", B=", j.result().block_size());
@@ -286,6 +294,15 @@ std::string FormatComparison(const pb::CompareEvalsResponse& cmp) {
   absl::StrAppend(&out, FormatDifferences(cmp));
   for (const std::string& w : cmp.warnings()) absl::StrAppend(&out, "warning: ", w, "\n");
   return out;
+}
+
+std::string FormatIntervalLine(const pb::EvalResult& r) {
+  if (r.ci_resamples() <= 0) return "";
+  return absl::StrFormat(
+      "95%% intervals (percentile bootstrap over samples, %d resamples): accept length %s   tau "
+      "%s\n",
+      r.ci_resamples(), IntervalText(r.has_accept_length_ci(), r.accept_length_ci()),
+      IntervalText(r.has_tau_ci(), r.tau_ci()));
 }
 
 std::string FormatIntervals(const pb::EvalResult& r) {

@@ -34,6 +34,8 @@ std::string FormatComparison(const pb::CompareEvalsResponse& cmp);
 // The result's 95% intervals (accept length, tau, per-position rates) and
 // its gate verdict; "" when it has neither.
 std::string FormatIntervals(const pb::EvalResult& r);
+// The accept-length and tau intervals on one line ("" without intervals).
+std::string FormatIntervalLine(const pb::EvalResult& r);
 // A suite job's result: one row per dataset (samples, blocks, accept length
 // and tau with their intervals, acceptance at j = 1..3), then the macro average.
 std::string FormatSuiteResult(const pb::EvalResult& r);

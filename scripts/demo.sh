@@ -20,7 +20,7 @@ BUILD_TARGETS="dflash-evald dflash-eval" bash scripts/build.sh >"${TMPDIR:-/tmp}
   tail -n 30 "${TMPDIR:-/tmp}/dflash-demo-build.log" >&2
   exit 1
 }
-echo "   built in $((SECONDS - t)) s; then: a small model (~10 s), the server, two evaluations (~10 s)"
+echo "   built in $((SECONDS - t)) s; then: a small model (~10 s), the server, three evaluations (~10 s)"
 EVALD="$BUILD_DIR/server/dflash-evald"
 EVAL="$BUILD_DIR/client/dflash-eval"
 
@@ -44,12 +44,17 @@ export DFLASH_EVAL_SERVER="127.0.0.1:$(cat "$WORK/port")"
 
 run() { echo; echo "\$ dflash-eval $*"; "$EVAL" "$@"; }
 run info
+# The drafter and data generated under the default rules (zlab-current,
+# z-lab's model.py today); its number under the 2025 rules comes last, named.
 run load-target "$WORK/data/target" --name demo-target
-run load-dataset "$WORK/data/dataset" --name demo-data
+run load-dataset "$WORK/data/dataset-v1new" --name demo-data
 run validate "$WORK/data/drafter-pt"
-run load-drafter "$WORK/data/drafter" --name demo-drafter
+run load-drafter "$WORK/data/drafter-v1new" --name demo-drafter
 run ls
 run eval --drafter demo-drafter --dataset demo-data --mode anchor --anchors all
 run eval --drafter demo-drafter --dataset demo-data --mode replay
+echo
+echo "== the same drafter under the 2025 rules (--semantics zlab-2025), for comparison"
+run eval --drafter demo-drafter --dataset demo-data --mode replay --semantics zlab-2025
 echo
 echo "demo finished in $((SECONDS - T0)) s; files are in $WORK"

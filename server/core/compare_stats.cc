@@ -60,7 +60,7 @@ absl::StatusOr<std::vector<MetricDifference>> PairedDifferences(
 }
 
 eval::GateVerdict GateVerdictFor(const jobs::JobRecord& job, const eval::EvalResult& result,
-                                 const std::optional<jobs::JobRecord>& reference,
+                                 const absl::StatusOr<std::optional<jobs::JobRecord>>& found,
                                  const std::string& why_none) {
   const jobs::GateSpec& spec = job.request.gate;
   eval::GateVerdict v;
@@ -73,6 +73,11 @@ eval::GateVerdict GateVerdictFor(const jobs::JobRecord& job, const eval::EvalRes
   };
   auto metric = eval::ParseMetric(spec.metric, static_cast<int64_t>(result.positions.size()));
   if (!metric.ok()) return error(std::string(metric.status().message()));
+  if (!found.ok()) {
+    return error(absl::StrCat(absl::StatusCodeToString(found.status().code()), ": ",
+                              found.status().message()));
+  }
+  const std::optional<jobs::JobRecord>& reference = *found;
   if (!reference) {
     v.verdict = "no reference";
     v.text = absl::StrCat("gate: pass (no reference: ", why_none, ")");
@@ -99,14 +104,44 @@ eval::GateVerdict GateVerdictFor(const jobs::JobRecord& job, const eval::EvalRes
   if (!v.delta_ci)
     return error(absl::StrCat("metric ", spec.metric, " is undefined on the samples"));
   const bool worse = v.delta_ci->hi < -spec.min_delta;
-  v.verdict = worse ? "worse" : "pass";
   v.text = absl::StrCat("gate: ", worse ? "WORSE than " : "pass against ", reference->id, " (step ",
                         reference->request.step, ") on ", spec.metric, ": ", Fmt(v.value), " vs ",
                         Fmt(v.reference_value), ", delta ", Fmt(v.delta), ", 95% interval [",
                         Fmt(v.delta_ci->lo), ", ", Fmt(v.delta_ci->hi), "]",
                         worse ? " lies below " : " does not lie below ",
                         spec.min_delta > 0 ? absl::StrCat("-", Fmt(spec.min_delta)) : "zero");
+  bool floor_broken = false;
+  if (spec.has_floor) {
+    const std::optional<SliceDrop> drop = WorstSlice(result, ref);
+    if (!drop) {
+      absl::StrAppend(&v.text, "; slice floor: no slice is in both results");
+    } else {
+      v.worst_slice = drop->slice;
+      v.worst_slice_delta = drop->delta;
+      floor_broken = drop->delta < -spec.floor;
+      absl::StrAppend(&v.text, "; worst slice ", drop->slice, ": accept length ", Fmt(drop->value),
+                      " vs ", Fmt(drop->reference_value), ", delta ", Fmt(drop->delta),
+                      floor_broken ? ", FELL BY MORE THAN" : ", within", " the floor ",
+                      Fmt(spec.floor));
+    }
+  }
+  v.verdict = worse || floor_broken ? "worse" : "pass";
   return v;
+}
+
+std::optional<SliceDrop> WorstSlice(const eval::EvalResult& result, const eval::EvalResult& ref) {
+  std::optional<SliceDrop> worst;
+  for (const eval::SliceResult& s : result.slices) {
+    for (const eval::SliceResult& r : ref.slices) {
+      if (r.kind != s.kind || r.value != s.value) continue;
+      const double delta = s.accept_length - r.accept_length;
+      if (!worst || delta < worst->delta) {
+        worst =
+            SliceDrop{absl::StrCat(s.kind, "=", s.value), s.accept_length, r.accept_length, delta};
+      }
+    }
+  }
+  return worst;
 }
 
 }  // namespace dflash::core

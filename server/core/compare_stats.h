@@ -31,10 +31,21 @@ struct MetricDifference {
 absl::StatusOr<std::vector<MetricDifference>> PairedDifferences(
     const std::vector<jobs::JobRecord>& jobs, int64_t resamples, uint64_t seed);
 
+// A slice present in two results and how its accept length moved.
+struct SliceDrop {
+  std::string slice;  // "kind=value"
+  double value = 0, reference_value = 0, delta = 0;
+};
+// The slice (by kind and value) whose accept length fell most from `ref` to
+// `result`; nullopt when no slice is in both.
+std::optional<SliceDrop> WorstSlice(const eval::EvalResult& result, const eval::EvalResult& ref);
+
 // The gate's verdict for `job` (just finished with `result`) against
-// `reference` (nullopt: none found; `why_none` says why).
+// `reference` (nullopt: none found, `why_none` says why; an error: the
+// verdict is "error" with the status in its text). With a slice floor the
+// verdict is also "worse" when the worst slice fell by more than the floor.
 eval::GateVerdict GateVerdictFor(const jobs::JobRecord& job, const eval::EvalResult& result,
-                                 const std::optional<jobs::JobRecord>& reference,
+                                 const absl::StatusOr<std::optional<jobs::JobRecord>>& reference,
                                  const std::string& why_none);
 
 }  // namespace dflash::core

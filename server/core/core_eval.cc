@@ -62,7 +62,7 @@ struct EvalCoreImpl::EvalInputs {
   std::shared_ptr<const weights::TargetTensors> target;
   std::shared_ptr<const data::EvalDataset> dataset;
   std::shared_ptr<const model::DrafterModel> drafter;
-  std::string drafter_fingerprint, dataset_fingerprint, device, dtype;
+  std::string drafter_fingerprint, dataset_fingerprint, target_fingerprint, device, dtype;
   std::string target_name, dataset_name;
 
   void UseDrafter(std::shared_ptr<const model::DrafterModel> model, const ResourceInfo& info) {
@@ -98,6 +98,7 @@ absl::StatusOr<eval::EvalResult> EvalCoreImpl::DoRunEval(const EvalParams& param
   result.dtype = in.dtype;
   result.drafter_fingerprint = in.drafter_fingerprint;
   result.dataset_fingerprint = in.dataset_fingerprint;
+  result.target_fingerprint = in.target_fingerprint;
   result.target_consistency = consistency;
   eval::AddIntervals(params.options, &result);
   return result;
@@ -109,6 +110,7 @@ absl::Status EvalCoreImpl::PickInputs(const EvalParams& params, EvalInputs& in) 
                                 FixHint::kNameTarget));
   in.target = t->second.tensors;
   in.target_name = t->first;
+  in.target_fingerprint = t->second.info.fingerprint;
   ASSIGN_OR_RETURN(auto d, Pick(resident_->datasets, params.dataset, "dataset",
                                 FixHint::kLoadDataset, FixHint::kNameDataset));
   in.dataset = d->second.dataset;

@@ -38,6 +38,9 @@ struct Comparison {
 
 struct CompareOptions {
   bool require_paired = false;  // FailedPrecondition instead of a warning
+  // Compare jobs whose recipes differ (core/recipe.h), each difference a
+  // warning, instead of FailedPrecondition.
+  bool allow_recipe_mismatch = false;
   int64_t resamples = 1000;
   uint64_t seed = 0;
 };

@@ -8,6 +8,7 @@
 #include "absl/strings/str_join.h"
 #include "common/status_macros.h"
 #include "core/fleet_objects.h"
+#include "core/recipe.h"
 #include "eval/bootstrap.h"
 #include "eval/sampling_policy.h"
 #include "jobs/refusal.h"
@@ -40,27 +41,6 @@ absl::StatusOr<ResourceInfo> PickResident(const EvalCore& core, ResourceKind kin
   }
   return absl::InvalidArgumentError(
       absl::StrCat("several ", k, "s are resident (", resident, "); name one with --", k));
-}
-
-// "ev-1 X, ev-2 Y" when the jobs' values differ, else "".
-std::string Differs(const std::vector<JobRecord>& jobs,
-                    const std::function<std::string(const JobRecord&)>& value) {
-  std::vector<std::string> parts;
-  bool differ = false;
-  for (const JobRecord& j : jobs) {
-    parts.push_back(absl::StrCat(j.id, " ", value(j)));
-    differ |= value(j) != value(jobs.front());
-  }
-  return differ ? absl::StrJoin(parts, ", ") : "";
-}
-
-const char* AnchorName(eval::AnchorStrategy a) {
-  switch (a) {
-    case eval::AnchorStrategy::kEven: return "even";
-    case eval::AnchorStrategy::kRandom: return "random";
-    case eval::AnchorStrategy::kAll: return "all";
-  }
-  return "?";
 }
 
 // Names of the live servers holding `name` of `kind` ("" for the target: the
@@ -209,7 +189,9 @@ absl::StatusOr<eval::EvalResult> JobServiceImpl::RunJob(const JobRecord& job,
   }
   if (result.ok() && !job.request.gate.reference.empty()) {
     std::string why;
-    std::optional<JobRecord> reference = GateReference(job, *result, &why);
+    JobRecord finished = job;
+    finished.result = *result;
+    absl::StatusOr<std::optional<JobRecord>> reference = GateReference(finished, &why);
     result->gate = GateVerdictFor(job, *result, reference, why);
   }
   return result;
@@ -343,15 +325,19 @@ absl::StatusOr<JobRecord> JobServiceImpl::Cancel(const std::string& id) {
   return queue_->Cancel(id, std::chrono::seconds(10));
 }
 
-std::optional<JobRecord> JobServiceImpl::GateReference(const JobRecord& job,
-                                                       const eval::EvalResult& result,
-                                                       std::string* why) {
+absl::StatusOr<std::optional<JobRecord>> JobServiceImpl::GateReference(const JobRecord& job,
+                                                                       std::string* why) {
   const jobs::GateSpec& gate = job.request.gate;
+  const eval::EvalResult& result = *job.result;
+  const Recipe recipe = RecipeOf(job);
   if (gate.reference != "best" && gate.reference != "previous") {
     auto ref = queue_->Get(gate.reference);
-    if (ref.ok() && ref->result) return *ref;
-    *why = absl::StrCat("job ", gate.reference, " has no result");
-    return std::nullopt;
+    if (!ref.ok() || !ref->result) {
+      *why = absl::StrCat("job ", gate.reference, " has no result");
+      return std::nullopt;
+    }
+    if (!gate.allow_recipe_mismatch) RETURN_IF_ERROR(RequireSameRecipe({*ref, job}, "gate"));
+    return *ref;
   }
   // Earlier steps of the same run, scored on the same data.
   jobs::ListQuery q;
@@ -367,6 +353,7 @@ std::optional<JobRecord> JobServiceImpl::GateReference(const JobRecord& job,
   q.max_step = job.request.step - 1;
   auto metric = eval::ParseMetric(gate.metric, static_cast<int64_t>(result.positions.size()));
   std::optional<JobRecord> pick;
+  std::string other_recipe;
   double best = 0;
   for (;;) {
     auto page = queue_->List(q);
@@ -379,6 +366,14 @@ std::optional<JobRecord> JobServiceImpl::GateReference(const JobRecord& job,
           metric->position > static_cast<int64_t>(j.result->positions.size())) {
         continue;
       }
+      if (!gate.allow_recipe_mismatch) {
+        std::vector<std::string> d = RecipeDifferences(recipe, RecipeOf(j));
+        if (!d.empty()) {  // the latest of another recipe, to name it if none matches
+          other_recipe = absl::StrCat(j.id, " (step ", j.request.step, ") differs in ",
+                                      absl::StrJoin(d, "; "));
+          continue;
+        }
+      }
       const auto u = eval::Units(*j.result);
       const double v = eval::MetricValues({*metric}, u, std::vector<int64_t>(u.size(), 1))[0];
       // previous: the last in step order (newest among equal steps); best: the highest value.
@@ -389,6 +384,12 @@ std::optional<JobRecord> JobServiceImpl::GateReference(const JobRecord& job,
     }
     if (page->next_page_token.empty()) break;
     q.page_token = page->next_page_token;
+  }
+  if (!pick && !other_recipe.empty()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("gate: no earlier job of run '", job.request.run, "' has this job's recipe (",
+                     recipe.fingerprint, "); the latest, ", other_recipe,
+                     "; pass --allow-recipe-mismatch to gate against it anyway"));
   }
   if (!pick) {
     *why = absl::StrCat("no SUCCEEDED job of run '", job.request.run, "' below step ",
@@ -414,28 +415,14 @@ absl::StatusOr<Comparison> JobServiceImpl::Compare(const std::vector<std::string
     c.jobs.push_back(std::move(job));
   }
   const auto& jobs = c.jobs;
-  auto warn = [&](const char* what, const std::function<std::string(const JobRecord&)>& value) {
-    std::string d = Differs(jobs, value);
-    if (!d.empty()) c.warnings.push_back(absl::StrCat(what, ": ", d));
-  };
-  warn("scored on different datasets", [](const JobRecord& j) {
-    return absl::StrCat("'", j.request.params.dataset, "' (", j.dataset_fingerprint, ")");
-  });
-  warn("different modes", [](const JobRecord& j) {
-    return std::string(j.result->mode == eval::Mode::kAnchor ? "anchor" : "replay");
-  });
-  warn("different block sizes",
-       [](const JobRecord& j) { return absl::StrCat("B=", j.result->block_size); });
-  warn("different anchors", [](const JobRecord& j) {
-    const eval::EvalOptions& o = j.request.params.options;
-    if (o.mode != eval::Mode::kAnchor) return std::string("(replay)");
-    return absl::StrCat(
-        AnchorName(o.anchors), ", max_blocks ", o.max_blocks,
-        o.anchors == eval::AnchorStrategy::kRandom ? absl::StrCat(", seed ", o.seed) : "");
-  });
-  warn("different sample limits", [](const JobRecord& j) {
-    return absl::StrCat("max_samples ", j.request.params.options.max_samples);
-  });
+  if (!options.allow_recipe_mismatch) RETURN_IF_ERROR(RequireSameRecipe(jobs, "compare"));
+  const Recipe base_recipe = RecipeOf(jobs.front());
+  for (size_t i = 1; i < jobs.size(); ++i) {
+    for (const std::string& d : RecipeDifferences(base_recipe, RecipeOf(jobs[i]))) {
+      c.warnings.push_back(
+          absl::StrCat("recipe of ", jobs[i].id, " differs from ", jobs.front().id, ": ", d));
+    }
+  }
 
   const eval::EvalResult& base = *jobs.front().result;
   size_t common = base.positions.size();

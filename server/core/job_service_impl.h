@@ -60,10 +60,11 @@ class JobServiceImpl final : public JobService {
   // A suite job: each dataset in turn, then the macro average.
   absl::StatusOr<eval::EvalResult> RunSuite(const jobs::JobRecord& job,
                                             const eval::ProgressFn& progress);
-  // The regression gate's reference for a finished job (nullopt + why when
-  // there is none yet).
-  std::optional<jobs::JobRecord> GateReference(const jobs::JobRecord& job,
-                                               const eval::EvalResult& result, std::string* why);
+  // The regression gate's reference for a finished job (`job.result` set):
+  // nullopt + why when there is none yet; FailedPrecondition when the
+  // reference's recipe differs (core/recipe.h) and the gate does not allow it.
+  absl::StatusOr<std::optional<jobs::JobRecord>> GateReference(const jobs::JobRecord& job,
+                                                               std::string* why);
   // Fleet: the resident objects `record` names, looked up here and, when
   // absent here, on the fleet's live servers; sets the job's placement.
   absl::Status PlaceInFleet(jobs::JobRecord& record);

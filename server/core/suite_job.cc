@@ -58,6 +58,7 @@ eval::EvalResult MacroAverage(const std::string& suite, std::vector<eval::Datase
   m.device = first.device;
   m.dtype = first.dtype;
   m.drafter_fingerprint = first.drafter_fingerprint;
+  m.target_fingerprint = first.target_fingerprint;
   std::vector<std::string> fingerprints;
   std::vector<int> with_position;
   const double n = static_cast<double>(parts.size());
@@ -91,6 +92,12 @@ eval::EvalResult MacroAverage(const std::string& suite, std::vector<eval::Datase
       ++with_position[j];
     }
     for (const std::string& w : r.warnings) m.warnings.push_back(absl::StrCat(d.dataset, ": ", w));
+    // Each dataset is a slice of the suite, so a gate's floor sees one fall
+    // that the macro average hides.
+    eval::SliceResult slice{
+        "dataset", d.dataset,          r.samples, r.blocks, r.accept_length_pooled,
+        r.tau,     r.accept_length_ci, r.tau_ci};
+    m.slices.push_back(std::move(slice));
   }
   for (size_t j = 0; j < m.positions.size(); ++j) {
     eval::PositionMetrics& p = m.positions[j];

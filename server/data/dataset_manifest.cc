@@ -177,6 +177,14 @@ absl::StatusOr<DatasetManifest> ParseManifest(absl::string_view json_text, absl:
     if (!hf.ok()) return Bad(source, hf.status().message());
     ids = std::move(hf).value();
   }
+  if (auto it = doc.find("sample_metadata"); it != doc.end() && !it->is_null()) {
+    if (!it->is_string() || it->get<std::string>().empty()) {
+      return Bad(source, absl::StrCat("'sample_metadata' must be a file name relative to the "
+                                      "dataset folder; got ",
+                                      it->dump()));
+    }
+    m.sample_metadata = it->get<std::string>();
+  }
   auto responses = ParseResponsePositions(doc, source);
   if (!responses.ok()) return responses.status();
   m.responses = std::move(responses).value();

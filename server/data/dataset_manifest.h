@@ -64,6 +64,9 @@ struct DatasetManifest {
   LayerNumbering numbering = LayerNumbering::kHfLayer;
   ResponsePositions responses;
   std::optional<FinalHiddenSpec> final_hidden;  // absent: the data holds none
+  // "sample_metadata": the per-sample metadata file (data/sample_metadata.h)
+  // relative to the dataset root; empty: the default file, when present.
+  std::string sample_metadata;
 };
 
 // InvalidArgument "manifest '<path>': <defect>".

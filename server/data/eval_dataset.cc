@@ -22,6 +22,7 @@
 #include "data/dataset_manifest.h"
 #include "data/layer_numbering.h"
 #include "data/sample_files.h"
+#include "data/sample_metadata.h"
 #include "data/sample_reader.h"
 #include "weights/fingerprint.h"
 
@@ -37,33 +38,46 @@ struct Declared {
   std::optional<FinalHiddenSpec> final_hidden;
   ResponsePositions responses;
   LayerNumbering numbering = LayerNumbering::kHfLayer;
+  std::string sample_metadata;  // the manifest's file name; empty = the default
 };
 
 absl::StatusOr<Declared> DeclaredLayers(const DatasetLoadOptions& options) {
   Declared d;
+  const fs::path manifest = fs::path(options.path) / kManifestFile;
+  std::error_code ec;
+  const bool has_manifest = fs::is_regular_file(manifest, ec);
+  if (!has_manifest && options.layer_ids.empty()) {
+    return absl::FailedPreconditionError(MissingManifestMessage(options.path));
+  }
   std::vector<LayerGroup> groups;
-  if (!options.layer_ids.empty()) {
-    // The request replaces the manifest entirely (it may be absent or stale).
-    ASSIGN_OR_RETURN(groups, CheckLayerGroups(options.layer_ids, "request layer_ids"));
-  } else {
-    const fs::path manifest = fs::path(options.path) / kManifestFile;
-    std::error_code ec;
-    if (!fs::is_regular_file(manifest, ec)) {
-      return absl::FailedPreconditionError(MissingManifestMessage(options.path));
-    }
+  if (has_manifest) {
     std::ifstream in(manifest, std::ios::binary);
     std::stringstream text;
     text << in.rdbuf();
     if (!in) {
       return absl::NotFoundError(absl::StrCat("cannot read manifest '", manifest.string(), "'"));
     }
-    ASSIGN_OR_RETURN(DatasetManifest m, ParseManifest(text.str(), manifest.string()));
-    d.name = m.name;
-    d.hidden_size = m.hidden_size;
-    d.final_hidden = m.final_hidden;
-    d.responses = m.responses;
-    d.numbering = m.numbering;
-    groups = std::move(m.features);
+    absl::StatusOr<DatasetManifest> m = ParseManifest(text.str(), manifest.string());
+    if (!m.ok() && !options.layer_ids.empty()) {
+      return absl::Status(m.status().code(),
+                          absl::StrCat(m.status().message(),
+                                       " (the request's layer_ids replace only the manifest's "
+                                       "features; its other fields are still read)"));
+    }
+    if (!m.ok()) return m.status();
+    d.name = m->name;
+    d.hidden_size = m->hidden_size;
+    d.final_hidden = m->final_hidden;
+    d.responses = m->responses;
+    d.numbering = m->numbering;
+    d.sample_metadata = m->sample_metadata;
+    groups = std::move(m->features);
+  }
+  if (!options.layer_ids.empty()) {
+    // The request names the feature groups (in hf-layer ids); the manifest's
+    // other declarations (final hidden state, responses, metadata) stand.
+    ASSIGN_OR_RETURN(groups, CheckLayerGroups(options.layer_ids, "request layer_ids"));
+    d.numbering = LayerNumbering::kHfLayer;
   }
   for (auto& [key, ids] : groups) d.groups.push_back({key, ids});
   return d;
@@ -184,6 +198,7 @@ absl::StatusOr<EvalDataset> EvalDataset::Load(const DatasetLoadOptions& options)
   }
   ds.numbering_ = declared.numbering;
   ds.responses_ = declared.responses;
+  ASSIGN_OR_RETURN(const auto metadata, ReadSampleMetadata(options.path, declared.sample_metadata));
 
   SampleExpectations expect;
   expect.groups = declared.groups;
@@ -230,6 +245,7 @@ absl::StatusOr<EvalDataset> EvalDataset::Load(const DatasetLoadOptions& options)
     if (sample.final_hidden.defined()) ds.bytes_ += sample.final_hidden.nbytes();
     if (final_group >= 0) sample.final_hidden = sample.features[final_group];  // a view
     ds.dtype_ = dtype;
+    if (auto it = metadata.find(sample.index); it != metadata.end()) sample.metadata = it->second;
     ds.samples_.push_back(std::move(sample));
   }
   if (ds.samples_.empty()) {

@@ -22,6 +22,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "data/dataset_manifest.h"
+#include "data/sample_metadata.h"
 
 namespace dflash::data {
 
@@ -39,6 +40,7 @@ struct DatasetSample {
   // [L, H_t] the target's final hidden state when the dataset declares one
   // (a view of its feature group when the key is one), else undefined.
   at::Tensor final_hidden;
+  SampleMetadata metadata;  // empty fields when the dataset has none
 };
 
 struct DatasetLoadOptions {
@@ -66,7 +68,9 @@ class EvalDataset {
   //     "sample '<relative path>': <defect>" (skip_bad_samples skips those and
   //     lists "<relative path>: <defect>" in skipped(); if every sample is
   //     bad the load still fails with InvalidArgument).
-  // Layer ids: options.layer_ids replaces the manifest entirely. The hidden
+  // Layer ids: options.layer_ids replaces the manifest's features (its other
+  // fields stand; a manifest that does not parse is still an error).
+  // Per-sample metadata: data/sample_metadata.h. The hidden
   // size is the manifest's, else derived from the first good sample
   // (width / layers). Without options.dtype every feature must share the
   // first sample's stored dtype. fingerprint() = "h64:<16 hex>" over the

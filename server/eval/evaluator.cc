@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -16,9 +17,11 @@
 #include "eval/block_scorer.h"
 #include "eval/draft_length_curve.h"
 #include "eval/metrics.h"
+#include "eval/repetition.h"
 #include "eval/result_invariants.h"
 #include "eval/sampled_acceptance.h"
 #include "eval/sampling_policy.h"
+#include "eval/slices.h"
 #include "eval/target_consistency.h"
 
 namespace dflash::eval {
@@ -164,6 +167,21 @@ absl::StatusOr<std::vector<BlockScore>> ScoreGroup(const BlockScorer& scorer,
   return scores;
 }
 
+// The dataset's per-sample metadata onto the summaries, for the slices.
+void CopyMetadata(const data::EvalDataset& dataset, std::vector<SampleSummary>& per_sample) {
+  std::unordered_map<int64_t, const data::SampleMetadata*> by_index;
+  for (size_t i = 0; i < dataset.size(); ++i) {
+    by_index[dataset.sample(i).index] = &dataset.sample(i).metadata;
+  }
+  for (SampleSummary& s : per_sample) {
+    auto it = by_index.find(s.sample_index);
+    if (it == by_index.end()) continue;
+    s.category = it->second->category;
+    s.language = it->second->language;
+    s.thinking = it->second->thinking;
+  }
+}
+
 absl::StatusOr<EvalResult> RunAnchor(const BlockScorer& scorer, const data::EvalDataset& dataset,
                                      const EvalOptions& options, const ProgressFn& progress) {
   const int64_t B = scorer.block_size();
@@ -200,8 +218,9 @@ absl::StatusOr<EvalResult> RunAnchor(const BlockScorer& scorer, const data::Eval
     size_t next = 0;
     for (size_t s = i; s < g_end; ++s) {
       const data::DatasetSample& sample = dataset.sample(s);
-      acc.BeginSample(sample.index, static_cast<int64_t>(plan.tokens[s].size()),
-                      FirstResponse(plan.masks[s]));
+      const int64_t first_response = FirstResponse(plan.masks[s]);
+      acc.BeginSample(sample.index, static_cast<int64_t>(plan.tokens[s].size()), first_response);
+      acc.SetLoops(sample.index, LoopMask(plan.tokens[s], first_response));
       for (int64_t a : plan.anchors[s]) {
         if (plan.sampling) sampled.Add(sample.index, scores[next].alpha);
         acc.Add(Outcome(sample.index, a, std::move(scores[next]), /*accept_cap=*/-1));
@@ -266,6 +285,7 @@ absl::StatusOr<EvalResult> RunReplay(const BlockScorer& scorer, const data::Eval
     const int64_t L = static_cast<int64_t>(w.tokens.size());
     const int64_t P = FirstResponse(MaskOnHost(sample.loss_mask));
     acc.BeginSample(sample.index, L, P);
+    acc.SetLoops(sample.index, LoopMask(w.tokens, P));
     if (P < 0) {  // no response tokens: nothing to draft
       ++prog.samples_done;
       continue;
@@ -556,6 +576,8 @@ absl::StatusOr<EvalResult> Evaluate(const model::DrafterModel& drafter,
                         "independent positions (a block's acceptance is the product of alphas)"};
     s.greedy_equivalent = GreedyEquivalent(s.setting.policy, drafter.selector() != nullptr);
   }
+  CopyMetadata(dataset, result->per_sample);
+  AddSlices(options, &*result);
   RETURN_IF_ERROR(CheckResultInvariants(*result));
   return result;
 }

@@ -13,6 +13,12 @@ double Ratio(double num, int64_t den) {
   return den > 0 ? num / den : 0.0;
 }
 
+int ContextBucket(int64_t anchor) {
+  int b = 0;
+  while (b + 1 < kContextBuckets && anchor >= kContextBucketStarts[b + 1]) ++b;
+  return b;
+}
+
 }  // namespace
 
 MetricsAccumulator::MetricsAccumulator(int64_t block_size)
@@ -45,6 +51,8 @@ SampleSummary& MetricsAccumulator::Slot(int64_t sample) {
   for (auto* v : {&s.counted, &s.correct, &s.accepted, &s.conditional_counted}) {
     v->assign(positions_.size(), 0);
   }
+  s.context_blocks.assign(kContextBuckets, 0);
+  s.context_accepted.assign(kContextBuckets, 0);
   return s;
 }
 
@@ -52,6 +60,12 @@ void MetricsAccumulator::BeginSample(int64_t sample, int64_t length, int64_t fir
   SampleSummary& s = Slot(sample);
   s.length = length;
   s.first_response_position = first_response;
+  s.response_tokens = first_response >= 0 ? std::max<int64_t>(0, length - first_response) : 0;
+}
+
+void MetricsAccumulator::SetLoops(int64_t sample, std::vector<uint8_t> loop_mask) {
+  Slot(sample).loop_tokens = std::count(loop_mask.begin(), loop_mask.end(), uint8_t{1});
+  loops_[sample] = std::move(loop_mask);
 }
 
 void MetricsAccumulator::Add(const BlockOutcome& block) {
@@ -94,6 +108,15 @@ void MetricsAccumulator::Add(const BlockOutcome& block) {
   accept_sum_ += value;
   ++s.blocks;
   s.accepted_total += value;
+  const int bucket = ContextBucket(block.anchor);
+  ++s.context_blocks[bucket];
+  s.context_accepted[bucket] += value;
+  auto loop = loops_.find(block.sample);
+  if (loop != loops_.end() && block.anchor + 1 < static_cast<int64_t>(loop->second.size()) &&
+      loop->second[block.anchor + 1] != 0) {
+    ++s.loop_blocks;
+    s.loop_accepted_total += value;
+  }
   AddSelector(block, n, std::min(exists, measured));
 }
 
@@ -171,6 +194,7 @@ EvalResult MetricsAccumulator::Finish(Mode mode) const {
     r.selector_near_ties = near_ties_;
   }
   double tau_sum = 0;
+  int64_t response = 0, loop = 0, loop_accepted = 0;
   r.per_sample = samples_;
   for (SampleSummary& s : r.per_sample) {
     s.mean_accept_length = Ratio(static_cast<double>(s.accepted_total), s.blocks);
@@ -178,8 +202,13 @@ EvalResult MetricsAccumulator::Finish(Mode mode) const {
       ++r.samples;
       tau_sum += s.mean_accept_length;
     }
+    response += s.response_tokens;
+    loop += s.loop_tokens;
+    loop_accepted += s.loop_accepted_total;
   }
   r.tau = Ratio(tau_sum, r.samples);
+  r.loop_token_share = Ratio(static_cast<double>(loop), response);
+  r.loop_accept_share = Ratio(static_cast<double>(loop_accepted), accept_sum_);
   return r;
 }
 

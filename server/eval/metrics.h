@@ -41,6 +41,10 @@ class MetricsAccumulator {
   // Registers a sample (for per-sample summaries and tau) before its blocks.
   // A block of a sample never begun registers it with length 0.
   void BeginSample(int64_t sample, int64_t length, int64_t first_response);
+  // The sample's loop mask (eval/repetition.h, [L]): its loop tokens are
+  // counted, and a block whose first drafted token (anchor + 1) is marked
+  // counts as a loop block. Without one no block is a loop block.
+  void SetLoops(int64_t sample, std::vector<uint8_t> loop_mask);
   // A block with no existing positions (anchor at L-1) counts as a block with
   // n = 0 and accept length 1, and adds to no position's denominators.
   void Add(const BlockOutcome& block);
@@ -71,8 +75,9 @@ class MetricsAccumulator {
   std::vector<PositionMetrics> positions_;
   std::vector<double> ce_sum_;
   std::vector<int64_t> histogram_;
-  std::vector<SampleSummary> samples_;               // in BeginSample order
-  std::unordered_map<int64_t, size_t> sample_slot_;  // sample -> samples_ index
+  std::vector<SampleSummary> samples_;                       // in BeginSample order
+  std::unordered_map<int64_t, size_t> sample_slot_;          // sample -> samples_ index
+  std::unordered_map<int64_t, std::vector<uint8_t>> loops_;  // sample -> loop mask
   int64_t blocks_ = 0, tokens_ = 0, accept_sum_ = 0;
   int64_t labels_in_vocab_ = 0;  // summed BlockOutcome::labels_in_vocab
   // DFlash 2.

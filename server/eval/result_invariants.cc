@@ -2,6 +2,8 @@
 
 #include <cmath>
 #include <cstdint>
+#include <map>
+#include <string>
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
@@ -66,6 +68,20 @@ absl::Status CheckTau(const EvalResult& r) {
   return absl::OkStatus();
 }
 
+// Every partition of the blocks adds up: context buckets and loop / no loop.
+absl::Status CheckSlices(const EvalResult& r) {
+  std::map<std::string, int64_t> blocks_by_kind;
+  for (const SliceResult& s : r.slices) blocks_by_kind[s.kind] += s.blocks;
+  for (const char* kind : {"context", "continuation"}) {
+    auto it = blocks_by_kind.find(kind);
+    if (it != blocks_by_kind.end() && it->second != r.blocks) {
+      return Broken(absl::StrCat("the ", kind, " slices count ", it->second, " blocks, the result ",
+                                 r.blocks));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status CheckSampled(const SampledAcceptance& s) {
   const std::string name = SamplingSettingText(s.setting);
   if (s.marginal_accept.empty()) return absl::OkStatus();  // no blocks
@@ -96,6 +112,7 @@ absl::Status CheckResultInvariants(const EvalResult& r) {
   if (r.suite_results.empty()) {
     RETURN_IF_ERROR(CheckCounts(r));
     RETURN_IF_ERROR(CheckTau(r));
+    RETURN_IF_ERROR(CheckSlices(r));
   }
   for (const SampledAcceptance& s : r.sampling) RETURN_IF_ERROR(CheckSampled(s));
   for (const DatasetResult& d : r.suite_results) {

@@ -26,6 +26,24 @@ void GateToProto(const eval::GateVerdict& in, pb::GateVerdict* out) {
   if (in.delta_ci) SetInterval(in.delta_ci, out->mutable_delta_ci());
   out->set_verdict(in.verdict);
   out->set_text(in.text);
+  out->set_worst_slice(in.worst_slice);
+  out->set_worst_slice_delta(in.worst_slice_delta);
+}
+
+void SlicesToProto(const eval::EvalResult& in, pb::EvalResult* out) {
+  for (const eval::SliceResult& s : in.slices) {
+    pb::SliceResult* ps = out->add_slices();
+    ps->set_kind(s.kind);
+    ps->set_value(s.value);
+    ps->set_samples(s.samples);
+    ps->set_blocks(s.blocks);
+    ps->set_accept_length(s.accept_length);
+    ps->set_tau(s.tau);
+    if (s.accept_length_ci) SetInterval(s.accept_length_ci, ps->mutable_accept_length_ci());
+    if (s.tau_ci) SetInterval(s.tau_ci, ps->mutable_tau_ci());
+  }
+  out->set_loop_token_share(in.loop_token_share);
+  out->set_loop_accept_share(in.loop_accept_share);
 }
 
 void SettingToProto(const eval::SamplingSetting& s, pb::SamplingSetting* out) {
@@ -123,6 +141,15 @@ void ToProto(const eval::EvalResult& in, pb::EvalResult* out) {
     for (int64_t v : s.correct) ps->add_correct(v);
     for (int64_t v : s.accepted) ps->add_accepted(v);
     for (int64_t v : s.conditional_counted) ps->add_conditional_counted(v);
+    ps->set_response_tokens(s.response_tokens);
+    ps->set_loop_tokens(s.loop_tokens);
+    ps->set_loop_blocks(s.loop_blocks);
+    ps->set_loop_accepted_total(s.loop_accepted_total);
+    for (int64_t v : s.context_blocks) ps->add_context_blocks(v);
+    for (int64_t v : s.context_accepted) ps->add_context_accepted(v);
+    ps->set_category(s.category);
+    ps->set_language(s.language);
+    ps->set_thinking(s.thinking);
   }
   out->set_setup_seconds(in.setup_seconds);
   out->set_compute_seconds(in.compute_seconds);
@@ -131,6 +158,7 @@ void ToProto(const eval::EvalResult& in, pb::EvalResult* out) {
   out->set_dtype(in.dtype);
   out->set_drafter_fingerprint(in.drafter_fingerprint);
   out->set_dataset_fingerprint(in.dataset_fingerprint);
+  out->set_target_fingerprint(in.target_fingerprint);
   for (const auto& w : in.warnings) out->add_warnings(w);
   out->set_family(in.family);
   out->set_semantics(in.semantics);
@@ -148,6 +176,7 @@ void ToProto(const eval::EvalResult& in, pb::EvalResult* out) {
   out->set_positions_to_first_miss(in.positions_to_first_miss);
   out->set_context_positions(in.context_positions);
   SampledToProto(in, out);
+  SlicesToProto(in, out);
   if (in.accept_length_ci) SetInterval(in.accept_length_ci, out->mutable_accept_length_ci());
   if (in.tau_ci) SetInterval(in.tau_ci, out->mutable_tau_ci());
   out->set_ci_resamples(static_cast<int32_t>(in.ci_resamples));

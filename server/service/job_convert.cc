@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "core/recipe.h"
 #include "service/eval_convert.h"
 #include "service/served_convert.h"
 #include "types/proposal_policy.h"
@@ -49,12 +50,25 @@ absl::StatusOr<jobs::JobRequest> JobRequestFromProto(const pb::EvalRequest& in) 
           absl::StrCat("gate_min_delta must be >= 0; got ", in.gate_min_delta()));
     }
     r.gate.min_delta = in.gate_min_delta();
+    r.gate.allow_recipe_mismatch = in.gate_allow_recipe_mismatch();
+    if (in.has_gate_floor()) {
+      if (!(in.gate_floor() >= 0)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("gate_floor must be >= 0 (the largest accepted fall of a slice's accept "
+                         "length); got ",
+                         in.gate_floor()));
+      }
+      r.gate.has_floor = true;
+      r.gate.floor = in.gate_floor();
+    }
     if (r.run.empty() && (r.gate.reference == "best" || r.gate.reference == "previous")) {
       return absl::InvalidArgumentError(absl::StrCat(
           "gate '", r.gate.reference, "' looks for the reference among the run's jobs; give run"));
     }
-  } else if (!in.gate_metric().empty() || in.gate_min_delta() != 0) {
-    return absl::InvalidArgumentError("gate_metric and gate_min_delta need gate");
+  } else if (!in.gate_metric().empty() || in.gate_min_delta() != 0 ||
+             in.gate_allow_recipe_mismatch() || in.has_gate_floor()) {
+    return absl::InvalidArgumentError(
+        "gate_metric, gate_min_delta, gate_allow_recipe_mismatch and gate_floor need gate");
   }
   return r;
 }
@@ -103,6 +117,8 @@ void ToProto(const jobs::JobRequest& in, pb::EvalRequest* out) {
     out->set_gate(in.gate.reference);
     out->set_gate_metric(in.gate.metric);
     out->set_gate_min_delta(in.gate.min_delta);
+    out->set_gate_allow_recipe_mismatch(in.gate.allow_recipe_mismatch);
+    if (in.gate.has_floor) out->set_gate_floor(in.gate.floor);
   }
 }
 
@@ -126,6 +142,14 @@ void ToProto(const jobs::JobRecord& in, pb::EvalJob* out) {
     }
     if (out->result().dataset_fingerprint().empty()) {
       out->mutable_result()->set_dataset_fingerprint(in.dataset_fingerprint);
+    }
+    const core::Recipe recipe = core::RecipeOf(in);
+    pb::Recipe* r = out->mutable_recipe();
+    r->set_fingerprint(recipe.fingerprint);
+    for (const core::RecipeField& f : recipe.fields) {
+      pb::RecipeField* field = r->add_fields();
+      field->set_name(f.name);
+      field->set_value(f.value);
     }
   }
   out->set_error_code(in.error_code);
@@ -227,6 +251,7 @@ absl::StatusOr<core::CompareOptions> CompareOptionsFromProto(const pb::CompareEv
   }
   core::CompareOptions o;
   o.require_paired = in.require_paired();
+  o.allow_recipe_mismatch = in.allow_recipe_mismatch();
   if (in.ci_resamples() > 0) o.resamples = in.ci_resamples();
   o.seed = in.ci_seed();
   return o;

@@ -33,6 +33,17 @@ eval::SamplingSetting SettingFromJson(const json& j) {
   return s;
 }
 
+// Intervals as [lo, hi]; null when absent.
+json IntervalToJson(const std::optional<eval::Interval>& i) {
+  return i ? json::array({i->lo, i->hi}) : json(nullptr);
+}
+
+std::optional<eval::Interval> IntervalFromJson(const json& j, const char* key) {
+  if (!j.contains(key) || j.at(key).is_null()) return std::nullopt;
+  const json& i = j.at(key);
+  return eval::Interval{i.at(0).get<double>(), i.at(1).get<double>()};
+}
+
 void AddDecisionMetrics(const eval::EvalResult& r, json& out) {
   if (!r.draft_length_curve.empty()) out["draft_length_curve"] = r.draft_length_curve;
   if (!r.sampling.empty()) {
@@ -54,6 +65,22 @@ void AddDecisionMetrics(const eval::EvalResult& r, json& out) {
     }
     out["sampling"] = list;
   }
+  if (!r.slices.empty()) {
+    json list = json::array();
+    for (const eval::SliceResult& x : r.slices) {
+      list.push_back({{"kind", x.kind},
+                      {"value", x.value},
+                      {"samples", x.samples},
+                      {"blocks", x.blocks},
+                      {"accept_length", x.accept_length},
+                      {"tau", x.tau},
+                      {"accept_length_ci", IntervalToJson(x.accept_length_ci)},
+                      {"tau_ci", IntervalToJson(x.tau_ci)}});
+    }
+    out["slices"] = list;
+  }
+  out["loop_token_share"] = r.loop_token_share;
+  out["loop_accept_share"] = r.loop_accept_share;
   const eval::TargetConsistency& c = r.target_consistency;
   if (c.positions > 0) {
     out["target_consistency"] = {{"positions", c.positions},
@@ -85,6 +112,20 @@ void ReadDecisionMetrics(const json& j, eval::EvalResult& r) {
     }
     r.sampling.push_back(std::move(a));
   }
+  for (const json& x : j.value("slices", json::array())) {
+    eval::SliceResult sl;
+    sl.kind = x.at("kind").get<std::string>();
+    sl.value = x.at("value").get<std::string>();
+    sl.samples = x.at("samples").get<int64_t>();
+    sl.blocks = x.at("blocks").get<int64_t>();
+    sl.accept_length = x.at("accept_length").get<double>();
+    sl.tau = x.at("tau").get<double>();
+    sl.accept_length_ci = IntervalFromJson(x, "accept_length_ci");
+    sl.tau_ci = IntervalFromJson(x, "tau_ci");
+    r.slices.push_back(std::move(sl));
+  }
+  r.loop_token_share = j.value("loop_token_share", 0.0);  // absent before slices
+  r.loop_accept_share = j.value("loop_accept_share", 0.0);
   if (j.contains("target_consistency")) {
     const json& c = j.at("target_consistency");
     r.target_consistency.positions = c.at("positions").get<int64_t>();
@@ -110,17 +151,6 @@ json BaseOptionsToJson(const eval::EvalOptions& o) {
           {"ci_resamples", o.ci_resamples}};
 }
 
-// Intervals as [lo, hi]; null when absent.
-json IntervalToJson(const std::optional<eval::Interval>& i) {
-  return i ? json::array({i->lo, i->hi}) : json(nullptr);
-}
-
-std::optional<eval::Interval> IntervalFromJson(const json& j, const char* key) {
-  if (!j.contains(key) || j.at(key).is_null()) return std::nullopt;
-  const json& i = j.at(key);
-  return eval::Interval{i.at(0).get<double>(), i.at(1).get<double>()};
-}
-
 json GateToJson(const eval::GateVerdict& g) {
   return {{"reference_job", g.reference_job},
           {"metric", g.metric},
@@ -130,7 +160,9 @@ json GateToJson(const eval::GateVerdict& g) {
           {"delta", g.delta},
           {"delta_ci", IntervalToJson(g.delta_ci)},
           {"verdict", g.verdict},
-          {"text", g.text}};
+          {"text", g.text},
+          {"worst_slice", g.worst_slice},
+          {"worst_slice_delta", g.worst_slice_delta}};
 }
 
 eval::GateVerdict GateFromJson(const json& j) {
@@ -144,6 +176,8 @@ eval::GateVerdict GateFromJson(const json& j) {
   g.delta_ci = IntervalFromJson(j, "delta_ci");
   g.verdict = j.at("verdict").get<std::string>();
   g.text = j.at("text").get<std::string>();
+  g.worst_slice = j.value("worst_slice", "");  // absent before slice floors
+  g.worst_slice_delta = j.value("worst_slice_delta", 0.0);
   return g;
 }
 
@@ -227,7 +261,9 @@ json BaseResultToJson(const eval::EvalResult& r) {
   for (const eval::SampleSummary& s : r.per_sample) {
     samples.push_back({s.sample_index, s.blocks, s.mean_accept_length, s.length,
                        s.first_response_position, s.accepted_total, s.counted, s.correct,
-                       s.accepted, s.conditional_counted});
+                       s.accepted, s.conditional_counted, s.response_tokens, s.loop_tokens,
+                       s.loop_blocks, s.loop_accepted_total, s.context_blocks, s.context_accepted,
+                       s.category, s.language, s.thinking});
   }
   return {{"mode", static_cast<int>(r.mode)},
           {"block_size", r.block_size},
@@ -248,6 +284,7 @@ json BaseResultToJson(const eval::EvalResult& r) {
           {"dtype", r.dtype},
           {"drafter_fingerprint", r.drafter_fingerprint},
           {"dataset_fingerprint", r.dataset_fingerprint},
+          {"target_fingerprint", r.target_fingerprint},
           {"warnings", r.warnings},
           {"family", r.family},
           {"semantics", r.semantics},
@@ -323,6 +360,17 @@ eval::EvalResult ResultFromJson(const json& j) {
       x.accepted = s.at(8).get<std::vector<int64_t>>();
       x.conditional_counted = s.at(9).get<std::vector<int64_t>>();
     }
+    if (s.size() > 18) {  // repetition, context buckets and metadata (since slices)
+      x.response_tokens = s.at(10).get<int64_t>();
+      x.loop_tokens = s.at(11).get<int64_t>();
+      x.loop_blocks = s.at(12).get<int64_t>();
+      x.loop_accepted_total = s.at(13).get<int64_t>();
+      x.context_blocks = s.at(14).get<std::vector<int64_t>>();
+      x.context_accepted = s.at(15).get<std::vector<int64_t>>();
+      x.category = s.at(16).get<std::string>();
+      x.language = s.at(17).get<std::string>();
+      x.thinking = s.at(18).get<std::string>();
+    }
     r.per_sample.push_back(x);
   }
   r.setup_seconds = j.at("setup_seconds").get<double>();
@@ -332,6 +380,7 @@ eval::EvalResult ResultFromJson(const json& j) {
   r.dtype = j.at("dtype").get<std::string>();
   r.drafter_fingerprint = j.at("drafter_fingerprint").get<std::string>();
   r.dataset_fingerprint = j.at("dataset_fingerprint").get<std::string>();
+  r.target_fingerprint = j.value("target_fingerprint", "");  // absent before recipes
   r.warnings = j.at("warnings").get<std::vector<std::string>>();
   // Results stored before DFlash 2 support were DFlash 1 under the older rules.
   r.family = j.value("family", "DFlash 1");
@@ -378,7 +427,9 @@ std::string RecordToJson(const jobs::JobRecord& r) {
               {"step", q.step},
               {"labels", q.labels},
               {"unload_after", q.unload_after},
-              {"gate", {q.gate.reference, q.gate.metric, q.gate.min_delta}},
+              {"gate",
+               {q.gate.reference, q.gate.metric, q.gate.min_delta, q.gate.allow_recipe_mismatch,
+                q.gate.has_floor, q.gate.floor}},
               // "suite" is what ListQuery.suite matches (json_extract in SQLite).
               {"suite", q.suite_datasets.empty() ? json(nullptr) : json(q.params.dataset)},
               {"suite_datasets", q.suite_datasets}}},
@@ -447,7 +498,11 @@ absl::StatusOr<jobs::JobRecord> RecordFromJson(const std::string& text) {
     if (q.contains("gate")) {
       const json& g = q.at("gate");
       r.request.gate = {g.at(0).get<std::string>(), g.at(1).get<std::string>(),
-                        g.at(2).get<double>()};
+                        g.at(2).get<double>(), g.size() > 3 && g.at(3).get<bool>()};
+      if (g.size() > 5) {  // the slice floor (since slices)
+        r.request.gate.has_floor = g.at(4).get<bool>();
+        r.request.gate.floor = g.at(5).get<double>();
+      }
     }
     const json& p = j.at("progress");
     r.progress = {p.at(0).get<int64_t>(), p.at(1).get<int64_t>(), p.at(2).get<int64_t>(),

@@ -163,6 +163,35 @@ struct SampleSummary {
   // the bootstrap and the paired comparison resample. Empty in records
   // stored before they existed.
   std::vector<int64_t> counted, correct, accepted, conditional_counted;
+  // Repetition (eval/repetition.h): response tokens (positions >= P), those
+  // inside a repeating loop, and the blocks whose first drafted token lies in
+  // one with their summed accept values.
+  int64_t response_tokens = 0, loop_tokens = 0;
+  int64_t loop_blocks = 0, loop_accepted_total = 0;
+  // Blocks and summed accept values per anchor-position bucket
+  // (kContextBuckets), in bucket order.
+  std::vector<int64_t> context_blocks, context_accepted;
+  // The dataset's per-sample metadata (data/sample_metadata.h); empty when
+  // the dataset has none. thinking: "on", "off" or "".
+  std::string category, language, thinking;
+};
+
+// Anchor-position buckets of the context slices: [0, 512), [512, 2048),
+// [2048, 8192), [8192, inf).
+inline constexpr int64_t kContextBucketStarts[] = {0, 512, 2048, 8192};
+inline constexpr int kContextBuckets = 4;
+
+// One slice of a result (eval/slices.h): the blocks of the samples whose
+// metadata `kind` has `value` ("category" / "language" / "thinking"), or of
+// the blocks in an anchor-position bucket ("context", "0-512") or in or out
+// of a repeating loop ("continuation", "loop" / "no loop").
+struct SliceResult {
+  std::string kind, value;
+  int64_t samples = 0;  // samples with at least one of the slice's blocks
+  int64_t blocks = 0;
+  double accept_length = 0;  // pooled over the slice's blocks
+  double tau = 0;            // mean over its samples of their mean in the slice
+  std::optional<Interval> accept_length_ci, tau_ci;
 };
 
 // A regression gate's outcome (eval --gate): the new job against a reference.
@@ -172,7 +201,13 @@ struct GateVerdict {
   double min_delta = 0;
   double value = 0, reference_value = 0, delta = 0;  // delta = value - reference_value
   std::optional<Interval> delta_ci;                  // paired bootstrap
-  // "worse" (delta_ci.hi < -min_delta), "pass", "no reference" or "error".
+  // With a slice floor: the slice whose accept length fell most
+  // ("category=code"; empty when no slice is in both results) and its
+  // delta (this job's minus the reference's).
+  std::string worst_slice;
+  double worst_slice_delta = 0;
+  // "worse" (delta_ci.hi < -min_delta, or the worst slice fell by more than
+  // the floor), "pass", "no reference" or "error".
   std::string verdict;
   std::string text;  // the one-line verdict, in words
 };
@@ -200,6 +235,12 @@ struct EvalResult {
   std::vector<PositionMetrics> positions;
   std::vector<int64_t> accepted_histogram;  // [n], n = 0..B-1
   std::vector<SampleSummary> per_sample;
+  // Slices by sample metadata, context length and repetition, and how much of
+  // the response is a repeating loop: loop_token_share = loop tokens over
+  // response tokens; loop_accept_share = the loop blocks' share of the summed
+  // accept values (docs/slices.md).
+  std::vector<SliceResult> slices;
+  double loop_token_share = 0, loop_accept_share = 0;
   // DFlash 2 only: the same accept length for the unary argmax drafts and for
   // the top-k oracle (leading covered positions), the first-miss split, and
   // path slots whose best two selector scores differ by less than 1e-4.
@@ -221,7 +262,7 @@ struct EvalResult {
   double tokens_per_second = 0;
   std::string device, dtype;
   // Which weights and which data produced these numbers (set by the core).
-  std::string drafter_fingerprint, dataset_fingerprint;
+  std::string drafter_fingerprint, dataset_fingerprint, target_fingerprint;
   std::vector<std::string> warnings;
   // Each block was scored up to its first miss (replay by default, anchor
   // mode with metrics=acceptance): the per-position marginals (correct,

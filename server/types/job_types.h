@@ -32,6 +32,13 @@ struct GateSpec {
   std::string reference;       // "best", "previous" or a job id; empty = no gate
   std::string metric = "tau";  // a metric name (eval::ParseMetric)
   double min_delta = 0;        // worse when the interval lies below -min_delta
+  // Gate against a job whose recipe differs (core/recipe.h); else the
+  // verdict is "error" naming the fields.
+  bool allow_recipe_mismatch = false;
+  // With has_floor: the gate also fails when a slice present in both jobs
+  // drops in accept length by more than `floor` (the worst slice named).
+  bool has_floor = false;
+  double floor = 0;
 };
 
 // What was asked: dflash.eval.v1.EvalRequest as plain C++.

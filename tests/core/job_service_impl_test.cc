@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "fakes/fake_eval_core.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -26,6 +27,7 @@ using jobs::JobRecord;
 using jobs::JobState;
 using ::testing::ElementsAre;
 using ::testing::Eq;
+using ::testing::HasSubstr;
 
 // RunEval blocks until Release() when `hold` is set; records every call.
 class GatedCore : public dflash::testing::FakeEvalCore {
@@ -264,16 +266,27 @@ TEST_F(JobServiceImplTest, ResubmitAndCompare) {
   EXPECT_THAT(service_->Compare({a.id}, {}),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        Eq("compare needs at least two job ids; got 1")));
-  ASSERT_OK_AND_ASSIGN(Comparison c, service_->Compare({a.id, b.id}, {}));
+  // Another mode is another recipe (core/recipe.h): refused unless allowed.
+  EXPECT_THAT(
+      service_->Compare({a.id, b.id}, {}),
+      StatusIs(absl::StatusCode::kFailedPrecondition,
+               HasSubstr(absl::StrCat("compare: the jobs' recipes differ, so their numbers are not "
+                                      "comparable: ",
+                                      b.id, " against ", a.id, " (mode: replay vs anchor; "))));
+  CompareOptions allow;
+  allow.allow_recipe_mismatch = true;
+  ASSERT_OK_AND_ASSIGN(Comparison c, service_->Compare({a.id, b.id}, allow));
   ASSERT_EQ(c.jobs.size(), 2u);
   EXPECT_THAT(c.accept_length, ElementsAre(2.5, 3.0));
   EXPECT_THAT(c.accept_length_delta, ElementsAre(0.0, 0.5));
   // The fake's results have no per-sample counts: no paired intervals, and why.
-  EXPECT_THAT(c.warnings, ElementsAre("different modes: " + a.id + " replay, " + b.id + " anchor",
-                                      "no paired intervals: cannot pair " + a.id + " and " + b.id +
-                                          ": " + a.id + " has no sample with a scored block"));
+  ASSERT_FALSE(c.warnings.empty());
+  EXPECT_EQ(c.warnings.front(),
+            "recipe of " + b.id + " differs from " + a.id + ": mode: replay vs anchor");
+  EXPECT_EQ(c.warnings.back(), "no paired intervals: cannot pair " + a.id + " and " + b.id + ": " +
+                                   a.id + " has no sample with a scored block");
   EXPECT_TRUE(c.differences.empty());
-  CompareOptions strict;
+  CompareOptions strict = allow;
   strict.require_paired = true;
   EXPECT_THAT(service_->Compare({a.id, b.id}, strict),
               StatusIs(absl::StatusCode::kFailedPrecondition,

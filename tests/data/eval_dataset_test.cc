@@ -24,6 +24,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using ::dflash::testing::StatusIs;
+using ::dflash::testing::TempDir;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
@@ -159,14 +160,23 @@ TEST_F(EvalDatasetTest, RequestLayerIdsReplaceTheManifest) {
   EXPECT_EQ(ds2.name(), "renamed");
   EXPECT_THAT(ds2.layer_ids(), ElementsAre(2, 3, 4, 5, 6));
 
-  o.layer_ids = {{"hidden_states", {1, 16, 31, 46}}};  // 40 is not 4 x 8 but 4 x 10
-  ASSERT_OK_AND_ASSIGN(EvalDataset ds3, EvalDataset::Load(o));
-  EXPECT_EQ(ds3.hidden_size(), 10);
-
-  o.layer_ids = {{"hidden_states", {1, 16, 31}}};  // 40 is not a multiple of 3
+  // The manifest's hidden size stands (the override names layers only):
+  // 40 columns are not 4 layers x 8.
+  o.layer_ids = {{"hidden_states", {1, 16, 31, 46}}};
   EXPECT_THAT(EvalDataset::Load(o),
               StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("sample 'rows_0-4/data_0.ckpt': 'hidden_states' has "
+                       HasSubstr("'hidden_states' has width 40; expected 4 layers x hidden size 8 "
+                                 "= 32 (hidden_size from the manifest)")));
+  // Without a manifest it is derived from the width: 40 = 4 x 10.
+  DatasetLoadOptions bare = Options("no_manifest");
+  bare.layer_ids = o.layer_ids;
+  ASSERT_OK_AND_ASSIGN(EvalDataset ds3, EvalDataset::Load(bare));
+  EXPECT_EQ(ds3.hidden_size(), 10);
+
+  bare.layer_ids = {{"hidden_states", {1, 16, 31}}};  // 40 is not a multiple of 3
+  EXPECT_THAT(EvalDataset::Load(bare),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("sample 'data_0.ckpt': 'hidden_states' has "
                                  "width 40, not a positive multiple of its 3 declared "
                                  "layers [1, 16, 31]")));
 
@@ -174,6 +184,73 @@ TEST_F(EvalDatasetTest, RequestLayerIdsReplaceTheManifest) {
   EXPECT_THAT(EvalDataset::Load(o),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("request layer_ids: layer 16 is declared twice")));
+}
+
+// A copy of fixture `sub` in a fresh folder, with dataset.json replaced by
+// `manifest` when it is not empty.
+std::string CopyOf(const TempDir& dir, const std::string& from, const std::string& manifest) {
+  const std::string to = dir.Join("copy");
+  fs::copy(from, to, fs::copy_options::recursive);
+  if (!manifest.empty()) dir.WriteFile("copy/dataset.json", manifest);
+  return to;
+}
+
+TEST_F(EvalDatasetTest, RequestLayerIdsKeepTheManifestsOtherDeclarations) {
+  TempDir dir;
+  DatasetLoadOptions o;
+  o.path = CopyOf(dir, Join("eagle"),
+                  R"({"name": "eagle-final", "features": {"aux_hidden_state": [1, 16, 31, 46],)"
+                  R"( "hidden_state": [61]}, "final_hidden_state": {"key": "hidden_state", )"
+                  R"("norm_applied": false}})");
+  o.layer_ids = {{"aux_hidden_state", {2, 17, 32, 47}}, {"hidden_state", {61}}};
+  ASSERT_OK_AND_ASSIGN(EvalDataset ds, EvalDataset::Load(o));
+  EXPECT_THAT(ds.layer_ids(), ElementsAre(2, 17, 32, 47, 61));  // the request's
+  EXPECT_EQ(ds.name(), "eagle-final");                          // the manifest's
+  ASSERT_TRUE(ds.final_hidden().has_value());                   // kept, not dropped
+  EXPECT_EQ(ds.final_hidden()->key, "hidden_state");
+  EXPECT_TRUE(ds.sample(0).final_hidden.defined());
+  // A manifest that does not parse is still an error, saying why it was read.
+  dir.WriteFile("copy/dataset.json", "{\"features\": []}");
+  EXPECT_THAT(EvalDataset::Load(o),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       ::testing::AllOf(HasSubstr("needs an object 'features'"),
+                                        HasSubstr("(the request's layer_ids replace only the "
+                                                  "manifest's features; its other fields are "
+                                                  "still read)"))));
+}
+
+TEST_F(EvalDatasetTest, ReadsPerSampleMetadata) {
+  TempDir dir;
+  const std::string path = CopyOf(dir, Join("dflash"), "");
+  dir.WriteFile("copy/sample_metadata.jsonl",
+                "{\"index\": 0, \"category\": \"math\", \"language\": \"en\", "
+                "\"thinking\": true}\n\n{\"index\": 10, \"category\": \"code\", "
+                "\"extra\": 1}\n{\"index\": 99, \"category\": \"unloaded\"}\n");
+  DatasetLoadOptions o;
+  o.path = path;
+  ASSERT_OK_AND_ASSIGN(EvalDataset ds, EvalDataset::Load(o));
+  ASSERT_EQ(ds.size(), 4u);  // samples 0, 1, 2, 10
+  EXPECT_EQ(ds.sample(0).metadata.category, "math");
+  EXPECT_EQ(ds.sample(0).metadata.language, "en");
+  EXPECT_EQ(ds.sample(0).metadata.thinking, "on");
+  EXPECT_EQ(ds.sample(1).metadata.category, "");  // not listed
+  EXPECT_EQ(ds.sample(3).metadata.category, "code");
+  EXPECT_EQ(ds.sample(3).metadata.thinking, "");
+  dir.WriteFile("copy/sample_metadata.jsonl", "{\"index\": 0, \"thinking\": \"yes\"}\n");
+  EXPECT_THAT(EvalDataset::Load(o),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "sample metadata '" + path +
+                           "/sample_metadata.jsonl' line 1: 'thinking' must be true or false; "
+                           "got \"yes\""));
+  // A file the manifest names must exist.
+  dir.WriteFile("copy/dataset.json",
+                R"({"features": {"hidden_states": [1, 16, 31, 46, 61]}, "sample_metadata": )"
+                R"("meta/slices.jsonl"})");
+  EXPECT_THAT(EvalDataset::Load(o),
+              StatusIs(absl::StatusCode::kNotFound,
+                       "sample metadata '" + path +
+                           "/meta/slices.jsonl' (named by the manifest's 'sample_metadata') is "
+                           "not a readable file"));
 }
 
 TEST_F(EvalDatasetTest, PathMustBeADirectoryWithSamples) {

@@ -107,6 +107,7 @@ TEST_F(DecisionMetricsE2eTest, SampledAcceptanceMatchesTheReferenceAndGreedyAtZe
   EXPECT_EQ(got["targetConsistency"]["fraction"].get<double>(), 1.0);
   // Human output: the sampled rows next to the greedy numbers.
   args.erase(args.end() - 4, args.end());
+  args.push_back("--detail");
   CommandResult r = Cli(args);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("sampled acceptance (expected; teacher-forced prefix"));

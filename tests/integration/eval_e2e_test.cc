@@ -57,7 +57,20 @@ TEST_F(EvalE2eTest, HumanOutputShowsAcceptLengthAndPositions) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("accept length (pooled over blocks)"));
   EXPECT_THAT(r.out, HasSubstr("+ 1 bonus token from the target"));
-  EXPECT_THAT(r.out, HasSubstr("accepted leading matches per block (n)"));
+  // One screen by default: the intervals on one line, the rest named.
+  EXPECT_THAT(r.out, HasSubstr("95% intervals (percentile bootstrap over samples, 1000 "
+                               "resamples): accept length ["));
+  EXPECT_THAT(r.out, ::testing::ContainsRegex("more with --detail: histogram, draft-length "
+                                              "curve, per-position intervals, [0-9]+ slice\\(s\\), "
+                                              "timing\n"));
+  EXPECT_EQ(r.out.find("accepted leading matches per block (n)"), std::string::npos);
+  CommandResult detail =
+      Cli({"eval", "--drafter", "m", "--dataset", "d", "--mode", "replay", "--detail"});
+  ASSERT_EQ(detail.exit_code, 0) << detail.err;
+  EXPECT_THAT(detail.out, HasSubstr("accepted leading matches per block (n)"));
+  EXPECT_THAT(detail.out, HasSubstr("slices (docs/slices.md): "));
+  EXPECT_THAT(detail.out, HasSubstr("time: setup "));
+  EXPECT_EQ(detail.out.find("more with --detail"), std::string::npos);
 }
 
 TEST_F(EvalE2eTest, SplitFeatureLayoutGivesTheSameNumbers) {

@@ -97,6 +97,35 @@ TEST_F(GateCliTest, GateExitsFourOnlyWhenSignificantlyWorse) {
   EXPECT_THAT(js2.err, HasSubstr("gate: WORSE than " + good));
 }
 
+TEST_F(GateCliTest, GateFloorFailsOnTheWorstSlice) {
+  CommandResult first = Eval("drafter", "floor-run", 100, {"--gate", "previous"});
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  const std::string good = JobId(first);
+  // A tolerance wider than any loss passes the overall metric; the slice
+  // floor still catches the fall, naming the slice.
+  CommandResult floor = Eval("drafter-v1new", "floor-run", 200,
+                             {"--gate", "previous", "--metric", "accept_length", "--min-delta",
+                              "100", "--gate-floor", "0.01"});
+  EXPECT_EQ(floor.exit_code, 4) << floor.out << floor.err;
+  EXPECT_THAT(floor.out, HasSubstr("gate: pass against " + good));
+  EXPECT_THAT(floor.out, HasSubstr("; worst slice context=0-512: accept length "));
+  EXPECT_THAT(floor.out, HasSubstr(", FELL BY MORE THAN the floor 0.01"));
+  json job = CliJson({"status", JobId(floor)});
+  EXPECT_EQ(job["result"]["gate"]["verdict"], "worse") << job.dump();
+  EXPECT_EQ(job["result"]["gate"]["worstSlice"], "context=0-512");
+  EXPECT_LT(job["result"]["gate"]["worstSliceDelta"].get<double>(), -0.01);
+  EXPECT_EQ(job["request"]["gateFloor"].get<double>(), 0.01);
+  // A floor wider than the fall passes.
+  CommandResult wide = Eval(
+      "drafter-v1new", "floor-run", 300,
+      {"--gate", good, "--metric", "accept_length", "--min-delta", "100", "--gate-floor", "100"});
+  EXPECT_EQ(wide.exit_code, 0) << wide.out << wide.err;
+  EXPECT_THAT(wide.out, HasSubstr(", within the floor 100"));
+  CommandResult negative =
+      Eval("drafter", "floor-run", 400, {"--gate", "previous", "--gate-floor", "-1"});
+  EXPECT_EQ(negative.exit_code, 64);
+}
+
 TEST_F(GateCliTest, GateRefusalsNameTheProblem) {
   CommandResult unknown = Eval("drafter", "gate-bad", 1, {"--gate", "ev-no-such-job"});
   EXPECT_EQ(unknown.exit_code, 1);
@@ -109,7 +138,10 @@ TEST_F(GateCliTest, GateRefusalsNameTheProblem) {
   EXPECT_THAT(no_run.err, HasSubstr("--gate best compares with earlier steps of a run"));
   CommandResult stray = Cli({"eval", "--drafter", "m", "--dataset", "d", "--min-delta", "1"});
   EXPECT_EQ(stray.exit_code, 64);
-  EXPECT_THAT(stray.err, HasSubstr("--metric and --min-delta apply to --gate only"));
+  EXPECT_THAT(
+      stray.err,
+      HasSubstr(
+          "--metric, --min-delta, --gate-floor and --allow-recipe-mismatch apply to --gate only"));
 }
 
 TEST_F(GateCliTest, CompareReportsPairedDifferences) {
@@ -131,17 +163,69 @@ TEST_F(GateCliTest, CompareReportsPairedDifferences) {
   EXPECT_EQ(j["differences"][0]["jobIndex"], 1);
   EXPECT_EQ(j["differences"][0]["verdict"], "worse");
   EXPECT_EQ(j["differences"][0]["excludesZero"], true);
-  // Different samples: refused when pairing is required, a warning otherwise.
+  // Another sample limit is another recipe: refused, naming the field.
   json c = CliJson({"eval", "--detach", "--drafter", "m", "--dataset", "d", "--max-samples", "1"});
-  CliJson({"results", c["id"], "--wait", "--progress", "none"});
-  CommandResult strict = Cli({"compare", ida, c["id"], "--require-paired"});
+  const std::string idc = c["id"];
+  CliJson({"results", idc, "--wait", "--progress", "none"});
+  CommandResult other = Cli({"compare", ida, idc});
+  EXPECT_EQ(other.exit_code, 1);
+  EXPECT_EQ(other.err,
+            "dflash-eval: FAILED_PRECONDITION: compare: the jobs' recipes differ, so "
+            "their numbers are not comparable: " +
+                idc + " against " + ida +
+                " (samples: all vs at most 1); pass --allow-recipe-mismatch to "
+                "compare them anyway\n");
+  // Allowed: each difference is a warning; unpaired samples are refused when
+  // pairing is required, a warning otherwise.
+  CommandResult strict = Cli({"compare", ida, idc, "--allow-recipe-mismatch", "--require-paired"});
   EXPECT_EQ(strict.exit_code, 1);
-  EXPECT_THAT(strict.err,
-              HasSubstr("FAILED_PRECONDITION: cannot pair " + ida + " and " +
-                        c["id"].get<std::string>() + ": they scored different samples"));
-  CommandResult loose = Cli({"compare", ida, c["id"]});
+  EXPECT_THAT(strict.err, HasSubstr("FAILED_PRECONDITION: cannot pair " + ida + " and " + idc +
+                                    ": they scored different samples"));
+  CommandResult loose = Cli({"compare", ida, idc, "--allow-recipe-mismatch"});
   EXPECT_EQ(loose.exit_code, 0) << loose.err;
+  EXPECT_THAT(loose.out, HasSubstr("warning: recipe of " + idc + " differs from " + ida +
+                                   ": samples: all vs at most 1"));
   EXPECT_THAT(loose.out, HasSubstr("warning: no paired intervals: cannot pair"));
+}
+
+// A gate against a job of another recipe cannot decide (exit 1, the fields
+// named) unless the mismatch is allowed; best/previous skip other recipes.
+TEST_F(GateCliTest, AGateAcrossRecipesIsAnErrorUnlessAllowed) {
+  CommandResult step1 = Eval("drafter", "recipe-run", 1, {});
+  ASSERT_EQ(step1.exit_code, 0) << step1.err;
+  const std::string first = JobId(step1);
+  auto gated = [&](int step, const std::string& gate, std::vector<std::string> extra) {
+    extra.insert(extra.end(), {"--max-blocks", "2", "--gate", gate});
+    return Eval("drafter", "recipe-run", step, extra);
+  };
+  CommandResult strict = gated(2, first, {});
+  EXPECT_EQ(strict.exit_code, 1) << strict.out << strict.err;
+  EXPECT_THAT(strict.out,
+              HasSubstr("gate: cannot decide: FAILED_PRECONDITION: gate: the jobs' recipes differ, "
+                        "so their numbers are not comparable: " +
+                        JobId(strict) + " against " + first +
+                        " (anchors: even vs even, max_blocks 2); pass --allow-recipe-mismatch to "
+                        "gate them anyway\n"));
+  // previous: step 2 shares this recipe (step 1 does not).
+  CommandResult previous = gated(3, "previous", {});
+  EXPECT_EQ(previous.exit_code, 0) << previous.out << previous.err;
+  EXPECT_THAT(previous.out, HasSubstr("against " + JobId(strict) + " (step 2)"));
+  // Only another recipe below: an error naming the latest of it.
+  CommandResult none =
+      Eval("drafter", "recipe-run", 4, {"--gate", "previous", "--max-blocks", "1"});
+  EXPECT_EQ(none.exit_code, 1) << none.out << none.err;
+  EXPECT_THAT(none.out, HasSubstr("gate: cannot decide: FAILED_PRECONDITION: gate: no earlier job "
+                                  "of run 'recipe-run' has this job's recipe (r64:"));
+  EXPECT_THAT(none.out, HasSubstr("the latest, " + JobId(previous) +
+                                  " (step 3) differs in anchors: even, max_blocks 1 vs even, "
+                                  "max_blocks 2; pass --allow-recipe-mismatch"));
+  CommandResult allowed = gated(5, first, {"--allow-recipe-mismatch"});
+  // Allowed: a verdict (pass or worse: fewer blocks may well score lower).
+  EXPECT_NE(allowed.exit_code, 1) << allowed.out << allowed.err;
+  EXPECT_THAT(allowed.out, HasSubstr(first + " (step 1) on tau: "));
+  // The recipe is in the job's status.
+  CommandResult status = Cli({"status", first});
+  EXPECT_THAT(status.out, ::testing::ContainsRegex("recipe +r64:[0-9a-f]{16}: dataset h64:"));
 }
 
 }  // namespace

@@ -70,7 +70,8 @@ class JobsCliTest : public testing::TinyServerTest {
 };
 
 TEST_F(JobsCliTest, EvalWaitsThenPrintsTheResultAndTheJobId) {
-  CommandResult r = Cli({"eval", "--drafter", "m", "--dataset", "d", "--mode", "replay"});
+  CommandResult r =
+      Cli({"eval", "--drafter", "m", "--dataset", "d", "--mode", "replay", "--detail"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   std::smatch m;
   ASSERT_TRUE(std::regex_search(r.out, m, std::regex("^job ([^ \n]+)\n"))) << r.out;

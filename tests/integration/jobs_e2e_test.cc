@@ -340,6 +340,7 @@ TEST_F(JobsE2eTest, ConcurrentClientsWatchCancelCompareAndHistory) {
   cmp.add_ids(full.id());
   cmp.add_ids(split.id());
   cmp.add_ids(ids[0]);
+  cmp.set_allow_recipe_mismatch(true);  // other data and another sample limit, as warnings
   pb::CompareEvalsResponse compared;
   grpc::Status cs = main.Call(&pb::DrafterEval::Stub::CompareEvals, cmp, &compared);
   ASSERT_TRUE(cs.ok()) << cs.error_message();
@@ -349,8 +350,12 @@ TEST_F(JobsE2eTest, ConcurrentClientsWatchCancelCompareAndHistory) {
   EXPECT_EQ(compared.accept_length_delta(0), 0);
   ASSERT_GT(compared.positions_size(), 0);
   EXPECT_EQ(compared.positions(0).accuracy_size(), 3);
-  EXPECT_THAT(absl::StrJoin(compared.warnings(), "\n"), HasSubstr("scored on different datasets"));
-  EXPECT_THAT(absl::StrJoin(compared.warnings(), "\n"), HasSubstr("different sample limits"));
+  EXPECT_THAT(
+      absl::StrJoin(compared.warnings(), "\n"),
+      HasSubstr("recipe of " + split.id() + " differs from " + full.id() + ": dataset: h64:"));
+  EXPECT_THAT(absl::StrJoin(compared.warnings(), "\n"),
+              HasSubstr("recipe of " + ids[0] + " differs from " + full.id() +
+                        ": samples: all vs at most 1"));
   cmp.add_ids(longjob.id());
   cs = main.Call(&pb::DrafterEval::Stub::CompareEvals, cmp, &compared);
   EXPECT_EQ(cs.error_code(), grpc::StatusCode::FAILED_PRECONDITION);

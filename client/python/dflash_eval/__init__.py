@@ -21,8 +21,8 @@ from .records import (CompareEvalsResponse, DeviceInfo, EvalJob, EvalProgress, E
                       PositionMetrics, Record, Resource, SampleSummary, ServerInfo, TensorEntry,
                       TensorStats, WeightReport)
 from .records import (Calibration, DatasetResult, EvalAttempt, FleetServer, GateVerdict, Interval,
-                      MetricDifference, PositionCalibration, SampledAcceptance, SamplingSetting,
-                      TargetConsistency)
+                      MetricDifference, PositionCalibration, Recipe, RecipeField,
+                      SampledAcceptance, SamplingSetting, SliceResult, TargetConsistency)
 
 __version__ = "0.1.0"
 
@@ -33,5 +33,5 @@ __all__ = [
     "TensorEntry", "TensorStats", "TextProgress", "Tls", "UnreachableError", "WeightReport",
     "DatasetResult", "GateVerdict", "Interval", "MetricDifference", "SamplingSetting",
     "TargetConsistency", "SampledAcceptance", "EvalAttempt", "FleetServer", "Calibration",
-    "PositionCalibration",
+    "PositionCalibration", "Recipe", "RecipeField", "SliceResult",
 ]

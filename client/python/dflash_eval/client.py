@@ -34,8 +34,8 @@ JobRef = Union[str, Job, EvalJob]
 # EvalRequest fields that submit()/evaluate() take as keyword options.
 _OPTIONS = ("target", "max_samples", "max_blocks", "anchors", "seed", "block_size",
             "max_new_tokens", "unload_after", "semantics", "metrics", "full_positions",
-            "ci", "ci_resamples", "gate", "gate_metric", "gate_min_delta", "dataset_path",
-            "target_path")
+            "ci", "ci_resamples", "gate", "gate_metric", "gate_min_delta",
+            "gate_allow_recipe_mismatch", "gate_floor", "dataset_path", "target_path")
 _UNLOAD = {"target": "UnloadTarget", "drafter": "UnloadDrafter", "dataset": "UnloadDataset"}
 _POLL_SECONDS = 0.5
 _EPOCH = datetime.datetime.min.replace(tzinfo=datetime.timezone.utc)
@@ -197,7 +197,8 @@ class Client:
         ci ("bootstrap" or "none"), ci_resamples; gate ("best", "previous" or
         a job id: when the job ends the server compares it with that reference
         and stores the verdict in `result.gate`), gate_metric (default "tau"),
-        gate_min_delta; dataset_path, target_path (a fleet on PostgreSQL: the
+        gate_min_delta, gate_allow_recipe_mismatch, gate_floor (also worse when
+        a slice's accept length falls by more than it); dataset_path, target_path (a fleet on PostgreSQL: the
         objects by path, so any server can load them; `dataset` may then be "").
         """
         request = self._request(checkpoint, drafter, dataset, mode, run, step, labels, options)
@@ -298,12 +299,15 @@ class Client:
         return sorted(jobs, key=lambda j: (j.step, j.create_time or _EPOCH))
 
     def compare(self, jobs: Sequence[JobRef], *, require_paired: bool = False,
-                ci_resamples: int = 0, ci_seed: int = 0) -> CompareEvalsResponse:
+                allow_recipe_mismatch: bool = False, ci_resamples: int = 0,
+                ci_seed: int = 0) -> CompareEvalsResponse:
         """2 to 100 jobs side by side; deltas against the first (CompareEvals),
         with paired-bootstrap `differences` when the jobs scored the same
-        samples (require_paired: fail otherwise instead of a warning)."""
+        samples (require_paired: fail otherwise instead of a warning). Jobs of
+        different recipes are FAILED_PRECONDITION unless allow_recipe_mismatch."""
         request = service_pb2.CompareEvalsRequest(ids=[_job_id(j) for j in jobs],
                                                   require_paired=require_paired,
+                                                  allow_recipe_mismatch=allow_recipe_mismatch,
                                                   ci_resamples=ci_resamples, ci_seed=ci_seed)
         return from_proto(CompareEvalsResponse, self._call("CompareEvals", request))
 

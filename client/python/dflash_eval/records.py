@@ -256,6 +256,9 @@ class EvalRequest(Record):
     gate: str = ""
     gate_metric: str = ""
     gate_min_delta: float = 0.0
+    gate_allow_recipe_mismatch: bool = False
+    # Also worse when a slice's accept length falls by more than this.
+    gate_floor: Optional[float] = None
     suite_datasets: List[str] = field(default_factory=list)
     dataset_path: str = ""
     target_path: str = ""
@@ -274,6 +277,8 @@ class GateVerdict(Record):
     delta_ci: Optional[Interval] = None
     verdict: str = ""
     text: str = ""
+    worst_slice: str = ""
+    worst_slice_delta: float = 0.0
 
 
 @dataclass
@@ -324,6 +329,30 @@ class SampleSummary(Record):
     correct: List[int] = field(default_factory=list)
     accepted: List[int] = field(default_factory=list)
     conditional_counted: List[int] = field(default_factory=list)
+    response_tokens: int = 0
+    loop_tokens: int = 0
+    loop_blocks: int = 0
+    loop_accepted_total: int = 0
+    context_blocks: List[int] = field(default_factory=list)
+    context_accepted: List[int] = field(default_factory=list)
+    category: str = ""
+    language: str = ""
+    thinking: str = ""
+
+
+@dataclass
+class SliceResult(Record):
+    """One slice of a result (docs/slices.md): kind "category", "language",
+    "thinking", "context", "continuation" or "dataset", and its value."""
+
+    kind: str = ""
+    value: str = ""
+    samples: int = 0
+    blocks: int = 0
+    accept_length: float = 0.0
+    tau: float = 0.0
+    accept_length_ci: Optional[Interval] = None
+    tau_ci: Optional[Interval] = None
 
 
 @dataclass
@@ -371,6 +400,10 @@ class EvalResult(Record):
     # of the tokens_scored labels it holds (0 / 0 otherwise).
     draft_vocab_size: int = 0
     labels_in_draft_vocab: int = 0
+    target_fingerprint: str = ""
+    slices: List[SliceResult] = field(default_factory=list)
+    loop_token_share: float = 0.0
+    loop_accept_share: float = 0.0
 
 
 @dataclass
@@ -430,6 +463,22 @@ class Calibration(Record):
 
 
 @dataclass
+class RecipeField(Record):
+    """One field of a job's recipe, e.g. ("sampling", "t=1,p=0.95,k=20")."""
+
+    name: str = ""
+    value: str = ""
+
+
+@dataclass
+class Recipe(Record):
+    """What besides the drafter determines a job's numbers (docs/recipe.md)."""
+
+    fingerprint: str = ""
+    fields: List[RecipeField] = field(default_factory=list)
+
+
+@dataclass
 class EvalJob(Record):
     """One evaluation job as the server holds it; `result` once SUCCEEDED."""
 
@@ -450,6 +499,7 @@ class EvalJob(Record):
     server: str = ""
     placement: str = ""
     calibrations: List[Calibration] = field(default_factory=list)
+    recipe: Optional[Recipe] = None
 
     @property
     def step(self) -> int:
