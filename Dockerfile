@@ -38,7 +38,7 @@ RUN apt-get update && apt-get install -y --no-install-recommends \
       build-essential cmake ninja-build git curl unzip ca-certificates pkg-config \
       libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libabsl-dev \
       libspdlog-dev libcli11-dev nlohmann-json3-dev libsqlite3-dev libpq-dev zlib1g-dev \
-      libyaml-cpp-dev prometheus-cpp-dev libgtest-dev libgmock-dev \
+      libyaml-cpp-dev prometheus-cpp-dev libcpp-httplib-dev libgtest-dev libgmock-dev \
     && rm -rf /var/lib/apt/lists/*
 # The image build downloads libtorch; the project build never downloads.
 RUN curl -fsSL "https://download.pytorch.org/libtorch/${LIBTORCH_CUDA}/libtorch-cxx11-abi-shared-with-deps-${LIBTORCH_VERSION}%2B${LIBTORCH_CUDA}.zip" \
@@ -88,7 +88,7 @@ EXPOSE 50051 9464
 HEALTHCHECK --interval=30s --timeout=5s --start-period=300s --retries=3 \
   CMD ["dflash-eval", "--server", "127.0.0.1:50051", "--timeout", "4", "health"]
 # 0.0.0.0 needs --auth-token-file (or --tls-client-ca, or --insecure-allow-remote):
-# without one the server refuses to start and says so (README "Security").
+# without one the server refuses to start and says so (docs/security.md).
 # Flags after the image name are appended (e.g. --config /etc/dflash-evald/config.yaml);
 # a flag given there overrides the same key in the config file.
 ENTRYPOINT ["dflash-evald", "--listen", "0.0.0.0:50051", "--state-dir", "/var/lib/dflash-evald", \

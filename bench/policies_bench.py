@@ -54,8 +54,11 @@ def main():
     args = ap.parse_args()
     work = tempfile.mkdtemp(prefix="dflash-policies-")
     fx = os.path.join(work, "fx")
+    # Random responses: generated in seconds, not minutes; in anchor mode every
+    # block is scored in full whatever its tokens, so the cost is the same.
     subprocess.run([bench.PY, os.path.join(ROOT, "tools", "dflash_ref", "make_fixture.py"), fx,
-                    "--size", args.size], check=True, stdout=subprocess.DEVNULL)
+                    "--size", args.size, "--responses", "random"], check=True,
+                   stdout=subprocess.DEVNULL)
     flags = ()
     if not os.path.isdir(os.path.join(fx, "dataset-final")):
         # The bench sizes write no final hidden state: add a random one. Its

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Fails on an #include that goes against the layer order in README.md.
+"""Fails on an #include that goes against the layer order in docs/architecture.md.
 
-The README's "Layer order" table (between <!-- layers:begin/end -->) names,
+The "Layer order" table of docs/architecture.md (between <!-- layers:begin/end -->) names,
 for each server/ folder, the layers it uses and whether it may include torch
 or gRPC headers. A folder may include itself and anything it uses, directly or
 through another layer. Prints one line per offence (file:line, the include,
@@ -43,18 +43,19 @@ def reachable(layers, name):
             seen.add(n)
             todo.extend(layers[n][0])
     if name in seen:
-        sys.exit(f'README.md: layer {name} uses itself through {sorted(seen)}')
+        sys.exit(f'docs/architecture.md: layer {name} uses itself through {sorted(seen)}')
     return seen
 
 
 def check(root):
-    layers = read_layers(root / 'README.md')
+    layers = read_layers(root / 'docs' / 'architecture.md')
     server = root / 'server'
     folders = {p.name for p in server.iterdir() if p.is_dir()}
     problems, checked = [], 0
     missing = sorted(folders - set(layers))
     if missing:
-        problems.append(f'README.md: server/ folders missing from the layer table: {missing}')
+        problems.append('docs/architecture.md: server/ folders missing from the layer table: '
+                        f'{missing}')
     files = [(f, f.parent.name) for f in server.rglob('*') if f.suffix in ('.h', '.cc')
              and f.parent != server]
     files += [(f, f.name) for f in server.glob('*.cc')]
@@ -100,7 +101,8 @@ def self_test():
     for name, (files, want) in cases.items():
         with tempfile.TemporaryDirectory() as d:
             root = pathlib.Path(d)
-            (root / 'README.md').write_text(table)
+            (root / 'docs').mkdir()
+            (root / 'docs' / 'architecture.md').write_text(table)
             for folder in ('low', 'mid', 'top'):
                 (root / 'server' / folder).mkdir(parents=True)
             for rel, text in files.items():
@@ -123,7 +125,8 @@ def main():
     for p in problems:
         print(p)
     if problems:
-        print(f'check_includes: {len(problems)} include(s) against the layer order in README.md')
+        print(f'check_includes: {len(problems)} include(s) against the layer order in '
+              'docs/architecture.md')
         return 1
     print(f'check_includes: {checked} includes follow the layer order')
     return 0

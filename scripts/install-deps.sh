@@ -15,8 +15,8 @@ PACKAGES=(
   libspdlog-dev libcli11-dev nlohmann-json3-dev libsqlite3-dev
   # a fleet's shared store (libpq) and the real PostgreSQL its tests start
   libpq-dev postgresql
-  # operations: config files, Prometheus metrics
-  libyaml-cpp-dev prometheus-cpp-dev
+  # operations: config files, Prometheus metrics, the web view's HTTP server
+  libyaml-cpp-dev prometheus-cpp-dev libcpp-httplib-dev
   # tests and fuzzing
   libgtest-dev libgmock-dev clang libclang-rt-14-dev clang-format clang-tidy
   # fixtures, the Python baseline, the Python client package (client/python:
@@ -28,6 +28,8 @@ PACKAGES=(
   # machine image (the 'kubectl' package of Google Cloud CLI's repository):
   # Debian 12's kubernetes-client is 1.20, too old for the kustomizations.
   python3-yaml yamllint nodejs
+  # the web view's pages are opened in a real headless browser by the tests
+  chromium
 )
 
 SUDO=""

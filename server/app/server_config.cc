@@ -296,7 +296,7 @@ std::vector<CLI::ConfigItem> ParseConfigText(const std::string& text, const CLI:
 
 namespace {
 
-// Where results and the job queue live (README "Running a fleet").
+// Where results and the job queue live (docs/operations.md, "Running a fleet").
 void AddStoreOptions(CLI::App& app, ServerConfig& config) {
   app.add_option("--store", config.store,
                  "results store: sqlite:PATH (default: STATE_DIR/results.sqlite3, one host) or "
@@ -367,6 +367,12 @@ void AddServerOptions(CLI::App& app, ServerConfig& config) {
                  "write the bound port here once listening (useful with --listen HOST:0)");
   app.add_option("--metrics-listen", config.metrics_listen,
                  "serve Prometheus metrics on http://HOST:PORT/metrics (default: off)");
+  app.add_option("--http-listen", config.http_listen,
+                 "serve the read-only web view (runs, jobs, comparisons, resident objects; "
+                 "docs/web.md) on http://HOST:PORT/ (default: off; beyond loopback only with "
+                 "--auth-token-file or --insecure-allow-remote)");
+  app.add_option("--http-port-file", config.http_port_file,
+                 "write the web view's bound port here (useful with --http-listen HOST:0)");
   app.add_option("--auth-token-file", config.auth_token_file,
                  "require `authorization: Bearer TOKEN` on every DrafterEval call; the file "
                  "holds one token per line, 'ro:TOKEN' for a read-only token (health and "

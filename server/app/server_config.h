@@ -45,7 +45,9 @@ struct ServerConfig {
   std::vector<std::string> data_roots;
   std::string port_file;
   std::string metrics_listen;  // empty: no metrics endpoint
-  // Security (README "Security"; service/token_auth.h, app/listen_policy.h).
+  std::string http_listen;     // empty: no web view
+  std::string http_port_file;
+  // Security (docs/security.md; service/token_auth.h, app/listen_policy.h).
   std::string auth_token_file;  // empty: no authentication
   std::string tls_cert, tls_key, tls_client_ca;
   bool insecure_allow_remote = false;

@@ -36,6 +36,8 @@
 #include "metrics/server_metrics.h"
 #include "service/eval_service.h"
 #include "service/token_auth.h"
+#include "web/web_server.h"
+#include "web/web_site.h"
 
 namespace dflash::app {
 namespace {
@@ -71,6 +73,8 @@ struct Server {
   std::unique_ptr<service::EvalService> service;
   std::unique_ptr<grpc::Server> grpc;
   int port = 0;
+  std::unique_ptr<web::WebSite> site;
+  std::unique_ptr<web::WebServer> web;
 };
 
 // Blocks the stop signals in this thread and every thread it starts; the
@@ -221,11 +225,33 @@ absl::Status StartGrpc(const ServerConfig& config,
   return absl::OkStatus();
 }
 
+// The read-only web view (docs/web.md) on --http-listen: beyond loopback
+// only as gRPC may listen there (tokens, or --insecure-allow-remote), and
+// with tokens every page needs one.
+absl::Status StartWeb(const ServerConfig& config, Server& s) {
+  if (config.http_listen.empty()) return absl::OkStatus();
+  RETURN_IF_ERROR(
+      CheckListen(config.http_listen, {s.auth.has_value(), false, config.insecure_allow_remote}),
+      "--http-listen");
+  s.site = std::make_unique<web::WebSite>(*s.jobs, *s.core);
+  web::WebServer::TokenCheck tokens;
+  if (s.auth) {
+    const service::TokenAuth* auth = &*s.auth;
+    tokens = [auth](absl::string_view token) { return auth->MayRead(token); };
+  }
+  ASSIGN_OR_RETURN(s.web, web::WebServer::Start(config.http_listen, *s.site, tokens));
+  const std::string host = config.http_listen.substr(0, config.http_listen.rfind(':'));
+  spdlog::info("web view on http://{}:{}/", host, s.web->port());
+  if (!config.http_port_file.empty()) WritePortFile(config.http_port_file, s.web->port());
+  return absl::OkStatus();
+}
+
 // New jobs are refused; a running job stops at its next chunk boundary and is
 // stored INTERRUPTED (watch streams end with that state). Then the calls in
 // flight finish and the database is closed cleanly.
 void Stop(Server& s) {
   s.grpc->GetHealthCheckService()->SetServingStatus(false);
+  s.web.reset();  // the pages read the job service
   s.jobs->Shutdown(std::chrono::milliseconds(0));
   spdlog::info("job queue stopped");
   s.grpc->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(10));
@@ -282,6 +308,11 @@ absl::Status RunServer(const ServerConfig& config) {
   RETURN_IF_ERROR(StartMetrics(config, s));
   RETURN_IF_ERROR(StartJobs(config, s));
   RETURN_IF_ERROR(StartGrpc(config, credentials, s));
+  if (absl::Status web = StartWeb(config, s); !web.ok()) {
+    s.grpc->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
+    s.grpc->Wait();
+    return web;
+  }
   if (absl::Status preloaded = RunPreload(*s.core, config.preload); !preloaded.ok()) {
     s.grpc->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
     s.grpc->Wait();

@@ -83,6 +83,10 @@ bool TokenAuth::IsReadOnlyMethod(absl::string_view method) {
   return false;
 }
 
+bool TokenAuth::MayRead(absl::string_view token) const {
+  return AnyEquals(full_, token) || AnyEquals(read_only_, token);
+}
+
 absl::Status TokenAuth::Check(const std::multimap<grpc::string_ref, grpc::string_ref>& metadata,
                               absl::string_view method) const {
   const auto unauthenticated = [] {

@@ -36,6 +36,10 @@ class TokenAuth {
   absl::Status Check(const std::multimap<grpc::string_ref, grpc::string_ref>& metadata,
                      absl::string_view method) const;
 
+  // Whether `token` is one of the file's (full or read-only): may it read?
+  // The web view asks this of an "Authorization: Bearer" header.
+  bool MayRead(absl::string_view token) const;
+
   // The methods a read-only token may call.
   static bool IsReadOnlyMethod(absl::string_view method);
 

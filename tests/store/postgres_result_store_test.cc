@@ -374,7 +374,7 @@ JobRecord WithResult(JobRecord r) {
 // The store's cost per job, as the queues use it: SQLite 3 Puts (submit,
 // start, final with synchronous=FULL); PostgreSQL a Create, a Claim and the
 // final PutLeased, with fsync on for the timing. Printed, not asserted: the
-// numbers go to README "Running a fleet".
+// numbers go to docs/operations.md, "Running a fleet".
 TEST_F(PostgresStoreTest, MeasuresTheStoresCostPerJob) {
   constexpr int kJobs = 100;
   testing::TempDir dir;

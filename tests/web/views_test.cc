@@ -1,0 +1,126 @@
+// The web view's pages from plain records (web/views.h): escaping, the run
+// summary, one chart line per suite dataset, error pages.
+#include "web/views.h"
+
+#include <string>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "web/html.h"
+
+namespace dflash::web {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+int Count(const std::string& text, const std::string& what) {
+  int n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+jobs::JobRecord Job(const std::string& id, const std::string& run, int64_t step, double accept) {
+  jobs::JobRecord j;
+  j.id = id;
+  j.request.run = run;
+  j.request.step = step;
+  j.request.params.dataset = "d";
+  j.state = jobs::JobState::kSucceeded;
+  eval::EvalResult r;
+  r.accept_length_pooled = accept;
+  r.tau = accept - 0.1;
+  r.accept_length_ci = eval::Interval{accept - 0.2, accept + 0.2};
+  j.result = r;
+  j.create_unix_micros = 1000000 * (1700000000 + step);
+  return j;
+}
+
+TEST(WebHtmlTest, EscapesEverythingAUserNames) {
+  EXPECT_EQ(Escape("<script>alert(1)</script> & \"x\" 'y'"),
+            "&lt;script&gt;alert(1)&lt;/script&gt; &amp; &quot;x&quot; &#39;y&#39;");
+  EXPECT_EQ(UrlEncode("a b/<c>"), "a%20b%2F%3Cc%3E");
+  EXPECT_EQ(Link("/runs/a\"b", "<b>"), "<a href=\"/runs/a&quot;b\">&lt;b&gt;</a>");
+}
+
+TEST(WebViewsTest, ARunNamedLikeAScriptRendersAsText) {
+  const std::string evil = "<script>alert(1)</script>";
+  const WebPage runs = RunsView(SummarizeRuns({Job("ev-1", evil, 1, 2.0)}));
+  EXPECT_THAT(runs.html, Not(HasSubstr(evil)));
+  EXPECT_THAT(runs.html, HasSubstr("&lt;script&gt;alert(1)&lt;/script&gt;"));
+  EXPECT_THAT(runs.html, HasSubstr("href=\"/runs/%3Cscript%3Ealert%281%29%3C%2Fscript%3E\""));
+  EXPECT_EQ(runs.json[0]["run"], evil);  // the JSON twin holds the name itself
+  const WebPage run = RunView(evil, {Job("ev-1", evil, 1, 2.0)}, std::nullopt);
+  EXPECT_THAT(run.html, Not(HasSubstr(evil)));
+}
+
+TEST(WebViewsTest, RunSummaryNamesTheBestStep) {
+  const std::vector<RunSummary> s = SummarizeRuns({Job("a", "r", 100, 2.0), Job("b", "r", 200, 2.6),
+                                                   Job("c", "r", 300, 2.4), Job("x", "", 1, 9)});
+  ASSERT_EQ(s.size(), 1u);  // jobs without a run are not a run
+  EXPECT_EQ(s[0].jobs, 3);
+  EXPECT_EQ(s[0].latest_step, 300);
+  EXPECT_EQ(s[0].best_step, 200);
+  EXPECT_EQ(s[0].best_job, "b");
+  const WebPage page = RunsView(s);
+  EXPECT_EQ(page.json[0]["best_step"], 200);
+  EXPECT_THAT(page.html, HasSubstr("<td>200 (2.6)</td>"));
+}
+
+TEST(WebViewsTest, ASuiteRunDrawsOneLinePerDatasetAndTheMacroMean) {
+  std::vector<jobs::JobRecord> jobs;
+  for (int step : {1, 2, 3}) {
+    jobs::JobRecord j = Job("s" + std::to_string(step), "suite-run", step, 2.0 + step * 0.1);
+    j.result->suite = "d1,d2";
+    for (const char* d : {"d1", "d2"}) {
+      eval::DatasetResult part{d, {}};
+      part.result.accept_length_pooled = step;
+      j.result->suite_results.push_back(part);
+    }
+    jobs.push_back(j);
+  }
+  jobs[1].result->gate = eval::GateVerdict{};
+  jobs[1].result->gate->verdict = "worse";
+  const WebPage page = RunView("suite-run", jobs, std::nullopt);
+  // Two charts (accept length, tau), each with d1, d2 and the macro mean.
+  EXPECT_EQ(Count(page.html, "<path class=\"series\""), 6) << page.html;
+  EXPECT_THAT(page.html, HasSubstr("data-name=\"d1\""));
+  EXPECT_THAT(page.html, HasSubstr("data-name=\"macro mean\""));
+  EXPECT_EQ(Count(page.html, "stroke=\"#b00\""), 2);  // the worse gate, on both charts
+  EXPECT_EQ(page.json["jobs"].size(), 3u);
+  EXPECT_NEAR(page.json["jobs"][2]["accept_length"].get<double>(), 2.3, 1e-12);
+  EXPECT_THAT(page.html, HasSubstr("2.3 [2.1, 2.5]"));
+}
+
+TEST(WebViewsTest, JobPageShowsTheResultAndItsRecipe) {
+  jobs::JobRecord j = Job("ev-9", "r", 5, 3.25);
+  eval::PositionMetrics p;
+  p.position = 1;
+  p.counted = 10;
+  p.acceptance = 0.7;
+  j.result->positions = {p, eval::PositionMetrics{}};
+  j.result->positions[1].position = 2;  // no block reached it
+  j.result->accepted_histogram = {3, 7};
+  j.result->slices.push_back({"context", "0-512", 2, 10, 3.25, 3.1});
+  const WebPage page = JobView(j);
+  EXPECT_THAT(page.html, HasSubstr("3.25 [3.05, 3.45]"));
+  EXPECT_THAT(page.html, HasSubstr("unavailable"));
+  EXPECT_THAT(page.html, HasSubstr("context=0-512"));
+  EXPECT_THAT(page.html, HasSubstr("<h2>Recipe r64:"));
+  EXPECT_EQ(Count(page.html, "<rect class=\"bar\""), 2 + 2);  // positions, histogram
+  EXPECT_EQ(page.json["id"], "ev-9");
+  EXPECT_THAT(page.html, Not(HasSubstr("location.reload")));  // finished: no polling
+  j.state = jobs::JobState::kRunning;
+  EXPECT_THAT(JobView(j).html, HasSubstr("location.reload"));
+}
+
+TEST(WebViewsTest, ErrorPagesSayWhyAndLinkBack) {
+  const WebPage e = ErrorView(404, "no run named '<x>'");
+  EXPECT_EQ(e.status, 404);
+  EXPECT_THAT(e.html, HasSubstr("no run named &#39;&lt;x&gt;&#39;"));
+  EXPECT_THAT(e.html, HasSubstr("<a href=\"/\">back to the runs</a>"));
+  EXPECT_EQ(e.json["error"], "no run named '<x>'");
+}
+
+}  // namespace
+}  // namespace dflash::web
