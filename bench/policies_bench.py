@@ -87,11 +87,11 @@ def main():
             ts = []
             for _ in range(args.runs):
                 _, reply = srv.call(*base, *extra)
-                ts.append(float(bench.find(reply, "elapsedSeconds") or 0))
+                ts.append(float(bench.find(reply, "computeSeconds") or 0))
             times[name] = statistics.median(ts)
             blocks = int(bench.find(reply, "blocks") or 0)
         print("fixture %s, %d blocks (anchor mode, all anchors%s), %d threads, median of %d "
-              "runs of the job's elapsed_seconds"
+              "runs of the result's compute_seconds"
               % (args.size, blocks,
                  ", first %d samples" % args.max_samples if args.max_samples else "",
                  args.threads, args.runs), flush=True)

@@ -105,6 +105,12 @@ absl::StatusOr<std::optional<service::TokenAuth>> LoadAuth(const ServerConfig& c
   }
   RETURN_IF_ERROR(CheckListen(config.listen, {auth.has_value(), !config.tls_client_ca.empty(),
                                               config.insecure_allow_remote}));
+  // The web view follows the same rule (it has no TLS of its own).
+  if (!config.http_listen.empty()) {
+    RETURN_IF_ERROR(
+        CheckListen(config.http_listen, {auth.has_value(), false, config.insecure_allow_remote}),
+        "--http-listen");
+  }
   if (!IsLoopbackListen(config.listen) && !auth && config.tls_client_ca.empty()) {
     spdlog::warn("listening on {} without authentication (--insecure-allow-remote)", config.listen);
   }
@@ -225,14 +231,10 @@ absl::Status StartGrpc(const ServerConfig& config,
   return absl::OkStatus();
 }
 
-// The read-only web view (docs/web.md) on --http-listen: beyond loopback
-// only as gRPC may listen there (tokens, or --insecure-allow-remote), and
-// with tokens every page needs one.
+// The read-only web view (docs/web.md) on --http-listen; with tokens every
+// page needs one.
 absl::Status StartWeb(const ServerConfig& config, Server& s) {
-  if (config.http_listen.empty()) return absl::OkStatus();
-  RETURN_IF_ERROR(
-      CheckListen(config.http_listen, {s.auth.has_value(), false, config.insecure_allow_remote}),
-      "--http-listen");
+  if (config.http_listen.empty()) return absl::OkStatus();  // its bind rule: LoadAuth
   s.site = std::make_unique<web::WebSite>(*s.jobs, *s.core);
   web::WebServer::TokenCheck tokens;
   if (s.auth) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <optional>
 
 #include <ATen/ATen.h>
 
@@ -63,24 +64,44 @@ struct SliceRows {
   at::Tensor dl;     // drafter logits [n, V]
   SelectorRows sel;  // DFlash 2 only
   bool has_selector = false;
+  at::Tensor proposal;  // the argmax policy's token [n], made once per slice
+};
+
+// The drafter's q of one setting, made on first use and shared by the
+// policies of that setting (sample and match read the same q; its top-p
+// sort is the costliest step after the projections).
+class LazyQ {
+ public:
+  LazyQ(const at::Tensor& dl, const SamplingSetting& s) : dl_(dl), s_(s) {}
+  const at::Tensor& get() {
+    if (!q_.defined()) q_ = DraftQ(dl_, s_);
+    return q_;
+  }
+
+ private:
+  const at::Tensor& dl_;
+  SamplingSetting s_;
+  at::Tensor q_;
 };
 
 // alpha [n] of one setting and policy given the target's processed p [n, V].
-at::Tensor PolicyAlpha(const SliceRows& r, const at::Tensor& p, const SamplingSetting& s) {
+at::Tensor PolicyAlpha(SliceRows& r, const at::Tensor& p, const SamplingSetting& s, LazyQ& q) {
   switch (s.policy) {
     case ProposalPolicy::kArgmax: {
-      const at::Tensor x = r.has_selector ? SelectorChoice(r.sel) : r.dl.argmax(-1);
-      return p.gather(-1, x.unsqueeze(-1)).squeeze(-1);
+      if (!r.proposal.defined()) {
+        r.proposal = r.has_selector ? SelectorChoice(r.sel) : r.dl.argmax(-1);
+      }
+      return p.gather(-1, r.proposal.unsqueeze(-1)).squeeze(-1);
     }
     case ProposalPolicy::kMatch:
       if (r.has_selector) return (p.gather(-1, r.sel.cand) * SelectorQ(r.sel, s)).sum(-1);
-      return (p * DraftQ(r.dl, s)).sum(-1);
+      return (p * q.get()).sum(-1);
     case ProposalPolicy::kSelector:
       return at::minimum(p.gather(-1, r.sel.cand), SelectorQ(r.sel, s)).sum(-1);
     case ProposalPolicy::kSample:
     case ProposalPolicy::kDefault: break;
   }
-  return at::minimum(p, DraftQ(r.dl, s)).sum(-1);
+  return at::minimum(p, q.get()).sum(-1);
 }
 
 bool SameTruncation(const SamplingSetting& a, const SamplingSetting& b) {
@@ -115,7 +136,8 @@ at::Tensor Dflash1Alpha(const at::Tensor& target_probs, const at::Tensor& drafte
                         const SamplingSetting& s) {
   SliceRows r;
   r.dl = drafter_logits.to(at::kFloat);
-  return PolicyAlpha(r, target_probs, s);
+  LazyQ q(r.dl, s);
+  return PolicyAlpha(r, target_probs, s, q);
 }
 
 at::Tensor SlotAlphas(const SlotAlphaInputs& in, const model::DrafterModel& drafter,
@@ -139,13 +161,16 @@ at::Tensor SlotAlphas(const SlotAlphaInputs& in, const model::DrafterModel& draf
       r.has_selector = true;
     }
     // One setting at a time (at most three [n, V] tensors alive); the
-    // policies of one setting, adjacent in the list, share its p.
+    // policies of one setting, adjacent in the list, share its p and q.
     at::Tensor p;
+    std::optional<LazyQ> q;
     for (int64_t i = 0; i < S; ++i) {
-      if (i == 0 || !SameTruncation(settings[i], settings[i - 1])) {
-        p = ProcessedProbs(tl, settings[i]);
+      const bool same = i > 0 && SameTruncation(settings[i], settings[i - 1]);
+      if (!same) p = ProcessedProbs(tl, settings[i]);
+      if (!same || settings[i].truncate_draft != settings[i - 1].truncate_draft) {
+        q.emplace(r.dl, settings[i]);
       }
-      out.narrow(0, r0, n).select(1, i).copy_(PolicyAlpha(r, p, settings[i]));
+      out.narrow(0, r0, n).select(1, i).copy_(PolicyAlpha(r, p, settings[i], *q));
     }
   }
   return out;

@@ -48,7 +48,8 @@ absl::StatusOr<std::unique_ptr<WebServer>> WebServer::Start(const std::string& l
   httplib::Server& s = impl->server;
   s.set_pre_routing_handler([tokens](const httplib::Request& req, httplib::Response& res) {
     if (!tokens) return httplib::Server::HandlerResponse::Unhandled;
-    absl::string_view auth = req.get_header_value("Authorization");
+    const std::string header = req.get_header_value("Authorization");  // a copy
+    absl::string_view auth = header;
     if (absl::ConsumePrefix(&auth, "Bearer ") && tokens(absl::StripAsciiWhitespace(auth))) {
       return httplib::Server::HandlerResponse::Unhandled;
     }

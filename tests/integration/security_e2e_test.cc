@@ -252,11 +252,15 @@ TEST_F(SecurityE2eTest, LoadOverTheMemoryBudgetIsRefusedWithTheNumbers) {
 
 TEST_F(SecurityE2eTest, RemoteBindNeedsAuthOrExplicitConsent) {
   testing::TempDir state;
-  auto refused = ServerProcess::Start(state.Join("a"), {"--listen", "0.0.0.0:0"});
-  ASSERT_FALSE(refused.ok());
-  EXPECT_THAT(refused.status().message(),
-              HasSubstr("refusing to listen on 0.0.0.0:0: it is not a loopback address and no "
-                        "authentication is configured"));
+  // The gRPC port and the web view's follow one rule.
+  for (const std::string flag : {"--listen", "--http-listen"}) {
+    auto refused = ServerProcess::Start(state.Join("a" + flag), {flag, "0.0.0.0:0"});
+    ASSERT_FALSE(refused.ok()) << flag;
+    EXPECT_THAT(refused.status().message(),
+                HasSubstr((flag == "--listen" ? "" : "--http-listen: ") +
+                          std::string("refusing to listen on 0.0.0.0:0: it is not a loopback "
+                                      "address and no authentication is configured")));
+  }
   // Allowed, but nothing is sent to it here (only loopback traffic in tests).
   auto allowed =
       ServerProcess::Start(state.Join("b"), {"--listen", "0.0.0.0:0", "--insecure-allow-remote"});
@@ -265,6 +269,27 @@ TEST_F(SecurityE2eTest, RemoteBindNeedsAuthOrExplicitConsent) {
   auto with_tokens = ServerProcess::Start(
       state.Join("c"), {"--listen", "0.0.0.0:0", "--auth-token-file", dir_->Join("tokens")});
   ASSERT_THAT(with_tokens, testing::IsOk());
+}
+
+TEST_F(SecurityE2eTest, WebViewAsksForATokenWhenTheServerHasThem) {
+  testing::TempDir state;
+  auto web = ServerProcess::Start(
+      state.Join("b"), {"--auth-token-file", dir_->Join("tokens"), "--http-listen", "127.0.0.1:0",
+                        "--http-port-file", state.Join("http-port")});
+  ASSERT_THAT(web, testing::IsOk());
+  std::string port;
+  std::ifstream(state.Join("http-port")) >> port;
+  const auto status = [&](const std::vector<std::string>& headers) {
+    std::vector<std::string> argv = {"/usr/bin/curl", "-s", "-o",
+                                     "/dev/null",     "-w", "%{http_code}"};
+    for (const std::string& h : headers) argv.insert(argv.end(), {"-H", h});
+    argv.push_back("http://127.0.0.1:" + port + "/api/runs");
+    return RunCommand(argv).out;
+  };
+  EXPECT_EQ(status({}), "401");
+  EXPECT_EQ(status({"Authorization: Bearer wrong-token-0123456789"}), "401");
+  EXPECT_EQ(status({absl::StrCat("Authorization: Bearer ", kFullToken)}), "200");
+  EXPECT_EQ(status({absl::StrCat("Authorization: Bearer ", kReadToken)}), "200");  // it only reads
 }
 
 // --- TLS -------------------------------------------------------------------
