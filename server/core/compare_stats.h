@@ -40,12 +40,12 @@ struct SliceDrop {
 // `result`; nullopt when no slice is in both.
 std::optional<SliceDrop> WorstSlice(const eval::EvalResult& result, const eval::EvalResult& ref);
 
-// The gate's verdict for `job` (just finished with `result`) against
-// `reference` (nullopt: none found, `why_none` says why; an error: the
+// The gate's verdict for `job` (just finished with `result`) against the
+// reference `found` (nullopt: none found, `why_none` says why; an error: the
 // verdict is "error" with the status in its text). With a slice floor the
 // verdict is also "worse" when the worst slice fell by more than the floor.
 eval::GateVerdict GateVerdictFor(const jobs::JobRecord& job, const eval::EvalResult& result,
-                                 const absl::StatusOr<std::optional<jobs::JobRecord>>& reference,
+                                 const absl::StatusOr<std::optional<jobs::JobRecord>>& found,
                                  const std::string& why_none);
 
 }  // namespace dflash::core

@@ -104,6 +104,7 @@ std::vector<RunSummary> SummarizeRuns(const std::vector<JobRecord>& jobs) {
     }
   }
   std::vector<RunSummary> out;
+  out.reserve(by_run.size());
   for (auto& [run, s] : by_run) out.push_back(std::move(s));
   return out;
 }

@@ -22,7 +22,7 @@ namespace {
 
 void Reply(const WebReply& r, httplib::Response& res) {
   res.status = r.status;
-  res.set_content(r.body, r.content_type.c_str());
+  res.set_content(r.body, r.content_type);
   // Pages are read-only views of live data: never cached, never framed.
   res.set_header("Cache-Control", "no-store");
   res.set_header("X-Content-Type-Options", "nosniff");
@@ -34,7 +34,8 @@ void Reply(const WebReply& r, httplib::Response& res) {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<WebServer>> WebServer::Start(const std::string& listen,
-                                                            WebSite& site, TokenCheck tokens) {
+                                                            WebSite& site,
+                                                            const TokenCheck& tokens) {
   const size_t colon = listen.rfind(':');
   int port = -1;
   if (colon == std::string::npos || !absl::SimpleAtoi(listen.substr(colon + 1), &port) ||

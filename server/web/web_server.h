@@ -25,7 +25,7 @@ class WebServer {
   // which must outlive the server. InvalidArgument for a malformed listen,
   // Unavailable when the address cannot be bound.
   static absl::StatusOr<std::unique_ptr<WebServer>> Start(const std::string& listen, WebSite& site,
-                                                          TokenCheck tokens);
+                                                          const TokenCheck& tokens);
   ~WebServer();  // stops serving and joins the threads
 
   int port() const;
