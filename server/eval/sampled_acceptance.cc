@@ -114,7 +114,7 @@ std::optional<Interval> PooledInterval(const std::vector<std::pair<double, int64
   }
   if (values.empty()) return std::nullopt;
   std::sort(values.begin(), values.end());
-  return Interval{Percentile(values, 2.5), Percentile(values, 97.5)};
+  return Interval{Percentile(values, 0.025), Percentile(values, 0.975)};  // fractions
 }
 
 }  // namespace

@@ -88,6 +88,22 @@ TEST_F(SampledAcceptanceTest, AccumulatorPoolsBlocksAndAveragesSamples) {
   EXPECT_DOUBLE_EQ(r[1].expected_accept_length_pooled, 7.0 / 3);  // 3, 3, 1
 }
 
+TEST_F(SampledAcceptanceTest, PooledIntervalIsThePercentilesOfTheResamples) {
+  // Sample 7 holds E = 1.75 + 2 over 2 blocks, sample 9 E = 1 over 1. A
+  // resample is {7,7} (1.875), {7,9} (4.75/3) or {9,9} (1), each end drawn
+  // about 250 times in 1000: the 2.5th and 97.5th percentiles are the ends
+  // (the percentiles were once asked for as 2.5 and 97.5, past the end).
+  SampledAccumulator acc({{0.6, 0.95, 20}}, 3);
+  acc.Add(7, {{0.5f, 0.5f}});
+  acc.Add(7, {{1, 0}});
+  acc.Add(9, {{0}});
+  const std::vector<SampledAcceptance> r = acc.Finish(1000, 0);
+  ASSERT_EQ(r.size(), 1u);
+  ASSERT_TRUE(r[0].accept_length_ci.has_value());
+  EXPECT_DOUBLE_EQ(r[0].accept_length_ci->lo, 1.0);
+  EXPECT_DOUBLE_EQ(r[0].accept_length_ci->hi, 1.875);
+}
+
 TEST_F(SampledAcceptanceTest, DraftLengthCurveFromTheHistogram) {
   // B = 4: n = 0, 1, 2, 3 in 2, 1, 0, 1 blocks (pooled accept length (2+2+4)/4 = 2).
   // k = 1: (2*1 + 1*2 + 0 + 1*2) / 4 = 1.5; k = 2: (2 + 2 + 3) / 4 = 1.75; k = 3: 2.
