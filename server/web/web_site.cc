@@ -15,6 +15,9 @@ namespace dflash::web {
 namespace {
 
 constexpr size_t kMaxCompared = 16;
+// A page reads at most this many jobs of one listing (a bound on its memory
+// and time, far above any run's checkpoints).
+constexpr size_t kMaxListed = 100000;
 
 int HttpStatus(const absl::Status& s) {
   switch (s.code()) {
@@ -31,7 +34,7 @@ WebPage FromStatus(const absl::Status& s) {
                    absl::StrCat(absl::StatusCodeToString(s.code()), ": ", s.message()));
 }
 
-// Every page of a listing, up to `limit` jobs.
+// Every page of a listing, stopping once kMaxListed jobs are read.
 absl::StatusOr<std::vector<jobs::JobRecord>> ListAll(core::JobService& service, jobs::ListQuery q) {
   std::vector<jobs::JobRecord> out;
   q.page_size = 1000;
@@ -39,7 +42,7 @@ absl::StatusOr<std::vector<jobs::JobRecord>> ListAll(core::JobService& service, 
     absl::StatusOr<jobs::JobPage> page = service.List(q);
     if (!page.ok()) return page.status();
     for (jobs::JobRecord& j : page->jobs) out.push_back(std::move(j));
-    if (page->next_page_token.empty() || out.size() >= 100000) return out;
+    if (page->next_page_token.empty() || out.size() >= kMaxListed) return out;
     q.page_token = page->next_page_token;
   }
 }
