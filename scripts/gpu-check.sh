@@ -1,65 +1,213 @@
 #!/usr/bin/env bash
-# The CUDA path end to end on a GPU machine (issue 14 item 7), one table:
-#   1. build dflash-evald, dflash-eval and roofline_bench against a CUDA
-#      libtorch (LIBTORCH, default /opt/libtorch, as the Dockerfile unpacks it;
-#      build dir BUILD_DIR, default build-gpu);
-#   2. a generated fixture (bench/fixtures/make.sh --size small; needs
-#      python3 with torch, DFLASH_FIXTURE_PY);
-#   3. one server (--device auto): loads, anchor and replay evals on the CPU
-#      (fp32) and on cuda:0 (fp32, and the bf16 default); CPU-vs-CUDA fp32
-#      agreement of the draft outcomes and metrics; the allocator's numbers
-#      in `info` (bench/prod_shape/gpu_check.py);
-#   4. the production benchmark on cuda:0 (bench/prod_shape/production.py over
-#      bench/fixtures/make.sh --size ${PROD_SIZE:-qwen3-8b}).
+# The CUDA path end to end on the GPU test host as it is (issue 28 item 1):
+# pip's torch (its libtorch, headers and CMake config), nvcc, CMake, Ninja,
+# and no gRPC/protobuf/abseil/spdlog: those come from the bundle that
+# scripts/gpu-bundle.sh made here and that travels with the tree
+# (.gpu-bundle/deps.tar.gz). One call; every step is timed and recorded, a
+# failed step does not stop the ones that do not need it.
 #
-#   scripts/gpu-check.sh              all of it (exit 1 on a disagreement)
-#   scripts/gpu-check.sh --cpu-only   steps 2-3 on the CPU with the existing
-#                                     build (BUILD_DIR, default build): what a
-#                                     machine without a GPU can run
-#   scripts/gpu-check.sh --no-production   skip step 4
-set -euo pipefail
+#   scripts/gpu-check.sh [OUT]            everything; OUT (or $GPU_CHECK_OUT,
+#                                         default gpu-check-out) gets report.json,
+#                                         gpu-check.log and each step's JSON
+#   scripts/gpu-check.sh --probe [OUT]    the host's facts, unpack, configure,
+#                                         build the client and one torch library
+#   scripts/gpu-check.sh --cpu-only [OUT] the CPU rows with this machine's own
+#                                         build (BUILD_DIR, default build)
+#   --no-production                       skip the production-shape benchmark
+#
+# Steps: host facts; unpack the bundle; configure and build dflash-evald,
+# dflash-eval, roofline_bench and load_bench against torch's libtorch (CUDA);
+# generate the small and the production-shape fixtures (beside the build);
+# bench/prod_shape/gpu_check.py: CPU fp32 vs CUDA fp32 (identical tokens,
+# near ties listed), bf16 agreement, resident bytes vs nvidia-smi, the
+# startup error for a device that does not exist, a real CUDA out-of-memory
+# load (RESOURCE_EXHAUSTED, the server keeps serving); production.py: loads
+# against a plain read, anchor/replay TFLOP/s against the bf16 peak.
+set -uo pipefail
 cd "$(dirname "$0")/.."
-CPU_ONLY=""
+MODE=full
 PRODUCTION=1
+OUT=""
 for a in "$@"; do
   case "$a" in
-    --cpu-only) CPU_ONLY=1 ;;
+    --probe) MODE=probe ;;
+    --cpu-only) MODE=cpu ;;
     --no-production) PRODUCTION="" ;;
-    *) echo "gpu-check.sh: unknown argument '$a'" >&2; exit 2 ;;
+    -*) echo "gpu-check.sh: unknown argument '$a'" >&2; exit 2 ;;
+    *) OUT="$a" ;;
   esac
 done
+OUT="${OUT:-${GPU_CHECK_OUT:-gpu-check-out}}"
+mkdir -p "$OUT"
+OUT="$(cd "$OUT" && pwd)"
+exec > >(tee -a "$OUT/gpu-check.log") 2>&1
 THREADS="${THREADS:-$(nproc)}"
+PY="${GPU_CHECK_PY:-python3}"
+STEPS="$OUT/steps.tsv"
+: >"$STEPS"
+T0=$SECONDS
 
-if [ -n "$CPU_ONLY" ]; then
-  BUILD_DIR="${BUILD_DIR:-build}"
-  [ -f "$BUILD_DIR/build.ninja" ] ||
-    cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
-  ninja -C "$BUILD_DIR" dflash-evald dflash-eval >&2
-else
-  BUILD_DIR="${BUILD_DIR:-build-gpu}"
-  command -v nvidia-smi >/dev/null && nvidia-smi -L >&2 ||
-    { echo "gpu-check.sh: no GPU visible (nvidia-smi); use --cpu-only" >&2; exit 1; }
-  LIBTORCH="${LIBTORCH:-/opt/libtorch}"
-  [ -f "$LIBTORCH/share/cmake/Torch/TorchConfig.cmake" ] ||
-    { echo "gpu-check.sh: no CUDA libtorch at $LIBTORCH (set LIBTORCH)" >&2; exit 1; }
+# step NAME CMD...: runs it, records name, exit code and seconds.
+step() {
+  local name="$1" t=$SECONDS rc=0
+  shift
+  echo "gpu-check: == $name ($((SECONDS - T0)) s in)"
+  "$@" || rc=$?
+  printf '%s\t%d\t%d\n' "$name" "$rc" "$((SECONDS - t))" >>"$STEPS"
+  echo "gpu-check: == $name: exit $rc, $((SECONDS - t)) s"
+  return "$rc"
+}
+
+host_facts() {
+  {
+    echo "date: $(date -u +%FT%TZ)"
+    echo "uname: $(uname -srm)"
+    grep -E '^(PRETTY_NAME|VERSION_ID)=' /etc/os-release 2>/dev/null
+    echo "nproc: $(nproc)"
+    echo "mem: $(free -g 2>/dev/null | awk '/Mem:/{print $2" GiB"}')"
+    echo "glibc: $(ldd --version 2>/dev/null | head -1)"
+    echo "gcc: $(g++ --version 2>/dev/null | head -1)"
+    echo "cmake: $(cmake --version 2>/dev/null | head -1)"
+    echo "ninja: $(ninja --version 2>/dev/null)"
+    echo "nvcc: $(nvcc --version 2>/dev/null | tail -2 | head -1)"
+    echo "libstdc++: $(g++ -print-file-name=libstdc++.so.6 2>/dev/null)" \
+      "$(strings "$(g++ -print-file-name=libstdc++.so.6)" 2>/dev/null | grep -E '^GLIBCXX_3\.4\.[0-9]+$' | sort -V | tail -1)"
+    echo "tools: $(for t in pkg-config xz zstd strings patchelf nvidia-smi; do command -v $t >/dev/null && printf '%s ' $t; done)"
+    echo "python: $(command -v "$PY") $("$PY" --version 2>&1)"
+    "$PY" - <<'EOF' 2>&1
+import torch, os
+print("torch:", torch.__version__, "cuda", torch.version.cuda, "available", torch.cuda.is_available(),
+      "devices", torch.cuda.device_count())
+print("torch_cmake_prefix:", torch.utils.cmake_prefix_path)
+inc = os.path.join(os.path.dirname(torch.__file__), "include")
+print("torch_include_has:", " ".join(sorted(d for d in os.listdir(inc))))
+EOF
+    nvidia-smi --query-gpu=name,memory.total,memory.used,driver_version,clocks.max.sm \
+      --format=csv,noheader 2>&1 | sed 's/^/gpu: /'
+  } | tee "$OUT/host.txt"
+  return 0  # facts only: a missing tool is itself a fact
+}
+
+unpack_bundle() {
+  [ -f .gpu-bundle/deps.tar.gz ] ||
+    { echo "gpu-check: no .gpu-bundle/deps.tar.gz: run scripts/gpu-bundle.sh and carry .gpu-bundle"; return 1; }
+  rm -rf "$DEPS" && mkdir -p "$DEPS" && tar xzf .gpu-bundle/deps.tar.gz -C "$DEPS"
+}
+
+configure() {
+  local torch_prefix lib="$DEPS/usr/lib/x86_64-linux-gnu" ldflags stdcxx
+  torch_prefix="${GPU_CHECK_TORCH_PREFIX:-$("$PY" -c 'import torch; print(torch.utils.cmake_prefix_path)')}" ||
+    return 1
+  ldflags="-Wl,--disable-new-dtags -Wl,-rpath,$lib"
+  # Debian's libraries were built by GCC 12: an older host C++ runtime gets
+  # Debian's beside them (linked and found at run time through the rpath).
+  stdcxx="$(g++ -print-file-name=libstdc++.so.6)"
+  if ! strings "$stdcxx" | grep '^GLIBCXX_3\.4\.30$' >/dev/null; then
+    echo "gpu-check: $stdcxx lacks GLIBCXX_3.4.30: using the bundle's libstdc++"
+    ln -sf libstdc++.so.6 "$DEPS/stdcxx/libstdc++.so"
+    ldflags="-L$DEPS/stdcxx -Wl,-rpath,$DEPS/stdcxx $ldflags"
+  fi
+  [ -d /usr/local/cuda/bin ] && export PATH="/usr/local/cuda/bin:$PATH"
+  export PKG_CONFIG_LIBDIR="$lib/pkgconfig:$DEPS/usr/share/pkgconfig"
   cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-    -DCMAKE_PREFIX_PATH="$LIBTORCH" -DDFLASH_BUILD_TESTS=OFF >/dev/null
-  grep -q DFLASH_WITH_CUDA "$BUILD_DIR/build.ninja" ||
-    { echo "gpu-check.sh: $LIBTORCH is not a CUDA libtorch (no DFLASH_WITH_CUDA)" >&2; exit 1; }
-  ninja -C "$BUILD_DIR" dflash-evald dflash-eval roofline_bench >&2
+    -DDFLASH_BUILD_TESTS=OFF -DCMAKE_LIBRARY_ARCHITECTURE=x86_64-linux-gnu \
+    -DCMAKE_PREFIX_PATH="$DEPS/usr;$torch_prefix" \
+    -DCMAKE_CXX_FLAGS="-isystem $DEPS/usr/include" \
+    -DCMAKE_EXE_LINKER_FLAGS="$ldflags" -DCMAKE_SHARED_LINKER_FLAGS="$ldflags" \
+    -DPKG_CONFIG_EXECUTABLE="$DEPS/usr/bin/pkg-config" \
+    -DProtobuf_PROTOC_EXECUTABLE="$DEPS/usr/bin/protoc" \
+    -DCMAKE_POLICY_VERSION_MINIMUM=3.5 || return 1
+  # GPU_CHECK_ALLOW_CPU_TORCH=1: a rehearsal of these steps on a CPU machine.
+  [ -n "${GPU_CHECK_ALLOW_CPU_TORCH:-}" ] || grep -q DFLASH_WITH_CUDA "$BUILD_DIR/build.ninja" ||
+    { echo "gpu-check: torch at $torch_prefix is not a CUDA libtorch (no DFLASH_WITH_CUDA)"; return 1; }
+}
+
+fixtures() {
+  DFLASH_FIXTURE_PY="$PY" DFLASH_BENCH_CACHE="$FIXTURES" bench/fixtures/make.sh --size small \
+    >"$OUT/fixture-small.path" || return 1
+  if [ -n "$PRODUCTION" ]; then
+    DFLASH_FIXTURE_PY="$PY" DFLASH_BENCH_CACHE="$FIXTURES" bench/fixtures/make.sh \
+      --size "${PROD_SIZE:-qwen3-8b}" >"$OUT/fixture-prod.path" || return 1
+  fi
+}
+
+report() {
+  "$PY" - "$OUT" "$MODE" <<'EOF'
+import json, os, sys
+out, mode = sys.argv[1], sys.argv[2]
+rep = {"mode": mode, "steps": [], "host": {}}
+for line in open(os.path.join(out, "steps.tsv")):
+    name, rc, sec = line.rstrip("\n").split("\t")
+    rep["steps"].append({"step": name, "exit": int(rc), "seconds": int(sec)})
+if os.path.exists(os.path.join(out, "host.txt")):
+    for line in open(os.path.join(out, "host.txt")):
+        k, _, v = line.partition(": ")
+        rep["host"].setdefault(k.strip(), v.strip())
+for part in ("gpu_check", "production"):
+    p = os.path.join(out, part + ".json")
+    if os.path.exists(p):
+        rep[part] = json.load(open(p))
+rep["ok"] = all(s["exit"] == 0 for s in rep["steps"])
+json.dump(rep, open(os.path.join(out, "report.json"), "w"), indent=1)
+print("gpu-check: report %s: %s" % (os.path.join(out, "report.json"),
+                                     "all steps passed" if rep["ok"] else "FAILED: " +
+                                     ", ".join(s["step"] for s in rep["steps"] if s["exit"])))
+sys.exit(0 if rep["ok"] else 1)
+EOF
+}
+
+if [ "$MODE" = cpu ]; then
+  BUILD_DIR="${BUILD_DIR:-build}"
+  FIXTURES="${DFLASH_BENCH_CACHE:-$HOME/.cache/dflash-bench}"
+  PY="${GPU_CHECK_PY:-/usr/bin/python3}"
+  step build ninja -C "$BUILD_DIR" dflash-evald dflash-eval
+  PRODUCTION="" step fixtures fixtures
+  step cpu-rows "$PY" bench/prod_shape/gpu_check.py --build "$BUILD_DIR" \
+    --fixture "$(cat "$OUT/fixture-small.path")" --threads "$THREADS" --cpu-only \
+    --json "$OUT/gpu_check.json"
+  report
+  exit
 fi
 
-FX="$(bench/fixtures/make.sh --size small)"
-echo "## gpu-check: CPU vs CUDA ($(date -u +%F), $THREADS threads)"
-status=0
-/usr/bin/python3 bench/prod_shape/gpu_check.py --build "$BUILD_DIR" --fixture "$FX" \
-  --threads "$THREADS" ${CPU_ONLY:+--cpu-only} || status=$?
-
-if [ -n "$PRODUCTION" ] && [ -z "$CPU_ONLY" ]; then
-  PFX="$(bench/fixtures/make.sh --size "${PROD_SIZE:-qwen3-8b}")"
-  echo
-  echo "## gpu-check: production shape on cuda:0 (bf16)"
-  /usr/bin/python3 bench/prod_shape/production.py --build "$BUILD_DIR" --fixture "$PFX" \
-    --threads "$THREADS" --device cuda:0 --dtype bf16 || status=$?
+BUILD_DIR="${BUILD_DIR:-build-gpu}"
+DEPS="${GPU_DEPS_DIR:-/tmp/dflash-deps}"
+FIXTURES="${DFLASH_BENCH_CACHE:-/tmp/dflash-bench}"
+step host-facts host_facts
+step unpack-bundle unpack_bundle && step configure configure
+if [ "$MODE" = probe ]; then
+  # The client (gRPC, protobuf, abseil from the bundle) and one torch library.
+  step build-probe ninja -C "$BUILD_DIR" -j "$THREADS" dflash-eval dflash_weights
+  report
+  exit
 fi
-exit "$status"
+
+# Fixtures are Python and disk; they run beside the 16-core build.
+fixtures >"$OUT/fixtures.log" 2>&1 &
+FIX_PID=$!
+if [ -n "${GPU_CHECK_PREBUILT:-}" ]; then
+  step prebuilt tar xzf "$GPU_CHECK_PREBUILT" -C "$BUILD_DIR"
+else
+  # -k 0: every compile error in one call, not only the first.
+  step build ninja -C "$BUILD_DIR" -k 0 -j "$THREADS" dflash-evald dflash-eval roofline_bench \
+    load_bench
+fi
+step fixtures wait "$FIX_PID"
+cat "$OUT/fixtures.log"
+if [ -x "$BUILD_DIR/server/dflash-evald" ] && [ -s "$OUT/fixture-small.path" ]; then
+  step cuda-vs-cpu "$PY" bench/prod_shape/gpu_check.py --build "$BUILD_DIR" \
+    --fixture "$(cat "$OUT/fixture-small.path")" --threads "$THREADS" \
+    --json "$OUT/gpu_check.json"
+fi
+if [ -n "$PRODUCTION" ] && [ -x "$BUILD_DIR/bench/roofline_bench" ] &&
+  [ -s "$OUT/fixture-prod.path" ]; then
+  step production "$PY" bench/prod_shape/production.py --build "$BUILD_DIR" \
+    --fixture "$(cat "$OUT/fixture-prod.path")" --threads "$THREADS" --device cuda:0 \
+    --dtype bf16 --json "$OUT/production.json"
+fi
+# The binaries come back with the report (OUT/bin.tar.gz), so a second call
+# can rerun the checks without building (GPU_CHECK_PREBUILT=that file).
+if [ -x "$BUILD_DIR/server/dflash-evald" ]; then
+  tar czf "$OUT/bin.tar.gz" -C "$BUILD_DIR" server/dflash-evald client/dflash-eval \
+    bench/roofline_bench bench/load_bench 2>/dev/null || true
+fi
+report

@@ -6,14 +6,21 @@ CUDA default, bf16 weights and features with fp32 accumulation (reported).
 Anchor and replay evals on each; the integer outcomes (per-position correct
 counts = which drafts matched, the accepted-length histogram) must be equal
 between CPU and CUDA fp32, the float metrics within 1e-4. Then `info`'s
-CUDA caching-allocator numbers. Prints one markdown table; exit 1 on any
-disagreement.
+CUDA caching-allocator numbers. Then the GPU path's bad input: a server started on a device that does
+not exist must exit with a clear error, and a load that meets a real CUDA
+out-of-memory (another process holds the rest of the card) must be
+RESOURCE_EXHAUSTED with the sizes while the server keeps serving what it
+holds. Resident bytes from `info` are set beside nvidia-smi's count for the
+server process. Prints one markdown table (and --json, everything); exit 1
+on any disagreement or failed check.
 
-    gpu_check.py --build DIR --fixture FX [--threads N] [--cpu-only]
+    gpu_check.py --build DIR --fixture FX [--threads N] [--cpu-only] [--json F]
 """
 import argparse
+import json
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 
@@ -45,6 +52,75 @@ def evaluate(srv, suffix, mode):
             "histogram": [int(h) for h in (find(rep, "acceptedHistogram") or [])]}
 
 
+def differing_positions(a, b):
+    """Positions whose correct counts differ (which drafts matched)."""
+    return [j for j, (x, y) in enumerate(zip(a["correct"], b["correct"])) if x != y]
+
+
+def smi_used_bytes(pid):
+    """nvidia-smi's memory for one process (MiB -> bytes); None if unknown."""
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-compute-apps=pid,used_memory",
+                              "--format=csv,noheader,nounits"], stdout=subprocess.PIPE,
+                             text=True, timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    for line in out.splitlines():
+        parts = [x.strip() for x in line.split(",")]
+        if len(parts) == 2 and parts[0] == str(pid):
+            return int(parts[1]) * 1024 * 1024
+    return None
+
+
+def resident(srv):
+    """info's device rows for cuda:0 and nvidia-smi's view of the process."""
+    info = srv.call("info")[1]
+    row = {"nvidia_smi_process_bytes": smi_used_bytes(srv.proc.pid)}
+    for d in find(info, "devices") or []:
+        if str(d.get("name", "")).startswith("cuda"):
+            row.update({k: int(d.get(k, 0) or 0) for k in (
+                "usedMemoryBytes", "totalMemoryBytes", "allocatorAllocatedBytes",
+                "allocatorReservedBytes", "allocatorPeakReservedBytes", "allocatorOoms")})
+            row["device"] = d.get("name")
+    return row
+
+
+def bad_device(build, work):
+    """--device cuda:7 on a one-GPU host: a startup error naming it."""
+    p = subprocess.run([os.path.join(build, "server", "dflash-evald"), "--listen",
+                        "127.0.0.1:0", "--state-dir", os.path.join(work, "bad-state"),
+                        "--device", "cuda:7"], stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, text=True, timeout=120)
+    ok = p.returncode != 0 and "cuda:7" in p.stdout
+    return {"exit": p.returncode, "output_tail": p.stdout[-600:], "ok": ok}
+
+
+def cuda_oom(srv, fx, py):
+    """Another process takes all but 16 MiB of the card; loading the target
+    again (fp32) must be RESOURCE_EXHAUSTED, and the server keeps serving."""
+    hog = subprocess.Popen(
+        [py, "-c", "import torch,sys,time\n"
+                   "free,_=torch.cuda.mem_get_info()\n"
+                   "x=torch.empty(free-(16<<20),dtype=torch.uint8,device='cuda')\n"
+                   "print('held',x.numel(),flush=True)\ntime.sleep(300)"],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        held = hog.stdout.readline().strip()
+        p = subprocess.run([srv.client, "--server", srv.addr, "load-target",
+                            os.path.join(fx, "target"), "--name", "t_oom", "--dtype", "fp32"],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    finally:
+        hog.kill()
+        hog.wait()
+    after = subprocess.run([srv.client, "--server", srv.addr, "--json", "info"],
+                           stdout=subprocess.PIPE, text=True)
+    ok = (p.returncode != 0 and "RESOURCE_EXHAUSTED" in p.stdout and after.returncode == 0
+          and srv.proc.poll() is None)
+    return {"hog": held, "exit": p.returncode, "output_tail": p.stdout[-800:],
+            "server_serving_after": after.returncode == 0 and srv.proc.poll() is None,
+            "ok": ok}
+
+
 def agree(a, b, tol):
     if a["blocks"] != b["blocks"] or a["correct"] != b["correct"]:
         return False
@@ -62,9 +138,11 @@ def main():
     ap.add_argument("--fixture", required=True)
     ap.add_argument("--threads", type=int, default=os.cpu_count())
     ap.add_argument("--cpu-only", action="store_true")
+    ap.add_argument("--json", default="")
     args = ap.parse_args()
     fx = os.path.abspath(args.fixture)
     rows, ok, results, infos = [], True, {}, []
+    checks = {}
     placements = [("_cpu", "cpu", "fp32")]
     if not args.cpu_only:
         placements += [("_gpu32", "cuda:0", "fp32"), ("_gpu", "cuda:0", "")]
@@ -74,10 +152,16 @@ def main():
         srv = Server(args.build, work, fx, args.threads, device=device)
         try:
             load(srv, fx, suffix, dtype)
+            if device != "cpu":
+                checks["resident" + suffix] = resident(srv)
             for mode in ("anchor", "replay"):
                 results[suffix, mode] = evaluate(srv, suffix, mode)
             if device != "cpu":
                 infos.append(srv.call("info")[1])
+            if suffix == "_gpu":
+                checks["bad_device"] = bad_device(args.build, work)
+                checks["cuda_oom"] = cuda_oom(srv, fx, sys.executable)
+                ok = ok and checks["bad_device"]["ok"] and checks["cuda_oom"]["ok"]
         finally:
             srv.stop()
             shutil.rmtree(work, ignore_errors=True)
@@ -87,7 +171,9 @@ def main():
         if suffix == "_gpu32":
             same = agree(ref, r, 1e-4)
             ok = ok and same
-            verdict = "agrees" if same else "**DIFFERS**"
+            diff = differing_positions(ref, r)
+            verdict = "agrees" if same else "**DIFFERS** at positions %s" % diff
+            checks["fp32_" + mode] = {"agrees": same, "differing_positions": diff}
         elif suffix == "_gpu":
             verdict = "bf16: accept length %+.4f vs cpu" % (r["accept_length"]
                                                              - ref["accept_length"])
@@ -109,7 +195,13 @@ def main():
         rows.append("| note | --cpu-only: the CPU rows only | | | | | |")
     print("| mode | placement | blocks | accept length | tau | compute s | CPU vs CUDA |")
     print("|---|---|---|---|---|---|---|")
+    for name, c in sorted(checks.items()):
+        rows.append("| check | %s | | | | | %s |" % (name, json.dumps(c)[:300]))
     print("\n".join(rows))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"ok": ok, "results": {"%s %s" % k: v for k, v in results.items()},
+                       "checks": checks, "table": rows}, f, indent=1)
     return 0 if ok else 1
 
 
