@@ -95,30 +95,41 @@ def bad_device(build, work):
     return {"exit": p.returncode, "output_tail": p.stdout[-600:], "ok": ok}
 
 
-def cuda_oom(srv, fx, py):
-    """Another process takes all but 16 MiB of the card; loading the target
-    again (fp32) must be RESOURCE_EXHAUSTED, and the server keeps serving."""
-    hog = subprocess.Popen(
-        [py, "-c", "import torch,sys,time\n"
-                   "free,_=torch.cuda.mem_get_info()\n"
-                   "x=torch.empty(free-(16<<20),dtype=torch.uint8,device='cuda')\n"
-                   "print('held',x.numel(),flush=True)\ntime.sleep(300)"],
-        stdout=subprocess.PIPE, text=True)
+def cuda_oom(build, fx, threads, py):
+    """A fresh server on cuda:0 (nothing cached in its allocator); another
+    process takes all but 1 MiB of the card; loading the target must be
+    RESOURCE_EXHAUSTED; once the memory is back the same load succeeds and
+    the server has kept serving."""
+    work = tempfile.mkdtemp(prefix="dflash-oom.")
+    srv = Server(build, work, fx, threads, device="cuda:0")
+    hog = None
     try:
+        srv.call("info")
+        hog = subprocess.Popen(
+            [py, "-c", "import torch,time\n"
+                       "free,_=torch.cuda.mem_get_info()\n"
+                       "x=torch.empty(free-(1<<20),dtype=torch.uint8,device='cuda')\n"
+                       "print('held',x.numel(),flush=True)\ntime.sleep(300)"],
+            stdout=subprocess.PIPE, text=True)
         held = hog.stdout.readline().strip()
-        p = subprocess.run([srv.client, "--server", srv.addr, "load-target",
-                            os.path.join(fx, "target"), "--name", "t_oom", "--dtype", "fp32"],
-                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    finally:
+        load = [srv.client, "--server", srv.addr, "load-target", os.path.join(fx, "target"),
+                "--name", "t_oom", "--dtype", "fp32"]
+        p = subprocess.run(load, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         hog.kill()
         hog.wait()
-    after = subprocess.run([srv.client, "--server", srv.addr, "--json", "info"],
-                           stdout=subprocess.PIPE, text=True)
-    ok = (p.returncode != 0 and "RESOURCE_EXHAUSTED" in p.stdout and after.returncode == 0
-          and srv.proc.poll() is None)
-    return {"hog": held, "exit": p.returncode, "output_tail": p.stdout[-800:],
-            "server_serving_after": after.returncode == 0 and srv.proc.poll() is None,
-            "ok": ok}
+        hog = None
+        again = subprocess.run(load, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                               text=True)
+        ok = (p.returncode != 0 and "RESOURCE_EXHAUSTED" in p.stdout
+              and again.returncode == 0 and srv.proc.poll() is None)
+        return {"hog": held, "exit": p.returncode, "output_tail": p.stdout[-800:],
+                "load_after_release_exit": again.returncode,
+                "load_after_release_tail": again.stdout[-300:], "ok": ok}
+    finally:
+        if hog is not None:
+            hog.kill()
+        srv.stop()
+        shutil.rmtree(work, ignore_errors=True)
 
 
 def agree(a, b, tol):
@@ -160,7 +171,7 @@ def main():
                 infos.append(srv.call("info")[1])
             if suffix == "_gpu":
                 checks["bad_device"] = bad_device(args.build, work)
-                checks["cuda_oom"] = cuda_oom(srv, fx, sys.executable)
+                checks["cuda_oom"] = cuda_oom(args.build, fx, args.threads, sys.executable)
                 ok = ok and checks["bad_device"]["ok"] and checks["cuda_oom"]["ok"]
         finally:
             srv.stop()
