@@ -154,6 +154,9 @@ absl::StatusOr<std::string> Run(const Args& args) {
   const double peak2k = MatmulPeak(2048, dtype, device);
   const double peak = std::max(peak1k, peak2k);
   js << " \"matmul_gflops_1024\": " << peak1k << ",\n \"matmul_gflops_2048\": " << peak2k << ",\n";
+  if (device.is_cuda()) {  // a GPU reaches its peak only on large products
+    js << " \"matmul_gflops_8192\": " << MatmulPeak(8192, dtype, device) << ",\n";
+  }
 
   // Loads, each timed with a warm page cache and its peak RSS growth.
   auto load_json = [&](const char* name, const std::vector<std::string>& files, double secs,

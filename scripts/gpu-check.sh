@@ -112,7 +112,7 @@ configure() {
   cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release \
     -DDFLASH_BUILD_TESTS=OFF -DCMAKE_LIBRARY_ARCHITECTURE=x86_64-linux-gnu \
     -DCMAKE_PREFIX_PATH="$DEPS/usr;$torch_prefix" \
-    -DCMAKE_CXX_FLAGS="-isystem $DEPS/usr/include" \
+    -DDFLASH_FIRST_INCLUDE_DIRS="$DEPS/usr/include" \
     -DCMAKE_EXE_LINKER_FLAGS="$ldflags" -DCMAKE_SHARED_LINKER_FLAGS="$ldflags" \
     -DPKG_CONFIG_EXECUTABLE="$DEPS/usr/bin/pkg-config" \
     -DProtobuf_PROTOC_EXECUTABLE="$DEPS/usr/bin/protoc" \

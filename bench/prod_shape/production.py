@@ -59,7 +59,7 @@ def markdown(man, runs, args):
                      "growth %s = %.2fx the %s kept |"
                      % (label, ld["seconds"], gb(ld["file_bytes"]), ld["plain_read_seconds"],
                         100 * frac, gb(ld["peak_rss_growth"]), ratio, gb(ld["tensor_bytes"])))
-    peak = max(a["matmul_gflops_1024"], a["matmul_gflops_2048"])
+    peak = max(a.get("matmul_gflops_%d" % n, 0) for n in (1024, 2048, 8192))
     lines.append("| matmul peak (%s, these threads) | %.1f GFLOP/s |" % (a["dtype"], peak))
     for mode in ("anchor", "replay"):
         e = runs[mode]["eval"]
