@@ -95,9 +95,26 @@ def bad_device(build, work):
     return {"exit": p.returncode, "output_tail": p.stdout[-600:], "ok": ok}
 
 
+# Takes the card's free memory in 1 GiB, then 64 MiB, then 2 MiB pieces (one
+# piece of "all that is free" fails: the free figure includes what the
+# process's own context needs).
+HOG = """import time, torch
+xs, held = [], 0
+for step in (1 << 30, 64 << 20, 2 << 20):
+    while True:
+        try:
+            xs.append(torch.empty(step, dtype=torch.uint8, device='cuda'))
+            held += step
+        except RuntimeError:
+            break
+print('held', held, 'free', torch.cuda.mem_get_info()[0], flush=True)
+time.sleep(300)
+"""
+
+
 def cuda_oom(build, fx, threads, py):
     """A fresh server on cuda:0 (nothing cached in its allocator); another
-    process takes all but 1 MiB of the card; loading the target must be
+    process takes all the card's free memory; loading the target must be
     RESOURCE_EXHAUSTED; once the memory is back the same load succeeds and
     the server has kept serving."""
     work = tempfile.mkdtemp(prefix="dflash-oom.")
@@ -106,10 +123,7 @@ def cuda_oom(build, fx, threads, py):
     try:
         srv.call("info")
         hog = subprocess.Popen(
-            [py, "-c", "import torch,time\n"
-                       "free,_=torch.cuda.mem_get_info()\n"
-                       "x=torch.empty(free-(1<<20),dtype=torch.uint8,device='cuda')\n"
-                       "print('held',x.numel(),flush=True)\ntime.sleep(300)"],
+            [py, "-c", HOG],
             stdout=subprocess.PIPE, text=True)
         held = hog.stdout.readline().strip()
         load = [srv.client, "--server", srv.addr, "load-target", os.path.join(fx, "target"),
