@@ -1,85 +1,81 @@
 # GPU image for dflash-evald. NOT BUILT OR RUN IN THIS PROJECT'S CI (no Docker
 # engine there; hadolint is not packaged by Debian either): the repository's
-# tests only check its structure (tests/deploy/manifests_test.cc), and
-# scripts/check-torch2.sh compiles the sources against libtorch 2.6 headers.
-# On a GPU host, scripts/gpu-check.sh builds and checks the CUDA path.
+# tests check its structure (tests/deploy/manifests_test.cc), and its build
+# stage runs the same script whose build ran on the GPU test host.
 #
 #   docker build -t dflash-evald .
 #   docker run --gpus all -p 50051:50051 -p 9464:9464 \
 #     -v /srv/dflash:/data:ro -v dflash-state:/var/lib/dflash-evald \
 #     -v "$PWD/config.yaml:/etc/dflash-evald/config.yaml:ro" dflash-evald
 #
-# Every pin lives here. Ubuntu 24.04's gRPC (1.51), protobuf (3.21) and
-# abseil (20220623) are the versions of Debian 12, which the code is written
-# and tested against. Bump CUDA_VERSION and LIBTORCH_VERSION together: the
-# libtorch zip is built for one CUDA minor version (cu126 = CUDA 12.6), and
-# its headers are the ones scripts/check-torch2.sh compiles against in CI
-# (Debian 13's libtorch-dev 2.6).
-ARG CUDA_VERSION=12.6.3
+# It builds the way scripts/gpu-check.sh builds on the GPU test host, which
+# is where that build was proven (BENCHMARKS.md, "GPU check"): Debian 12's
+# C++ libraries gathered by scripts/gpu-bundle.sh (stage deps), pip's CUDA
+# torch wheel for libtorch (its headers, CMake config and libraries), and
+# the bundle's headers searched before the copies of protobuf and fmt that
+# the wheel ships (DFLASH_FIRST_INCLUDE_DIRS).
+#
+# Every pin lives here. CUDA_VERSION, LIBTORCH_VERSION and LIBTORCH_CUDA are
+# the GPU test host's (nvcc 13.0, torch 2.11.0+cu130, Ubuntu 24.04); bump
+# them together: a torch wheel is built for one CUDA major version.
+ARG DEBIAN_IMAGE=debian:12
+ARG CUDA_VERSION=13.0.1
 ARG UBUNTU_VERSION=24.04
-ARG CUDA_IMAGE=nvidia/cuda:${CUDA_VERSION}-cudnn-devel-ubuntu${UBUNTU_VERSION}
-ARG RUNTIME_IMAGE=nvidia/cuda:${CUDA_VERSION}-cudnn-runtime-ubuntu${UBUNTU_VERSION}
-ARG LIBTORCH_VERSION=2.6.0
-ARG LIBTORCH_CUDA=cu126
-ARG LIBTORCH_SHA256=""
-# Hopper (H100/H200) and Ada/Ampere; libtorch's own kernels cover the rest.
-ARG TORCH_CUDA_ARCH_LIST="8.0;8.9;9.0"
+ARG CUDA_IMAGE=nvidia/cuda:${CUDA_VERSION}-devel-ubuntu${UBUNTU_VERSION}
+ARG RUNTIME_IMAGE=nvidia/cuda:${CUDA_VERSION}-runtime-ubuntu${UBUNTU_VERSION}
+ARG LIBTORCH_VERSION=2.11.0
+ARG LIBTORCH_CUDA=cu130
+ARG TORCH_SITE=/opt/torch/lib/python3.12/site-packages
 
-# ---- build: CUDA toolkit + CUDA libtorch + the distribution's libraries ----
+# ---- deps: Debian 12's gRPC, protobuf, abseil, spdlog, ... as a prefix ----
+FROM ${DEBIAN_IMAGE} AS deps
+SHELL ["/bin/bash", "-o", "pipefail", "-c"]
+WORKDIR /src
+COPY scripts/gpu-bundle.sh scripts/
+# The script installs the -dev packages it gathers (ldd resolves against them).
+RUN bash scripts/gpu-bundle.sh /bundle && rm -rf /var/lib/apt/lists/*
+
+# ---- build: CUDA toolkit + pip's CUDA torch + the bundle ----
 FROM ${CUDA_IMAGE} AS build
 ARG LIBTORCH_VERSION
 ARG LIBTORCH_CUDA
-ARG LIBTORCH_SHA256
-ARG TORCH_CUDA_ARCH_LIST
-ENV DEBIAN_FRONTEND=noninteractive TORCH_CUDA_ARCH_LIST=${TORCH_CUDA_ARCH_LIST}
+ENV DEBIAN_FRONTEND=noninteractive
 SHELL ["/bin/bash", "-o", "pipefail", "-c"]
-# The same -dev packages scripts/install-deps.sh installs on Debian 12.
 RUN apt-get update && apt-get install -y --no-install-recommends \
-      build-essential cmake ninja-build git curl unzip ca-certificates pkg-config \
-      libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libabsl-dev \
-      libspdlog-dev libcli11-dev nlohmann-json3-dev libsqlite3-dev libpq-dev zlib1g-dev \
-      libyaml-cpp-dev prometheus-cpp-dev libcpp-httplib-dev libgtest-dev libgmock-dev \
+      build-essential cmake ninja-build git binutils python3 python3-venv \
     && rm -rf /var/lib/apt/lists/*
-# The image build downloads libtorch; the project build never downloads.
-RUN curl -fsSL "https://download.pytorch.org/libtorch/${LIBTORCH_CUDA}/libtorch-cxx11-abi-shared-with-deps-${LIBTORCH_VERSION}%2B${LIBTORCH_CUDA}.zip" \
-      -o /tmp/libtorch.zip \
-    && if [ -n "${LIBTORCH_SHA256}" ]; then echo "${LIBTORCH_SHA256}  /tmp/libtorch.zip" | sha256sum -c -; fi \
-    && unzip -q /tmp/libtorch.zip -d /opt && rm /tmp/libtorch.zip
+# The image build downloads torch; the project build never downloads.
+RUN python3 -m venv /opt/torch \
+    && /opt/torch/bin/pip install --no-cache-dir "torch==${LIBTORCH_VERSION}" \
+         --index-url "https://download.pytorch.org/whl/${LIBTORCH_CUDA}"
 WORKDIR /src
 COPY . .
-# DFLASH_WITH_CUDA comes on by itself with a CUDA libtorch (server/CMakeLists.txt).
-RUN cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release \
-      -DCMAKE_PREFIX_PATH=/opt/libtorch -DDFLASH_BUILD_TESTS=OFF \
-    && cmake --build build \
-    && cmake --install build --prefix /opt/dflash \
-    && grep -q DFLASH_WITH_CUDA build/build.ninja
-# The runtime packages: whatever dpkg owns among the binaries' libraries
-# (libtorch's and CUDA's come from /opt/libtorch and the runtime image).
-# dpkg knows the /usr/lib spelling of merged-/usr paths; a library no package
-# owns fails the build here rather than the container at start.
-RUN ldd /opt/dflash/bin/* | awk '/=> \// {print $3}' | grep -v -E '^(/opt/|/usr/local/cuda)' \
-       | sed 's|^/lib/|/usr/lib/|' | sort -u \
-       | xargs -r dpkg -S | cut -d: -f1 | sort -u \
-       | grep -v -E '^(cuda-|libcudnn|libnccl|libcublas|libcusparse|libcufft|libcurand|libnvjitlink)' \
-       > /opt/dflash/runtime-packages \
-    && cat /opt/dflash/runtime-packages
+COPY --from=deps /bundle .gpu-bundle
+# gpu-check.sh --build-only: unpack the bundle into /opt/dflash-deps,
+# configure against torch's CMake config, build the two binaries. Their
+# rpath names /opt/dflash-deps and the wheel's torch/lib, which the runtime
+# stage keeps at the same paths. grep: a CPU-only torch fails here.
+RUN GPU_CHECK_PY=/opt/torch/bin/python3 GPU_DEPS_DIR=/opt/dflash-deps BUILD_DIR=build \
+      bash scripts/gpu-check.sh --build-only /tmp/gpu-check \
+    && grep -q DFLASH_WITH_CUDA build/build.ninja \
+    && mkdir -p /opt/dflash/bin \
+    && cp build/server/dflash-evald build/client/dflash-eval /opt/dflash/bin/
 
-# ---- runtime: CUDA runtime, the shared libraries, the two binaries ----
+# ---- runtime: CUDA runtime, the bundle's libraries, torch's, two binaries ----
 FROM ${RUNTIME_IMAGE}
-ENV DEBIAN_FRONTEND=noninteractive
-COPY --from=build /opt/dflash/runtime-packages /tmp/runtime-packages
-RUN apt-get update && xargs -a /tmp/runtime-packages apt-get install -y --no-install-recommends \
-      ca-certificates \
-    && rm -rf /var/lib/apt/lists/* /tmp/runtime-packages \
-    && groupadd --system --gid 10001 dflash \
+ARG TORCH_SITE
+RUN groupadd --system --gid 10001 dflash \
     && useradd --system --uid 10001 --gid dflash --home /var/lib/dflash-evald \
          --shell /usr/sbin/nologin dflash \
     && mkdir -p /var/lib/dflash-evald /etc/dflash-evald \
     && chown dflash:dflash /var/lib/dflash-evald
-COPY --from=build /opt/libtorch/lib /opt/libtorch/lib
+COPY --from=build /opt/dflash-deps/usr/lib/x86_64-linux-gnu /opt/dflash-deps/usr/lib/x86_64-linux-gnu
+# libtorch and the CUDA libraries it loads (cuBLAS, cuDNN, NCCL: the wheel's
+# nvidia/ packages, found through torch's own $ORIGIN rpath).
+COPY --from=build ${TORCH_SITE}/torch/lib ${TORCH_SITE}/torch/lib
+COPY --from=build ${TORCH_SITE}/nvidia ${TORCH_SITE}/nvidia
 COPY --from=build /opt/dflash/bin /usr/local/bin
 COPY deploy/config.example.yaml /etc/dflash-evald/config.example.yaml
-ENV LD_LIBRARY_PATH=/opt/libtorch/lib
 USER dflash
 WORKDIR /var/lib/dflash-evald
 VOLUME ["/var/lib/dflash-evald"]

@@ -33,8 +33,19 @@ DEV=(
 # The host's own: never carried (glibc's libraries, the C++ runtime).
 BASE_RE='/(libc|libm|libdl|librt|libpthread|libresolv|libutil|ld-linux-x86-64|libstdc\+\+|libgcc_s|libmvec|libanl|libnsl)\.so'
 
-bash scripts/install-deps.sh >/dev/null  # ldd below resolves against the installed copies
 command -v apt-get >/dev/null || { echo "gpu-bundle: needs apt-get (Debian)" >&2; exit 1; }
+# ldd below resolves against installed copies: install what is missing.
+missing=()
+for p in "${DEV[@]}" file; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO=sudo
+  $SUDO apt-get update -qq >/dev/null
+  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+    "${missing[@]}" >/dev/null
+fi
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/deb" "$work/x"

@@ -11,6 +11,11 @@
 #                                         gpu-check.log and each step's JSON
 #   scripts/gpu-check.sh --probe [OUT]    the host's facts, unpack, configure,
 #                                         build the client and one torch library
+#   scripts/gpu-check.sh --rehearse [OUT]    --probe on a machine without a GPU
+#                                         (CI): Debian's CPU libtorch stands in
+#                                         for torch's; the bundle is the same
+#   scripts/gpu-check.sh --build-only [OUT]   the same, and the build: what the
+#                                         Dockerfile runs (no GPU needed)
 #   scripts/gpu-check.sh --cpu-only [OUT] the CPU rows with this machine's own
 #                                         build (BUILD_DIR, default build)
 #   --no-production                       skip the production-shape benchmark
@@ -31,6 +36,15 @@ OUT=""
 for a in "$@"; do
   case "$a" in
     --probe) MODE=probe ;;
+    --rehearse)
+      MODE=probe
+      export GPU_CHECK_ALLOW_CPU_TORCH=1
+      export GPU_CHECK_TORCH_PREFIX="${GPU_CHECK_TORCH_PREFIX:-/usr/lib/x86_64-linux-gnu/cmake}"
+      # The client links every bundled library the server's RPC side does;
+      # the torch side is the main build's (and check-torch2's) business.
+      export PROBE_TARGETS="${PROBE_TARGETS:-dflash-eval}"
+      ;;
+    --build-only) MODE=build ;;
     --cpu-only) MODE=cpu ;;
     --no-production) PRODUCTION="" ;;
     -*) echo "gpu-check.sh: unknown argument '$a'" >&2; exit 2 ;;
@@ -108,6 +122,8 @@ configure() {
     ldflags="-L$DEPS/stdcxx -Wl,-rpath,$DEPS/stdcxx $ldflags"
   fi
   [ -d /usr/local/cuda/bin ] && export PATH="/usr/local/cuda/bin:$PATH"
+  # ccache keys on paths relative to the tree: clones in other folders hit.
+  export CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=1
   export PKG_CONFIG_LIBDIR="$lib/pkgconfig:$DEPS/usr/share/pkgconfig"
   cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release \
     -DDFLASH_BUILD_TESTS=OFF -DCMAKE_LIBRARY_ARCHITECTURE=x86_64-linux-gnu \
@@ -120,6 +136,19 @@ configure() {
   # GPU_CHECK_ALLOW_CPU_TORCH=1: a rehearsal of these steps on a CPU machine.
   [ -n "${GPU_CHECK_ALLOW_CPU_TORCH:-}" ] || grep -q DFLASH_WITH_CUDA "$BUILD_DIR/build.ninja" ||
     { echo "gpu-check: torch at $torch_prefix is not a CUDA libtorch (no DFLASH_WITH_CUDA)"; return 1; }
+}
+
+# Every library a binary loads is found, and the bundle's come from the
+# bundle (not from a system copy that happens to be there).
+bundle_resolves() {
+  local bin="$1" out
+  out="$(ldd "$bin")" || return 1
+  echo "$out"
+  ! grep -q "not found" <<<"$out" || { echo "gpu-check: $bin: a library is not found"; return 1; }
+  for lib in libgrpc++.so libprotobuf.so libabsl_strings.so; do
+    grep "$lib" <<<"$out" | grep -q "$DEPS/" ||
+      { echo "gpu-check: $bin: $lib does not come from $DEPS"; return 1; }
+  done
 }
 
 fixtures() {
@@ -176,7 +205,14 @@ step host-facts host_facts
 step unpack-bundle unpack_bundle && step configure configure
 if [ "$MODE" = probe ]; then
   # The client (gRPC, protobuf, abseil from the bundle) and one torch library.
-  step build-probe ninja -C "$BUILD_DIR" -j "$THREADS" dflash-eval dflash_weights
+  step build-probe ninja -C "$BUILD_DIR" -j "$THREADS" ${PROBE_TARGETS:-dflash-eval dflash_weights}
+  step bundle-resolves bundle_resolves "$BUILD_DIR/client/dflash-eval"
+  report
+  exit
+fi
+
+if [ "$MODE" = build ]; then
+  step build ninja -C "$BUILD_DIR" -j "$THREADS" dflash-evald dflash-eval
   report
   exit
 fi

@@ -134,7 +134,7 @@ def cuda_oom(build, fx, threads, py):
         hog = None
         again = subprocess.run(load, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                text=True)
-        ok = (p.returncode != 0 and "RESOURCE_EXHAUSTED" in p.stdout
+        ok = (p.returncode != 0 and "RESOURCE_EXHAUSTED" in p.stdout and "needed" in p.stdout
               and again.returncode == 0 and srv.proc.poll() is None)
         return {"hog": held, "exit": p.returncode, "output_tail": p.stdout[-800:],
                 "load_after_release_exit": again.returncode,

@@ -10,6 +10,7 @@
 #include <ATen/ATen.h>
 
 #include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
 #include "common/torch_guard.h"
 
 namespace dflash::weights {
@@ -41,7 +42,7 @@ absl::StatusOr<at::Tensor> ChunkedCopy(const at::Tensor& src, const ChunkedCopyO
   if (!src.is_contiguous() || !src.device().is_cpu()) {
     return absl::InternalError("ChunkedCopy: the source must be a contiguous CPU tensor");
   }
-  return TorchGuard("converting", [&]() -> at::Tensor {
+  absl::StatusOr<at::Tensor> copied = TorchGuard("converting", [&]() -> at::Tensor {
     at::Tensor out =
         at::empty(src.sizes(), at::TensorOptions().dtype(options.dtype).device(options.device));
     if (out.device().is_cpu()) AdviseHugePages(out.data_ptr(), out.nbytes());
@@ -64,6 +65,15 @@ absl::StatusOr<at::Tensor> ChunkedCopy(const at::Tensor& src, const ChunkedCopyO
     if (numel == 0 && visit) visit(bytes, 0, 0);
     return out;
   });
+  // Out of memory says how much this tensor needed where, so the caller can
+  // weigh it against the device's free memory (info) and the budget.
+  if (absl::IsResourceExhausted(copied.status())) {
+    const int64_t need = src.numel() * static_cast<int64_t>(c10::elementSize(options.dtype));
+    return absl::ResourceExhaustedError(
+        absl::StrCat(copied.status().message(), " (needed ", need, " bytes for ", src.numel(), " ",
+                     c10::toString(options.dtype), " elements on ", options.device.str(), ")"));
+  }
+  return copied;
 }
 
 }  // namespace dflash::weights
