@@ -172,7 +172,7 @@ if os.path.exists(os.path.join(out, "host.txt")):
     for line in open(os.path.join(out, "host.txt")):
         k, _, v = line.partition(": ")
         rep["host"].setdefault(k.strip(), v.strip())
-for part in ("gpu_check", "production"):
+for part in ("gpu_check", "production", "production_full"):
     p = os.path.join(out, part + ".json")
     if os.path.exists(p):
         rep[part] = json.load(open(p))
@@ -239,6 +239,11 @@ if [ -n "$PRODUCTION" ] && [ -x "$BUILD_DIR/bench/roofline_bench" ] &&
   step production "$PY" bench/prod_shape/production.py --build "$BUILD_DIR" \
     --fixture "$(cat "$OUT/fixture-prod.path")" --threads "$THREADS" --device cuda:0 \
     --dtype bf16 --json "$OUT/production.json"
+  # Every anchor of 16 samples (~1600 blocks): what a full evaluation
+  # reaches once the card has enough blocks per forward.
+  step production-full "$PY" bench/prod_shape/production.py --build "$BUILD_DIR" \
+    --fixture "$(cat "$OUT/fixture-prod.path")" --threads "$THREADS" --device cuda:0 \
+    --dtype bf16 --max-samples 16 --max-blocks 100000 --json "$OUT/production_full.json"
 fi
 # The binaries come back with the report (OUT/bin.tar.gz), so a second call
 # can rerun the checks without building (GPU_CHECK_PREBUILT=that file).
