@@ -17,8 +17,8 @@ ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
 FIX="$(cd "$1" && pwd)"
 THREADS="${2:-2}"
 BUILD_DIR="${BUILD_DIR:-$ROOT/build}"
-EVALD="$BUILD_DIR/server/dflash-evald"
-CLI="$BUILD_DIR/client/dflash-eval"
+EVALD="${EVALD:-$BUILD_DIR/server/dflash-evald}"
+CLI="${CLI:-$BUILD_DIR/client/dflash-eval}"
 WORK="$(mktemp -d)"
 trap 'rm -rf "$WORK"' EXIT
 
@@ -46,7 +46,7 @@ mode, start, end, path = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), sy
 r = json.load(open(path))
 res = r.get("result", r)
 print(f"{mode}: checkpoint file to first result {end - start:.2f} s "
-      f"(setup {res.get('setupSeconds', 0):.2f} s, eval {res.get('evalSeconds', 0):.2f} s)")
+      f"(setup {res.get('setupSeconds', 0):.2f} s, compute {res.get('computeSeconds', 0):.2f} s)")
 EOF
   kill "$pid"; wait "$pid" || true
 }
