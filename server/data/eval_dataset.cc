@@ -116,14 +116,20 @@ std::string DatasetName(const DatasetLoadOptions& options, const Declared& decla
   return name;
 }
 
-// The start of the fingerprint: its version, then the feature groups.
-DatasetHash HashGroups(const std::vector<FeatureGroup>& groups) {
+// The start of the fingerprint: its version, the feature groups, then the
+// final hidden state's key (absent: fingerprints as before it existed).
+DatasetHash HashGroups(const std::vector<FeatureGroup>& groups,
+                       const std::optional<FinalHiddenSpec>& final_hidden) {
   DatasetHash hash;
   hash.Update("dflash-dataset-v1", 17);
   for (const FeatureGroup& g : groups) {
     hash.Update(g.key.data(), g.key.size());
     hash.UpdateU64(g.layer_ids.size());
     for (int id : g.layer_ids) hash.UpdateU64(static_cast<uint64_t>(id));
+  }
+  if (final_hidden.has_value()) {
+    hash.Update(final_hidden->key.data(), final_hidden->key.size());
+    hash.UpdateU64(final_hidden->norm_applied ? 1 : 0);
   }
   return hash;
 }
@@ -223,12 +229,7 @@ absl::StatusOr<EvalDataset> EvalDataset::Load(const DatasetLoadOptions& options)
   }
   expect.responses = declared.responses;
 
-  DatasetHash hash = HashGroups(ds.groups_);
-  if (declared.final_hidden.has_value()) {  // absent: fingerprints as before
-    const FinalHiddenSpec& f = *declared.final_hidden;
-    hash.Update(f.key.data(), f.key.size());
-    hash.UpdateU64(f.norm_applied ? 1 : 0);
-  }
+  DatasetHash hash = HashGroups(ds.groups_, declared.final_hidden);
   for (const SampleFile& file : files) {
     const std::string full = (fs::path(options.path) / file.relative).string();
     absl::StatusOr<HostSample> host = ReadSample(full, expect);
@@ -267,8 +268,7 @@ absl::StatusOr<EvalDataset> EvalDataset::Load(const DatasetLoadOptions& options)
         absl::StrCat("dataset '", options.path, "': all ", files.size(),
                      " samples are bad; first: ", ds.skipped_.empty() ? "" : ds.skipped_.front()));
   }
-  // What was read is what the files held: none was rewritten meanwhile.
-  RETURN_IF_ERROR(ds.mapping_.CheckUnchanged(), "dataset '", options.path, "'");
+  RETURN_IF_ERROR(ds.mapping_.CheckUnchanged(), "dataset '", options.path, "'");  // not rewritten
   ds.hidden_size_ = expect.hidden_size;
   hash.UpdateU64(static_cast<uint64_t>(ds.hidden_size_));
   ds.fingerprint_ = hash.Hex();
