@@ -21,4 +21,19 @@ std::vector<std::string> FilesUnder(const std::string& root);
 // Reads them all; returns {bytes read, seconds}.
 std::pair<int64_t, double> PlainRead(const std::vector<std::string>& files);
 
+// Maps each file read-only and reads one byte of every 4 KiB page: what a
+// load that keeps views of its files cannot beat. {bytes mapped, seconds}.
+std::pair<int64_t, double> MappedTouch(const std::vector<std::string>& files);
+
+// Asks the kernel to drop the files' clean pages from the page cache
+// (posix_fadvise DONTNEED), so the next read comes from the disk. Pages
+// still mapped by this process stay.
+void DropFromPageCache(const std::vector<std::string>& files);
+
+// VmRSS and VmHWM of this process, in bytes; ResetPeakRss sets VmHWM to
+// VmRSS (/proc/self/clear_refs).
+int64_t RssBytes();
+int64_t PeakRssBytes();
+void ResetPeakRss();
+
 }  // namespace dflash::bench

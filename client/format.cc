@@ -134,8 +134,12 @@ std::string FormatServerInfo(const pb::ServerInfo& info) {
 }
 
 std::string FormatResource(const pb::Resource& r) {
-  return absl::StrFormat("%-8s %-20s %-7s %-5s %10s  %s\n", KindLabel(r.kind()), r.name(),
-                         r.device(), DTypeLabel(r.dtype()), HumanBytes(r.bytes()), r.summary());
+  // Mapped bytes are views of the object's files, not copies (--no-mmap: none).
+  const std::string mapped =
+      r.mapped_bytes() > 0 ? absl::StrCat(" (", HumanBytes(r.mapped_bytes()), " mapped)") : "";
+  return absl::StrFormat("%-8s %-20s %-7s %-5s %10s  %s%s\n", KindLabel(r.kind()), r.name(),
+                         r.device(), DTypeLabel(r.dtype()), HumanBytes(r.bytes()), r.summary(),
+                         mapped);
 }
 
 std::string FormatFleet(const google::protobuf::RepeatedPtrField<pb::FleetServer>& fleet) {

@@ -394,6 +394,14 @@ void AddServerOptions(CLI::App& app, ServerConfig& config) {
                  "device's memory)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
+  app.add_flag("--no-mmap", config.no_mmap,
+               "resident tensors always own a copy; by default a tensor stored in its resident "
+               "dtype is a view of its file's mapping (loads at page-cache speed)");
+  app.add_option("--mmap-min-age-seconds", config.mmap_min_age_seconds,
+                 "a file modified more recently than this is copied, not mapped: its writer may "
+                 "not be done with it (write checkpoints to a temporary name and rename them)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   app.add_option("--max-eval-blocks", config.max_eval_blocks,
                  "most blocks one evaluation may score; more is RESOURCE_EXHAUSTED before "
                  "any is scored (0: no limit)")

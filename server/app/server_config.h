@@ -52,8 +52,13 @@ struct ServerConfig {
   std::string tls_cert, tls_key, tls_client_ca;
   bool insecure_allow_remote = false;
   // Limits.
-  int64_t max_request_bytes = 4 << 20;   // gRPC max receive message size
-  int64_t max_resident_bytes = 0;        // 0: 90% of the device's memory
+  int64_t max_request_bytes = 4 << 20;  // gRPC max receive message size
+  int64_t max_resident_bytes = 0;       // 0: 90% of the device's memory
+  // Resident tensors stored in their resident dtype are views of their
+  // files (weights/map_policy.h) unless no_mmap, or the file changed less
+  // than mmap_min_age_seconds ago.
+  bool no_mmap = false;
+  double mmap_min_age_seconds = 10;
   int64_t max_eval_blocks = 10'000'000;  // per evaluation; 0: no limit
   int max_concurrent_streams = 64;       // WatchEval streams; 0: no limit
   // Bytes of one vocabulary-projection chunk's logits in an evaluation.

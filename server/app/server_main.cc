@@ -133,6 +133,8 @@ absl::StatusOr<std::unique_ptr<core::EvalCoreImpl>> CreateCore(const ServerConfi
   options.data_roots = config.data_roots;
   options.max_eval_blocks = config.max_eval_blocks;
   options.logits_budget_bytes = config.logits_budget_bytes;
+  options.no_mmap = config.no_mmap;
+  options.mmap_min_age_seconds = config.mmap_min_age_seconds;
   options.min_target_consistency = config.min_target_consistency;
   options.max_resident_bytes = config.max_resident_bytes;
   if (options.max_resident_bytes == 0) {  // 90% of the device's memory, when known

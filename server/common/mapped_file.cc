@@ -8,12 +8,17 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <ctime>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 
 namespace dflash {
 namespace {
+
+int64_t MtimeNs(const struct stat& st) {
+  return static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+}
 
 absl::Status ErrnoStatus(int err, absl::string_view what, const std::string& path) {
   if (err == ENOENT || err == ENOTDIR) {
@@ -24,6 +29,28 @@ absl::Status ErrnoStatus(int err, absl::string_view what, const std::string& pat
 }
 
 }  // namespace
+
+double FileStamp::AgeSeconds() const {
+  struct timespec now;
+  ::clock_gettime(CLOCK_REALTIME, &now);
+  const int64_t now_ns = static_cast<int64_t>(now.tv_sec) * 1000000000 + now.tv_nsec;
+  return static_cast<double>(now_ns - mtime_ns) / 1e9;
+}
+
+absl::Status FileStamp::CheckUnchanged() const {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) return absl::OkStatus();  // removed
+  if (static_cast<uint64_t>(st.st_dev) != dev || static_cast<uint64_t>(st.st_ino) != ino) {
+    return absl::OkStatus();  // renamed over
+  }
+  if (static_cast<uint64_t>(st.st_size) == size && MtimeNs(st) == mtime_ns) {
+    return absl::OkStatus();
+  }
+  return absl::FailedPreconditionError(absl::StrCat(
+      "'", path, "' was written in place since it was loaded (", size, " bytes then, ", st.st_size,
+      " now); write checkpoints to a temporary name and rename them into place, or run the "
+      "server with --no-mmap"));
+}
 
 void* MapPrivate(int fd, size_t size, off_t offset) {
   void* addr =
@@ -37,7 +64,7 @@ void* MapPrivate(int fd, size_t size, off_t offset) {
 absl::StatusOr<std::shared_ptr<MappedFile>> MappedFile::Open(const std::string& path,
                                                              Descriptor descriptor) {
   std::shared_ptr<MappedFile> file(new MappedFile());
-  file->path_ = path;
+  file->stamp_.path = path;
   file->fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (file->fd_ < 0) return ErrnoStatus(errno, "open", path);
   struct stat st;
@@ -46,6 +73,10 @@ absl::StatusOr<std::shared_ptr<MappedFile>> MappedFile::Open(const std::string& 
     return absl::InvalidArgumentError(absl::StrCat("'", path, "' is not a regular file"));
   }
   file->size_ = static_cast<size_t>(st.st_size);
+  file->stamp_.size = static_cast<uint64_t>(st.st_size);
+  file->stamp_.dev = static_cast<uint64_t>(st.st_dev);
+  file->stamp_.ino = static_cast<uint64_t>(st.st_ino);
+  file->stamp_.mtime_ns = MtimeNs(st);
   if (file->size_ > 0) {  // an empty file: nothing to map; callers report its size
     file->addr_ = MapPrivate(file->fd_, file->size_, 0);
     if (file->addr_ == nullptr) return ErrnoStatus(errno, "mmap", path);

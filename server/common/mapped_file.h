@@ -21,10 +21,28 @@
 #include <optional>
 #include <string>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 
 namespace dflash {
+
+// What a file was when it was opened, to tell later whether it was
+// rewritten in place (the danger for a mapping of it) or replaced.
+struct FileStamp {
+  std::string path;
+  uint64_t size = 0, dev = 0, ino = 0;
+  int64_t mtime_ns = 0;  // st_mtim, ns since the epoch
+
+  // Seconds since that modification (negative for an mtime in the future).
+  double AgeSeconds() const;
+  // FailedPrecondition when `path` still names this inode but its size or
+  // mtime changed: it was truncated or written in place, so what was read
+  // may be torn, and a page of a mapping past the new end raises SIGBUS
+  // when read. Ok when the path now names another file or none: renamed
+  // over or removed, the old inode lives on under its mappings, unchanged.
+  absl::Status CheckUnchanged() const;
+};
 
 // mmap(fd, offset, size) under the rules above; nullptr on failure (errno set).
 void* MapPrivate(int fd, size_t size, off_t offset);
@@ -44,8 +62,9 @@ class MappedFile {
   MappedFile& operator=(const MappedFile&) = delete;
   ~MappedFile();
 
-  const std::string& path() const { return path_; }
+  const std::string& path() const { return stamp_.path; }
   size_t size() const { return size_; }
+  const FileStamp& stamp() const { return stamp_; }
   absl::string_view bytes() const {
     return absl::string_view(static_cast<const char*>(addr_), size_);
   }
@@ -71,7 +90,7 @@ class MappedFile {
  private:
   MappedFile() = default;
 
-  std::string path_;
+  FileStamp stamp_;
   void* addr_ = nullptr;
   size_t size_ = 0;
   int fd_ = -1;

@@ -64,9 +64,26 @@ struct EvalCoreImpl::EvalInputs {
   std::shared_ptr<const model::DrafterModel> drafter;
   std::string drafter_fingerprint, dataset_fingerprint, target_fingerprint, device, dtype;
   std::string target_name, dataset_name;
+  // The files the three objects' tensors are views of (weights/map_policy.h).
+  std::vector<std::shared_ptr<const weights::MapTally>> mappings;
 
-  void UseDrafter(std::shared_ptr<const model::DrafterModel> model, const ResourceInfo& info) {
+  // FailedPrecondition naming the first file written in place since it was
+  // loaded: reading its mapping could raise SIGBUS, so nothing is evaluated.
+  absl::Status CheckMappedFiles() const {
+    for (const auto& m : mappings) {
+      if (m == nullptr) continue;
+      if (absl::Status s = m->CheckUnchanged(); !s.ok()) {
+        return absl::FailedPreconditionError(
+            absl::StrCat(s.message(), "; unload and load it again to evaluate the new file"));
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  void UseDrafter(std::shared_ptr<const model::DrafterModel> model, const ResourceInfo& info,
+                  std::shared_ptr<const weights::MapTally> mapping) {
     drafter = std::move(model);
+    mappings.push_back(std::move(mapping));
     drafter_fingerprint = info.fingerprint;
     device = info.device;
     dtype = info.dtype;
@@ -85,6 +102,7 @@ absl::StatusOr<eval::EvalResult> EvalCoreImpl::DoRunEval(const EvalParams& param
   EvalInputs in;
   RETURN_IF_ERROR(PickInputs(params, in));
   if (!in.drafter) RETURN_IF_ERROR(DrafterFromCheckpoint(params, in));
+  RETURN_IF_ERROR(in.CheckMappedFiles());
   RETURN_IF_ERROR(eval::CheckCompatible(*in.drafter, *in.target, *in.dataset, params.options));
   eval::TargetConsistency consistency;
   if (!params.options.sampling.empty()) {
@@ -109,17 +127,19 @@ absl::Status EvalCoreImpl::PickInputs(const EvalParams& params, EvalInputs& in) 
   ASSIGN_OR_RETURN(auto t, Pick(resident_->targets, params.target, "target", FixHint::kLoadTarget,
                                 FixHint::kNameTarget));
   in.target = t->second.tensors;
+  in.mappings.emplace_back(in.target, &in.target->mapping);  // aliasing: lives with the target
   in.target_name = t->first;
   in.target_fingerprint = t->second.info.fingerprint;
   ASSIGN_OR_RETURN(auto d, Pick(resident_->datasets, params.dataset, "dataset",
                                 FixHint::kLoadDataset, FixHint::kNameDataset));
   in.dataset = d->second.dataset;
+  in.mappings.emplace_back(in.dataset, &in.dataset->mapping());
   in.dataset_name = d->first;
   in.dataset_fingerprint = d->second.info.fingerprint;
   if (!params.drafter.empty()) {
     ASSIGN_OR_RETURN(auto m, Pick(resident_->drafters, params.drafter, "drafter",
                                   FixHint::kLoadDrafter, FixHint::kNameDrafter));
-    in.UseDrafter(m->second.model, m->second.info);
+    in.UseDrafter(m->second.model, m->second.info, m->second.mapping);
   }
   return absl::OkStatus();
 }
@@ -135,7 +155,7 @@ absl::Status EvalCoreImpl::DrafterFromCheckpoint(const EvalParams& params, EvalI
     std::lock_guard<std::mutex> lock(resident_->mu);
     for (const auto& [name, entry] : resident_->drafters) {
       if (entry.disk_signature != signature) continue;
-      in.UseDrafter(entry.model, entry.info);
+      in.UseDrafter(entry.model, entry.info, entry.mapping);
       return absl::OkStatus();
     }
   }
@@ -150,7 +170,7 @@ absl::Status EvalCoreImpl::DrafterFromCheckpoint(const EvalParams& params, EvalI
   std::lock_guard<std::mutex> lock(resident_->mu);
   auto it = resident_->drafters.find(loaded.resource.name);
   if (it == resident_->drafters.end()) return absl::InternalError("one-shot drafter vanished");
-  in.UseDrafter(it->second.model, loaded.resource);
+  in.UseDrafter(it->second.model, loaded.resource, it->second.mapping);
   resident_->drafters.erase(it);
   return absl::OkStatus();
 }

@@ -24,6 +24,10 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+weights::MapPolicy MapPolicyOf(const CoreOptions& options) {
+  return weights::MapPolicy{!options.no_mmap, options.mmap_min_age_seconds};
+}
+
 double SecondsSince(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
@@ -199,8 +203,10 @@ absl::StatusOr<LoadResult> EvalCoreImpl::DoLoadDrafter(const LoadDrafterParams& 
   RETURN_IF_ERROR(CheckResidentBudget(*resident_, budget, "drafter", name,
                                       EstimateDrafterBytes(c.report, dtype),
                                       "estimated from the tensor headers"));
-  ASSIGN_OR_RETURN(auto tensors, weights::LoadValidatedWeights(*c.opened.source, c.report, dtype,
-                                                               c10::Device(device)));
+  auto mapping = std::make_shared<weights::MapTally>();
+  ASSIGN_OR_RETURN(auto tensors, weights::LoadValidatedWeights(
+                                     *c.opened.source, c.report, dtype, c10::Device(device),
+                                     MapPolicyOf(options_), mapping.get()));
   ASSIGN_OR_RETURN(model::DrafterModel model,
                    model::DrafterModel::Create(c.config, std::move(tensors)),
                    "building drafter from '", resolved, "'");
@@ -209,6 +215,7 @@ absl::StatusOr<LoadResult> EvalCoreImpl::DoLoadDrafter(const LoadDrafterParams& 
   entry.model = std::make_shared<const model::DrafterModel>(std::move(model));
   entry.report = c.report;
   entry.disk_signature = signature;
+  entry.mapping = mapping;
   ResourceInfo& info = entry.info;
   info.kind = ResourceKind::kDrafter;
   info.name = name;
@@ -216,6 +223,7 @@ absl::StatusOr<LoadResult> EvalCoreImpl::DoLoadDrafter(const LoadDrafterParams& 
   info.device = device;
   info.dtype = dtype_name;
   info.bytes = entry.model->bytes();
+  info.mapped_bytes = mapping->mapped_bytes();
   info.fingerprint = c.report.fingerprint;
   info.summary = model::DescribeConfig(c.config);
   info.has_selector = entry.model->selector() != nullptr;
@@ -260,6 +268,7 @@ absl::StatusOr<LoadResult> EvalCoreImpl::DoLoadTarget(const LoadTargetParams& pa
   }
   RETURN_IF_ERROR(roots_.CheckLinks(resolved));  // shards and config.json found inside
   weights::TargetLoadOptions options{dtype, c10::Device(device), params.load_final_norm};
+  options.map = MapPolicyOf(options_);
   const int64_t budget = options_.max_resident_bytes;
   RETURN_IF_ERROR(CheckResidentBudget(*resident_, budget, "target", name,
                                       EstimateTargetBytes(resolved, dtype, params.load_final_norm),
@@ -277,6 +286,7 @@ absl::StatusOr<LoadResult> EvalCoreImpl::DoLoadTarget(const LoadTargetParams& pa
   info.dtype = dtype_name;
   info.bytes = t.embed.nbytes() + (t.tied ? 0 : t.lm_head.nbytes()) +
                (t.norm.defined() ? t.norm.nbytes() : 0);
+  info.mapped_bytes = t.mapping.mapped_bytes();
   info.fingerprint = t.fingerprint;
   info.summary = absl::StrCat("V=", t.vocab_size, ", H=", t.hidden_size, ", ", t.family,
                               t.tied ? ", lm_head tied to embed_tokens" : "",
@@ -312,6 +322,7 @@ absl::StatusOr<LoadResult> EvalCoreImpl::DoLoadDataset(const LoadDatasetParams& 
   options.max_samples = params.max_samples;
   options.skip_bad_samples = params.skip_bad_samples;
   options.vocab_size = SoleTargetVocab(*resident_);
+  options.map = MapPolicyOf(options_);
 
   std::lock_guard<std::mutex> load_lock(resident_->load_mu);
   {
@@ -344,6 +355,7 @@ absl::StatusOr<LoadResult> EvalCoreImpl::DoLoadDataset(const LoadDatasetParams& 
   info.device = device;
   info.dtype = DTypeLabel(d.dtype());
   info.bytes = d.bytes();
+  info.mapped_bytes = d.mapping().mapped_bytes();
   RETURN_IF_ERROR(CheckResidentBudget(*resident_, budget, "dataset", options.name, info.bytes,
                                       "measured once read"));
   info.fingerprint = d.fingerprint();

@@ -26,6 +26,9 @@ struct ResourceInfo {
   ResourceKind kind = ResourceKind::kDrafter;
   std::string name, source_path, device, dtype, fingerprint, summary;
   int64_t bytes = 0;
+  // Of `bytes`, those that are views of the object's files (not copies);
+  // they count against the budget all the same.
+  int64_t mapped_bytes = 0;
   int64_t load_time_unix_micros = 0;
   double load_seconds = 0;
   bool has_selector = false;  // a DFlash 2 drafter (its candidate selector)

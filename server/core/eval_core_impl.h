@@ -36,6 +36,11 @@ struct CoreOptions {
   int64_t max_eval_blocks = 0;
   // Bytes of one logits chunk in an evaluation (eval/vocab_chunks.h); 0: default.
   int64_t logits_budget_bytes = 0;
+  // Resident tensors stored in their resident dtype are views of their
+  // files (weights/map_policy.h) unless `no_mmap`, or the file was modified
+  // less than `mmap_min_age_seconds` ago.
+  bool no_mmap = false;
+  double mmap_min_age_seconds = 10;
   // Sampled acceptance needs at least this target consistency.
   double min_target_consistency = 0.90;
 };

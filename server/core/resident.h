@@ -13,6 +13,7 @@
 #include "core/eval_core_impl.h"
 #include "data/eval_dataset.h"
 #include "model/drafter_model.h"
+#include "weights/map_policy.h"
 #include "weights/target_tensors.h"
 #include "weights/weight_report.h"
 
@@ -27,7 +28,8 @@ struct EvalCoreImpl::Resident {
     ResourceInfo info;
     std::shared_ptr<const model::DrafterModel> model;
     weights::WeightReport report;
-    std::string disk_signature;  // path, dtype, device, file sizes and mtimes
+    std::string disk_signature;                        // path, dtype, device, file sizes and mtimes
+    std::shared_ptr<const weights::MapTally> mapping;  // views of its files
   };
   struct Dataset {
     ResourceInfo info;

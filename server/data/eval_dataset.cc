@@ -116,14 +116,20 @@ std::string DatasetName(const DatasetLoadOptions& options, const Declared& decla
   return name;
 }
 
-// The start of the fingerprint: its version, then the feature groups.
-DatasetHash HashGroups(const std::vector<FeatureGroup>& groups) {
+// The start of the fingerprint: its version, the feature groups, then the
+// final hidden state's key (absent: fingerprints as before it existed).
+DatasetHash HashGroups(const std::vector<FeatureGroup>& groups,
+                       const std::optional<FinalHiddenSpec>& final_hidden) {
   DatasetHash hash;
   hash.Update("dflash-dataset-v1", 17);
   for (const FeatureGroup& g : groups) {
     hash.Update(g.key.data(), g.key.size());
     hash.UpdateU64(g.layer_ids.size());
     for (int id : g.layer_ids) hash.UpdateU64(static_cast<uint64_t>(id));
+  }
+  if (final_hidden.has_value()) {
+    hash.Update(final_hidden->key.data(), final_hidden->key.size());
+    hash.UpdateU64(final_hidden->norm_applied ? 1 : 0);
   }
   return hash;
 }
@@ -132,7 +138,8 @@ DatasetHash HashGroups(const std::vector<FeatureGroup>& groups) {
 // features as `dtype`, dropping each host feature once it is copied.
 absl::StatusOr<DatasetSample> MoveSample(HostSample& host, const SampleFile& file,
                                          c10::ScalarType dtype, const c10::Device& device,
-                                         DatasetHash& hash) {
+                                         const weights::MapPolicy& policy, DatasetHash& hash,
+                                         weights::MapTally& tally) {
   DatasetSample sample;
   sample.index = file.index;
   sample.file = file.relative;
@@ -150,13 +157,25 @@ absl::StatusOr<DatasetSample> MoveSample(HostSample& host, const SampleFile& fil
           sample.final_hidden = host_cast.to(device, dtype, false, /*copy=*/true);
           host.final_hidden = at::Tensor();
         }
-        for (at::Tensor& f : host.features) {
-          // Owned memory, never a view of the mapped capture
-          // file: rewriting it in place would otherwise crash
-          // the server (SIGBUS) on the next evaluation.
+        for (size_t i = 0; i < host.features.size(); ++i) {
+          at::Tensor& f = host.features[i];
+          const std::optional<FileStamp> file =
+              i < host.feature_files.size() ? host.feature_files[i] : std::nullopt;
+          if (policy.enabled && device.is_cpu() && f.scalar_type() == dtype && file.has_value() &&
+              file->AgeSeconds() >= policy.min_age_seconds) {
+            // Stored as it stays resident: a view of the capture file
+            // (weights/map_policy.h says what keeps that safe).
+            HashTensor(hash, f);
+            tally.AddMapped(*file, static_cast<int64_t>(f.nbytes()));
+            sample.features.push_back(f);
+            continue;
+          }
+          // Owned memory otherwise: a view of a file younger than the
+          // policy's age could be rewritten in place (SIGBUS).
           at::Tensor host_cast = f.to(dtype).contiguous();
           HashTensor(hash, host_cast);  // on the host, before any move
           sample.features.push_back(host_cast.to(device, dtype, false, /*copy=*/true));
+          tally.AddCopied(static_cast<int64_t>(sample.features.back().nbytes()));
           f = at::Tensor();  // drop the host copy now
         }
         return std::move(sample);
@@ -210,12 +229,7 @@ absl::StatusOr<EvalDataset> EvalDataset::Load(const DatasetLoadOptions& options)
   }
   expect.responses = declared.responses;
 
-  DatasetHash hash = HashGroups(ds.groups_);
-  if (declared.final_hidden.has_value()) {  // absent: fingerprints as before
-    const FinalHiddenSpec& f = *declared.final_hidden;
-    hash.Update(f.key.data(), f.key.size());
-    hash.UpdateU64(f.norm_applied ? 1 : 0);
-  }
+  DatasetHash hash = HashGroups(ds.groups_, declared.final_hidden);
   for (const SampleFile& file : files) {
     const std::string full = (fs::path(options.path) / file.relative).string();
     absl::StatusOr<HostSample> host = ReadSample(full, expect);
@@ -238,7 +252,8 @@ absl::StatusOr<EvalDataset> EvalDataset::Load(const DatasetLoadOptions& options)
     }
     const c10::ScalarType dtype = options.dtype.value_or(
         host->features.empty() ? c10::kFloat : host->features[0].scalar_type());
-    ASSIGN_OR_RETURN(DatasetSample sample, MoveSample(*host, file, dtype, options.device, hash));
+    ASSIGN_OR_RETURN(DatasetSample sample, MoveSample(*host, file, dtype, options.device,
+                                                      options.map, hash, ds.mapping_));
     host = absl::StatusOr<HostSample>(HostSample{});  // release host tensors
     ds.bytes_ += sample.input_ids.nbytes() + sample.loss_mask.nbytes();
     for (const at::Tensor& f : sample.features) ds.bytes_ += f.nbytes();
@@ -253,6 +268,7 @@ absl::StatusOr<EvalDataset> EvalDataset::Load(const DatasetLoadOptions& options)
         absl::StrCat("dataset '", options.path, "': all ", files.size(),
                      " samples are bad; first: ", ds.skipped_.empty() ? "" : ds.skipped_.front()));
   }
+  RETURN_IF_ERROR(ds.mapping_.CheckUnchanged(), "dataset '", options.path, "'");  // not rewritten
   ds.hidden_size_ = expect.hidden_size;
   hash.UpdateU64(static_cast<uint64_t>(ds.hidden_size_));
   ds.fingerprint_ = hash.Hex();

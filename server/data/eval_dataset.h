@@ -23,6 +23,7 @@
 #include "absl/status/statusor.h"
 #include "data/dataset_manifest.h"
 #include "data/sample_metadata.h"
+#include "weights/map_policy.h"
 
 namespace dflash::data {
 
@@ -53,6 +54,9 @@ struct DatasetLoadOptions {
   int64_t max_samples = 0;  // 0 = all
   bool skip_bad_samples = false;
   int64_t vocab_size = 0;  // when > 0, token ids are checked against it
+  // Features stored in the resident dtype stay views of their capture file
+  // where it allows (weights/map_policy.h; on the CPU only).
+  weights::MapPolicy map;
 };
 
 class EvalDataset {
@@ -89,6 +93,8 @@ class EvalDataset {
   const DatasetSample& sample(size_t i) const { return samples_[i]; }
   c10::ScalarType dtype() const { return dtype_; }
   int64_t bytes() const { return bytes_; }
+  // Which feature bytes are views of their capture files, and those files.
+  const weights::MapTally& mapping() const { return mapping_; }
   const std::string& fingerprint() const { return fingerprint_; }
   // The manifest's final_hidden_state declaration, when it has one.
   const std::optional<FinalHiddenSpec>& final_hidden() const { return final_hidden_; }
@@ -115,6 +121,7 @@ class EvalDataset {
   int64_t hidden_size_ = 0;
   c10::ScalarType dtype_ = c10::kFloat;
   int64_t bytes_ = 0;
+  weights::MapTally mapping_;
   std::vector<DatasetSample> samples_;
   std::vector<std::string> skipped_;
   LayerNumbering numbering_ = LayerNumbering::kHfLayer;

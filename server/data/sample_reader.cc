@@ -152,6 +152,8 @@ absl::StatusOr<HostSample> ReadSampleImpl(const std::string& path,
     } else {
       RETURN_IF_ERROR(CheckWidth(g.key, layers, width, hidden, expect.hidden_size_from_manifest));
     }
+    // A view of the file only when the reader mapped it and it stays one.
+    out.feature_files.push_back(f.is_contiguous() ? src->MappedStamp(g.key) : std::nullopt);
     out.features.push_back(f.contiguous());
   }
   out.hidden_size = hidden;

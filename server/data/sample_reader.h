@@ -6,12 +6,14 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <ATen/core/Tensor.h>
 
 #include "absl/status/statusor.h"
+#include "common/mapped_file.h"
 #include "data/dataset_manifest.h"
 #include "data/eval_dataset.h"
 
@@ -36,7 +38,9 @@ struct HostSample {
   at::Tensor input_ids;              // [L] int64
   at::Tensor loss_mask;              // [L] uint8
   std::vector<at::Tensor> features;  // [L, W_g], stored dtype
-  at::Tensor final_hidden;           // [L, H] when final_hidden_key is set
+  // Per feature: the file whose mapping it is a view of (nullopt: owned).
+  std::vector<std::optional<FileStamp>> feature_files;
+  at::Tensor final_hidden;  // [L, H] when final_hidden_key is set
   int64_t hidden_size = 0;
   bool mask_from_manifest = false;  // built from expect.responses (no mask in the file)
 };

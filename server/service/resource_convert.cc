@@ -119,6 +119,7 @@ void ToProto(const core::ResourceInfo& in, pb::Resource* out) {
   out->set_device(in.device);
   out->set_dtype(DTypeToProto(in.dtype));
   out->set_bytes(in.bytes);
+  out->set_mapped_bytes(in.mapped_bytes);
   out->set_fingerprint(in.fingerprint);
   *out->mutable_load_time() = FromUnixMicros(in.load_time_unix_micros);
   out->set_load_seconds(in.load_seconds);

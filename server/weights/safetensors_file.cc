@@ -122,6 +122,19 @@ class MappedSource final : public TensorSource {
     slot.file->ReleasePages(slot.data_start + slot.entry.begin + offset, end - offset);
   }
 
+  // ReadSlot's view: data, aligned for its element type.
+  std::optional<FileStamp> MappedStamp(absl::string_view name) const override {
+    auto it = by_name_.find(std::string(name));
+    if (it == by_name_.end()) return std::nullopt;
+    const Slot& slot = slots_[it->second];
+    const uint64_t offset = slot.data_start + slot.entry.begin;
+    if (slot.entry.nbytes() == 0 ||
+        offset % static_cast<uint64_t>(DTypeSize(slot.entry.dtype)) != 0) {
+      return std::nullopt;
+    }
+    return slot.file->stamp();
+  }
+
   absl::StatusOr<at::Tensor> Read(absl::string_view name) const override {
     auto it = by_name_.find(std::string(name));
     if (it != by_name_.end()) return ReadSlot(slots_[it->second]);

@@ -312,23 +312,35 @@ absl::StatusOr<std::vector<at::Tensor>> ReadTensors(const TensorSource& source,
                              : info->name == out->lm_head_name ? "lm_head"
                                                                : "norm";
     ByteHasher hash = fp.BeginTensor(role, DTypeName(info->dtype), info->shape);
-    ChunkedCopyOptions copy{options.dtype, options.device};
-    if (options.chunk_bytes > 0) copy.chunk_bytes = options.chunk_bytes;
-    // Owned memory, never a view of the mapped shard.
-    ASSIGN_OR_RETURN(at::Tensor converted,
-                     ChunkedCopy(
-                         t, copy, [&](const void* p, int64_t, int64_t n) { hash.Update(p, n); },
-                         [&](int64_t off, int64_t n) { source.ReleaseRange(info->name, off, n); }),
-                     "target '", model_dir, "': tensor '", info->name, "'");
-    fp.EndTensor(hash);
+    if (std::optional<FileStamp> file =
+            MayAlias(source, info->name, t, options.dtype, options.device, options.map)) {
+      // Stored as it stays resident: a view of the shard, hashed in place.
+      hash.Update(t.data_ptr(), t.nbytes());
+      fp.EndTensor(hash);
+      out->mapping.AddMapped(*file, static_cast<int64_t>(t.nbytes()));
+      loaded.push_back(t);
+    } else {
+      ChunkedCopyOptions copy{options.dtype, options.device};
+      if (options.chunk_bytes > 0) copy.chunk_bytes = options.chunk_bytes;
+      // Owned memory, never a view of the mapped shard.
+      ASSIGN_OR_RETURN(
+          at::Tensor converted,
+          ChunkedCopy(
+              t, copy, [&](const void* p, int64_t, int64_t n) { hash.Update(p, n); },
+              [&](int64_t off, int64_t n) { source.ReleaseRange(info->name, off, n); }),
+          "target '", model_dir, "': tensor '", info->name, "'");
+      fp.EndTensor(hash);
+      out->mapping.AddCopied(static_cast<int64_t>(converted.nbytes()));
+      loaded.push_back(converted);
+      t = at::Tensor();
+      source.ReleaseBytes(info->name);  // keep the peak near what stays resident
+    }
     out->bytes_read += info->nbytes;
     out->facts.push_back(absl::StrCat(role, " '", info->name, "' ", ShapeText(info->shape), " ",
                                       DTypeName(info->dtype), " from ",
                                       fs::path(info->file).filename().string()));
-    loaded.push_back(converted);
-    t = at::Tensor();
-    source.ReleaseBytes(info->name);  // keep the peak near what stays resident
   }
+  RETURN_IF_ERROR(out->mapping.CheckUnchanged(), "target '", model_dir, "'");
   return loaded;
 }
 

@@ -13,6 +13,7 @@
 #include <ATen/core/Tensor.h>
 
 #include "absl/status/statusor.h"
+#include "weights/map_policy.h"
 
 namespace dflash::weights {
 
@@ -27,6 +28,7 @@ struct TargetTensors {
   std::string embed_name, lm_head_name, norm_name;  // as found in the checkpoint
   std::string family;  // "qwen3", "qwen3.5-multimodal", "legacy-wrapper"
   int64_t bytes_read = 0;
+  MapTally mapping;  // which tensors are views of their shards (map_policy.h)
   std::string fingerprint;
   std::vector<std::string> facts;
 };
@@ -37,6 +39,8 @@ struct TargetLoadOptions {
   bool load_norm = false;
   // Stored bytes converted at a time (chunked_copy.h); 0: its default, 16 MiB.
   int64_t chunk_bytes = 0;
+  // Tensors stored in `dtype` stay views of their shard where it allows.
+  MapPolicy map;
 };
 
 // NotFound when a tensor cannot be resolved: the message lists every name

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 #include "absl/strings/string_view.h"
@@ -17,6 +18,7 @@
 #include <ATen/core/Tensor.h>
 
 #include "absl/status/statusor.h"
+#include "common/mapped_file.h"
 #include "formats/dtype.h"
 
 namespace dflash::weights {
@@ -55,6 +57,12 @@ class TensorSource {
   // (widened to whole pages), so a chunked copy gives pages back as it goes.
   virtual void ReleaseRange(absl::string_view /*name*/, int64_t /*offset*/,
                             int64_t /*length*/) const {}
+  // The file whose private mapping Read(name) returns a view of, as it was
+  // when opened; nullopt when Read(name) returns memory of its own (a copy:
+  // compressed, misaligned, small or partial records) or name is unknown.
+  virtual std::optional<FileStamp> MappedStamp(absl::string_view /*name*/) const {
+    return std::nullopt;
+  }
   // The training wrapper the tensors were read from inside ("state_dict",
   // "module", "model_state_dict"; see pickle_flatten.h), "" when none.
   virtual std::string unwrapped_wrapper() const { return {}; }

@@ -118,6 +118,46 @@ class TorchPtFile final : public TensorSource {
   }
 
  private:
+  // The file offset of e's storage record when Materialize maps it in
+  // place: a stored (not deflated) record of at least kMapMinBytes, aligned
+  // for its element type, in a mapped (not gunzipped) archive. 0 otherwise:
+  // the record is copied (no data starts at offset 0 of a zip).
+  uint64_t InPlaceOffset(const Entry& e, const ZipEntry& zipped) const {
+    const PickleTensorRef& t = e.ref;
+    const uint64_t want = static_cast<uint64_t>(t.storage.numel * DTypeSize(t.storage.dtype));
+    if (bytes_.map == nullptr || want < kMapMinBytes || zipped.method != 0 ||
+        zipped.compressed_size != want) {
+      return 0;
+    }
+    absl::StatusOr<uint64_t> offset = zip_.DataOffset(zipped);
+    if (!offset.ok() || *offset % static_cast<uint64_t>(DTypeSize(t.storage.dtype)) != 0) return 0;
+    return *offset;
+  }
+
+  // Materialize returns the record's mapping itself (not a copy out of it)
+  // when the tensor is its whole storage, contiguous.
+  static bool WholeStorage(const PickleTensorRef& t) {
+    int64_t expect = 1, numel = 1;
+    for (size_t d = t.size.size(); d-- > 0;) {
+      if (t.size[d] != 1 && t.stride[d] != expect) return false;
+      expect *= t.size[d];
+      numel *= t.size[d];
+    }
+    return t.storage_offset == 0 && numel == t.storage.numel;
+  }
+
+  std::optional<FileStamp> MappedStamp(absl::string_view name) const override {
+    auto it = index_.find(std::string(name));
+    if (it == index_.end()) return std::nullopt;
+    const Entry& e = entries_[it->second];
+    const ZipEntry* zipped = zip_.Find(prefix_ + absl::StrCat("data/", e.ref.storage.key));
+    if (zipped == nullptr || zipped->uncompressed_size != zipped->compressed_size ||
+        !WholeStorage(e.ref) || InPlaceOffset(e, *zipped) == 0) {
+      return std::nullopt;
+    }
+    return bytes_.map->stamp();
+  }
+
   absl::StatusOr<at::Tensor> Materialize(const Entry& e) const {
     const PickleTensorRef& t = e.ref;
     const at::TensorOptions options = at::TensorOptions().dtype(ToScalarType(t.storage.dtype));
@@ -134,16 +174,12 @@ class TorchPtFile final : public TensorSource {
     }
     if (want == 0) return at::empty(t.size, options);
     at::Tensor storage;
-    if (bytes_.map != nullptr && static_cast<uint64_t>(want) >= kMapMinBytes &&
-        zipped->method == 0 && zipped->compressed_size == static_cast<uint64_t>(want)) {
-      // Zero-copy: a stored record is the storage's bytes, in place in the
-      // file (the load then costs no allocation, page zeroing or copy).
-      ASSIGN_OR_RETURN(uint64_t offset, zip_.DataOffset(*zipped), "reading tensor '", e.info.name,
-                       "' from '", path_, "'");
-      if (offset % static_cast<uint64_t>(DTypeSize(t.storage.dtype)) == 0) {
-        storage =
-            MapRecord(*bytes_.map, offset, t.storage.numel, static_cast<uint64_t>(want), options);
-      }
+    // Zero-copy: a stored record is the storage's bytes, in place in the
+    // file (the load then costs no allocation, page zeroing or copy).
+    // Deflated, gunzipped, small or misaligned records are copied.
+    if (const uint64_t offset = InPlaceOffset(e, *zipped); offset != 0) {
+      storage =
+          MapRecord(*bytes_.map, offset, t.storage.numel, static_cast<uint64_t>(want), options);
     }
     if (!storage.defined()) {
       storage = at::empty({t.storage.numel}, options);

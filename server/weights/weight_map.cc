@@ -408,10 +408,9 @@ absl::StatusOr<WeightReport> ValidateWeightMap(const TensorSource& source,
   return report;
 }
 
-absl::StatusOr<std::map<std::string, at::Tensor>> LoadValidatedWeights(const TensorSource& source,
-                                                                       WeightReport& report,
-                                                                       c10::ScalarType dtype,
-                                                                       c10::Device device) {
+absl::StatusOr<std::map<std::string, at::Tensor>> LoadValidatedWeights(
+    const TensorSource& source, WeightReport& report, c10::ScalarType dtype, c10::Device device,
+    const MapPolicy& policy, MapTally* tally) {
   if (!report.ok) {
     std::string first = report.problems.empty() ? "report not ok" : report.problems[0];
     return absl::FailedPreconditionError(
@@ -421,6 +420,8 @@ absl::StatusOr<std::map<std::string, at::Tensor>> LoadValidatedWeights(const Ten
                          : ""));
   }
   std::map<std::string, at::Tensor> out;
+  MapTally own_tally;
+  if (tally == nullptr) tally = &own_tally;
   Fingerprinter fp;
   // A load needs the fingerprint and the NaN/Inf check, not the statistics
   // (validate --stats computes those): one hash pass and one bit test pass
@@ -437,19 +438,26 @@ absl::StatusOr<std::map<std::string, at::Tensor>> LoadValidatedWeights(const Ten
         fresh.push_back(e);
       }
     }
-    // copy=true: resident weights own their memory. A tensor read in place
-    // from a mapped file would turn a later in-place rewrite of that file
-    // (torch.save truncates first) into SIGBUS in a running server.
-    // Chunked: each converted chunk's mapped pages go back before the next.
+    // A tensor already in its resident dtype stays a view of its file when
+    // the policy allows (map_policy.h says what keeps that safe); the rest
+    // are copied in chunks, each chunk's mapped pages going back before the next.
+    const c10::ScalarType want = e->keep_dtype ? t.scalar_type() : dtype;
+    if (std::optional<FileStamp> file = MayAlias(source, e->stored_name, t, want, device, policy)) {
+      tally->AddMapped(*file, static_cast<int64_t>(t.nbytes()));
+      out[e->name] = t;
+      continue;
+    }
     ASSIGN_OR_RETURN(
         out[e->name],
-        ChunkedCopy(t.contiguous(),
-                    ChunkedCopyOptions{e->keep_dtype ? t.scalar_type() : dtype, device}, nullptr,
+        ChunkedCopy(t.contiguous(), ChunkedCopyOptions{want, device}, nullptr,
                     [&](int64_t off, int64_t n) { source.ReleaseRange(e->stored_name, off, n); }),
         "tensor '", e->name, "'");
+    tally->AddCopied(static_cast<int64_t>(out[e->name].nbytes()));
     t = at::Tensor();  // the copy is all we keep: let the file's pages go
     source.ReleaseBytes(e->stored_name);
   }
+  // What was read is what the file held: it was not rewritten meanwhile.
+  RETURN_IF_ERROR(tally->CheckUnchanged());
   const std::string now = fp.Hex();
   if (!report.fingerprint.empty() && report.fingerprint != now) {
     return absl::FailedPreconditionError(

@@ -12,6 +12,7 @@
 #include <ATen/core/Tensor.h>
 
 #include "absl/status/statusor.h"
+#include "weights/map_policy.h"
 #include "weights/tensor_source.h"
 #include "weights/weight_report.h"
 #include "weights/weight_spec.h"
@@ -40,10 +41,13 @@ absl::StatusOr<WeightReport> ValidateWeightMap(const TensorSource& source,
 // report not ok, with its stats filled in, and the load fails with
 // InvalidArgument: bad content); statistics of clean tensors are left to
 // ValidateWeightMap's compute_stats. FailedPrecondition when the report is
-// not ok or the file changed since it was validated.
-absl::StatusOr<std::map<std::string, at::Tensor>> LoadValidatedWeights(const TensorSource& source,
-                                                                       WeightReport& report,
-                                                                       c10::ScalarType dtype,
-                                                                       c10::Device device);
+// not ok or the file changed since it was validated. Tensors already in
+// their resident dtype on the CPU are views of the file where `policy`
+// allows (map_policy.h); `tally`, when given, counts mapped and copied bytes
+// and the load fails (FailedPrecondition) when a mapped file was written in
+// place while it was read.
+absl::StatusOr<std::map<std::string, at::Tensor>> LoadValidatedWeights(
+    const TensorSource& source, WeightReport& report, c10::ScalarType dtype, c10::Device device,
+    const MapPolicy& policy = {}, MapTally* tally = nullptr);
 
 }  // namespace dflash::weights

@@ -138,6 +138,8 @@ TEST_F(ServerConfigTest, DefaultsWithoutAFile) {
   EXPECT_EQ(config_.workers, 4);
   EXPECT_TRUE(config_.preload.empty());
   EXPECT_EQ(config_.metrics_listen, "");
+  EXPECT_FALSE(config_.no_mmap);
+  EXPECT_EQ(config_.mmap_min_age_seconds, 10);
 }
 
 TEST_F(ServerConfigTest, UnknownTopLevelKeyIsNamed) {
@@ -148,7 +150,8 @@ TEST_F(ServerConfigTest, UnknownTopLevelKeyIsNamed) {
             "http_listen, http_port_file, insecure_allow_remote, listen, log_format, log_level, "
             "logits_budget_bytes, "
             "max_concurrent_streams, max_eval_blocks, max_queued, max_request_bytes, "
-            "max_resident_bytes, metrics_listen, min_target_consistency, port_file, preload, "
+            "max_resident_bytes, metrics_listen, min_target_consistency, mmap_min_age_seconds, "
+            "no_mmap, port_file, preload, "
             "state_dir, store, store_password_file, suites, threads, tls_cert, tls_client_ca, "
             "tls_key, workers)");
 }
@@ -163,8 +166,12 @@ TEST_F(ServerConfigTest, SecurityKeysComeFromTheFile) {
                                           "max_resident_bytes: 1000000\n"
                                           "max_eval_blocks: 5\n"
                                           "max_concurrent_streams: 3\n"
-                                          "logits_budget_bytes: 1048576\n")}),
+                                          "logits_budget_bytes: 1048576\n"
+                                          "no_mmap: true\n"
+                                          "mmap_min_age_seconds: 2.5\n")}),
             "(no error)");
+  EXPECT_TRUE(config_.no_mmap);
+  EXPECT_EQ(config_.mmap_min_age_seconds, 2.5);
   EXPECT_EQ(config_.auth_token_file, "/etc/t");
   EXPECT_EQ(config_.tls_cert, "/c.pem");
   EXPECT_EQ(config_.tls_key, "/k.pem");

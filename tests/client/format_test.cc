@@ -9,6 +9,7 @@ namespace dflash::client {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 TEST(FormatTest, HumanBytesAndSeconds) {
   EXPECT_EQ(HumanBytes(0), "0 B");
@@ -95,6 +96,16 @@ TEST(FormatTest, JsonUsesTheProtoMapping) {
   EXPECT_THAT(j, HasSubstr("\"name\": \"x\""));
   EXPECT_THAT(j, HasSubstr("\"bytes\": \"5\""));      // int64 as a string, per the mapping
   EXPECT_THAT(j, HasSubstr("\"sourcePath\": \"\""));  // defaults printed
+}
+
+TEST(FormatTest, ResourceLineSaysHowManyBytesAreMapped) {
+  pb::Resource r;
+  r.set_name("d");
+  r.set_bytes(3ll << 30);
+  r.set_summary("V=8");
+  EXPECT_THAT(FormatResource(r), Not(HasSubstr("mapped")));
+  r.set_mapped_bytes(1536);
+  EXPECT_THAT(FormatResource(r), HasSubstr("3.0 GiB  V=8 (1.5 KiB mapped)\n"));
 }
 
 pb::EvalJob DoneJob(const std::string& id, const std::string& drafter, int64_t step,

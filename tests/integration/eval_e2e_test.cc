@@ -1,7 +1,12 @@
 // The whole path on generated files: the real dflash-evald and dflash-eval,
 // a tiny target, drafter and dataset from tools/dflash_ref/make_fixture.py,
 // and results checked against the independent Python reference's numbers.
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/stat.h>
+
+#include <cstdio>
+#include <ctime>
 
 #include <filesystem>
 #include <fstream>
@@ -30,6 +35,21 @@ using ::dflash::testing::RunReferenceEval;
 using ::dflash::testing::ServerProcess;
 using ::testing::HasSubstr;
 using json = nlohmann::json;
+
+// A copy of the fixture's drafter in `dir`, last modified an hour ago (its
+// writer long done), so the server maps it instead of copying it.
+void CopyAgedDrafter(const std::string& from, const std::string& dir) {
+  fs::create_directories(dir);
+  for (const char* f : {"config.json", "model.safetensors"}) {
+    const std::string to = dir + "/" + f;
+    fs::copy_file(from + "/" + f, to, fs::copy_options::overwrite_existing);
+    struct timespec times[2];
+    ::clock_gettime(CLOCK_REALTIME, &times[0]);
+    times[0].tv_sec -= 3600;
+    times[1] = times[0];
+    ASSERT_EQ(::utimensat(AT_FDCWD, to.c_str(), times, 0), 0) << to;
+  }
+}
 
 class EvalE2eTest : public testing::TinyServerTest {
  protected:
@@ -278,6 +298,53 @@ TEST_F(EvalE2eTest, RewritingALoadedCheckpointInPlaceCannotCrashTheServer) {
                       "--semantics", "zlab-2025"});
   ExpectSameMetrics(got, Expected("anchor_all.json"));
   EXPECT_EQ(Cli({"unload", "drafter", "rw"}).exit_code, 0);
+}
+
+TEST_F(EvalE2eTest, RenamingANewCheckpointOverAMappedOneKeepsTheResidentWeights) {
+  const std::string dir = data_ + "/renamed";
+  CopyAgedDrafter(data_ + "/drafter", dir);
+  json loaded = CliJson({"load-drafter", dir, "--name", "mapped"});
+  const json& res = loaded["resource"];
+  ASSERT_TRUE(res.contains("mappedBytes")) << loaded.dump();
+  EXPECT_EQ(res["mappedBytes"], res["bytes"]);  // fp32 stored, fp32 resident: all views
+  // The trainer's next checkpoint under a temporary name, renamed into place.
+  {
+    std::ofstream out(dir + "/model.safetensors.tmp", std::ios::binary);
+    out << "the next step's weights";
+  }
+  ASSERT_EQ(
+      std::rename((dir + "/model.safetensors.tmp").c_str(), (dir + "/model.safetensors").c_str()),
+      0);
+  json got = CliJson({"eval", "--drafter", "mapped", "--dataset", "d", "--anchors", "all",
+                      "--semantics", "zlab-2025"});
+  ExpectSameMetrics(got, Expected("anchor_all.json"));
+  EXPECT_EQ(Cli({"unload", "drafter", "mapped"}).exit_code, 0);
+}
+
+TEST_F(EvalE2eTest, AMappedCheckpointRewrittenInPlaceFailsTheEvalNotTheServer) {
+  const std::string dir = data_ + "/inplace";
+  CopyAgedDrafter(data_ + "/drafter", dir);
+  ASSERT_EQ(Cli({"load-drafter", dir, "--name", "inplace"}).exit_code, 0);
+  const uintmax_t size = fs::file_size(dir + "/model.safetensors");
+  {
+    std::ofstream out(dir + "/model.safetensors", std::ios::binary | std::ios::trunc);
+    out << "not weights any more";
+  }
+  CommandResult r = Cli({"eval", "--drafter", "inplace", "--dataset", "d"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr(absl::StrCat(
+                         "FAILED_PRECONDITION: '", dir,
+                         "/model.safetensors' was written in place "
+                         "since it was loaded (",
+                         size,
+                         " bytes then, 20 now); write checkpoints "
+                         "to a temporary name and rename them into place, or run the server with "
+                         "--no-mmap; unload and load it again to evaluate the new file")));
+  // The server is alive and the other drafter still evaluates.
+  json got = CliJson(
+      {"eval", "--drafter", "m", "--dataset", "d", "--anchors", "all", "--semantics", "zlab-2025"});
+  ExpectSameMetrics(got, Expected("anchor_all.json"));
+  EXPECT_EQ(Cli({"unload", "drafter", "inplace"}).exit_code, 0);
 }
 
 }  // namespace

@@ -95,7 +95,7 @@ std::string TorchSaveWriter::Bytes() const {
     records.emplace_back("archive/data/" + std::to_string(i), entries_[i].bytes);
   }
   records.emplace_back("archive/version", "3\n");
-  return StoredZip(records);
+  return StoredZip(records, align_);
 }
 
 std::string TorchSaveWriter::WriteTo(const std::string& path) const {
@@ -107,11 +107,17 @@ std::string TorchSaveWriter::WriteTo(const std::string& path) const {
   return path;
 }
 
-std::string StoredZip(const std::vector<std::pair<std::string, std::string>>& records) {
+std::string StoredZip(const std::vector<std::pair<std::string, std::string>>& records, int align) {
   std::string out, central;
   for (const auto& [name, data] : records) {
     const uint32_t crc = Crc32(data);
     const uint64_t offset = out.size();
+    // An extra field ("FB", as torch.save writes it) pads the data to `align`.
+    uint64_t pad = 0;
+    if (align > 1) {
+      const uint64_t at = offset + 30 + name.size() + 4;
+      pad = 4 + (align - at % align) % align;
+    }
     PutLE(out, 0x04034b50, 4);
     PutLE(out, 20, 2);  // version needed
     PutLE(out, 0, 2);   // flags
@@ -121,8 +127,13 @@ std::string StoredZip(const std::vector<std::pair<std::string, std::string>>& re
     PutLE(out, data.size(), 4);
     PutLE(out, data.size(), 4);
     PutLE(out, name.size(), 2);
-    PutLE(out, 0, 2);  // extra
+    PutLE(out, pad, 2);  // extra
     out += name;
+    if (pad > 0) {
+      out += "FB";
+      PutLE(out, pad - 4, 2);
+      out.append(pad - 4, 'Z');
+    }
     out += data;
 
     PutLE(central, 0x02014b50, 4);

@@ -25,6 +25,13 @@ class TorchSaveWriter {
   TorchSaveWriter& Add(const std::string& name, const std::string& storage,
                        std::vector<int64_t> shape, std::string bytes, int elem_size);
 
+  // Pads every record's data to a multiple of `align` bytes in the file, as
+  // torch.save does (64); without it, records start where they fall.
+  TorchSaveWriter& AlignRecords(int align) {
+    align_ = align;
+    return *this;
+  }
+
   // The pickle (data.pkl) and the whole archive.
   std::string Pickle() const;
   std::string Bytes() const;
@@ -39,9 +46,12 @@ class TorchSaveWriter {
     int elem_size = 1;
   };
   std::vector<Entry> entries_;
+  int align_ = 1;
 };
 
-// A zip archive of stored records, in the order given.
-std::string StoredZip(const std::vector<std::pair<std::string, std::string>>& records);
+// A zip archive of stored records, in the order given; align > 1 pads each
+// record's data to a multiple of it, as torch.save does (64).
+std::string StoredZip(const std::vector<std::pair<std::string, std::string>>& records,
+                      int align = 1);
 
 }  // namespace dflash::testing
