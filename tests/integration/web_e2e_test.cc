@@ -144,6 +144,7 @@ class WebE2eTest : public testing::TinyServerTest {
   // "2.346" as the page writes numbers (4 significant digits).
   static std::string Num(double v) { return absl::StrFormat("%.4g", v); }
 
+ protected:
   static dflash::testing::TempDir* ports_;
   static int http_port_;
 };
