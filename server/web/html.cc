@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "types/proposal_policy.h"
 
 namespace dflash::web {
 namespace {
@@ -91,6 +92,17 @@ std::string Time(int64_t unix_micros) {
   char buf[32];
   std::strftime(buf, sizeof(buf), "%Y-%m-%d %H:%M:%SZ", &tm);
   return buf;
+}
+
+std::string SettingText(const eval::SamplingSetting& s) {
+  std::string out = absl::StrFormat("t=%g", s.temperature);
+  if (s.top_p > 0 && s.top_p < 1) absl::StrAppend(&out, absl::StrFormat(",p=%g", s.top_p));
+  if (s.top_k > 0) absl::StrAppend(&out, ",k=", s.top_k);
+  if (s.policy != eval::ProposalPolicy::kDefault) {
+    absl::StrAppend(&out, " ", eval::PolicyName(s.policy));
+  }
+  if (!s.engine.empty()) absl::StrAppend(&out, " (", s.engine, ")");
+  return out;
 }
 
 }  // namespace dflash::web

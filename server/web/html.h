@@ -35,5 +35,8 @@ std::string Num(double v);
 std::string WithInterval(double v, const std::optional<eval::Interval>& ci);
 // "2026-12-04 03:31:51Z"; "-" for 0.
 std::string Time(int64_t unix_micros);
+// A sampling setting as the CLI's --sampling spells it: "t=0.6,p=0.95,k=20",
+// then the policy and the engine preset when set ("t=1 match (vllm)").
+std::string SettingText(const eval::SamplingSetting& s);
 
 }  // namespace dflash::web

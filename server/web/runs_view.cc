@@ -65,9 +65,12 @@ RunSeries SeriesOf(const std::vector<JobRecord>& jobs) {
                false, label);
       AddPoint(tau, d.dataset, step, d.result.tau, d.result.tau_ci, false, label);
     }
+    // Sampled acceptance: one extra line per setting, on both charts.
     for (const eval::SampledAcceptance& s : r.sampling) {
-      AddPoint(accept, absl::StrCat("expected at T=", s.setting.temperature), step,
-               s.expected_accept_length_pooled, s.accept_length_ci, false, label);
+      const std::string name = absl::StrCat("expected at ", SettingText(s.setting));
+      AddPoint(accept, name, step, s.expected_accept_length_pooled, s.accept_length_ci, false,
+               label);
+      AddPoint(tau, name, step, s.expected_tau, std::nullopt, false, label);
     }
   }
   RunSeries out;

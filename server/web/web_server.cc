@@ -23,12 +23,13 @@ namespace {
 void Reply(const WebReply& r, httplib::Response& res) {
   res.status = r.status;
   res.set_content(r.body, r.content_type);
-  // Pages are read-only views of live data: never cached, never framed.
+  // Pages are read-only views of live data: never cached, never framed; a
+  // running job's page may fetch its own twin (connect-src 'self').
   res.set_header("Cache-Control", "no-store");
   res.set_header("X-Content-Type-Options", "nosniff");
   res.set_header("Content-Security-Policy",
                  "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; "
-                 "img-src 'self' data:; frame-ancestors 'none'");
+                 "img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'");
 }
 
 }  // namespace

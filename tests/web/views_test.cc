@@ -109,9 +109,77 @@ TEST(WebViewsTest, JobPageShowsTheResultAndItsRecipe) {
   EXPECT_THAT(page.html, HasSubstr("<h2>Recipe r64:"));
   EXPECT_EQ(Count(page.html, "<rect class=\"bar\""), 2 + 2);  // positions, histogram
   EXPECT_EQ(page.json["id"], "ev-9");
-  EXPECT_THAT(page.html, Not(HasSubstr("location.reload")));  // finished: no polling
+  EXPECT_THAT(page.html, Not(HasSubstr("<script")));  // finished: no polling
+}
+
+TEST(WebViewsTest, ARunningJobShowsProgressAndPollsItsTwin) {
+  jobs::JobRecord j = Job("ev-7", "r", 5, 0);
+  j.result.reset();
   j.state = jobs::JobState::kRunning;
-  EXPECT_THAT(JobView(j).html, HasSubstr("location.reload"));
+  j.progress.blocks_done = 12;
+  j.progress.blocks_total = 900;
+  j.progress.blocks_total_is_bound = true;
+  j.progress.samples_done = 3;
+  j.progress.samples_total = 300;
+  const WebPage page = JobView(j);
+  EXPECT_THAT(page.html, HasSubstr("<span id=\"state\">RUNNING</span>"));
+  EXPECT_THAT(page.html, HasSubstr("<span id=\"progress\" data-polls=\"0\">12 of &le;900 "
+                                   "blocks, 3 of 300 samples</span>"));
+  EXPECT_THAT(page.html, HasSubstr("fetch('/api/jobs/ev-7'"));
+  EXPECT_EQ(Count(page.html, "<script>"), 1);
+  EXPECT_THAT(page.html, Not(HasSubstr("<h2>Recipe")));  // no result yet
+}
+
+TEST(WebViewsTest, Dflash2JobShowsTheSelectorDiagnostics) {
+  jobs::JobRecord j = Job("ev-8", "r", 5, 3.5);
+  eval::EvalResult& r = *j.result;
+  r.blocks = 200;
+  r.selector_top_k = 4;
+  r.unary_accept_length_pooled = 3.0;
+  r.oracle_accept_length_pooled = 4.25;
+  r.first_miss = {20, 150, 30};  // all accepted, coverage misses, ranking errors
+  r.selector_near_ties = 2;
+  eval::PositionMetrics p;
+  p.position = 1;
+  p.counted = 200;
+  p.accuracy = 0.75;
+  p.unary_accuracy = 0.625;
+  p.coverage = 0.875;
+  p.tf_accuracy = 0.8125;
+  r.positions = {p};
+  r.draft_length_curve = {1.5, 2.25, 3.5};
+  r.target_consistency = {100, 97, 0.97};
+  const std::string html = JobView(j).html;
+  EXPECT_THAT(html, HasSubstr("<td>3 / 4.25</td>"));  // unary argmax / top-k oracle
+  EXPECT_THAT(html, HasSubstr("<th>selector lift (with minus without)</th><td>+0.5</td>"));
+  EXPECT_THAT(html, HasSubstr("<td>75.0% / 15.0% / 10.0%</td>"));  // coverage, ranking, all
+  EXPECT_THAT(html, HasSubstr("<td>0.625</td><td>0.875</td><td>0.8125</td>"));
+  EXPECT_THAT(html, HasSubstr("<th>tf-select</th>"));
+  EXPECT_THAT(html, HasSubstr("draft-length curve"));
+  EXPECT_EQ(Count(html, "<path class=\"series\""), 1);         // the greedy curve
+  EXPECT_THAT(html, HasSubstr("<td>97.0% (97 of 100)</td>"));  // target consistency
+}
+
+TEST(WebViewsTest, SampledSettingsAreExtraLinesOnTheRunCharts) {
+  std::vector<jobs::JobRecord> jobs;
+  for (int step : {1, 2}) {
+    jobs.push_back(Job("s" + std::to_string(step), "r", step, 2.0));
+    for (double p : {1.0, 0.95}) {
+      eval::SampledAcceptance s;
+      s.setting.temperature = 0.6;
+      s.setting.top_p = p;
+      s.expected_accept_length_pooled = 1.5 + p;
+      s.expected_tau = 1.4 + p;
+      jobs.back().result->sampling.push_back(s);
+    }
+  }
+  const WebPage page = RunView("r", jobs, std::nullopt);
+  // Each chart: the greedy line and one per setting (same T, different top-p).
+  EXPECT_EQ(Count(page.html, "<path class=\"series\""), 2 * 3) << page.html;
+  EXPECT_EQ(Count(page.html, "data-name=\"expected at t=0.6\""), 2);
+  EXPECT_EQ(Count(page.html, "data-name=\"expected at t=0.6,p=0.95\""), 2);
+  EXPECT_EQ(page.json["series"],
+            nlohmann::json({"accept length", "expected at t=0.6", "expected at t=0.6,p=0.95"}));
 }
 
 TEST(WebViewsTest, ErrorPagesSayWhyAndLinkBack) {
