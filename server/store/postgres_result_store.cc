@@ -209,7 +209,12 @@ absl::StatusOr<jobs::JobPage> PostgresResultStore::List(const jobs::ListQuery& q
                                        " AND id < ", i, "))"));
   }
   const int page_size = PageSize(q.page_size);
-  const std::string sql = ListSql(where, q.order_by_step, page_size);
+  // create_missing false: a record without a result stays as it is.
+  const std::string sql =
+      ListSql(where, q.order_by_step, page_size,
+              q.without_per_sample
+                  ? "jsonb_set(record::jsonb, '{result,per_sample}', '[]'::jsonb, false)::text"
+                  : "record");
   std::lock_guard<std::mutex> lock(mu_);
   ASSIGN_OR_RETURN(PgRows rows, db_->Exec(sql, args));
   jobs::JobPage page;

@@ -271,7 +271,10 @@ absl::StatusOr<jobs::JobPage> SqliteResultStore::List(const jobs::ListQuery& q) 
     args.insert(args.end(), {key, key, id});
   }
   const int page_size = PageSize(q.page_size);
-  const std::string sql = ListSql(where, q.order_by_step, page_size);
+  // json_replace changes only a path that exists: queued records keep no result.
+  const std::string sql = ListSql(
+      where, q.order_by_step, page_size,
+      q.without_per_sample ? "json_replace(record, '$.result.per_sample', json('[]'))" : "record");
 
   std::lock_guard<std::mutex> lock(mu_);
   Stmt list(db_, sql);

@@ -107,7 +107,12 @@ struct ListQuery {
   std::map<std::string, std::string> labels;  // every one must match exactly
   bool order_by_step = false;  // false: newest first; true: step ascending, then oldest first
   int page_size = 50;          // clamped to [1, 1000]
-  std::string page_token;      // from a previous page with the same order
+  // The records come with empty per-sample summaries: a listing that never
+  // shows them (the web view's) skips most of the text it would parse (a
+  // 64-sample record is ~70 KB with them, ~26 KB without). The store strips
+  // them in SQL.
+  bool without_per_sample = false;
+  std::string page_token;  // from a previous page with the same order
 };
 
 struct JobPage {

@@ -28,6 +28,7 @@ using ::dflash::testing::PostgresServer;
 using ::dflash::testing::StatusIs;
 using jobs::JobRecord;
 using jobs::JobState;
+using jobs::ListQuery;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
@@ -108,6 +109,39 @@ TEST_F(PostgresStoreTest, MigratesAVersion1DatabaseKeepingItsJobs) {
   EXPECT_EQ(*pg_->Sql(db_, "SELECT version FROM schema_version"), "2");
   EXPECT_EQ(*pg_->Sql(db_, "SELECT id || ' [' || dataset_path || ']' FROM jobs"), "ev-1 []");
   EXPECT_EQ((*store->Claim(Server("a:1")))->id, "ev-1");
+}
+
+// The web view's listing: per-sample summaries emptied in SQL, the rest of
+// the record as stored, a queued record (no result) unchanged.
+TEST_F(PostgresStoreTest, ListingWithoutPerSampleEmptiesOnlyThem) {
+  auto store = Open();
+  ASSERT_NE(store, nullptr);
+  JobRecord done = Queued("ev-1");
+  done.state = JobState::kSucceeded;
+  eval::EvalResult res;
+  res.positions.push_back({1, 100, 50});
+  res.per_sample = {{0, 10, 2.5, 300, 40, 25}, {1, 8, 1.5, 200, 30, 20}};
+  res.accepted_histogram.assign(16, 7);
+  done.result = res;
+  const JobRecord queued = Queued("ev-2");
+  ASSERT_THAT(store->Put(done), IsOk());
+  ASSERT_THAT(store->Create(queued), IsOk());
+  ListQuery q;
+  q.without_per_sample = true;
+  auto lean = store->List(q);
+  ASSERT_TRUE(lean.ok()) << lean.status();
+  ASSERT_EQ(lean->jobs.size(), 2u);
+  const JobRecord& got = lean->jobs[0].id == "ev-1" ? lean->jobs[0] : lean->jobs[1];
+  const JobRecord& got_queued = lean->jobs[0].id == "ev-1" ? lean->jobs[1] : lean->jobs[0];
+  JobRecord want = done;
+  want.result->per_sample.clear();
+  EXPECT_EQ(RecordToJson(got), RecordToJson(want));
+  EXPECT_EQ(RecordToJson(got_queued), RecordToJson(queued));
+  q.without_per_sample = false;
+  auto full = store->List(q);
+  ASSERT_TRUE(full.ok()) << full.status();
+  const JobRecord& whole = full->jobs[0].id == "ev-1" ? full->jobs[0] : full->jobs[1];
+  EXPECT_EQ(RecordToJson(whole), RecordToJson(done));
 }
 
 TEST_F(PostgresStoreTest, RefusesANewerSchema) {

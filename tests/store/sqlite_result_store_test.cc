@@ -197,6 +197,35 @@ TEST_F(SqliteResultStoreTest, IntervalsGateAndSuitesRoundTripAndSuitesFilter) {
   EXPECT_TRUE(none.jobs.empty());
 }
 
+// A listing without per-sample summaries empties exactly them: the rest of
+// each record is as stored, a queued record (no result) lists unchanged, and
+// the same listing without the flag keeps them.
+TEST_F(SqliteResultStoreTest, ListingWithoutPerSampleEmptiesOnlyThem) {
+  auto store = Open();
+  const JobRecord done = FullRecord("ev-1");
+  JobRecord queued = FullRecord("ev-2");
+  queued.state = JobState::kQueued;
+  queued.result.reset();
+  ASSERT_OK(store->Put(done));
+  ASSERT_OK(store->Put(queued));
+  ListQuery q;
+  q.without_per_sample = true;
+  ASSERT_OK_AND_ASSIGN(JobPage lean, store->List(q));
+  ASSERT_EQ(lean.jobs.size(), 2u);
+  const JobRecord& got = lean.jobs[0].id == "ev-1" ? lean.jobs[0] : lean.jobs[1];
+  const JobRecord& got_queued = lean.jobs[0].id == "ev-1" ? lean.jobs[1] : lean.jobs[0];
+  ASSERT_TRUE(got.result.has_value());
+  EXPECT_TRUE(got.result->per_sample.empty());
+  JobRecord want = done;
+  want.result->per_sample.clear();
+  EXPECT_EQ(RecordToJson(got), RecordToJson(want));
+  EXPECT_EQ(RecordToJson(got_queued), RecordToJson(queued));
+  q.without_per_sample = false;
+  ASSERT_OK_AND_ASSIGN(JobPage full, store->List(q));
+  const JobRecord& whole = full.jobs[0].id == "ev-1" ? full.jobs[0] : full.jobs[1];
+  EXPECT_EQ(RecordToJson(whole), RecordToJson(done));
+}
+
 TEST_F(SqliteResultStoreTest, UnknownIdIsNotFound) {
   auto store = Open();
   EXPECT_THAT(store->Get("ev-nope"),
