@@ -113,6 +113,7 @@ class Resource(Record):
     load_time: Optional[datetime.datetime] = None
     load_seconds: float = 0.0
     summary: str = ""
+    mapped_bytes: int = 0  # of `bytes`, those that are views of the checkpoint's file
 
 
 @dataclass
