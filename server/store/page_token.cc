@@ -40,9 +40,8 @@ int PageSize(int requested) {
   return std::clamp(requested <= 0 ? 50 : requested, 1, 1000);
 }
 
-std::string ListSql(const std::vector<std::string>& where, bool by_step, int page_size,
-                    const std::string& record) {
-  std::string sql = absl::StrCat("SELECT ", record, ", step, create_micros, id FROM jobs");
+std::string ListSql(const std::vector<std::string>& where, bool by_step, int page_size) {
+  std::string sql = "SELECT record, step, create_micros, id FROM jobs";
   if (!where.empty()) absl::StrAppend(&sql, " WHERE ", absl::StrJoin(where, " AND "));
   absl::StrAppend(&sql,
                   by_step ? " ORDER BY step ASC, id ASC" : " ORDER BY create_micros DESC, id DESC",

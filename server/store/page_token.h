@@ -21,9 +21,6 @@ int PageSize(int requested);
 // "SELECT record, step, create_micros, id FROM jobs [WHERE ...] ORDER BY ...
 // LIMIT page_size + 1" (one more row says whether a next page exists), the
 // same text in every store; `where` holds the conditions, ANDed.
-// `record` is the expression selected as the record's text (the column, or
-// the column with its per-sample summaries emptied).
-std::string ListSql(const std::vector<std::string>& where, bool by_step, int page_size,
-                    const std::string& record = "record");
+std::string ListSql(const std::vector<std::string>& where, bool by_step, int page_size);
 
 }  // namespace dflash::store

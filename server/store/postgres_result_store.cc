@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/status_macros.h"
+#include "store/lean_record.h"
 #include "store/page_token.h"
 #include "store/record_json.h"
 
@@ -209,17 +210,14 @@ absl::StatusOr<jobs::JobPage> PostgresResultStore::List(const jobs::ListQuery& q
                                        " AND id < ", i, "))"));
   }
   const int page_size = PageSize(q.page_size);
-  // create_missing false: a record without a result stays as it is.
-  const std::string sql =
-      ListSql(where, q.order_by_step, page_size,
-              q.without_per_sample
-                  ? "jsonb_set(record::jsonb, '{result,per_sample}', '[]'::jsonb, false)::text"
-                  : "record");
+  const std::string sql = ListSql(where, q.order_by_step, page_size);
   std::lock_guard<std::mutex> lock(mu_);
   ASSIGN_OR_RETURN(PgRows rows, db_->Exec(sql, args));
   jobs::JobPage page;
   for (int i = 0; i < rows.size() && i < page_size; ++i) {
-    ASSIGN_OR_RETURN(JobRecord record, RecordFromJson(rows.Text(i, 0)));
+    ASSIGN_OR_RETURN(
+        JobRecord record,
+        RecordFromJson(q.without_per_sample ? WithoutPerSample(rows.Text(i, 0)) : rows.Text(i, 0)));
     page.jobs.push_back(std::move(record));
   }
   if (rows.size() > page_size) {

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/status_macros.h"
+#include "store/lean_record.h"
 #include "store/page_token.h"
 #include "store/record_json.h"
 
@@ -271,10 +272,7 @@ absl::StatusOr<jobs::JobPage> SqliteResultStore::List(const jobs::ListQuery& q) 
     args.insert(args.end(), {key, key, id});
   }
   const int page_size = PageSize(q.page_size);
-  // json_replace changes only a path that exists: queued records keep no result.
-  const std::string sql = ListSql(
-      where, q.order_by_step, page_size,
-      q.without_per_sample ? "json_replace(record, '$.result.per_sample', json('[]'))" : "record");
+  const std::string sql = ListSql(where, q.order_by_step, page_size);
 
   std::lock_guard<std::mutex> lock(mu_);
   Stmt list(db_, sql);
@@ -289,7 +287,9 @@ absl::StatusOr<jobs::JobPage> SqliteResultStore::List(const jobs::ListQuery& q) 
       page.next_page_token = MakePageToken(q.order_by_step, last_key, last_id);
       break;
     }
-    ASSIGN_OR_RETURN(jobs::JobRecord record, RecordFromJson(list.Text(0)));
+    ASSIGN_OR_RETURN(
+        jobs::JobRecord record,
+        RecordFromJson(q.without_per_sample ? WithoutPerSample(list.Text(0)) : list.Text(0)));
     page.jobs.push_back(std::move(record));
     last_key = q.order_by_step ? list.Int(1) : list.Int(2);
     last_id = list.Text(3);

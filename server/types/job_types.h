@@ -109,8 +109,8 @@ struct ListQuery {
   int page_size = 50;          // clamped to [1, 1000]
   // The records come with empty per-sample summaries: a listing that never
   // shows them (the web view's) skips most of the text it would parse (a
-  // 64-sample record is ~70 KB with them, ~26 KB without). The store strips
-  // them in SQL.
+  // 64-sample suite record is ~87 KB with them, ~29 KB without). The store
+  // skips them before parsing (store/lean_record.h).
   bool without_per_sample = false;
   std::string page_token;  // from a previous page with the same order
 };

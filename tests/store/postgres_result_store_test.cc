@@ -111,7 +111,7 @@ TEST_F(PostgresStoreTest, MigratesAVersion1DatabaseKeepingItsJobs) {
   EXPECT_EQ((*store->Claim(Server("a:1")))->id, "ev-1");
 }
 
-// The web view's listing: per-sample summaries emptied in SQL, the rest of
+// The web view's listing: per-sample summaries emptied before parsing, the rest of
 // the record as stored, a queued record (no result) unchanged.
 TEST_F(PostgresStoreTest, ListingWithoutPerSampleEmptiesOnlyThem) {
   auto store = Open();
@@ -122,6 +122,7 @@ TEST_F(PostgresStoreTest, ListingWithoutPerSampleEmptiesOnlyThem) {
   res.positions.push_back({1, 100, 50});
   res.per_sample = {{0, 10, 2.5, 300, 40, 25}, {1, 8, 1.5, 200, 30, 20}};
   res.accepted_histogram.assign(16, 7);
+  res.suite_results = {{"d", res}};
   done.result = res;
   const JobRecord queued = Queued("ev-2");
   ASSERT_THAT(store->Put(done), IsOk());
@@ -135,6 +136,7 @@ TEST_F(PostgresStoreTest, ListingWithoutPerSampleEmptiesOnlyThem) {
   const JobRecord& got_queued = lean->jobs[0].id == "ev-1" ? lean->jobs[1] : lean->jobs[0];
   JobRecord want = done;
   want.result->per_sample.clear();
+  want.result->suite_results[0].result.per_sample.clear();
   EXPECT_EQ(RecordToJson(got), RecordToJson(want));
   EXPECT_EQ(RecordToJson(got_queued), RecordToJson(queued));
   q.without_per_sample = false;

@@ -202,7 +202,11 @@ TEST_F(SqliteResultStoreTest, IntervalsGateAndSuitesRoundTripAndSuitesFilter) {
 // the same listing without the flag keeps them.
 TEST_F(SqliteResultStoreTest, ListingWithoutPerSampleEmptiesOnlyThem) {
   auto store = Open();
-  const JobRecord done = FullRecord("ev-1");
+  JobRecord done = FullRecord("ev-1");
+  // A suite keeps per-sample lists in each dataset's result, and a label
+  // may spell the key: only the lists are emptied.
+  done.result->suite_results = {{"d", *done.result}};
+  done.request.labels["note"] = R"("per_sample":[1,2])";
   JobRecord queued = FullRecord("ev-2");
   queued.state = JobState::kQueued;
   queued.result.reset();
@@ -218,7 +222,9 @@ TEST_F(SqliteResultStoreTest, ListingWithoutPerSampleEmptiesOnlyThem) {
   EXPECT_TRUE(got.result->per_sample.empty());
   JobRecord want = done;
   want.result->per_sample.clear();
+  want.result->suite_results[0].result.per_sample.clear();
   EXPECT_EQ(RecordToJson(got), RecordToJson(want));
+  EXPECT_EQ(got.request.labels.at("note"), R"("per_sample":[1,2])");
   EXPECT_EQ(RecordToJson(got_queued), RecordToJson(queued));
   q.without_per_sample = false;
   ASSERT_OK_AND_ASSIGN(JobPage full, store->List(q));
