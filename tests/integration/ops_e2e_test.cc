@@ -33,6 +33,7 @@ namespace {
 
 using ::dflash::testing::BinaryFromEnv;
 using ::dflash::testing::CommandResult;
+using ::dflash::testing::MakeLongDataset;
 using ::dflash::testing::RunCommand;
 using ::dflash::testing::ServerProcess;
 using ::testing::HasSubstr;
@@ -189,17 +190,7 @@ preload:
   // Scraped during a job: a long one (the tiny samples 400 times over,
   // hard-linked) shows as running, then cancelled.
   const std::string big = data_ + "/big-ops";  // inside the data root
-  fs::create_directories(big + "/rows");
-  fs::copy_file(data_ + "/dataset/dataset.json", big + "/dataset.json");
-  std::vector<std::string> files;
-  for (const auto& e : fs::recursive_directory_iterator(data_ + "/dataset")) {
-    if (e.path().extension() == ".ckpt") files.push_back(e.path().string());
-  }
-  ASSERT_FALSE(files.empty());
-  for (int k = 0; k < 400; ++k) {
-    fs::create_hard_link(files[k % files.size()],
-                         big + "/rows/data_" + std::to_string(k) + ".ckpt");
-  }
+  MakeLongDataset(data_, big);
   ASSERT_EQ(Cli(*server, {"load-dataset", big, "--name", "big"}).exit_code, 0);
   CommandResult detached = Cli(*server, {"eval", "--detach", "--drafter", "m", "--dataset", "big",
                                          "--target", "t", "--anchors", "all"});

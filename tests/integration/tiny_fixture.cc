@@ -1,11 +1,27 @@
 #include "integration/tiny_fixture.h"
 
+#include <filesystem>
 #include <fstream>
 #include <string>
 
 #include "gtest/gtest.h"
 
 namespace dflash::testing {
+
+void MakeLongDataset(const std::string& data, const std::string& dir, int copies) {
+  namespace fs = std::filesystem;
+  fs::create_directories(dir + "/rows");
+  fs::copy_file(data + "/dataset/dataset.json", dir + "/dataset.json");
+  std::vector<std::string> files;
+  for (const auto& e : fs::recursive_directory_iterator(data + "/dataset")) {
+    if (e.path().extension() == ".ckpt") files.push_back(e.path().string());
+  }
+  ASSERT_FALSE(files.empty());
+  for (int k = 0; k < copies; ++k) {
+    fs::create_hard_link(files[k % files.size()],
+                         dir + "/rows/data_" + std::to_string(k) + ".ckpt");
+  }
+}
 
 void MakeTinyFixture(const std::string& dir) {
   CommandResult gen =

@@ -15,6 +15,11 @@
 
 namespace dflash::testing {
 
+// A dataset that takes a job minutes: the tiny dataset's samples `copies`
+// times over, as hard links in `dir` (inside the data root). For tests that
+// need a job still RUNNING when they look.
+void MakeLongDataset(const std::string& data, const std::string& dir, int copies = 400);
+
 // Writes the tiny fixture into `dir` (a test's own folder: tests may edit
 // it); adds a test failure when the generator fails.
 void MakeTinyFixture(const std::string& dir);

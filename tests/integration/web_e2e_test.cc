@@ -30,6 +30,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using ::dflash::testing::CommandResult;
+using ::dflash::testing::MakeLongDataset;
 using ::dflash::testing::RunCommand;
 using ::testing::HasSubstr;
 using ::testing::Not;
@@ -334,16 +335,7 @@ TEST_F(WebE2eTest, BadRequestsGetReadablePagesAndTheServerKeepsServing) {
 TEST_F(WebE2eTest, ARunningJobsPageShowsProgressAndItsScriptUpdatesIt) {
   // A long job (minutes): the tiny dataset's samples, 400 of them (hard links).
   const std::string big = data_ + "/big-web";
-  fs::create_directories(big + "/rows");
-  fs::copy_file(data_ + "/dataset/dataset.json", big + "/dataset.json");
-  std::vector<std::string> files;
-  for (const auto& e : fs::recursive_directory_iterator(data_ + "/dataset")) {
-    if (e.path().extension() == ".ckpt") files.push_back(e.path().string());
-  }
-  ASSERT_FALSE(files.empty());
-  for (int k = 0; k < 400; ++k) {
-    fs::create_hard_link(files[k % files.size()], absl::StrFormat("%s/rows/data_%d.ckpt", big, k));
-  }
+  MakeLongDataset(data_, big);
   ASSERT_EQ(Cli({"load-dataset", big, "--name", "big"}).exit_code, 0);
   CommandResult detached =
       Cli({"eval", "--detach", "--drafter", "m", "--dataset", "big", "--target", "t", "--anchors",
