@@ -176,6 +176,7 @@ absl::StatusOr<const Family*> ChooseFamily(const std::string& model_dir,
   }
   if (families.size() > 1) {
     std::vector<std::string> found;
+    found.reserve(families.size());
     for (const Family* f : families) found.push_back(f->embed);
     return absl::InvalidArgumentError(
         absl::StrCat("target '", model_dir, "': several embed_tokens tensors (", QuoteList(found),
