@@ -30,6 +30,7 @@ struct EvalState {
   bool full_positions = false;
   std::string ci = "bootstrap";
   int64_t ci_resamples = 0;
+  int64_t shards = 0;
   double min_delta = 0;
   bool allow_recipe_mismatch = false;
   std::optional<double> gate_floor;
@@ -99,6 +100,7 @@ void CheckAndFill(EvalState& st) {
   req.set_full_positions(st.full_positions);
   if (st.ci == "none") req.set_ci("none");
   req.set_ci_resamples(static_cast<int32_t>(st.ci_resamples));
+  req.set_shards(static_cast<int32_t>(st.shards));
   req.set_gate_min_delta(st.min_delta);
   req.set_gate_allow_recipe_mismatch(st.allow_recipe_mismatch);
   if (st.gate_floor) req.set_gate_floor(*st.gate_floor);
@@ -253,6 +255,10 @@ void AddEvalCommand(CliContext& ctx) {
       ->capture_default_str();
   cmd->add_option("--ci-resamples", st->ci_resamples, "bootstrap resamples (0 = 1000)")
       ->check(CLI::Range(int64_t{0}, int64_t{100000}));
+  cmd->add_option("--shards", st->shards,
+                  "split the samples into N ranges by tokens, run on every device the server "
+                  "lists and merged (0 = one per device)")
+      ->check(CLI::Range(int64_t{0}, int64_t{4096}));
   cmd->add_option("--gate", *st->req.mutable_gate(),
                   "regression gate: best, previous or a JOB id; exit 4 when this checkpoint is "
                   "significantly worse than that reference")

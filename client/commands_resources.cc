@@ -170,6 +170,19 @@ void AddLoadDataset(CliContext& ctx) {
   cmd->add_flag(
       "--skip-bad-samples", [st](int64_t) { st->req.set_skip_bad_samples(true); },
       "skip (and report) malformed samples instead of failing");
+  cmd->add_flag(
+      "--stream", [st](int64_t) { st->req.set_stream(true); },
+      "keep the samples on disk; evaluations read them in chunks (a dataset over the resident "
+      "budget is streamed anyway)");
+  cmd->add_option(
+      "--stream-budget",
+      [st](const std::vector<std::string>& v) {
+        int64_t n = 0;
+        if (!absl::SimpleAtoi(v[0], &n) || n <= 0) return false;
+        st->req.set_stream_budget_bytes(n);
+        return true;
+      },
+      "bytes a streamed dataset may hold in memory at once (default 256 MiB)");
   cmd->add_option("--target", *st->req.mutable_target(),
                   "resident target: also print the dataset's target consistency with it");
   cmd->callback([cx, st] {

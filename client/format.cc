@@ -347,9 +347,25 @@ std::string FormatEvalResult(const pb::EvalResult& r, bool detail) {
   absl::StrAppend(
       &out, absl::StrFormat("time: setup %.3fs, compute %.3fs, %.0f tokens/s\n", r.setup_seconds(),
                             r.compute_seconds(), r.tokens_per_second()));
+  absl::StrAppend(&out, FormatShards(r));
   absl::StrAppend(&out, FormatIntervals(r));
   absl::StrAppend(&out, FormatSlices(r));
   for (const std::string& w : r.warnings()) absl::StrAppend(&out, "warning: ", w, "\n");
+  return out;
+}
+
+std::string FormatShards(const pb::EvalResult& r) {
+  bool read = false;
+  for (const pb::ShardPlacement& s : r.shards()) read = read || s.bytes_read() > 0;
+  if (r.shards_size() < 2 && !read) return "";
+  std::string out = absl::StrCat("shards: ", r.shards_size(), "\n");
+  for (const pb::ShardPlacement& s : r.shards()) {
+    absl::StrAppend(&out, absl::StrFormat("  samples [%d, %d)  %6d blocks  %-8s %s  %.3fs",
+                                          s.first(), s.end(), s.blocks(), s.device(), s.server(),
+                                          s.seconds()));
+    if (s.bytes_read() > 0) absl::StrAppend(&out, "  read ", s.bytes_read(), " bytes");
+    absl::StrAppend(&out, "\n");
+  }
   return out;
 }
 

@@ -40,5 +40,8 @@ std::string FormatLoadResponse(const pb::LoadResponse& resp);
 // accepted-count histogram, the draft-length curve, the per-position
 // interval table, the slices and the timing.
 std::string FormatEvalResult(const pb::EvalResult& result, bool detail = true);
+// Where the samples ran, one line per shard (issue 30); "" for one shard
+// that read nothing from disk.
+std::string FormatShards(const pb::EvalResult& result);
 
 }  // namespace dflash::client

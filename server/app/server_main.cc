@@ -119,8 +119,9 @@ absl::StatusOr<std::optional<service::TokenAuth>> LoadAuth(const ServerConfig& c
 
 // The device, the intra-op threads and the core with its limits.
 absl::StatusOr<std::unique_ptr<core::EvalCoreImpl>> CreateCore(const ServerConfig& config) {
-  ASSIGN_OR_RETURN(core::DeviceChoice device, core::ResolveDevice(config.device));
-  spdlog::info("device {}: {}", device.device, device.note);
+  ASSIGN_OR_RETURN(std::vector<core::DeviceChoice> devices, core::ResolveDevices(config.device));
+  const core::DeviceChoice& device = devices.front();
+  for (const core::DeviceChoice& d : devices) spdlog::info("device {}: {}", d.device, d.note);
   const int threads = config.threads > 0
                           ? config.threads
                           : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
@@ -128,6 +129,7 @@ absl::StatusOr<std::unique_ptr<core::EvalCoreImpl>> CreateCore(const ServerConfi
 
   core::CoreOptions options;
   options.device = device.device;
+  for (const core::DeviceChoice& d : devices) options.eval_devices.push_back(d.device);
   options.threads = threads;
   options.state_dir = config.state_dir;
   options.data_roots = config.data_roots;

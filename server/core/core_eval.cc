@@ -9,6 +9,7 @@
 #include "common/fix_hint.h"
 #include "common/status_macros.h"
 #include "core/eval_core_impl.h"
+#include "core/eval_placement.h"
 #include "core/placement.h"
 #include "core/resident.h"
 #include "eval/bootstrap.h"
@@ -201,8 +202,10 @@ absl::StatusOr<eval::EvalResult> EvalCoreImpl::EvaluateWithinLimit(
   };
   eval::EvalOptions options = params.options;
   options.logits_budget_bytes = options_.logits_budget_bytes;
+  ASSIGN_OR_RETURN(EvalSlots slots, MakeEvalSlots(options_.eval_devices, in.drafter, in.target,
+                                                  options_.threads, ThisServer()));
   absl::StatusOr<eval::EvalResult> evaluated =
-      eval::Evaluate(*in.drafter, *in.target, *in.dataset, options, limited);
+      eval::Evaluate(slots.placement, *in.dataset, options, limited);
   if (too_many_blocks > 0) {
     return WithFixHint(absl::ResourceExhaustedError(absl::StrCat(
                            "this evaluation would score ", up_to ? "up to " : "", too_many_blocks,

@@ -340,9 +340,21 @@ absl::StatusOr<LoadResult> EvalCoreImpl::DoLoadDataset(const LoadDatasetParams& 
   }
   RETURN_IF_ERROR(roots_.CheckLinks(options.path));  // sample files found inside
   const int64_t budget = options_.max_resident_bytes;
-  RETURN_IF_ERROR(CheckResidentBudget(*resident_, budget, "dataset", options.name,
-                                      EstimateDatasetBytes(options.path, options.max_samples),
-                                      "estimated from the sizes of its files"));
+  options.stream = params.stream;
+  options.stream_budget_bytes = params.stream_budget_bytes;
+  std::vector<std::string> warnings;
+  if (!options.stream) {
+    const int64_t estimate = EstimateDatasetBytes(options.path, options.max_samples);
+    absl::Status fits = CheckResidentBudget(*resident_, budget, "dataset", options.name, estimate,
+                                            "estimated from the sizes of its files");
+    if (absl::IsResourceExhausted(fits)) {
+      // Too large to keep: kept on disk and read in chunks (issue 30).
+      options.stream = true;
+      warnings.push_back(absl::StrCat(fits.message(), "; streamed from disk instead"));
+    } else {
+      RETURN_IF_ERROR(fits);
+    }
+  }
   ASSIGN_OR_RETURN(data::EvalDataset dataset, data::EvalDataset::Load(options));
 
   Resident::Dataset entry;
@@ -360,14 +372,22 @@ absl::StatusOr<LoadResult> EvalCoreImpl::DoLoadDataset(const LoadDatasetParams& 
                                       "measured once read"));
   info.fingerprint = d.fingerprint();
   int64_t tokens = 0;
-  for (size_t i = 0; i < d.size(); ++i) tokens += d.sample(i).input_ids.numel();
+  for (size_t i = 0; i < d.size(); ++i) tokens += d.sample_tokens(i);
   info.summary = absl::StrCat(d.size(), " samples, ", tokens, " tokens, layers [",
                               absl::StrJoin(d.layer_ids(), ", "), "], H=", d.hidden_size());
+  if (d.streamed()) {
+    info.streamed = true;
+    info.stream_bytes = d.total_sample_bytes();
+    info.stream_budget_bytes = d.stream_budget_bytes();
+    absl::StrAppend(&info.summary, "; streamed from disk (", d.total_sample_bytes(),
+                    " bytes, read in chunks of at most ", d.stream_budget_bytes(), " bytes)");
+  }
   if (!d.capture_notes().empty()) absl::StrAppend(&info.summary, "; ", d.capture_notes());
   info.load_time_unix_micros = NowUnixMicros();
   info.load_seconds = SecondsSince(start);
   LoadResult result;
   result.resource = info;
+  result.warnings = std::move(warnings);
   for (const std::string& s : d.skipped()) result.warnings.push_back("skipped " + s);
   std::lock_guard<std::mutex> lock(resident_->mu);
   resident_->datasets[options.name] = std::move(entry);

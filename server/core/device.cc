@@ -68,6 +68,32 @@ absl::StatusOr<DeviceChoice> ResolveDevice(const std::string& flag) {
   return DeviceChoice{absl::StrCat("cuda:", index), "requested"};
 }
 
+absl::StatusOr<std::vector<DeviceChoice>> ResolveDevices(const std::string& flag) {
+  std::vector<DeviceChoice> out;
+  if (flag == "auto" && NumGpus() > 1) {
+    for (int i = 0; i < NumGpus(); ++i) {
+      out.push_back({absl::StrCat("cuda:", i), absl::StrCat(NumGpus(), " CUDA devices visible")});
+    }
+    return out;
+  }
+  std::set<std::string> seen;
+  for (absl::string_view entry : absl::StrSplit(flag, ',')) {
+    if (entry.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--device '", flag, "' has an empty entry; list devices as cpu,cpu or "
+                       "cuda:0,cuda:1"));
+    }
+    absl::StatusOr<DeviceChoice> d = ResolveDevice(std::string(entry));
+    if (!d.ok()) return d.status();
+    if (d->device != "cpu" && !seen.insert(d->device).second) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--device '", flag, "' names ", d->device, " twice"));
+    }
+    out.push_back(*std::move(d));
+  }
+  return out;
+}
+
 std::vector<DeviceInfo> ListDevices(int intra_op_threads) {
   std::vector<DeviceInfo> out;
   DeviceInfo cpu;

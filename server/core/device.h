@@ -20,6 +20,13 @@ struct DeviceChoice {
 
 absl::StatusOr<DeviceChoice> ResolveDevice(const std::string& flag);
 
+// A comma-separated --device list (issue 30): each entry as ResolveDevice
+// reads it, in order; the first is where loads go, and an evaluation's
+// shards run on every entry ("cpu,cpu": two CPU slots sharing the threads).
+// A lone "auto" is every visible GPU, else cpu. InvalidArgument for an
+// empty entry or a device named twice (other than cpu).
+absl::StatusOr<std::vector<DeviceChoice>> ResolveDevices(const std::string& flag);
+
 bool CudaAvailable();
 
 // Every device libtorch can use, with total memory where known.

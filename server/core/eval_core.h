@@ -32,6 +32,9 @@ struct ResourceInfo {
   int64_t load_time_unix_micros = 0;
   double load_seconds = 0;
   bool has_selector = false;  // a DFlash 2 drafter (its candidate selector)
+  // A streamed dataset: bytes is 0; its samples' bytes and chunk budget.
+  bool streamed = false;
+  int64_t stream_bytes = 0, stream_budget_bytes = 0;
 };
 
 struct ValidateParams {
@@ -58,6 +61,11 @@ struct LoadDatasetParams {
   bool skip_bad_samples = false;
   // A resident target: also compute the dataset's target consistency.
   std::string target;
+  // Keep it on disk, read in chunks of at most stream_budget_bytes (0: the
+  // default) by each evaluation (issue 30). A dataset over the resident
+  // budget is streamed without asking.
+  bool stream = false;
+  int64_t stream_budget_bytes = 0;
 };
 
 struct LoadResult {

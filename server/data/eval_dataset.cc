@@ -87,6 +87,9 @@ absl::StatusOr<Declared> DeclaredLayers(const DatasetLoadOptions& options) {
 // dataset holds, in order (one hash implementation for weights and data).
 class DatasetHash {
  public:
+  DatasetHash() = default;
+  explicit DatasetHash(uint64_t state) : state_(state) {}
+  uint64_t state() const { return state_; }
   void Update(const void* data, size_t size) { state_ = weights::HashBytes64(data, size, state_); }
   void UpdateU64(uint64_t v) { Update(&v, sizeof(v)); }
   std::string Hex() const { return absl::StrFormat("h64:%016x", state_); }
@@ -99,6 +102,15 @@ void HashTensor(DatasetHash& h, const at::Tensor& t) {
   h.UpdateU64(static_cast<uint64_t>(t.scalar_type()));
   h.UpdateU64(static_cast<uint64_t>(t.numel()));
   h.Update(t.data_ptr(), t.numel() * t.element_size());
+}
+
+// What a sample holds resident: ids, mask, features and a final hidden
+// state of its own key.
+int64_t SampleBytes(const DatasetSample& sample) {
+  int64_t bytes = sample.input_ids.nbytes() + sample.loss_mask.nbytes();
+  for (const at::Tensor& f : sample.features) bytes += f.nbytes();
+  if (sample.final_hidden.defined()) bytes += sample.final_hidden.nbytes();
+  return bytes;
 }
 
 std::string LayerList(const std::vector<int>& ids) {
@@ -230,6 +242,15 @@ absl::StatusOr<EvalDataset> EvalDataset::Load(const DatasetLoadOptions& options)
   expect.responses = declared.responses;
 
   DatasetHash hash = HashGroups(ds.groups_, declared.final_hidden);
+  ds.load_ = options;
+  ds.streamed_ = options.stream;
+  ds.hash_start_ = hash.state();
+  ds.final_group_ = final_group;
+  // A streamed sample is hashed on the host and dropped: never a view of its
+  // file (touched pages would count as resident).
+  weights::MapPolicy map = options.map;
+  if (options.stream) map.enabled = false;
+  const c10::Device device = options.stream ? c10::Device(c10::kCPU) : options.device;
   for (const SampleFile& file : files) {
     const std::string full = (fs::path(options.path) / file.relative).string();
     absl::StatusOr<HostSample> host = ReadSample(full, expect);
@@ -252,18 +273,22 @@ absl::StatusOr<EvalDataset> EvalDataset::Load(const DatasetLoadOptions& options)
     }
     const c10::ScalarType dtype = options.dtype.value_or(
         host->features.empty() ? c10::kFloat : host->features[0].scalar_type());
-    ASSIGN_OR_RETURN(DatasetSample sample, MoveSample(*host, file, dtype, options.device,
-                                                      options.map, hash, ds.mapping_));
+    ASSIGN_OR_RETURN(DatasetSample sample,
+                     MoveSample(*host, file, dtype, device, map, hash, ds.mapping_));
     host = absl::StatusOr<HostSample>(HostSample{});  // release host tensors
-    ds.bytes_ += sample.input_ids.nbytes() + sample.loss_mask.nbytes();
-    for (const at::Tensor& f : sample.features) ds.bytes_ += f.nbytes();
-    if (sample.final_hidden.defined()) ds.bytes_ += sample.final_hidden.nbytes();
+    const int64_t bytes = SampleBytes(sample);
     if (final_group >= 0) sample.final_hidden = sample.features[final_group];  // a view
     ds.dtype_ = dtype;
     if (auto it = metadata.find(sample.index); it != metadata.end()) sample.metadata = it->second;
+    if (options.stream) {
+      ds.stream_.push_back({sample.index, sample.file, sample.input_ids.numel(), bytes,
+                            hash.state(), sample.metadata});
+      continue;  // the sample's tensors go here
+    }
+    ds.bytes_ += bytes;
     ds.samples_.push_back(std::move(sample));
   }
-  if (ds.samples_.empty()) {
+  if (ds.size() == 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("dataset '", options.path, "': all ", files.size(),
                      " samples are bad; first: ", ds.skipped_.empty() ? "" : ds.skipped_.front()));
@@ -273,6 +298,99 @@ absl::StatusOr<EvalDataset> EvalDataset::Load(const DatasetLoadOptions& options)
   hash.UpdateU64(static_cast<uint64_t>(ds.hidden_size_));
   ds.fingerprint_ = hash.Hex();
   return ds;
+}
+
+int64_t EvalDataset::sample_tokens(size_t i) const {
+  return streamed_ ? stream_[i].tokens : samples_[i].input_ids.numel();
+}
+
+int64_t EvalDataset::sample_bytes(size_t i) const {
+  return streamed_ ? stream_[i].bytes : SampleBytes(samples_[i]);
+}
+
+int64_t EvalDataset::total_sample_bytes() const {
+  if (!streamed_) return bytes_;
+  int64_t total = 0;
+  for (const StreamedSample& s : stream_) total += s.bytes;
+  return total;
+}
+
+absl::StatusOr<EvalDataset> EvalDataset::Part(size_t begin, size_t end,
+                                              c10::Device device) const {
+  if (begin > end || end > size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("sample range [", begin, ", ", end, ") is outside [0, ", size(), ")"));
+  }
+  EvalDataset part;
+  part.name_ = name_;
+  part.path_ = path_;
+  part.fingerprint_ = fingerprint_;
+  part.groups_ = groups_;
+  part.final_hidden_ = final_hidden_;
+  part.hidden_size_ = hidden_size_;
+  part.dtype_ = dtype_;
+  part.numbering_ = numbering_;
+  part.responses_ = responses_;
+  part.final_group_ = final_group_;
+  part.load_ = load_;
+  part.load_.stream = false;
+  if (!streamed_) {
+    return TorchGuard(absl::StrCat("moving samples to ", device.str()), [&]() -> EvalDataset {
+      for (size_t i = begin; i < end; ++i) {
+        DatasetSample s = samples_[i];
+        if (s.input_ids.device() != device) {
+          s.input_ids = s.input_ids.to(device);
+          s.loss_mask = s.loss_mask.to(device);
+          for (at::Tensor& f : s.features) f = f.to(device);
+          s.final_hidden = final_group_ >= 0               ? s.features[final_group_]
+                           : s.final_hidden.defined() ? s.final_hidden.to(device)
+                                                      : at::Tensor();
+        }
+        part.bytes_ += SampleBytes(s);
+        part.samples_.push_back(std::move(s));
+      }
+      return std::move(part);
+    });
+  }
+  // Read again exactly as Load read them, each checked against its hash.
+  SampleExpectations expect;
+  expect.groups = groups_;
+  expect.hidden_size = hidden_size_;
+  expect.hidden_size_from_manifest = true;
+  expect.vocab_size = load_.vocab_size;
+  if (!load_.dtype.has_value()) expect.feature_dtype = dtype_;
+  if (final_hidden_.has_value() && final_group_ < 0) expect.final_hidden_key = final_hidden_->key;
+  expect.responses = responses_;
+  weights::MapPolicy copy;
+  copy.enabled = false;
+  for (size_t i = begin; i < end; ++i) {
+    const StreamedSample& entry = stream_[i];
+    const std::string full = (fs::path(path_) / entry.file).string();
+    std::error_code ec;
+    if (!fs::exists(full, ec)) {
+      return absl::NotFoundError(absl::StrCat("streamed dataset '", name_, "': sample file '",
+                                              full, "' is gone since the dataset was loaded"));
+    }
+    ASSIGN_OR_RETURN(HostSample host, ReadSample(full, expect), "streamed dataset '", name_,
+                     "': sample file '", full, "'");
+    DatasetHash hash(i == 0 ? hash_start_ : stream_[i - 1].hash_after);
+    SampleFile file;
+    file.index = entry.index;
+    file.relative = entry.file;
+    ASSIGN_OR_RETURN(DatasetSample sample,
+                     MoveSample(host, file, dtype_, device, copy, hash, part.mapping_));
+    if (hash.state() != entry.hash_after) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "streamed dataset '", name_, "': sample file '", full,
+          "' changed since the dataset was loaded (its bytes no longer match fingerprint ",
+          fingerprint_, "); load the dataset again"));
+    }
+    if (final_group_ >= 0) sample.final_hidden = sample.features[final_group_];
+    sample.metadata = entry.metadata;
+    part.bytes_ += entry.bytes;
+    part.samples_.push_back(std::move(sample));
+  }
+  return part;
 }
 
 std::string EvalDataset::capture_notes() const {

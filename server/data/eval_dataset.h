@@ -57,6 +57,13 @@ struct DatasetLoadOptions {
   // Features stored in the resident dtype stay views of their capture file
   // where it allows (weights/map_policy.h; on the CPU only).
   weights::MapPolicy map;
+  // Kept on disk (issue 30): every sample is read once (validated,
+  // fingerprinted, then dropped); evaluations read it again in chunks
+  // (Part). Nothing of it stays resident.
+  bool stream = false;
+  // The most a streamed dataset's chunks in memory may take at once
+  // (an evaluation's chunks and their read-ahead); 0: 256 MiB.
+  int64_t stream_budget_bytes = 0;
 };
 
 class EvalDataset {
@@ -83,13 +90,33 @@ class EvalDataset {
   // equal fingerprint whatever the file names, format or device.
   static absl::StatusOr<EvalDataset> Load(const DatasetLoadOptions& options);
 
+  // A dataset holding samples [begin, end) of this one on `device`, with its
+  // groups, hidden size and fingerprint. Resident: views of the same tensors
+  // (copies on another device). Streamed: read from disk again, each sample
+  // checked against the hash it had when the dataset was loaded:
+  // NotFound naming the file when it is gone, FailedPrecondition when it
+  // changed. InvalidArgument for a bad range.
+  absl::StatusOr<EvalDataset> Part(size_t begin, size_t end, c10::Device device) const;
+
+  // Kept on disk: size() counts its samples but sample() and Features()
+  // hold nothing; evaluate Part()s of it.
+  bool streamed() const { return streamed_; }
+  int64_t stream_budget_bytes() const {
+    return load_.stream_budget_bytes > 0 ? load_.stream_budget_bytes : int64_t{256} << 20;
+  }
+  // A sample's tokens and resident bytes, resident or streamed.
+  int64_t sample_tokens(size_t i) const;
+  int64_t sample_bytes(size_t i) const;
+  // The bytes its samples take when resident (bytes() for a resident one).
+  int64_t total_sample_bytes() const;
+
   const std::string& name() const { return name_; }
   const std::string& path() const { return path_; }
   const std::vector<FeatureGroup>& groups() const { return groups_; }
   // Every layer held, in group then column order.
   std::vector<int> layer_ids() const;
   int64_t hidden_size() const { return hidden_size_; }
-  size_t size() const { return samples_.size(); }
+  size_t size() const { return streamed_ ? stream_.size() : samples_.size(); }
   const DatasetSample& sample(size_t i) const { return samples_[i]; }
   c10::ScalarType dtype() const { return dtype_; }
   int64_t bytes() const { return bytes_; }
@@ -115,6 +142,23 @@ class EvalDataset {
   absl::StatusOr<at::Tensor> Features(size_t i, const std::vector<int>& wanted) const;
 
  private:
+  // What a streamed dataset keeps of each sample: where it is, its size and
+  // the fingerprint state after hashing it (the state before is the entry
+  // before's, or hash_start_).
+  struct StreamedSample {
+    int64_t index = 0;
+    std::string file;  // relative to the dataset root
+    int64_t tokens = 0, bytes = 0;
+    uint64_t hash_after = 0;
+    SampleMetadata metadata;
+  };
+  // How the samples were read, to read them again the same way.
+  DatasetLoadOptions load_;
+  bool streamed_ = false;
+  std::vector<StreamedSample> stream_;
+  uint64_t hash_start_ = 0;
+  int final_group_ = -1;  // the feature group that is the final hidden state
+
   std::string name_, path_, fingerprint_;
   std::vector<FeatureGroup> groups_;
   std::optional<FinalHiddenSpec> final_hidden_;

@@ -1,7 +1,11 @@
 #include "eval/evaluator.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <future>
+#include <optional>
+#include <thread>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -17,10 +21,12 @@
 #include "eval/block_scorer.h"
 #include "eval/draft_length_curve.h"
 #include "eval/metrics.h"
+#include "eval/part_progress.h"
 #include "eval/repetition.h"
 #include "eval/result_invariants.h"
 #include "eval/sampled_acceptance.h"
 #include "eval/sampling_policy.h"
+#include "eval/shard_plan.h"
 #include "eval/slices.h"
 #include "eval/target_consistency.h"
 
@@ -167,27 +173,32 @@ absl::StatusOr<std::vector<BlockScore>> ScoreGroup(const BlockScorer& scorer,
   return scores;
 }
 
-// The dataset's per-sample metadata onto the summaries, for the slices.
-void CopyMetadata(const data::EvalDataset& dataset, std::vector<SampleSummary>& per_sample) {
-  std::unordered_map<int64_t, const data::SampleMetadata*> by_index;
-  for (size_t i = 0; i < dataset.size(); ++i) {
-    by_index[dataset.sample(i).index] = &dataset.sample(i).metadata;
-  }
-  for (SampleSummary& s : per_sample) {
-    auto it = by_index.find(s.sample_index);
-    if (it == by_index.end()) continue;
-    s.category = it->second->category;
-    s.language = it->second->language;
-    s.thinking = it->second->thinking;
-  }
+// One evaluated part of the samples (a shard, a streamed chunk): its
+// accumulators, merged in sample order into the result (shard_plan.h).
+struct EvalPart {
+  EvalPart(int64_t block_size, const std::vector<SamplingSetting>& settings)
+      : metrics(block_size), sampled(settings, block_size) {}
+  MetricsAccumulator metrics;
+  SampledAccumulator sampled;
+  int64_t context_positions = 0;
+};
+
+// Registers a sample with its length, response start, loops and labels.
+void BeginSample(MetricsAccumulator& acc, const data::DatasetSample& sample,
+                 const std::vector<int64_t>& tokens, int64_t first_response) {
+  acc.BeginSample(sample.index, static_cast<int64_t>(tokens.size()), first_response);
+  acc.SetLoops(sample.index, LoopMask(tokens, first_response));
+  acc.SetLabels(sample.index, sample.metadata.category, sample.metadata.language,
+                sample.metadata.thinking);
 }
 
-absl::StatusOr<EvalResult> RunAnchor(const BlockScorer& scorer, const data::EvalDataset& dataset,
-                                     const EvalOptions& options, const ProgressFn& progress) {
+absl::StatusOr<EvalPart> RunAnchor(const BlockScorer& scorer, const data::EvalDataset& dataset,
+                                   const EvalOptions& options, const ProgressFn& progress) {
   const int64_t B = scorer.block_size();
   const size_t n = NumSamples(dataset, options);
-  MetricsAccumulator acc(B);
-  SampledAccumulator sampled(options.sampling, B);
+  EvalPart part(B, options.sampling);
+  MetricsAccumulator& acc = part.metrics;
+  SampledAccumulator& sampled = part.sampled;
   // Anchors first, so progress knows the total.
   AnchorPlan plan;
   plan.positions = ScoredPositions(options);
@@ -218,9 +229,7 @@ absl::StatusOr<EvalResult> RunAnchor(const BlockScorer& scorer, const data::Eval
     size_t next = 0;
     for (size_t s = i; s < g_end; ++s) {
       const data::DatasetSample& sample = dataset.sample(s);
-      const int64_t first_response = FirstResponse(plan.masks[s]);
-      acc.BeginSample(sample.index, static_cast<int64_t>(plan.tokens[s].size()), first_response);
-      acc.SetLoops(sample.index, LoopMask(plan.tokens[s], first_response));
+      BeginSample(acc, sample, plan.tokens[s], FirstResponse(plan.masks[s]));
       for (int64_t a : plan.anchors[s]) {
         if (plan.sampling) sampled.Add(sample.index, scores[next].alpha);
         acc.Add(Outcome(sample.index, a, std::move(scores[next]), /*accept_cap=*/-1));
@@ -230,12 +239,8 @@ absl::StatusOr<EvalResult> RunAnchor(const BlockScorer& scorer, const data::Eval
     }
     i = g_end;
   }
-  EvalResult result = acc.Finish(Mode::kAnchor);
-  result.context_positions = plan.context_positions;
-  result.draft_length_curve = DraftLengthCurve(result.accepted_histogram);
-  result.sampling =
-      sampled.Finish(options.ci == CiMethod::kNone ? 0 : options.ci_resamples, options.seed);
-  return result;
+  part.context_positions = plan.context_positions;
+  return part;
 }
 
 // One sequence's walk state in replay mode.
@@ -268,12 +273,13 @@ int64_t LastAnchorBound(const Walk& w, int64_t B, int64_t max_blocks) {
   return max_blocks > 0 ? std::min(last, w.pos + (max_blocks - 1) * B) : last;
 }
 
-absl::StatusOr<EvalResult> RunReplay(const BlockScorer& scorer, const data::EvalDataset& dataset,
-                                     const EvalOptions& options, const ProgressFn& progress) {
+absl::StatusOr<EvalPart> RunReplay(const BlockScorer& scorer, const data::EvalDataset& dataset,
+                                   const EvalOptions& options, const ProgressFn& progress) {
   const int64_t B = scorer.block_size();
   const bool current = options.semantics == model::Semantics::kZlabCurrent;
   const size_t n = NumSamples(dataset, options);
-  MetricsAccumulator acc(B);
+  EvalPart part(B, {});
+  MetricsAccumulator& acc = part.metrics;
   EvalProgress prog;
   prog.samples_total = static_cast<int64_t>(n);
   std::vector<Walk> walks;
@@ -284,8 +290,7 @@ absl::StatusOr<EvalResult> RunReplay(const BlockScorer& scorer, const data::Eval
     w.tokens = TokensOnHost(sample.input_ids);
     const int64_t L = static_cast<int64_t>(w.tokens.size());
     const int64_t P = FirstResponse(MaskOnHost(sample.loss_mask));
-    acc.BeginSample(sample.index, L, P);
-    acc.SetLoops(sample.index, LoopMask(w.tokens, P));
+    BeginSample(acc, sample, w.tokens, P);
     if (P < 0) {  // no response tokens: nothing to draft
       ++prog.samples_done;
       continue;
@@ -386,9 +391,8 @@ absl::StatusOr<EvalResult> RunReplay(const BlockScorer& scorer, const data::Eval
       if (progress && !progress(prog)) return absl::CancelledError("evaluation cancelled");
     }
   }
-  EvalResult result = acc.Finish(Mode::kReplay);
-  result.context_positions = context_positions;
-  return result;
+  part.context_positions = context_positions;
+  return part;
 }
 
 // Issue 18 item 5: when the dataset also holds the drafter's layers shifted
@@ -422,7 +426,8 @@ absl::StatusOr<std::vector<std::string>> LayerOffsetWarnings(const model::Drafte
       BlockScorer scorer(drafter, target, dataset, BlockSize(drafter, small),
                          small.max_chunk_elements, small.semantics, small.logits_budget_bytes);
       if (k == 1) scorer.UseLayerIds(other);
-      ASSIGN_OR_RETURN(EvalResult r, RunAnchor(scorer, dataset, small, nullptr));
+      ASSIGN_OR_RETURN(EvalPart part, RunAnchor(scorer, dataset, small, nullptr));
+      const EvalResult r = part.metrics.Finish(Mode::kAnchor);
       // Scored to the first miss: position 1's accuracy is its accepted rate.
       const PositionMetrics* p1 = r.positions.empty() ? nullptr : &r.positions[0];
       accuracy[k] = p1 != nullptr && p1->counted > 0
@@ -444,6 +449,220 @@ absl::StatusOr<std::vector<std::string>> LayerOffsetWarnings(const model::Drafte
             : "the declared reading scores at least as high (it was used)"));
   }
   return out;
+}
+
+// A range's totals before it starts, as its own first report will give
+// them: anchor mode's selected anchors, replay's bound on its walks.
+EvalProgress InitialProgress(const data::EvalDataset& dataset, const EvalOptions& options,
+                             int64_t block_size, const SampleRange& range) {
+  EvalProgress p;
+  p.samples_total = static_cast<int64_t>(range.size());
+  const bool current = options.semantics == model::Semantics::kZlabCurrent;
+  for (size_t i = range.begin; i < range.end; ++i) {
+    const data::DatasetSample& sample = dataset.sample(i);
+    const std::vector<uint8_t> mask = MaskOnHost(sample.loss_mask);
+    if (options.mode == Mode::kAnchor) {
+      p.blocks_total += static_cast<int64_t>(
+          SelectAnchors(mask.data(), static_cast<int64_t>(mask.size()), options.anchors,
+                        options.max_blocks, options.seed, sample.index)
+              .size());
+      continue;
+    }
+    Walk w;
+    const int64_t L = static_cast<int64_t>(mask.size());
+    const int64_t P = FirstResponse(mask);
+    if (P < 0) continue;
+    w.end = options.max_new_tokens > 0 ? std::min(L, P + options.max_new_tokens) : L;
+    w.pos = P;
+    if (Continues(w, current)) p.blocks_total += MostBlocksLeft(w, current, options.max_blocks);
+  }
+  p.blocks_total_is_bound = options.mode == Mode::kReplay && p.blocks_total > 0;
+  (void)block_size;
+  return p;
+}
+
+// One range's evaluation on one slot: its own scorer over its own samples.
+absl::StatusOr<EvalPart> RunPart(const DeviceSlot& slot, const data::EvalDataset& part,
+                                 const EvalOptions& options, const ProgressFn& progress) {
+  absl::StatusOr<absl::StatusOr<EvalPart>> guarded =
+      TorchGuard("evaluating", [&]() -> absl::StatusOr<EvalPart> {
+        BlockScorer scorer(*slot.drafter, *slot.target, part, BlockSize(*slot.drafter, options),
+                           options.max_chunk_elements, options.semantics,
+                           options.logits_budget_bytes);
+        if (!options.sampling.empty()) {
+          scorer.EnableSampling(options.sampling, part.final_hidden()->norm_applied);
+        }
+        return options.mode == Mode::kAnchor ? RunAnchor(scorer, part, options, progress)
+                                             : RunReplay(scorer, part, options, progress);
+      });
+  if (!guarded.ok()) return guarded.status();
+  return std::move(*guarded);
+}
+
+// What one range became: its part's counts, or why it has none.
+struct RangeRun {
+  SampleRange range;
+  std::optional<EvalPart> part;
+  absl::Status status;
+  ShardPlacement where;
+};
+
+// Restores the server's thread count when a multi-slot run ends.
+class ThreadShare {
+ public:
+  ThreadShare(const Placement& p, size_t workers) : p_(p) {
+    active_ = workers > 1 && p.set_threads && p.threads > 0;
+    if (active_) p.set_threads(std::max<int>(1, p.threads / static_cast<int>(workers)));
+  }
+  ~ThreadShare() {
+    if (active_) p_.set_threads(p_.threads);
+  }
+  ThreadShare(const ThreadShare&) = delete;
+  ThreadShare& operator=(const ThreadShare&) = delete;
+
+ private:
+  const Placement& p_;
+  bool active_ = false;
+};
+
+// The ranges, how they run (see Evaluate in evaluator.h) and their merge.
+absl::StatusOr<EvalResult> RunParts(const Placement& placement, const data::EvalDataset& dataset,
+                                    const EvalOptions& options, const ProgressFn& progress) {
+  const size_t n = NumSamples(dataset, options);
+  const int64_t B = BlockSize(*placement.slots[0].drafter, options);
+  const int64_t shards =
+      options.shards > 0 ? options.shards : static_cast<int64_t>(placement.slots.size());
+  std::vector<SampleRange> ranges;
+  if (dataset.streamed()) {
+    // Each worker holds the chunk it scores and the one it reads ahead.
+    const int64_t workers =
+        std::max<int64_t>(1, std::min<int64_t>(shards, placement.slots.size()));
+    std::vector<int64_t> bytes(n);
+    for (size_t i = 0; i < n; ++i) bytes[i] = dataset.sample_bytes(i);
+    ranges = SplitUnderCap(bytes, dataset.stream_budget_bytes() / (2 * workers));
+  } else {
+    std::vector<int64_t> tokens(n);
+    for (size_t i = 0; i < n; ++i) tokens[i] = dataset.sample_tokens(i);
+    ranges = SplitEvenly(tokens, shards);
+  }
+  std::vector<RangeRun> runs(ranges.size());
+  for (size_t k = 0; k < ranges.size(); ++k) runs[k].range = ranges[k];
+  EvalOptions part_options = options;
+  part_options.max_samples = 0;  // a part holds exactly its range
+  std::vector<EvalProgress> initial(ranges.size());
+  for (size_t k = 0; k < ranges.size(); ++k) {
+    initial[k] = dataset.streamed() || ranges.size() == 1
+                     ? EvalProgress{0, 0, 0, static_cast<int64_t>(ranges[k].size()), false}
+                     : InitialProgress(dataset, options, B, ranges[k]);
+  }
+  PartProgress agg(std::move(initial), progress);
+  // Several ranges: their totals are known before any work (the caller may
+  // refuse on them); one range reports its own first.
+  if (ranges.size() > 1 && !agg.Start()) return absl::CancelledError("evaluation cancelled");
+
+  const size_t workers = std::min(ranges.size(), placement.slots.size());
+  // Worker w starts on range w (every slot gets work), then takes the next
+  // unclaimed one.
+  std::atomic<size_t> next{workers};
+  const auto load = [&](size_t k, const DeviceSlot& slot) -> absl::StatusOr<data::EvalDataset> {
+    return dataset.Part(ranges[k].begin, ranges[k].end, slot.drafter->device());
+  };
+  // `part` is null when reading it failed with `read`.
+  const auto evaluate = [&](size_t k, const DeviceSlot& slot, const data::EvalDataset* part,
+                            const absl::Status& read, const EvalOptions& part_opts,
+                            double load_seconds) {
+    RangeRun& run = runs[k];
+    const Clock::time_point t0 = Clock::now();
+    run.where.first = static_cast<int64_t>(run.range.begin);
+    run.where.end = static_cast<int64_t>(run.range.end);
+    run.where.device = slot.name;
+    run.where.server = placement.server;
+    if (part == nullptr) {
+      run.status = read;
+    } else {
+      if (dataset.streamed()) run.where.bytes_read = part->bytes();
+      absl::StatusOr<EvalPart> done = RunPart(slot, *part, part_opts, agg.For(k));
+      if (done.ok()) {
+        run.where.blocks = done->metrics.blocks();
+        run.part.emplace(std::move(*done));
+      } else {
+        run.status = done.status();
+      }
+    }
+    run.where.seconds = load_seconds + std::chrono::duration<double>(Clock::now() - t0).count();
+    if (!run.status.ok()) agg.Cancel();  // the others stop at their next report
+  };
+  // A worker scores its ranges one at a time; a streamed one reads the
+  // next range it claims while scoring the current.
+  const auto work = [&](const DeviceSlot& slot, size_t first) {
+    size_t k = first;
+    if (ranges.size() == 1 && !dataset.streamed()) {  // in one piece, as it is
+      evaluate(k, slot, &dataset, absl::OkStatus(), options, 0);
+      return;
+    }
+    Clock::time_point t0 = Clock::now();
+    std::future<absl::StatusOr<data::EvalDataset>> ahead =
+        std::async(std::launch::async, load, k, std::cref(slot));
+    while (k < ranges.size()) {
+      absl::StatusOr<data::EvalDataset> part = ahead.get();
+      const double load_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+      const size_t following = agg.cancelled() ? ranges.size() : next++;
+      if (following < ranges.size()) {
+        t0 = Clock::now();
+        if (dataset.streamed()) {
+          ahead = std::async(std::launch::async, load, following, std::cref(slot));
+        } else {
+          ahead = std::async(std::launch::deferred, load, following, std::cref(slot));
+        }
+      }
+      evaluate(k, slot, part.ok() ? &*part : nullptr, part.status(), part_options, load_seconds);
+      k = following;
+      if (agg.cancelled() && ahead.valid()) {
+        ahead.wait();  // a read under way ends before its dataset goes
+        break;
+      }
+    }
+  };
+  {
+    ThreadShare share(placement, workers);
+    if (workers == 1) {
+      work(placement.slots[0], 0);
+    } else {
+      std::vector<std::thread> threads;
+      threads.reserve(workers);
+      for (size_t w = 0; w < workers; ++w) {
+        threads.emplace_back(work, std::cref(placement.slots[w]), w);
+      }
+      for (std::thread& t : threads) t.join();
+    }
+  }
+  if (agg.refused()) return absl::CancelledError("evaluation cancelled");
+  // The first failure in sample order; a part stopped because another
+  // failed says nothing of its own.
+  for (const RangeRun& run : runs) {
+    if (!run.status.ok() && !(agg.cancelled() && absl::IsCancelled(run.status))) {
+      return run.status;
+    }
+  }
+  for (const RangeRun& run : runs) {
+    if (!run.status.ok()) return run.status;
+    if (!run.part.has_value()) return absl::CancelledError("evaluation cancelled");
+  }
+  EvalPart& merged = *runs[0].part;
+  for (size_t k = 1; k < runs.size(); ++k) {
+    RETURN_IF_ERROR(merged.metrics.Merge(runs[k].part->metrics));
+    RETURN_IF_ERROR(merged.sampled.Merge(runs[k].part->sampled));
+    merged.context_positions += runs[k].part->context_positions;
+  }
+  EvalResult result = merged.metrics.Finish(options.mode);
+  result.context_positions = merged.context_positions;
+  if (options.mode == Mode::kAnchor) {
+    result.draft_length_curve = DraftLengthCurve(result.accepted_histogram);
+    result.sampling = merged.sampled.Finish(
+        options.ci == CiMethod::kNone ? 0 : options.ci_resamples, options.seed);
+  }
+  for (const RangeRun& run : runs) result.shards.push_back(run.where);
+  return result;
 }
 
 }  // namespace
@@ -509,10 +728,18 @@ absl::StatusOr<EvalResult> Evaluate(const model::DrafterModel& drafter,
                                     const weights::TargetTensors& target,
                                     const data::EvalDataset& dataset, const EvalOptions& options,
                                     const ProgressFn& progress) {
+  Placement placement;
+  placement.slots.push_back({&drafter, &target, drafter.device().str()});
+  return Evaluate(placement, dataset, options, progress);
+}
+
+absl::StatusOr<EvalResult> Evaluate(const Placement& placement, const data::EvalDataset& dataset,
+                                    const EvalOptions& options, const ProgressFn& progress) {
+  if (placement.slots.empty()) return absl::InvalidArgumentError("no device slot to evaluate on");
+  const model::DrafterModel& drafter = *placement.slots[0].drafter;
+  const weights::TargetTensors& target = *placement.slots[0].target;
   RETURN_IF_ERROR(CheckCompatible(drafter, target, dataset, options));
   const Clock::time_point start = Clock::now();
-  BlockScorer scorer(drafter, target, dataset, BlockSize(drafter, options),
-                     options.max_chunk_elements, options.semantics, options.logits_budget_bytes);
   EvalOptions resolved = options;
   ASSIGN_OR_RETURN(resolved.sampling, ResolveSampling(options, drafter.selector() != nullptr));
   if (!resolved.sampling.empty()) {
@@ -527,20 +754,17 @@ absl::StatusOr<EvalResult> Evaluate(const model::DrafterModel& drafter,
           "not computed by this service; drop the sampling settings");
     }
     RETURN_IF_ERROR(CheckTargetDistributionInputs(target, dataset));
-    scorer.EnableSampling(resolved.sampling, dataset.final_hidden()->norm_applied);
   }
-  // The guard also catches what the host-side helpers (MaskOnHost,
-  // TokensOnHost) may throw: no c10::Error leaves a job thread.
-  absl::StatusOr<absl::StatusOr<EvalResult>> guarded = TorchGuard("evaluating", [&] {
-    return options.mode == Mode::kAnchor ? RunAnchor(scorer, dataset, resolved, progress)
-                                         : RunReplay(scorer, dataset, resolved, progress);
-  });
-  if (!guarded.ok()) return guarded.status();
-  absl::StatusOr<EvalResult>& result = *guarded;
-  if (!result.ok()) return result.status();
+  ASSIGN_OR_RETURN(EvalResult merged, RunParts(placement, dataset, resolved, progress));
+  absl::StatusOr<EvalResult> result = std::move(merged);
   absl::StatusOr<absl::StatusOr<std::vector<std::string>>> offset =
-      TorchGuard("checking the layer numbering",
-                 [&] { return LayerOffsetWarnings(drafter, target, dataset, options); });
+      TorchGuard("checking the layer numbering", [&]() -> absl::StatusOr<std::vector<std::string>> {
+        if (!dataset.streamed()) return LayerOffsetWarnings(drafter, target, dataset, options);
+        // Its first samples, read again (the check scores at most four).
+        ASSIGN_OR_RETURN(data::EvalDataset first,
+                         dataset.Part(0, std::min<size_t>(4, dataset.size()), drafter.device()));
+        return LayerOffsetWarnings(drafter, target, first, options);
+      });
   if (!offset.ok()) return offset.status();
   if (!offset->ok()) return offset->status();
   for (std::string& w : **offset) result->warnings.push_back(std::move(w));
@@ -576,7 +800,6 @@ absl::StatusOr<EvalResult> Evaluate(const model::DrafterModel& drafter,
                         "independent positions (a block's acceptance is the product of alphas)"};
     s.greedy_equivalent = GreedyEquivalent(s.setting.policy, drafter.selector() != nullptr);
   }
-  CopyMetadata(dataset, result->per_sample);
   AddSlices(options, &*result);
   RETURN_IF_ERROR(CheckResultInvariants(*result));
   return result;

@@ -6,6 +6,10 @@
 // many sequences batched together).
 #pragma once
 
+#include <functional>
+#include <string>
+#include <vector>
+
 #include "absl/status/statusor.h"
 #include "data/eval_dataset.h"
 #include "model/drafter_model.h"
@@ -25,6 +29,33 @@ absl::Status CheckCompatible(const model::DrafterModel& drafter,
                              const weights::TargetTensors& target, const data::EvalDataset& dataset,
                              const EvalOptions& options);
 
+// Where an evaluation may run (issue 30): device slots, each with the
+// drafter and target it uses there (the same objects for CPU slots), and
+// the server's intra-op threads, shared out among the slots that run at
+// once.
+struct DeviceSlot {
+  const model::DrafterModel* drafter = nullptr;
+  const weights::TargetTensors* target = nullptr;
+  std::string name;  // "cpu", "cpu#1", "cuda:1": shown in each shard's placement
+};
+struct Placement {
+  std::vector<DeviceSlot> slots;
+  int threads = 0;  // the server's intra-op threads; 0: left as they are
+  // Sets the process's intra-op (and BLAS) threads (core/device.h).
+  std::function<void(int)> set_threads;
+  std::string server;  // names the server in each shard's placement
+};
+
+// The samples split into contiguous ranges (options.shards, else one per
+// slot; a streamed dataset in chunks within its budget, each read while the
+// one before it is scored), the ranges run on the slots at once, and their
+// counts merged in sample order: counts equal one pass's, floating sums
+// within rounding. Checks compatibility against the first slot.
+absl::StatusOr<EvalResult> Evaluate(const Placement& placement, const data::EvalDataset& dataset,
+                                    const EvalOptions& options,
+                                    const ProgressFn& progress = nullptr);
+
+// One slot, the caller's threads.
 absl::StatusOr<EvalResult> Evaluate(const model::DrafterModel& drafter,
                                     const weights::TargetTensors& target,
                                     const data::EvalDataset& dataset, const EvalOptions& options,

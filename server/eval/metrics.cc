@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "absl/strings/str_cat.h"
+
 namespace dflash::eval {
 namespace {
 
@@ -66,6 +68,58 @@ void MetricsAccumulator::BeginSample(int64_t sample, int64_t length, int64_t fir
 void MetricsAccumulator::SetLoops(int64_t sample, std::vector<uint8_t> loop_mask) {
   Slot(sample).loop_tokens = std::count(loop_mask.begin(), loop_mask.end(), uint8_t{1});
   loops_[sample] = std::move(loop_mask);
+}
+
+void MetricsAccumulator::SetLabels(int64_t sample, const std::string& category,
+                                   const std::string& language, const std::string& thinking) {
+  SampleSummary& s = Slot(sample);
+  s.category = category;
+  s.language = language;
+  s.thinking = thinking;
+}
+
+absl::Status MetricsAccumulator::Merge(const MetricsAccumulator& shard) {
+  if (shard.block_size_ != block_size_) {
+    return absl::InvalidArgumentError(absl::StrCat("shard block size ", shard.block_size_,
+                                                   " differs from ", block_size_));
+  }
+  for (const SampleSummary& s : shard.samples_) {
+    if (sample_slot_.count(s.sample_index)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("sample ", s.sample_index, " is in two shards"));
+    }
+  }
+  for (size_t j = 0; j < positions_.size(); ++j) {
+    PositionMetrics& p = positions_[j];
+    const PositionMetrics& q = shard.positions_[j];
+    p.counted += q.counted;
+    p.correct += q.correct;
+    p.accepted += q.accepted;
+    p.conditional_counted += q.conditional_counted;
+    p.cross_entropy_counted += q.cross_entropy_counted;
+    p.unary_correct += q.unary_correct;
+    p.covered += q.covered;
+    p.tf_correct += q.tf_correct;
+    ce_sum_[j] += shard.ce_sum_[j];
+  }
+  for (size_t n = 0; n < histogram_.size(); ++n) histogram_[n] += shard.histogram_[n];
+  for (const SampleSummary& s : shard.samples_) {
+    sample_slot_.emplace(s.sample_index, samples_.size());
+    samples_.push_back(s);
+  }
+  for (const auto& [sample, mask] : shard.loops_) loops_.emplace(sample, mask);
+  blocks_ += shard.blocks_;
+  tokens_ += shard.tokens_;
+  accept_sum_ += shard.accept_sum_;
+  labels_in_vocab_ += shard.labels_in_vocab_;
+  dflash2_ = dflash2_ || shard.dflash2_;
+  unary_accept_sum_ += shard.unary_accept_sum_;
+  oracle_accept_sum_ += shard.oracle_accept_sum_;
+  near_ties_ += shard.near_ties_;
+  first_miss_.all_accepted += shard.first_miss_.all_accepted;
+  first_miss_.coverage_miss += shard.first_miss_.coverage_miss;
+  first_miss_.ranking_error += shard.first_miss_.ranking_error;
+  return absl::OkStatus();
 }
 
 void MetricsAccumulator::Add(const BlockOutcome& block) {

@@ -4,9 +4,11 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "types/eval_types.h"
 
 namespace dflash::eval {
@@ -45,9 +47,19 @@ class MetricsAccumulator {
   // counted, and a block whose first drafted token (anchor + 1) is marked
   // counts as a loop block. Without one no block is a loop block.
   void SetLoops(int64_t sample, std::vector<uint8_t> loop_mask);
+  // The sample's metadata labels (data/sample_metadata.h), for the slices.
+  void SetLabels(int64_t sample, const std::string& category, const std::string& language,
+                 const std::string& thinking);
   // A block with no existing positions (anchor at L-1) counts as a block with
   // n = 0 and accept length 1, and adds to no position's denominators.
   void Add(const BlockOutcome& block);
+
+  // Adds a shard's counts (issue 30): its samples follow this one's, so a
+  // job split into contiguous sample ranges and merged in range order
+  // finishes to the result of one pass. Counts are exact; floating sums
+  // (cross entropy) differ only by summation order. InvalidArgument when
+  // the block sizes differ or a sample is in both.
+  absl::Status Merge(const MetricsAccumulator& shard);
 
   // n = leading matches of a block.
   static int64_t LeadingMatches(const std::vector<uint8_t>& correct);
@@ -58,6 +70,7 @@ class MetricsAccumulator {
   // those without blocks; EvalResult::samples and tau count only samples with
   // at least one block.
   EvalResult Finish(Mode mode) const;
+  int64_t blocks() const { return blocks_; }
 
   // For results scored to each block's first miss: the per-position
   // marginals past it (correct, accuracy, and DFlash 2's unary, coverage,

@@ -93,6 +93,33 @@ void SampledAccumulator::Add(int64_t sample, const std::vector<std::vector<float
   }
 }
 
+absl::Status SampledAccumulator::Merge(const SampledAccumulator& shard) {
+  if (shard.block_size_ != block_size_ || shard.per_.size() != per_.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "shard has ", shard.per_.size(), " sampling setting(s) at block size ", shard.block_size_,
+        "; expected ", per_.size(), " at ", block_size_));
+  }
+  blocks_ += shard.blocks_;
+  for (size_t s = 0; s < per_.size(); ++s) {
+    PerSetting& p = per_[s];
+    const PerSetting& q = shard.per_[s];
+    for (size_t j = 0; j < p.alpha_sum.size(); ++j) {
+      p.alpha_sum[j] += q.alpha_sum[j];
+      p.curve_sum[j] += q.curve_sum[j];
+      p.marginal_sum[j] += q.marginal_sum[j];
+      p.counted[j] += q.counted[j];
+    }
+    p.accept_sum += q.accept_sum;
+    for (int64_t sample : q.sample_order) {
+      if (!p.per_sample.emplace(sample, q.per_sample.at(sample)).second) {
+        return absl::InvalidArgumentError(absl::StrCat("sample ", sample, " is in two shards"));
+      }
+      p.sample_order.push_back(sample);
+    }
+  }
+  return absl::OkStatus();
+}
+
 namespace {
 
 // 95% percentile bootstrap of sum(E) / sum(blocks) over samples.

@@ -39,6 +39,11 @@ class SampledAccumulator {
   // alpha[s][j - 1] for setting s and the block's existing positions j.
   void Add(int64_t sample, const std::vector<std::vector<float>>& alpha);
 
+  // Adds a shard's sums (its samples follow this one's; see
+  // MetricsAccumulator::Merge). InvalidArgument when the settings or block
+  // sizes differ or a sample is in both.
+  absl::Status Merge(const SampledAccumulator& shard);
+
   // One result per setting, in request order; empty without settings. With
   // resamples > 0, each expected accept length gets a 95% percentile
   // bootstrap interval over samples (SplitMix64 seeded with `seed`, as

@@ -9,6 +9,7 @@
 #include "absl/strings/str_format.h"
 #include "common/status_macros.h"
 #include "common/torch_guard.h"
+#include "eval/shard_plan.h"
 #include "model/tensor_ops.h"
 
 namespace dflash::eval {
@@ -70,7 +71,20 @@ absl::StatusOr<TargetConsistency> ComputeTargetConsistency(const weights::Target
   out.norm_applied = dataset.final_hidden()->norm_applied;
   const int64_t slice =
       std::max<int64_t>(1, max_logit_elements / std::max<int64_t>(1, target.vocab_size));
-  for (size_t i = 0; i < dataset.size(); ++i) {
+  // A streamed dataset is read in chunks within its budget (issue 30).
+  if (dataset.streamed()) {
+    std::vector<int64_t> bytes;
+    for (size_t i = 0; i < dataset.size(); ++i) bytes.push_back(dataset.sample_bytes(i));
+    for (const SampleRange& r : SplitUnderCap(bytes, dataset.stream_budget_bytes())) {
+      ASSIGN_OR_RETURN(data::EvalDataset part,
+                       dataset.Part(r.begin, r.end, target.lm_head.device()));
+      ASSIGN_OR_RETURN(TargetConsistency c,
+                       ComputeTargetConsistency(target, part, max_logit_elements));
+      out.positions += c.positions;
+      out.matches += c.matches;
+    }
+  }
+  for (size_t i = 0; i < dataset.size() && !dataset.streamed(); ++i) {
     const data::DatasetSample& s = dataset.sample(i);
     ASSIGN_OR_RETURN(
         int64_t matches,

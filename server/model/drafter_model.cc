@@ -193,6 +193,26 @@ absl::StatusOr<DrafterModel> DrafterModel::Create(DrafterConfig config,
   return m;
 }
 
+absl::StatusOr<DrafterModel> DrafterModel::CopyTo(c10::Device device) const {
+  if (device == this->device()) return *this;
+  return TorchGuard(absl::StrCat("copying the drafter to ", device.str()), [&]() -> DrafterModel {
+    DrafterModel m = *this;
+    const auto move = [&](at::Tensor& t) {
+      if (t.defined()) t = t.to(device);
+    };
+    for (at::Tensor* t : {&m.fc_, &m.hidden_norm_, &m.norm_, &m.inv_freq_, &m.selector_.projection,
+                          &m.selector_.predecessor, &m.selector_.successor,
+                          &m.draft_vocab_.lm_head, &m.draft_vocab_.draft_to_target,
+                          &m.draft_vocab_.target_to_draft}) {
+      move(*t);
+    }
+    for (Layer& l : m.layers_) {
+      for (at::Tensor& t : l) move(t);
+    }
+    return m;
+  });
+}
+
 int64_t DrafterModel::bytes() const {
   int64_t total = 0;
   auto add = [&](const at::Tensor& t) {

@@ -92,6 +92,10 @@ class DrafterModel {
 
   const DrafterConfig& config() const { return config_; }
 
+  // The same weights on another device (a replica for an evaluation's shard
+  // there, issue 30); the same tensors when `device` is this one's.
+  absl::StatusOr<DrafterModel> CopyTo(c10::Device device) const;
+
   // features: per sequence [L_s, K*H_t] in the model dtype and device, the
   // columns already selected and ordered as target_layer_ids says.
   // Computes ctx = RMSNorm_hidden_norm(features @ fc^T) and per layer

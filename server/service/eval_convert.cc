@@ -175,6 +175,16 @@ void ToProto(const eval::EvalResult& in, pb::EvalResult* out) {
   out->set_selector_near_ties(in.selector_near_ties);
   out->set_positions_to_first_miss(in.positions_to_first_miss);
   out->set_context_positions(in.context_positions);
+  for (const eval::ShardPlacement& sh : in.shards) {
+    pb::ShardPlacement* p = out->add_shards();
+    p->set_first(sh.first);
+    p->set_end(sh.end);
+    p->set_blocks(sh.blocks);
+    p->set_device(sh.device);
+    p->set_server(sh.server);
+    p->set_bytes_read(sh.bytes_read);
+    p->set_seconds(sh.seconds);
+  }
   SampledToProto(in, out);
   SlicesToProto(in, out);
   if (in.accept_length_ci) SetInterval(in.accept_length_ci, out->mutable_accept_length_ci());
@@ -270,6 +280,13 @@ absl::StatusOr<core::EvalParams> FromProto(const pb::EvalRequest& in) {
         absl::StrCat("ci_resamples must be <= ", kMaxCiResamples, "; got ", in.ci_resamples()));
   }
   if (in.ci_resamples() > 0) o.ci_resamples = in.ci_resamples();
+  RETURN_IF_ERROR(NonNegative("shards", in.shards()));
+  constexpr int kMaxShards = 4096;
+  if (in.shards() > kMaxShards) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("shards must be <= ", kMaxShards, "; got ", in.shards()));
+  }
+  o.shards = in.shards();
   return p;
 }
 

@@ -110,6 +110,7 @@ void ToProto(const jobs::JobRequest& in, pb::EvalRequest* out) {
   if (o.ci_resamples != eval::EvalOptions{}.ci_resamples) {
     out->set_ci_resamples(static_cast<int32_t>(o.ci_resamples));
   }
+  out->set_shards(static_cast<int32_t>(o.shards));
   for (const std::string& d : in.suite_datasets) out->add_suite_datasets(d);
   out->set_dataset_path(in.dataset_path);
   out->set_target_path(in.target_path);

@@ -120,6 +120,9 @@ void ToProto(const core::ResourceInfo& in, pb::Resource* out) {
   out->set_dtype(DTypeToProto(in.dtype));
   out->set_bytes(in.bytes);
   out->set_mapped_bytes(in.mapped_bytes);
+  out->set_streamed(in.streamed);
+  out->set_stream_bytes(in.stream_bytes);
+  out->set_stream_budget_bytes(in.stream_budget_bytes);
   out->set_fingerprint(in.fingerprint);
   *out->mutable_load_time() = FromUnixMicros(in.load_time_unix_micros);
   out->set_load_seconds(in.load_seconds);
@@ -203,6 +206,9 @@ absl::StatusOr<core::LoadDatasetParams> FromProto(const pb::LoadDatasetRequest& 
   RETURN_IF_ERROR(NonNegative("max_samples", in.max_samples()));
   p.max_samples = in.max_samples();
   p.skip_bad_samples = in.skip_bad_samples();
+  RETURN_IF_ERROR(NonNegative("stream_budget_bytes", in.stream_budget_bytes()));
+  p.stream = in.stream();
+  p.stream_budget_bytes = in.stream_budget_bytes();
   RETURN_IF_ERROR(CheckName("target", in.target()));
   p.target = in.target();
   if (in.layer_ids_size() > kMaxFeatureKeys) {

@@ -148,7 +148,38 @@ json BaseOptionsToJson(const eval::EvalOptions& o) {
           {"metrics", o.metrics == eval::MetricSet::kAcceptance ? "acceptance" : "all"},
           {"full_positions", o.full_positions},
           {"ci", o.ci == eval::CiMethod::kNone ? "none" : "bootstrap"},
-          {"ci_resamples", o.ci_resamples}};
+          {"ci_resamples", o.ci_resamples},
+          {"shards", o.shards}};
+}
+
+json ShardsToJson(const std::vector<eval::ShardPlacement>& shards) {
+  json out = json::array();
+  for (const eval::ShardPlacement& s : shards) {
+    out.push_back({{"first", s.first},
+                   {"end", s.end},
+                   {"blocks", s.blocks},
+                   {"device", s.device},
+                   {"server", s.server},
+                   {"bytes_read", s.bytes_read},
+                   {"seconds", s.seconds}});
+  }
+  return out;
+}
+
+std::vector<eval::ShardPlacement> ShardsFromJson(const json& j) {
+  std::vector<eval::ShardPlacement> out;
+  for (const json& s : j.value("shards", json::array())) {
+    eval::ShardPlacement p;
+    p.first = s.value("first", int64_t{0});
+    p.end = s.value("end", int64_t{0});
+    p.blocks = s.value("blocks", int64_t{0});
+    p.device = s.value("device", "");
+    p.server = s.value("server", "");
+    p.bytes_read = s.value("bytes_read", int64_t{0});
+    p.seconds = s.value("seconds", 0.0);
+    out.push_back(std::move(p));
+  }
+  return out;
 }
 
 json GateToJson(const eval::GateVerdict& g) {
@@ -222,6 +253,7 @@ eval::EvalOptions OptionsFromJson(const json& j) {
   // Records from before intervals existed: no intervals were asked for.
   o.ci = j.value("ci", "none") == "none" ? eval::CiMethod::kNone : eval::CiMethod::kBootstrap;
   o.ci_resamples = j.value("ci_resamples", int64_t{0});
+  o.shards = j.value("shards", int64_t{0});
   return o;
 }
 
@@ -302,7 +334,8 @@ json BaseResultToJson(const eval::EvalResult& r) {
           {"ci_resamples", r.ci_resamples},
           {"gate", r.gate ? GateToJson(*r.gate) : json(nullptr)},
           {"suite", r.suite},
-          {"suite_results", SuiteToJson(r.suite_results)}};
+          {"suite_results", SuiteToJson(r.suite_results)},
+          {"shards", ShardsToJson(r.shards)}};
 }
 
 json ResultToJson(const eval::EvalResult& r) {
@@ -401,6 +434,7 @@ eval::EvalResult ResultFromJson(const json& j) {
   r.accept_length_ci = IntervalFromJson(j, "accept_length_ci");
   r.tau_ci = IntervalFromJson(j, "tau_ci");
   r.ci_resamples = j.value("ci_resamples", int64_t{0});
+  r.shards = ShardsFromJson(j);
   if (j.contains("gate") && !j.at("gate").is_null()) r.gate = GateFromJson(j.at("gate"));
   r.suite = j.value("suite", "");
   if (j.contains("suite_results")) {

@@ -89,6 +89,9 @@ struct EvalOptions {
   // a generator seeded with `seed`.
   CiMethod ci = CiMethod::kBootstrap;
   int64_t ci_resamples = 1000;
+  // Contiguous sample ranges the evaluation splits into (issue 30), run on
+  // every device slot the server has; 0: one per slot.
+  int64_t shards = 0;
 };
 
 // Per dataset and target: the share of response positions whose next token
@@ -214,6 +217,17 @@ struct GateVerdict {
 
 struct DatasetResult;
 
+// Where one shard of an evaluation ran (issue 30): its sample range (dataset
+// positions [first, end)), the device slot and server, what it read from
+// disk (streamed datasets) and how long it took.
+struct ShardPlacement {
+  int64_t first = 0, end = 0;
+  int64_t blocks = 0;
+  std::string device, server;
+  int64_t bytes_read = 0;
+  double seconds = 0;
+};
+
 struct EvalResult {
   Mode mode = Mode::kAnchor;
   std::string family;               // "DFlash 1" / "DFlash 2"
@@ -274,6 +288,9 @@ struct EvalResult {
   int64_t context_positions = 0;
   // 95% intervals over samples (absent with --ci none or one sample).
   std::optional<Interval> accept_length_ci, tau_ci;
+  // The shards the samples were split into, in sample order (one when the
+  // evaluation ran in one piece on one device).
+  std::vector<ShardPlacement> shards;
   int64_t ci_resamples = 0;         // 0: no intervals
   std::optional<GateVerdict> gate;  // set when the job asked for a gate
   // A suite job (several datasets in one job): one result per dataset, in
