@@ -11,6 +11,7 @@
 #include "core/eval_core_impl.h"
 #include "core/placement.h"
 #include "core/resident.h"
+#include "core/resident_pick.h"
 #include "eval/bootstrap.h"
 #include "eval/evaluator.h"
 #include "eval/target_consistency.h"
@@ -21,37 +22,16 @@
 namespace dflash::core {
 namespace {
 
+// The entry of `map` the request names: the rule, its words and its
+// FixHints are core/resident_pick.h's, shared with SubmitEval.
 template <typename Map>
-std::string Names(const Map& map) {
+absl::StatusOr<typename Map::const_iterator> Pick(const Map& map, const std::string& name,
+                                                  ResourceKind kind) {
   std::vector<std::string> names;
   names.reserve(map.size());
   for (const auto& [n, _] : map) names.push_back(n);
-  return names.empty() ? "none" : absl::StrJoin(names, ", ");
-}
-
-// Finds `name` in `map`; an empty name picks the only entry. The fixes
-// (load one, name one) travel as hints for the service to word.
-template <typename Map>
-absl::StatusOr<typename Map::const_iterator> Pick(const Map& map, const std::string& name,
-                                                  const char* kind, FixHint load_one,
-                                                  FixHint name_one) {
-  if (name.empty()) {
-    if (map.size() == 1) return map.begin();
-    if (map.empty()) {
-      return WithFixHint(
-          absl::FailedPreconditionError(absl::StrCat("no ", kind, " is loaded; load one first")),
-          load_one);
-    }
-    return WithFixHint(absl::InvalidArgumentError(absl::StrCat("several ", kind, "s are resident (",
-                                                               Names(map), "); name one")),
-                       name_one);
-  }
-  auto it = map.find(name);
-  if (it == map.end()) {
-    return absl::NotFoundError(
-        absl::StrCat("no resident ", kind, " named '", name, "' (resident: ", Names(map), ")"));
-  }
-  return it;
+  ASSIGN_OR_RETURN(size_t i, PickResident(kind, names, name));
+  return std::next(map.begin(), static_cast<std::ptrdiff_t>(i));
 }
 
 }  // namespace
@@ -124,21 +104,18 @@ absl::StatusOr<eval::EvalResult> EvalCoreImpl::DoRunEval(const EvalParams& param
 
 absl::Status EvalCoreImpl::PickInputs(const EvalParams& params, EvalInputs& in) {
   std::lock_guard<std::mutex> lock(resident_->mu);
-  ASSIGN_OR_RETURN(auto t, Pick(resident_->targets, params.target, "target", FixHint::kLoadTarget,
-                                FixHint::kNameTarget));
+  ASSIGN_OR_RETURN(auto t, Pick(resident_->targets, params.target, ResourceKind::kTarget));
   in.target = t->second.tensors;
   in.mappings.emplace_back(in.target, &in.target->mapping);  // aliasing: lives with the target
   in.target_name = t->first;
   in.target_fingerprint = t->second.info.fingerprint;
-  ASSIGN_OR_RETURN(auto d, Pick(resident_->datasets, params.dataset, "dataset",
-                                FixHint::kLoadDataset, FixHint::kNameDataset));
+  ASSIGN_OR_RETURN(auto d, Pick(resident_->datasets, params.dataset, ResourceKind::kDataset));
   in.dataset = d->second.dataset;
   in.mappings.emplace_back(in.dataset, &in.dataset->mapping());
   in.dataset_name = d->first;
   in.dataset_fingerprint = d->second.info.fingerprint;
   if (!params.drafter.empty()) {
-    ASSIGN_OR_RETURN(auto m, Pick(resident_->drafters, params.drafter, "drafter",
-                                  FixHint::kLoadDrafter, FixHint::kNameDrafter));
+    ASSIGN_OR_RETURN(auto m, Pick(resident_->drafters, params.drafter, ResourceKind::kDrafter));
     in.UseDrafter(m->second.model, m->second.info, m->second.mapping);
   }
   return absl::OkStatus();

@@ -6,9 +6,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/fix_hint.h"
 #include "common/status_macros.h"
 #include "core/fleet_objects.h"
 #include "core/recipe.h"
+#include "core/resident_pick.h"
 #include "eval/bootstrap.h"
 #include "eval/sampling_policy.h"
 #include "jobs/refusal.h"
@@ -19,28 +21,16 @@ namespace {
 using jobs::JobRecord;
 using jobs::JobState;
 
-// Finds the resident object a request names (empty: the only one), as
-// RunEval will: the same codes and words, but before the job is queued.
-absl::StatusOr<ResourceInfo> PickResident(const EvalCore& core, ResourceKind kind,
-                                          const std::string& name) {
+// The listed resident object a request names (empty: the only one), by the
+// rule RunEval picks with (core/resident_pick.h), before the job is queued.
+absl::StatusOr<ResourceInfo> PickListed(const EvalCore& core, ResourceKind kind,
+                                        const std::string& name) {
   std::vector<ResourceInfo> all = core.ListResources(kind);
   std::vector<std::string> names;
-  for (const ResourceInfo& r : all) {
-    if (r.name == name) return r;
-    names.push_back(r.name);
-  }
-  const char* k = ResourceKindName(kind);
-  const std::string resident = names.empty() ? "none" : absl::StrJoin(names, ", ");
-  if (!name.empty()) {
-    return absl::NotFoundError(
-        absl::StrCat("no resident ", k, " named '", name, "' (resident: ", resident, ")"));
-  }
-  if (all.size() == 1) return all.front();
-  if (all.empty()) {
-    return absl::FailedPreconditionError(absl::StrCat("no ", k, " is loaded; load one first"));
-  }
-  return absl::InvalidArgumentError(
-      absl::StrCat("several ", k, "s are resident (", resident, "); name one with --", k));
+  names.reserve(all.size());
+  for (const ResourceInfo& r : all) names.push_back(r.name);
+  ASSIGN_OR_RETURN(size_t i, PickResident(kind, names, name));
+  return all[i];
 }
 
 // Names of the live servers holding `name` of `kind` ("" for the target: the
@@ -79,14 +69,18 @@ absl::Status JobServiceImpl::PlaceInFleet(JobRecord& record) {
       continue;
     }
     // Here first: the same words as a single server when nobody has it.
-    absl::StatusOr<ResourceInfo> here = PickResident(core_, kind, name);
+    absl::StatusOr<ResourceInfo> here = PickListed(core_, kind, name);
     if (here.ok() && kind == ResourceKind::kDataset) record.dataset_fingerprint = here->fingerprint;
     if (here.ok() && kind == ResourceKind::kDrafter) record.drafter_fingerprint = here->fingerprint;
     std::vector<std::string> holders = Holders(fleet, kind, name);
     if (holders.empty() && !here.ok()) {
-      return absl::Status(here.status().code(),
-                          absl::StrCat(here.status().message(), "; no live server of the fleet ",
-                                       "holds it either"));
+      absl::Status nowhere(here.status().code(),
+                           absl::StrCat(here.status().message(), "; no live server of the fleet ",
+                                        "holds it either"));
+      if (std::optional<FixHint> hint = GetFixHint(here.status())) {
+        nowhere = WithFixHint(nowhere, *hint);
+      }
+      return nowhere;
     }
     // This server counts as soon as it holds the object: the servers table
     // hears of a load only at the next heartbeat.
@@ -252,19 +246,19 @@ absl::StatusOr<JobRecord> JobServiceImpl::SubmitRecord(JobRecord record) {
     RETURN_IF_ERROR(PlaceInFleet(record));
     return queue_->Submit(std::move(record));
   }
-  ASSIGN_OR_RETURN(ResourceInfo target, PickResident(core_, ResourceKind::kTarget, r.target));
+  ASSIGN_OR_RETURN(ResourceInfo target, PickListed(core_, ResourceKind::kTarget, r.target));
   std::vector<std::string> resident;
   for (const ResourceInfo& d : core_.ListResources(ResourceKind::kDataset)) {
     resident.push_back(d.name);
   }
   ASSIGN_OR_RETURN(record.request.suite_datasets, ResolveSuite(r.dataset, suites_, resident));
   if (record.request.suite_datasets.empty()) {
-    ASSIGN_OR_RETURN(ResourceInfo dataset, PickResident(core_, ResourceKind::kDataset, r.dataset));
+    ASSIGN_OR_RETURN(ResourceInfo dataset, PickListed(core_, ResourceKind::kDataset, r.dataset));
     record.dataset_fingerprint = dataset.fingerprint;
   } else {
     std::vector<std::string> fingerprints;
     for (const std::string& name : record.request.suite_datasets) {
-      ASSIGN_OR_RETURN(ResourceInfo dataset, PickResident(core_, ResourceKind::kDataset, name),
+      ASSIGN_OR_RETURN(ResourceInfo dataset, PickListed(core_, ResourceKind::kDataset, name),
                        "suite '", r.dataset, "'");
       fingerprints.push_back(dataset.fingerprint);
     }
@@ -275,7 +269,7 @@ absl::StatusOr<JobRecord> JobServiceImpl::SubmitRecord(JobRecord record) {
     }
   }
   if (!r.drafter.empty()) {
-    ASSIGN_OR_RETURN(ResourceInfo drafter, PickResident(core_, ResourceKind::kDrafter, r.drafter));
+    ASSIGN_OR_RETURN(ResourceInfo drafter, PickListed(core_, ResourceKind::kDrafter, r.drafter));
     record.drafter_fingerprint = drafter.fingerprint;
   }
   record.device = target.device;
