@@ -10,6 +10,7 @@
 #include "common/status_macros.h"
 #include "core/eval_core_impl.h"
 #include "core/placement.h"
+#include "core/request_check.h"
 #include "core/resident.h"
 #include "core/resident_pick.h"
 #include "eval/bootstrap.h"
@@ -73,12 +74,7 @@ struct EvalCoreImpl::EvalInputs {
 absl::StatusOr<eval::EvalResult> EvalCoreImpl::DoRunEval(const EvalParams& params,
                                                          const eval::ProgressFn& progress) {
   const auto start = std::chrono::steady_clock::now();
-  if (params.drafter.empty() == params.checkpoint_path.empty()) {
-    return absl::InvalidArgumentError(
-        params.drafter.empty() ? "give a resident drafter name or a checkpoint path"
-                               : "give a resident drafter name or a checkpoint path, not both");
-  }
-  if (params.dataset.empty()) return absl::InvalidArgumentError("dataset is required");
+  RETURN_IF_ERROR(CheckEvalRequest(params));
   EvalInputs in;
   RETURN_IF_ERROR(PickInputs(params, in));
   if (!in.drafter) RETURN_IF_ERROR(DrafterFromCheckpoint(params, in));

@@ -10,9 +10,9 @@
 #include "common/status_macros.h"
 #include "core/fleet_objects.h"
 #include "core/recipe.h"
+#include "core/request_check.h"
 #include "core/resident_pick.h"
 #include "eval/bootstrap.h"
-#include "eval/sampling_policy.h"
 #include "jobs/refusal.h"
 
 namespace dflash::core {
@@ -219,23 +219,16 @@ absl::StatusOr<eval::EvalResult> JobServiceImpl::RunSuite(const JobRecord& job,
 
 absl::StatusOr<JobRecord> JobServiceImpl::SubmitRecord(JobRecord record) {
   const EvalParams& r = record.request.params;
-  if (r.drafter.empty() == r.checkpoint_path.empty()) {
-    return absl::InvalidArgumentError(
-        r.drafter.empty() ? "give a resident drafter name or a checkpoint path"
-                          : "give a resident drafter name or a checkpoint path, not both");
-  }
-  if (r.dataset.empty() && record.request.dataset_path.empty()) {
-    return absl::InvalidArgumentError("dataset is required");
-  }
-  // The sampling rules the run applies, now: a bad setting is never queued.
-  // Whether the drafter has a selector is known here only when it is resident.
+  // The request's rules (core/request_check.h), the ones RunEval applies,
+  // now: a bad request is never queued. Whether the drafter has a selector
+  // is known here only when it is resident.
   std::optional<bool> has_selector;
   if (!r.drafter.empty()) {
     for (const ResourceInfo& d : core_.ListResources(ResourceKind::kDrafter)) {
       if (d.name == r.drafter) has_selector = d.has_selector;
     }
   }
-  RETURN_IF_ERROR(eval::ResolveSampling(r.options, has_selector).status());
+  RETURN_IF_ERROR(CheckJobRequest(record.request, has_selector));
   std::lock_guard<std::mutex> lock(resource_mu_);
   if (!shared_ && !(record.request.dataset_path.empty() && record.request.target_path.empty())) {
     return absl::FailedPreconditionError(
@@ -274,15 +267,12 @@ absl::StatusOr<JobRecord> JobServiceImpl::SubmitRecord(JobRecord record) {
   }
   record.device = target.device;
   const jobs::GateSpec& gate = record.request.gate;
-  if (!gate.reference.empty()) {
-    RETURN_IF_ERROR(eval::ParseMetric(gate.metric, 1 << 20).status());
-    if (gate.reference != "best" && gate.reference != "previous") {
-      ASSIGN_OR_RETURN(JobRecord ref, queue_->Get(gate.reference), "gate reference");
-      if (ref.state != JobState::kSucceeded) {
-        return absl::FailedPreconditionError(absl::StrCat("gate reference ", gate.reference, " is ",
-                                                          jobs::JobStateName(ref.state),
-                                                          "; the reference must have SUCCEEDED"));
-      }
+  if (!gate.reference.empty() && gate.reference != "best" && gate.reference != "previous") {
+    ASSIGN_OR_RETURN(JobRecord ref, queue_->Get(gate.reference), "gate reference");
+    if (ref.state != JobState::kSucceeded) {
+      return absl::FailedPreconditionError(absl::StrCat("gate reference ", gate.reference, " is ",
+                                                        jobs::JobStateName(ref.state),
+                                                        "; the reference must have SUCCEEDED"));
     }
   }
   return queue_->Submit(std::move(record));
