@@ -5,7 +5,6 @@
 #include <ATen/ATen.h>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "common/fix_hint.h"
 #include "common/status_macros.h"
 #include "core/eval_core_impl.h"
@@ -21,21 +20,6 @@
 #include "weights/weight_map.h"
 
 namespace dflash::core {
-namespace {
-
-// The entry of `map` the request names: the rule, its words and its
-// FixHints are core/resident_pick.h's, shared with SubmitEval.
-template <typename Map>
-absl::StatusOr<typename Map::const_iterator> Pick(const Map& map, const std::string& name,
-                                                  ResourceKind kind) {
-  std::vector<std::string> names;
-  names.reserve(map.size());
-  for (const auto& [n, _] : map) names.push_back(n);
-  ASSIGN_OR_RETURN(size_t i, PickResident(kind, names, name));
-  return std::next(map.begin(), static_cast<std::ptrdiff_t>(i));
-}
-
-}  // namespace
 
 // What one evaluation runs on, held for its whole run: shared pointers keep
 // an object alive even if it is unloaded meanwhile.
@@ -100,18 +84,19 @@ absl::StatusOr<eval::EvalResult> EvalCoreImpl::DoRunEval(const EvalParams& param
 
 absl::Status EvalCoreImpl::PickInputs(const EvalParams& params, EvalInputs& in) {
   std::lock_guard<std::mutex> lock(resident_->mu);
-  ASSIGN_OR_RETURN(auto t, Pick(resident_->targets, params.target, ResourceKind::kTarget));
+  ASSIGN_OR_RETURN(auto t, PickEntry(resident_->targets, params.target, ResourceKind::kTarget));
   in.target = t->second.tensors;
   in.mappings.emplace_back(in.target, &in.target->mapping);  // aliasing: lives with the target
   in.target_name = t->first;
   in.target_fingerprint = t->second.info.fingerprint;
-  ASSIGN_OR_RETURN(auto d, Pick(resident_->datasets, params.dataset, ResourceKind::kDataset));
+  ASSIGN_OR_RETURN(auto d, PickEntry(resident_->datasets, params.dataset, ResourceKind::kDataset));
   in.dataset = d->second.dataset;
   in.mappings.emplace_back(in.dataset, &in.dataset->mapping());
   in.dataset_name = d->first;
   in.dataset_fingerprint = d->second.info.fingerprint;
   if (!params.drafter.empty()) {
-    ASSIGN_OR_RETURN(auto m, Pick(resident_->drafters, params.drafter, ResourceKind::kDrafter));
+    ASSIGN_OR_RETURN(auto m,
+                     PickEntry(resident_->drafters, params.drafter, ResourceKind::kDrafter));
     in.UseDrafter(m->second.model, m->second.info, m->second.mapping);
   }
   return absl::OkStatus();

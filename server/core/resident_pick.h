@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstddef>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -29,5 +30,18 @@ namespace dflash::core {
 //   FixHint kName<Kind>.
 absl::StatusOr<size_t> PickResident(ResourceKind kind, const std::vector<std::string>& resident,
                                     const std::string& name);
+
+// PickResident over the registry's map of that kind (keyed by name, in name
+// order): the entry's iterator.
+template <typename Map>
+absl::StatusOr<typename Map::const_iterator> PickEntry(const Map& map, const std::string& name,
+                                                       ResourceKind kind) {
+  std::vector<std::string> names;
+  names.reserve(map.size());
+  for (const auto& [n, _] : map) names.push_back(n);
+  absl::StatusOr<size_t> i = PickResident(kind, names, name);
+  if (!i.ok()) return i.status();
+  return std::next(map.begin(), static_cast<std::ptrdiff_t>(*i));
+}
 
 }  // namespace dflash::core
