@@ -38,6 +38,11 @@ absl::Status CheckModeOptions(const eval::EvalOptions& options) {
 
 absl::Status CheckSampling(const eval::EvalOptions& options,
                            std::optional<bool> drafter_has_selector) {
+  // The rules that hold for any drafter first, so their words do not depend
+  // on whether it is resident (RunEval and SubmitEval by path or by name
+  // then say the same); then those that need to know the drafter.
+  RETURN_IF_ERROR(eval::ResolveSampling(options, std::nullopt).status());
+  if (!drafter_has_selector.has_value()) return absl::OkStatus();
   return eval::ResolveSampling(options, drafter_has_selector).status();
 }
 

@@ -44,7 +44,9 @@ absl::Status CheckModeOptions(const eval::EvalOptions& options);
 
 // The sampling settings, policies and engine preset by the rules the
 // evaluator applies (eval/sampling_policy.h: ranges via
-// eval::CheckSamplingSetting, presets' conventions). InvalidArgument.
+// eval::CheckSamplingSetting, presets' conventions). InvalidArgument; the
+// rules that need no drafter are checked first, so their words are the
+// same whether or not the drafter is known.
 absl::Status CheckSampling(const eval::EvalOptions& options,
                            std::optional<bool> drafter_has_selector);
 

@@ -83,8 +83,11 @@ TEST_F(RequestCheckTest, SamplingRangesArePolicyRules) {
   o.sampling = {{-1, 1, 0}};
   EXPECT_THAT(CheckSampling(o, std::nullopt),
               StatusIs(kInvalid, Eq("sampling 't=-1': temperature must be >= 0 (0 = greedy)")));
+  // The same words whether the drafter is known (resident) or not (a path).
+  EXPECT_THAT(CheckSampling(o, false),
+              StatusIs(kInvalid, Eq("sampling 't=-1': temperature must be >= 0 (0 = greedy)")));
   o.sampling = {{0.6, 1.5, 0}};
-  EXPECT_THAT(CheckSampling(o, std::nullopt),
+  EXPECT_THAT(CheckSampling(o, true),
               StatusIs(kInvalid, Eq("sampling 't=0.6,p=1.5': top_p must be in (0, 1] (1 = off)")));
   // Under a preset, its convention first: vllm's k=-1 is off, not an error.
   o.sampling = {{1.0, 0.95, -1}};
