@@ -39,20 +39,13 @@ struct EvalState {
 // Exit status of a gated eval whose new checkpoint is significantly worse.
 constexpr int kExitGateWorse = 4;
 
-// Conditional arguments are checked here, after parsing, with the missing
-// piece named (the original harness got this wrong).
+// Only the command line is checked here, after parsing: flag syntax and
+// combinations that are about this program (--sync, --detach). The
+// request's rules (drafter or checkpoint, a dataset, sampling, gate) are the
+// server's (core/request_check.h): its answer is what the user sees.
 void CheckAndFill(EvalState& st) {
   pb::EvalRequest& req = st.req;
-  const bool has_drafter = !req.drafter().empty();
   const bool has_ckpt = !req.checkpoint_path().empty();
-  if (has_drafter == has_ckpt) {
-    throw UsageError{has_drafter ? "eval: give --drafter NAME or --checkpoint PATH, not both"
-                                 : "eval: missing the drafter: give --drafter NAME (resident) or "
-                                   "--checkpoint PATH"};
-  }
-  if (req.dataset().empty() && req.dataset_path().empty()) {
-    throw UsageError{"eval: missing --dataset NAME (see 'dflash-eval ls --kind dataset')"};
-  }
   if (st.sync && !(req.dataset_path().empty() && req.target_path().empty())) {
     throw UsageError{
         "eval: --dataset-path and --target-path name objects a fleet's job loads; "
@@ -104,18 +97,8 @@ void CheckAndFill(EvalState& st) {
   req.set_gate_min_delta(st.min_delta);
   req.set_gate_allow_recipe_mismatch(st.allow_recipe_mismatch);
   if (st.gate_floor) req.set_gate_floor(*st.gate_floor);
-  if (req.gate().empty() && (!req.gate_metric().empty() || req.gate_min_delta() != 0 ||
-                             req.gate_allow_recipe_mismatch() || req.has_gate_floor())) {
-    throw UsageError{
-        "eval: --metric, --min-delta, --gate-floor and --allow-recipe-mismatch apply to --gate "
-        "only"};
-  }
   if (!req.gate().empty() && (st.detach || st.sync)) {
     throw UsageError{"eval: --gate waits for the job's verdict; drop --detach/--sync"};
-  }
-  if ((req.gate() == "best" || req.gate() == "previous") && req.run().empty()) {
-    throw UsageError{absl::StrCat("eval: --gate ", req.gate(),
-                                  " compares with earlier steps of a run; give --run R --step S")};
   }
 }
 

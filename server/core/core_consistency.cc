@@ -7,6 +7,7 @@
 #include "common/status_macros.h"
 #include "core/eval_core_impl.h"
 #include "core/resident.h"
+#include "core/resident_pick.h"
 #include "eval/target_consistency.h"
 
 namespace dflash::core {
@@ -36,15 +37,12 @@ absl::Status EvalCoreImpl::AddTargetConsistency(const std::string& target, LoadR
   std::shared_ptr<const data::EvalDataset> d;
   {
     std::lock_guard<std::mutex> lock(resident_->mu);
-    auto ti = resident_->targets.find(target);
-    if (ti == resident_->targets.end()) {
-      std::string names;
-      for (const auto& [n, _] : resident_->targets)
-        absl::StrAppend(&names, names.empty() ? "" : ", ", n);
-      return absl::NotFoundError(absl::StrCat("no resident target named '", target, "' (resident: ",
-                                              names.empty() ? "none" : names, "); load it first"));
+    auto ti = PickEntry(resident_->targets, target, ResourceKind::kTarget);
+    if (!ti.ok()) {
+      return absl::Status(ti.status().code(),
+                          absl::StrCat(ti.status().message(), "; load it first"));
     }
-    t = ti->second.tensors;
+    t = (*ti)->second.tensors;
     auto di = resident_->datasets.find(loaded.resource.name);
     if (di == resident_->datasets.end()) {
       return absl::InternalError("dataset vanished after its load");

@@ -5,13 +5,14 @@
 #include <ATen/ATen.h>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "common/fix_hint.h"
 #include "common/status_macros.h"
 #include "core/eval_core_impl.h"
 #include "core/eval_placement.h"
 #include "core/placement.h"
+#include "core/request_check.h"
 #include "core/resident.h"
+#include "core/resident_pick.h"
 #include "eval/bootstrap.h"
 #include "eval/evaluator.h"
 #include "eval/target_consistency.h"
@@ -20,42 +21,6 @@
 #include "weights/weight_map.h"
 
 namespace dflash::core {
-namespace {
-
-template <typename Map>
-std::string Names(const Map& map) {
-  std::vector<std::string> names;
-  names.reserve(map.size());
-  for (const auto& [n, _] : map) names.push_back(n);
-  return names.empty() ? "none" : absl::StrJoin(names, ", ");
-}
-
-// Finds `name` in `map`; an empty name picks the only entry. The fixes
-// (load one, name one) travel as hints for the service to word.
-template <typename Map>
-absl::StatusOr<typename Map::const_iterator> Pick(const Map& map, const std::string& name,
-                                                  const char* kind, FixHint load_one,
-                                                  FixHint name_one) {
-  if (name.empty()) {
-    if (map.size() == 1) return map.begin();
-    if (map.empty()) {
-      return WithFixHint(
-          absl::FailedPreconditionError(absl::StrCat("no ", kind, " is loaded; load one first")),
-          load_one);
-    }
-    return WithFixHint(absl::InvalidArgumentError(absl::StrCat("several ", kind, "s are resident (",
-                                                               Names(map), "); name one")),
-                       name_one);
-  }
-  auto it = map.find(name);
-  if (it == map.end()) {
-    return absl::NotFoundError(
-        absl::StrCat("no resident ", kind, " named '", name, "' (resident: ", Names(map), ")"));
-  }
-  return it;
-}
-
-}  // namespace
 
 // What one evaluation runs on, held for its whole run: shared pointers keep
 // an object alive even if it is unloaded meanwhile.
@@ -94,12 +59,7 @@ struct EvalCoreImpl::EvalInputs {
 absl::StatusOr<eval::EvalResult> EvalCoreImpl::DoRunEval(const EvalParams& params,
                                                          const eval::ProgressFn& progress) {
   const auto start = std::chrono::steady_clock::now();
-  if (params.drafter.empty() == params.checkpoint_path.empty()) {
-    return absl::InvalidArgumentError(
-        params.drafter.empty() ? "give a resident drafter name or a checkpoint path"
-                               : "give a resident drafter name or a checkpoint path, not both");
-  }
-  if (params.dataset.empty()) return absl::InvalidArgumentError("dataset is required");
+  RETURN_IF_ERROR(CheckEvalRequest(params));
   EvalInputs in;
   RETURN_IF_ERROR(PickInputs(params, in));
   if (!in.drafter) RETURN_IF_ERROR(DrafterFromCheckpoint(params, in));
@@ -125,21 +85,19 @@ absl::StatusOr<eval::EvalResult> EvalCoreImpl::DoRunEval(const EvalParams& param
 
 absl::Status EvalCoreImpl::PickInputs(const EvalParams& params, EvalInputs& in) {
   std::lock_guard<std::mutex> lock(resident_->mu);
-  ASSIGN_OR_RETURN(auto t, Pick(resident_->targets, params.target, "target", FixHint::kLoadTarget,
-                                FixHint::kNameTarget));
+  ASSIGN_OR_RETURN(auto t, PickEntry(resident_->targets, params.target, ResourceKind::kTarget));
   in.target = t->second.tensors;
   in.mappings.emplace_back(in.target, &in.target->mapping);  // aliasing: lives with the target
   in.target_name = t->first;
   in.target_fingerprint = t->second.info.fingerprint;
-  ASSIGN_OR_RETURN(auto d, Pick(resident_->datasets, params.dataset, "dataset",
-                                FixHint::kLoadDataset, FixHint::kNameDataset));
+  ASSIGN_OR_RETURN(auto d, PickEntry(resident_->datasets, params.dataset, ResourceKind::kDataset));
   in.dataset = d->second.dataset;
   in.mappings.emplace_back(in.dataset, &in.dataset->mapping());
   in.dataset_name = d->first;
   in.dataset_fingerprint = d->second.info.fingerprint;
   if (!params.drafter.empty()) {
-    ASSIGN_OR_RETURN(auto m, Pick(resident_->drafters, params.drafter, "drafter",
-                                  FixHint::kLoadDrafter, FixHint::kNameDrafter));
+    ASSIGN_OR_RETURN(auto m,
+                     PickEntry(resident_->drafters, params.drafter, ResourceKind::kDrafter));
     in.UseDrafter(m->second.model, m->second.info, m->second.mapping);
   }
   return absl::OkStatus();

@@ -3,11 +3,11 @@
 #include <filesystem>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "common/ops_observer.h"
 #include "common/status_macros.h"
 #include "core/device.h"
 #include "core/resident.h"
+#include "core/resident_pick.h"
 #include "dflash/build_info.h"
 
 namespace dflash::core {
@@ -104,14 +104,7 @@ namespace {
 template <typename Map, typename Member>
 absl::StatusOr<ResourceInfo> Erase(Map& map, const std::string& name, ResourceKind kind,
                                    Member member) {
-  auto it = map.find(name);
-  if (it == map.end()) {
-    std::vector<std::string> names;
-    for (const auto& [n, _] : map) names.push_back(n);
-    return absl::NotFoundError(
-        absl::StrCat("no resident ", ResourceKindName(kind), " named '", name,
-                     "' (resident: ", names.empty() ? "none" : absl::StrJoin(names, ", "), ")"));
-  }
+  ASSIGN_OR_RETURN(auto it, PickEntry(map, name, kind));  // NotFound names the resident ones
   if ((it->second.*member).use_count() > 1) {
     return absl::FailedPreconditionError(
         absl::StrCat(ResourceKindName(kind), " '", name,

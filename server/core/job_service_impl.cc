@@ -6,11 +6,13 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/fix_hint.h"
 #include "common/status_macros.h"
 #include "core/fleet_objects.h"
 #include "core/recipe.h"
+#include "core/request_check.h"
+#include "core/resident_pick.h"
 #include "eval/bootstrap.h"
-#include "eval/sampling_policy.h"
 #include "jobs/refusal.h"
 
 namespace dflash::core {
@@ -19,28 +21,16 @@ namespace {
 using jobs::JobRecord;
 using jobs::JobState;
 
-// Finds the resident object a request names (empty: the only one), as
-// RunEval will: the same codes and words, but before the job is queued.
-absl::StatusOr<ResourceInfo> PickResident(const EvalCore& core, ResourceKind kind,
-                                          const std::string& name) {
+// The listed resident object a request names (empty: the only one), by the
+// rule RunEval picks with (core/resident_pick.h), before the job is queued.
+absl::StatusOr<ResourceInfo> PickListed(const EvalCore& core, ResourceKind kind,
+                                        const std::string& name) {
   std::vector<ResourceInfo> all = core.ListResources(kind);
   std::vector<std::string> names;
-  for (const ResourceInfo& r : all) {
-    if (r.name == name) return r;
-    names.push_back(r.name);
-  }
-  const char* k = ResourceKindName(kind);
-  const std::string resident = names.empty() ? "none" : absl::StrJoin(names, ", ");
-  if (!name.empty()) {
-    return absl::NotFoundError(
-        absl::StrCat("no resident ", k, " named '", name, "' (resident: ", resident, ")"));
-  }
-  if (all.size() == 1) return all.front();
-  if (all.empty()) {
-    return absl::FailedPreconditionError(absl::StrCat("no ", k, " is loaded; load one first"));
-  }
-  return absl::InvalidArgumentError(
-      absl::StrCat("several ", k, "s are resident (", resident, "); name one with --", k));
+  names.reserve(all.size());
+  for (const ResourceInfo& r : all) names.push_back(r.name);
+  ASSIGN_OR_RETURN(size_t i, PickResident(kind, names, name));
+  return all[i];
 }
 
 // Names of the live servers holding `name` of `kind` ("" for the target: the
@@ -79,14 +69,18 @@ absl::Status JobServiceImpl::PlaceInFleet(JobRecord& record) {
       continue;
     }
     // Here first: the same words as a single server when nobody has it.
-    absl::StatusOr<ResourceInfo> here = PickResident(core_, kind, name);
+    absl::StatusOr<ResourceInfo> here = PickListed(core_, kind, name);
     if (here.ok() && kind == ResourceKind::kDataset) record.dataset_fingerprint = here->fingerprint;
     if (here.ok() && kind == ResourceKind::kDrafter) record.drafter_fingerprint = here->fingerprint;
     std::vector<std::string> holders = Holders(fleet, kind, name);
     if (holders.empty() && !here.ok()) {
-      return absl::Status(here.status().code(),
-                          absl::StrCat(here.status().message(), "; no live server of the fleet ",
-                                       "holds it either"));
+      absl::Status nowhere(here.status().code(),
+                           absl::StrCat(here.status().message(), "; no live server of the fleet ",
+                                        "holds it either"));
+      if (std::optional<FixHint> hint = GetFixHint(here.status())) {
+        nowhere = WithFixHint(nowhere, *hint);
+      }
+      return nowhere;
     }
     // This server counts as soon as it holds the object: the servers table
     // hears of a load only at the next heartbeat.
@@ -225,23 +219,16 @@ absl::StatusOr<eval::EvalResult> JobServiceImpl::RunSuite(const JobRecord& job,
 
 absl::StatusOr<JobRecord> JobServiceImpl::SubmitRecord(JobRecord record) {
   const EvalParams& r = record.request.params;
-  if (r.drafter.empty() == r.checkpoint_path.empty()) {
-    return absl::InvalidArgumentError(
-        r.drafter.empty() ? "give a resident drafter name or a checkpoint path"
-                          : "give a resident drafter name or a checkpoint path, not both");
-  }
-  if (r.dataset.empty() && record.request.dataset_path.empty()) {
-    return absl::InvalidArgumentError("dataset is required");
-  }
-  // The sampling rules the run applies, now: a bad setting is never queued.
-  // Whether the drafter has a selector is known here only when it is resident.
+  // The request's rules (core/request_check.h), the ones RunEval applies,
+  // now: a bad request is never queued. Whether the drafter has a selector
+  // is known here only when it is resident.
   std::optional<bool> has_selector;
   if (!r.drafter.empty()) {
     for (const ResourceInfo& d : core_.ListResources(ResourceKind::kDrafter)) {
       if (d.name == r.drafter) has_selector = d.has_selector;
     }
   }
-  RETURN_IF_ERROR(eval::ResolveSampling(r.options, has_selector).status());
+  RETURN_IF_ERROR(CheckJobRequest(record.request, has_selector));
   std::lock_guard<std::mutex> lock(resource_mu_);
   if (!shared_ && !(record.request.dataset_path.empty() && record.request.target_path.empty())) {
     return absl::FailedPreconditionError(
@@ -252,19 +239,19 @@ absl::StatusOr<JobRecord> JobServiceImpl::SubmitRecord(JobRecord record) {
     RETURN_IF_ERROR(PlaceInFleet(record));
     return queue_->Submit(std::move(record));
   }
-  ASSIGN_OR_RETURN(ResourceInfo target, PickResident(core_, ResourceKind::kTarget, r.target));
+  ASSIGN_OR_RETURN(ResourceInfo target, PickListed(core_, ResourceKind::kTarget, r.target));
   std::vector<std::string> resident;
   for (const ResourceInfo& d : core_.ListResources(ResourceKind::kDataset)) {
     resident.push_back(d.name);
   }
   ASSIGN_OR_RETURN(record.request.suite_datasets, ResolveSuite(r.dataset, suites_, resident));
   if (record.request.suite_datasets.empty()) {
-    ASSIGN_OR_RETURN(ResourceInfo dataset, PickResident(core_, ResourceKind::kDataset, r.dataset));
+    ASSIGN_OR_RETURN(ResourceInfo dataset, PickListed(core_, ResourceKind::kDataset, r.dataset));
     record.dataset_fingerprint = dataset.fingerprint;
   } else {
     std::vector<std::string> fingerprints;
     for (const std::string& name : record.request.suite_datasets) {
-      ASSIGN_OR_RETURN(ResourceInfo dataset, PickResident(core_, ResourceKind::kDataset, name),
+      ASSIGN_OR_RETURN(ResourceInfo dataset, PickListed(core_, ResourceKind::kDataset, name),
                        "suite '", r.dataset, "'");
       fingerprints.push_back(dataset.fingerprint);
     }
@@ -275,20 +262,17 @@ absl::StatusOr<JobRecord> JobServiceImpl::SubmitRecord(JobRecord record) {
     }
   }
   if (!r.drafter.empty()) {
-    ASSIGN_OR_RETURN(ResourceInfo drafter, PickResident(core_, ResourceKind::kDrafter, r.drafter));
+    ASSIGN_OR_RETURN(ResourceInfo drafter, PickListed(core_, ResourceKind::kDrafter, r.drafter));
     record.drafter_fingerprint = drafter.fingerprint;
   }
   record.device = target.device;
   const jobs::GateSpec& gate = record.request.gate;
-  if (!gate.reference.empty()) {
-    RETURN_IF_ERROR(eval::ParseMetric(gate.metric, 1 << 20).status());
-    if (gate.reference != "best" && gate.reference != "previous") {
-      ASSIGN_OR_RETURN(JobRecord ref, queue_->Get(gate.reference), "gate reference");
-      if (ref.state != JobState::kSucceeded) {
-        return absl::FailedPreconditionError(absl::StrCat("gate reference ", gate.reference, " is ",
-                                                          jobs::JobStateName(ref.state),
-                                                          "; the reference must have SUCCEEDED"));
-      }
+  if (!gate.reference.empty() && gate.reference != "best" && gate.reference != "previous") {
+    ASSIGN_OR_RETURN(JobRecord ref, queue_->Get(gate.reference), "gate reference");
+    if (ref.state != JobState::kSucceeded) {
+      return absl::FailedPreconditionError(absl::StrCat("gate reference ", gate.reference, " is ",
+                                                        jobs::JobStateName(ref.state),
+                                                        "; the reference must have SUCCEEDED"));
     }
   }
   return queue_->Submit(std::move(record));

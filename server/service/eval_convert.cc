@@ -258,10 +258,6 @@ absl::StatusOr<core::EvalParams> FromProto(const pb::EvalRequest& in) {
     return absl::InvalidArgumentError(absl::StrCat("sampling has ", in.sampling_size(),
                                                    " settings; at most ", kMaxSamplingSettings));
   }
-  if (in.sampling_size() > 0 && o.mode != eval::Mode::kAnchor) {
-    return absl::InvalidArgumentError(
-        "sampling settings need mode anchor (sampled acceptance is teacher-forced)");
-  }
   for (const pb::SamplingSetting& s : in.sampling()) o.sampling.push_back(SettingFromProto(s));
   for (const std::string& name : in.policies()) {
     ASSIGN_OR_RETURN(eval::ProposalPolicy policy, eval::ParsePolicy(name));

@@ -41,34 +41,26 @@ absl::StatusOr<jobs::JobRequest> JobRequestFromProto(const pb::EvalRequest& in) 
   r.unload_after = in.unload_after();
   r.dataset_path = in.dataset_path();
   r.target_path = in.target_path();
-  if (!in.gate().empty()) {
-    RETURN_IF_ERROR(CheckName("gate", in.gate()));
-    r.gate.reference = in.gate();
-    if (!in.gate_metric().empty()) r.gate.metric = in.gate_metric();
-    if (!(in.gate_min_delta() >= 0)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("gate_min_delta must be >= 0; got ", in.gate_min_delta()));
-    }
-    r.gate.min_delta = in.gate_min_delta();
-    r.gate.allow_recipe_mismatch = in.gate_allow_recipe_mismatch();
-    if (in.has_gate_floor()) {
-      if (!(in.gate_floor() >= 0)) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("gate_floor must be >= 0 (the largest accepted fall of a slice's accept "
-                         "length); got ",
-                         in.gate_floor()));
-      }
-      r.gate.has_floor = true;
-      r.gate.floor = in.gate_floor();
-    }
-    if (r.run.empty() && (r.gate.reference == "best" || r.gate.reference == "previous")) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "gate '", r.gate.reference, "' looks for the reference among the run's jobs; give run"));
-    }
-  } else if (!in.gate_metric().empty() || in.gate_min_delta() != 0 ||
-             in.gate_allow_recipe_mismatch() || in.has_gate_floor()) {
+  // The gate's fields as sent; which need which (a gate, a run) is
+  // core/request_check.h's, checked at submit.
+  if (!in.gate().empty()) RETURN_IF_ERROR(CheckName("gate", in.gate()));
+  r.gate.reference = in.gate();
+  if (!in.gate_metric().empty()) r.gate.metric = in.gate_metric();
+  if (!(in.gate_min_delta() >= 0)) {
     return absl::InvalidArgumentError(
-        "gate_metric, gate_min_delta, gate_allow_recipe_mismatch and gate_floor need gate");
+        absl::StrCat("gate_min_delta must be >= 0; got ", in.gate_min_delta()));
+  }
+  r.gate.min_delta = in.gate_min_delta();
+  r.gate.allow_recipe_mismatch = in.gate_allow_recipe_mismatch();
+  if (in.has_gate_floor()) {
+    if (!(in.gate_floor() >= 0)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("gate_floor must be >= 0 (the largest accepted fall of a slice's accept "
+                       "length); got ",
+                       in.gate_floor()));
+    }
+    r.gate.has_floor = true;
+    r.gate.floor = in.gate_floor();
   }
   return r;
 }

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/fix_hint.h"
 #include "fakes/fake_eval_core.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -167,13 +168,18 @@ TEST_F(JobServiceImplTest, SubmitChecksAgainstWhatIsResident) {
   EXPECT_THAT(
       service_->Submit(other_data),
       StatusIs(absl::StatusCode::kNotFound, Eq("no resident dataset named 'e' (resident: d)")));
+  // The pick is RunEval's (core/resident_pick.h): the flag that fixes it is
+  // a FixHint the service words (" with --target"), not core's text.
   core_.resources.push_back(Resident(ResourceKind::kTarget, "t2", "h64:t2"));
-  EXPECT_THAT(service_->Submit(Request()),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       Eq("several targets are resident (t, t2); name one with --target")));
+  absl::StatusOr<jobs::JobRecord> two = service_->Submit(Request());
+  EXPECT_THAT(two, StatusIs(absl::StatusCode::kInvalidArgument,
+                            Eq("several targets are resident (t, t2); name one")));
+  EXPECT_EQ(GetFixHint(two.status()), FixHint::kNameTarget);
   core_.resources = {Resident(ResourceKind::kDataset, "d", "h64:d")};
-  EXPECT_THAT(service_->Submit(Request()), StatusIs(absl::StatusCode::kFailedPrecondition,
-                                                    Eq("no target is loaded; load one first")));
+  absl::StatusOr<jobs::JobRecord> no_target = service_->Submit(Request());
+  EXPECT_THAT(no_target, StatusIs(absl::StatusCode::kFailedPrecondition,
+                                  Eq("no target is loaded; load one first")));
+  EXPECT_EQ(GetFixHint(no_target.status()), FixHint::kLoadTarget);
 }
 
 TEST_F(JobServiceImplTest, JobRunsRunEvalWithTheRequest) {

@@ -509,6 +509,22 @@ std::vector<Case> MatrixCases(const MatrixContext& ctx) {
        Code::RESOURCE_EXHAUSTED,
        TooBig(EvalMsg<RReq>([&](pb::EvalRequest& r) { r.set_checkpoint_path(huge); }))},
 
+      // The request's rules (core/request_check.h): RunEval and SubmitEval
+      // answer each mistake with the same code and words.
+      {"RunEval", "sampling: mode replay", EvalMsg<RReq>([](pb::EvalRequest& r) {
+         r.set_mode(pb::EVAL_MODE_REPLAY);
+         r.add_sampling()->set_temperature(0.7);
+       }),
+       Code::INVALID_ARGUMENT,
+       "sampling settings need mode anchor (sampled acceptance is teacher-forced)"},
+      {"RunEval", "max_new_tokens: mode anchor",
+       EvalMsg<RReq>([](pb::EvalRequest& r) { r.set_max_new_tokens(64); }), Code::INVALID_ARGUMENT,
+       "max_new_tokens (64) needs mode replay (it cuts replay's walk; anchor mode scores fixed "
+       "blocks)"},
+      {"RunEval", "sampling: temperature -1",
+       EvalMsg<RReq>([](pb::EvalRequest& r) { r.add_sampling()->set_temperature(-1); }),
+       Code::INVALID_ARGUMENT, "sampling 't=-1': temperature must be >= 0 (0 = greedy)"},
+
       // --- SubmitEval
       {"SubmitEval", "request: missing", "", Code::INVALID_ARGUMENT, "request is required"},
       {"SubmitEval", "drafter and checkpoint_path: both empty",
@@ -581,6 +597,30 @@ std::vector<Case> MatrixCases(const MatrixContext& ctx) {
        EvalMsg<QReq>([](pb::EvalRequest& r) { r.set_engine("vllm"); }), Code::INVALID_ARGUMENT,
        "a policy or engine applies to sampled acceptance: add a sampling setting (e.g. "
        "--sampling t=0.7)"},
+      // The request's rules (core/request_check.h): RunEval and SubmitEval
+      // answer each mistake with the same code and words.
+      {"SubmitEval", "sampling: mode replay", EvalMsg<QReq>([](pb::EvalRequest& r) {
+         r.set_mode(pb::EVAL_MODE_REPLAY);
+         r.add_sampling()->set_temperature(0.7);
+       }),
+       Code::INVALID_ARGUMENT,
+       "sampling settings need mode anchor (sampled acceptance is teacher-forced)"},
+      {"SubmitEval", "max_new_tokens: mode anchor",
+       EvalMsg<QReq>([](pb::EvalRequest& r) { r.set_max_new_tokens(64); }), Code::INVALID_ARGUMENT,
+       "max_new_tokens (64) needs mode replay (it cuts replay's walk; anchor mode scores fixed "
+       "blocks)"},
+      {"SubmitEval", "sampling: temperature -1",
+       EvalMsg<QReq>([](pb::EvalRequest& r) { r.add_sampling()->set_temperature(-1); }),
+       Code::INVALID_ARGUMENT, "sampling 't=-1': temperature must be >= 0 (0 = greedy)"},
+      {"SubmitEval", "drafter and checkpoint_path: both given",
+       EvalMsg<QReq>([&](pb::EvalRequest& r) { r.set_checkpoint_path(data + "/drafter"); }),
+       Code::INVALID_ARGUMENT, "give a resident drafter name or a checkpoint path, not both"},
+      {"SubmitEval", "gate best: no run",
+       EvalMsg<QReq>([](pb::EvalRequest& r) { r.set_gate("best"); }), Code::INVALID_ARGUMENT,
+       "gate 'best' looks for the reference among the run's jobs; give run"},
+      {"SubmitEval", "gate_min_delta: without gate",
+       EvalMsg<QReq>([](pb::EvalRequest& r) { r.set_gate_min_delta(0.5); }), Code::INVALID_ARGUMENT,
+       "gate_metric, gate_min_delta, gate_allow_recipe_mismatch and gate_floor need gate"},
       {"SubmitEval", "run: 10 MiB", EvalMsg<QReq>([&](pb::EvalRequest& r) { r.set_run(huge); }),
        Code::RESOURCE_EXHAUSTED,
        TooBig(EvalMsg<QReq>([&](pb::EvalRequest& r) { r.set_run(huge); }))},

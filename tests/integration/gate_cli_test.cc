@@ -133,15 +133,16 @@ TEST_F(GateCliTest, GateRefusalsNameTheProblem) {
   CommandResult metric = Eval("drafter", "gate-bad", 1, {"--gate", "previous", "--metric", "tua"});
   EXPECT_EQ(metric.exit_code, 1);
   EXPECT_THAT(metric.err, HasSubstr("INVALID_ARGUMENT: metric 'tua' is not accept_length, tau"));
+  // The gate's request rules are the server's (core/request_check.h): its
+  // words, exit 1, as SubmitEval answers any client.
   CommandResult no_run = Cli({"eval", "--drafter", "m", "--dataset", "d", "--gate", "best"});
-  EXPECT_EQ(no_run.exit_code, 64);
-  EXPECT_THAT(no_run.err, HasSubstr("--gate best compares with earlier steps of a run"));
+  EXPECT_EQ(no_run.exit_code, 1);
+  EXPECT_THAT(no_run.err, HasSubstr("INVALID_ARGUMENT: gate 'best' looks for the reference among "
+                                    "the run's jobs; give run"));
   CommandResult stray = Cli({"eval", "--drafter", "m", "--dataset", "d", "--min-delta", "1"});
-  EXPECT_EQ(stray.exit_code, 64);
-  EXPECT_THAT(
-      stray.err,
-      HasSubstr(
-          "--metric, --min-delta, --gate-floor and --allow-recipe-mismatch apply to --gate only"));
+  EXPECT_EQ(stray.exit_code, 1);
+  EXPECT_THAT(stray.err, HasSubstr("INVALID_ARGUMENT: gate_metric, gate_min_delta, "
+                                   "gate_allow_recipe_mismatch and gate_floor need gate"));
 }
 
 TEST_F(GateCliTest, CompareReportsPairedDifferences) {

@@ -181,17 +181,22 @@ TEST_F(ServerCliTest, UsageErrorsExit64) {
   EXPECT_EQ(unknown.exit_code, 64);
   EXPECT_THAT(unknown.err, HasSubstr("--no-such-flag"));
 
-  // Conditional arguments are named when missing, before any connection.
-  CommandResult no_drafter = Cli({"--server", "127.0.0.1:1", "eval", "--dataset", "d"});
-  EXPECT_EQ(no_drafter.exit_code, 64);
-  EXPECT_THAT(no_drafter.err, HasSubstr("eval: missing the drafter: give --drafter NAME "
-                                        "(resident) or --checkpoint PATH"));
-  CommandResult both = Cli({"eval", "--drafter", "a", "--checkpoint", "/x", "--dataset", "d"});
-  EXPECT_EQ(both.exit_code, 64);
-  EXPECT_THAT(both.err, HasSubstr("give --drafter NAME or --checkpoint PATH, not both"));
-  CommandResult no_dataset = Cli({"eval", "--drafter", "a"});
-  EXPECT_EQ(no_dataset.exit_code, 64);
-  EXPECT_THAT(no_dataset.err, HasSubstr("eval: missing --dataset NAME"));
+  // The request's rules are the server's (core/request_check.h): its words,
+  // exit 1 (an RPC error), the same as SubmitEval and RunEval answer.
+  const std::string server = server_->address();
+  CommandResult no_drafter = Cli({"--server", server, "eval", "--dataset", "d"});
+  EXPECT_EQ(no_drafter.exit_code, 1);
+  EXPECT_THAT(no_drafter.err,
+              HasSubstr("INVALID_ARGUMENT: give a resident drafter name or a checkpoint path\n"));
+  CommandResult both =
+      Cli({"--server", server, "eval", "--drafter", "a", "--checkpoint", "/x", "--dataset", "d"});
+  EXPECT_EQ(both.exit_code, 1);
+  EXPECT_THAT(both.err, HasSubstr("INVALID_ARGUMENT: give a resident drafter name or a checkpoint "
+                                  "path, not both"));
+  CommandResult no_dataset = Cli({"--server", server, "eval", "--drafter", "a"});
+  EXPECT_EQ(no_dataset.exit_code, 1);
+  EXPECT_THAT(no_dataset.err, HasSubstr("INVALID_ARGUMENT: dataset is required"));
+  // Flag syntax is still the command line's: exit 64 before any connection.
   CommandResult bad_mode = Cli({"eval", "--drafter", "a", "--dataset", "d", "--mode", "fast"});
   EXPECT_EQ(bad_mode.exit_code, 64);
   EXPECT_THAT(bad_mode.err, HasSubstr("fast"));
