@@ -162,6 +162,7 @@ absl::StatusOr<eval::EvalResult> EvalCoreImpl::EvaluateWithinLimit(
   options.logits_budget_bytes = options_.logits_budget_bytes;
   ASSIGN_OR_RETURN(EvalSlots slots, MakeEvalSlots(options_.eval_devices, in.drafter, in.target,
                                                   options_.threads, ThisServer()));
+  slots.placement.compatibility_checked = true;  // DoRunEval checked the pair
   absl::StatusOr<eval::EvalResult> evaluated =
       eval::Evaluate(slots.placement, *in.dataset, options, limited);
   if (too_many_blocks > 0) {

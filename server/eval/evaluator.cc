@@ -738,7 +738,9 @@ absl::StatusOr<EvalResult> Evaluate(const Placement& placement, const data::Eval
   if (placement.slots.empty()) return absl::InvalidArgumentError("no device slot to evaluate on");
   const model::DrafterModel& drafter = *placement.slots[0].drafter;
   const weights::TargetTensors& target = *placement.slots[0].target;
-  RETURN_IF_ERROR(CheckCompatible(drafter, target, dataset, options));
+  if (!placement.compatibility_checked) {
+    RETURN_IF_ERROR(CheckCompatible(drafter, target, dataset, options));
+  }
   const Clock::time_point start = Clock::now();
   EvalOptions resolved = options;
   ASSIGN_OR_RETURN(resolved.sampling, ResolveSampling(options, drafter.selector() != nullptr));

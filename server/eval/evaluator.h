@@ -44,6 +44,9 @@ struct Placement {
   // Sets the process's intra-op (and BLAS) threads (core/device.h).
   std::function<void(int)> set_threads;
   std::string server;  // names the server in each shard's placement
+  // The caller ran CheckCompatible on the first slot's objects already (the
+  // core does, before anything costly): it is not run twice.
+  bool compatibility_checked = false;
 };
 
 // The samples split into contiguous ranges (options.shards, else one per

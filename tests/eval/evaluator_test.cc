@@ -8,8 +8,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -404,6 +406,142 @@ TEST_F(EvaluatorTest, ProgressReturningFalseCancels) {
                 StatusIs(absl::StatusCode::kCancelled, Eq("evaluation cancelled")));
     EXPECT_EQ(calls, 1);  // refused on the totals, before any scoring
   }
+}
+
+// Issue 30: shards on two slots (the same CPU objects), merged, give the
+// one-pass counts; a streamed copy read in chunks of one sample, too.
+void ExpectSameCounts(const EvalResult& a, const EvalResult& b) {
+  EXPECT_EQ(a.blocks, b.blocks);
+  EXPECT_EQ(a.samples, b.samples);
+  EXPECT_EQ(a.tokens_scored, b.tokens_scored);
+  EXPECT_EQ(a.accepted_histogram, b.accepted_histogram);
+  EXPECT_EQ(a.accept_length_pooled, b.accept_length_pooled);
+  EXPECT_EQ(a.tau, b.tau);
+  EXPECT_EQ(a.context_positions, b.context_positions);
+  ASSERT_EQ(a.positions.size(), b.positions.size());
+  for (size_t j = 0; j < a.positions.size(); ++j) {
+    EXPECT_EQ(a.positions[j].counted, b.positions[j].counted) << j;
+    EXPECT_EQ(a.positions[j].correct, b.positions[j].correct) << j;
+    EXPECT_EQ(a.positions[j].accepted, b.positions[j].accepted) << j;
+    // float32 cross entropies of other batch shapes: rounding apart.
+    EXPECT_NEAR(a.positions[j].mean_cross_entropy, b.positions[j].mean_cross_entropy, 1e-5) << j;
+  }
+  ASSERT_EQ(a.per_sample.size(), b.per_sample.size());
+  for (size_t i = 0; i < a.per_sample.size(); ++i) {
+    EXPECT_EQ(a.per_sample[i].sample_index, b.per_sample[i].sample_index);
+    EXPECT_EQ(a.per_sample[i].accepted_total, b.per_sample[i].accepted_total);
+  }
+}
+
+TEST_F(EvaluatorTest, ShardsOnTwoSlotsEqualOnePass) {
+  for (Mode mode : {Mode::kAnchor, Mode::kReplay}) {
+    const EvalOptions o = Options(mode, Semantics::kZlabCurrent);
+    ASSERT_OK_AND_ASSIGN(EvalResult one, Run(o));
+    ASSERT_EQ(one.shards.size(), 1u);
+    EXPECT_EQ(one.shards[0].end, 4);
+    Placement two;
+    two.slots = {{drafter_, target_, "cpu#0"}, {drafter_, target_, "cpu#1"}};
+    int threads_set = 0;
+    two.threads = 2;
+    two.set_threads = [&](int) { ++threads_set; };
+    EvalOptions sharded = o;
+    sharded.shards = 3;
+    std::vector<EvalProgress> seen;
+    std::mutex mu;
+    ASSERT_OK_AND_ASSIGN(EvalResult merged,
+                         Evaluate(two, *dataset_, sharded, [&](const EvalProgress& p) {
+                           std::lock_guard<std::mutex> lock(mu);
+                           seen.push_back(p);
+                           return true;
+                         }));
+    ExpectSameCounts(one, merged);
+    EXPECT_EQ(threads_set, 2);  // shared out, then given back
+    ASSERT_EQ(merged.shards.size(), 3u);
+    EXPECT_EQ(merged.shards[0].first, 0);
+    EXPECT_EQ(merged.shards[2].end, 4);
+    EXPECT_EQ(merged.shards[0].device, "cpu#0");
+    EXPECT_EQ(merged.shards[1].device, "cpu#1");
+    int64_t blocks = 0;
+    for (size_t k = 0; k < merged.shards.size(); ++k) {
+      blocks += merged.shards[k].blocks;
+      if (k > 0) EXPECT_EQ(merged.shards[k].first, merged.shards[k - 1].end);
+    }
+    EXPECT_EQ(blocks, merged.blocks);
+    // Every shard's totals before any work, as one pass reports them.
+    ASSERT_FALSE(seen.empty());
+    EXPECT_EQ(seen.front().blocks_done, 0);
+    EXPECT_EQ(seen.front().samples_total, 4);
+    if (mode == Mode::kAnchor) EXPECT_EQ(seen.front().blocks_total, one.blocks);
+    EXPECT_EQ(seen.back().blocks_done, one.blocks);
+  }
+}
+
+TEST_F(EvaluatorTest, ARefusedShardedRunScoresNothing) {
+  Placement two;
+  two.slots = {{drafter_, target_, "a"}, {drafter_, target_, "b"}};
+  EvalOptions o = Options(Mode::kAnchor, Semantics::kZlabCurrent);
+  o.shards = 4;
+  int calls = 0;
+  EXPECT_THAT(Evaluate(two, *dataset_, o,
+                       [&](const EvalProgress&) {
+                         ++calls;
+                         return false;
+                       }),
+              StatusIs(absl::StatusCode::kCancelled, Eq("evaluation cancelled")));
+  EXPECT_EQ(calls, 1);
+}
+
+TEST_F(EvaluatorTest, StreamedDatasetEqualsResident) {
+  data::DatasetLoadOptions lo;
+  lo.path = dataset_->path();
+  lo.stream = true;
+  lo.stream_budget_bytes = 2 * dataset_->sample_bytes(0);  // one sample per chunk
+  ASSERT_OK_AND_ASSIGN(data::EvalDataset streamed, data::EvalDataset::Load(lo));
+  EXPECT_TRUE(streamed.streamed());
+  EXPECT_EQ(streamed.size(), dataset_->size());
+  EXPECT_EQ(streamed.bytes(), 0);
+  EXPECT_EQ(streamed.total_sample_bytes(), dataset_->bytes());
+  EXPECT_EQ(streamed.fingerprint(), dataset_->fingerprint());
+  for (Mode mode : {Mode::kAnchor, Mode::kReplay}) {
+    const EvalOptions o = Options(mode, Semantics::kZlabCurrent);
+    ASSERT_OK_AND_ASSIGN(EvalResult resident, Run(o));
+    ASSERT_OK_AND_ASSIGN(EvalResult chunked, Evaluate(*drafter_, *target_, streamed, o));
+    ExpectSameCounts(resident, chunked);
+    EXPECT_GE(chunked.shards.size(), 2u);
+    int64_t read = 0;
+    for (const ShardPlacement& s : chunked.shards) read += s.bytes_read;
+    EXPECT_EQ(read, dataset_->bytes());
+  }
+}
+
+TEST_F(EvaluatorTest, StreamedSampleGoneOrChangedFailsNamingTheFile) {
+  dflash::testing::TempDir dir;
+  std::filesystem::copy(dataset_->path(), dir.Join("copy"),
+                        std::filesystem::copy_options::recursive);
+  data::DatasetLoadOptions lo;
+  lo.path = dir.Join("copy");
+  lo.stream = true;
+  ASSERT_OK_AND_ASSIGN(data::EvalDataset streamed, data::EvalDataset::Load(lo));
+  std::vector<std::string> files;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(lo.path)) {
+    if (e.path().extension() != ".json") files.push_back(e.path().string());
+  }
+  std::sort(files.begin(), files.end());
+  ASSERT_GE(files.size(), 2u);
+  // Rewritten with another sample's bytes: FailedPrecondition, named.
+  std::filesystem::copy_file(files[0], files[1],
+                             std::filesystem::copy_options::overwrite_existing);
+  const EvalOptions o = Options(Mode::kReplay, Semantics::kZlabCurrent);
+  absl::StatusOr<EvalResult> changed = Evaluate(*drafter_, *target_, streamed, o);
+  EXPECT_THAT(changed, StatusIs(absl::StatusCode::kFailedPrecondition,
+                                ::testing::HasSubstr("' changed since the dataset was loaded")));
+  EXPECT_THAT(changed.status().message(), ::testing::HasSubstr(files[1]));
+  // Gone: NotFound, named.
+  std::filesystem::remove(files[1]);
+  EXPECT_THAT(Evaluate(*drafter_, *target_, streamed, o),
+              StatusIs(absl::StatusCode::kNotFound,
+                       Eq("streamed dataset '" + streamed.name() + "': sample file '" + files[1] +
+                          "' is gone since the dataset was loaded")));
 }
 
 TEST_F(EvaluatorTest, SmallerBlockSizeOverride) {

@@ -271,3 +271,59 @@ TEST_F(MetricsAccumulatorTest, DFlash2SelectorMetricsByHand) {
 
 }  // namespace
 }  // namespace dflash::eval
+
+namespace dflash::eval {
+namespace {
+
+// Shards merged in sample order finish to the one-pass result (issue 30).
+TEST(MetricsMergeTest, ShardsMergedInOrderEqualOnePass) {
+  const auto feed = [](MetricsAccumulator& acc, int64_t sample) {
+    acc.BeginSample(sample, 40, 2);
+    acc.SetLoops(sample, std::vector<uint8_t>(40, sample % 2));
+    acc.SetLabels(sample, sample % 2 ? "code" : "math", "en", "");
+    acc.Add(Block(sample, {1, static_cast<uint8_t>(sample % 2), 0}, {0.5f, 1.5f, 2.5f}));
+    acc.Add(Block(sample, {static_cast<uint8_t>(sample % 3 == 0), 1}, {0.25f, 0.75f}));
+  };
+  MetricsAccumulator one(4), first(4), second(4), third(4);
+  for (int64_t s = 0; s < 6; ++s) feed(one, s);
+  for (int64_t s = 0; s < 2; ++s) feed(first, s);
+  for (int64_t s = 2; s < 5; ++s) feed(second, s);
+  feed(third, 5);
+  ASSERT_TRUE(first.Merge(second).ok());
+  ASSERT_TRUE(first.Merge(third).ok());
+  const EvalResult a = one.Finish(Mode::kAnchor);
+  const EvalResult b = first.Finish(Mode::kAnchor);
+  EXPECT_EQ(a.blocks, b.blocks);
+  EXPECT_EQ(a.samples, b.samples);
+  EXPECT_EQ(a.tokens_scored, b.tokens_scored);
+  EXPECT_EQ(a.accepted_histogram, b.accepted_histogram);
+  EXPECT_EQ(a.accept_length_pooled, b.accept_length_pooled);
+  EXPECT_EQ(a.tau, b.tau);
+  EXPECT_EQ(a.loop_accept_share, b.loop_accept_share);
+  ASSERT_EQ(a.positions.size(), b.positions.size());
+  for (size_t j = 0; j < a.positions.size(); ++j) {
+    EXPECT_EQ(a.positions[j].counted, b.positions[j].counted);
+    EXPECT_EQ(a.positions[j].correct, b.positions[j].correct);
+    EXPECT_EQ(a.positions[j].accepted, b.positions[j].accepted);
+    EXPECT_EQ(a.positions[j].conditional_counted, b.positions[j].conditional_counted);
+    EXPECT_NEAR(a.positions[j].mean_cross_entropy, b.positions[j].mean_cross_entropy, 1e-12);
+  }
+  ASSERT_EQ(a.per_sample.size(), b.per_sample.size());
+  for (size_t i = 0; i < a.per_sample.size(); ++i) {
+    EXPECT_EQ(a.per_sample[i].sample_index, b.per_sample[i].sample_index);
+    EXPECT_EQ(a.per_sample[i].accepted_total, b.per_sample[i].accepted_total);
+    EXPECT_EQ(a.per_sample[i].loop_blocks, b.per_sample[i].loop_blocks);
+    EXPECT_EQ(a.per_sample[i].category, b.per_sample[i].category);
+  }
+}
+
+TEST(MetricsMergeTest, RefusesASampleInTwoShardsAndOtherBlockSizes) {
+  MetricsAccumulator a(4), b(4), c(8);
+  a.BeginSample(3, 10, 1);
+  b.BeginSample(3, 10, 1);
+  EXPECT_EQ(a.Merge(b).ToString(), "INVALID_ARGUMENT: sample 3 is in two shards");
+  EXPECT_EQ(a.Merge(c).ToString(), "INVALID_ARGUMENT: shard block size 8 differs from 4");
+}
+
+}  // namespace
+}  // namespace dflash::eval

@@ -88,6 +88,28 @@ TEST_F(SampledAcceptanceTest, AccumulatorPoolsBlocksAndAveragesSamples) {
   EXPECT_DOUBLE_EQ(r[1].expected_accept_length_pooled, 7.0 / 3);  // 3, 3, 1
 }
 
+TEST_F(SampledAcceptanceTest, ShardsMergedInOrderEqualOnePass) {
+  SampledAccumulator one({{0.6, 0.95, 20}}, 3), a({{0.6, 0.95, 20}}, 3),
+      b({{0.6, 0.95, 20}}, 3);
+  for (SampledAccumulator* acc : {&one, &a}) {
+    acc->Add(7, {{0.5f, 0.5f}});
+    acc->Add(7, {{1, 0}});
+  }
+  for (SampledAccumulator* acc : {&one, &b}) acc->Add(9, {{0.25f}});
+  ASSERT_TRUE(a.Merge(b).ok());
+  const SampledAcceptance x = one.Finish(200, 5)[0], y = a.Finish(200, 5)[0];
+  EXPECT_EQ(x.counted, y.counted);
+  EXPECT_DOUBLE_EQ(x.expected_accept_length_pooled, y.expected_accept_length_pooled);
+  EXPECT_DOUBLE_EQ(x.expected_tau, y.expected_tau);
+  ASSERT_TRUE(x.accept_length_ci.has_value() && y.accept_length_ci.has_value());
+  EXPECT_EQ(x.accept_length_ci->lo, y.accept_length_ci->lo);  // same samples, same seed
+  EXPECT_EQ(x.accept_length_ci->hi, y.accept_length_ci->hi);
+  EXPECT_EQ(a.Merge(b).ToString(), "INVALID_ARGUMENT: sample 9 is in two shards");
+  SampledAccumulator other({{0.6, 0.95, 20}, {1, 1, 0}}, 3);
+  EXPECT_EQ(a.Merge(other).ToString(),
+            "INVALID_ARGUMENT: shard has 2 sampling setting(s) at block size 3; expected 1 at 3");
+}
+
 TEST_F(SampledAcceptanceTest, PooledIntervalIsThePercentilesOfTheResamples) {
   // Sample 7 holds E = 1.75 + 2 over 2 blocks, sample 9 E = 1 over 1. A
   // resample is {7,7} (1.875), {7,9} (4.75/3) or {9,9} (1), each end drawn
