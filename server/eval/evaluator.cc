@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <atomic>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <chrono>
 #include <future>
 #include <optional>
@@ -481,6 +484,20 @@ EvalProgress InitialProgress(const data::EvalDataset& dataset, const EvalOptions
   return p;
 }
 
+// Bytes a token's context takes while its group is scored: the projected
+// hidden state and each layer's keys and values, in the drafter's dtype.
+int64_t ContextBytesPerToken(const model::DrafterModel& drafter) {
+  const model::DrafterConfig& c = drafter.config();
+  const int64_t elems = c.hidden_size + 2 * c.num_hidden_layers * c.num_key_value_heads * c.head_dim;
+  return elems * static_cast<int64_t>(c10::elementSize(drafter.dtype()));
+}
+
+void ReleaseFreedMemory() {
+#ifdef __GLIBC__
+  malloc_trim(0);
+#endif
+}
+
 // One range's evaluation on one slot: its own scorer over its own samples.
 absl::StatusOr<EvalPart> RunPart(const DeviceSlot& slot, const data::EvalDataset& part,
                                  const EvalOptions& options, const ProgressFn& progress) {
@@ -534,12 +551,24 @@ absl::StatusOr<EvalResult> RunParts(const Placement& placement, const data::Eval
       options.shards > 0 ? options.shards : static_cast<int64_t>(placement.slots.size());
   std::vector<SampleRange> ranges;
   if (dataset.streamed()) {
-    // Each worker holds the chunk it scores and the one it reads ahead.
+    // Each worker holds the chunk it scores, the context K/V it is encoded
+    // into and the chunk it reads ahead: the budget is shared among those.
     const int64_t workers =
         std::max<int64_t>(1, std::min<int64_t>(shards, placement.slots.size()));
     std::vector<int64_t> bytes(n);
-    for (size_t i = 0; i < n; ++i) bytes[i] = dataset.sample_bytes(i);
-    ranges = SplitUnderCap(bytes, dataset.stream_budget_bytes() / (2 * workers));
+    int64_t total_bytes = 0, total_tokens = 0;
+    for (size_t i = 0; i < n; ++i) {
+      bytes[i] = dataset.sample_bytes(i);
+      total_bytes += bytes[i];
+      total_tokens += dataset.sample_tokens(i);
+    }
+    const double context_share =
+        total_bytes > 0 ? static_cast<double>(ContextBytesPerToken(*placement.slots[0].drafter) *
+                                              total_tokens) /
+                              static_cast<double>(total_bytes)
+                        : 0.0;
+    const double per_worker = static_cast<double>(dataset.stream_budget_bytes()) / workers;
+    ranges = SplitUnderCap(bytes, static_cast<int64_t>(per_worker / (2.0 + context_share)));
   } else {
     std::vector<int64_t> tokens(n);
     for (size_t i = 0; i < n; ++i) tokens[i] = dataset.sample_tokens(i);
@@ -616,6 +645,13 @@ absl::StatusOr<EvalResult> RunParts(const Placement& placement, const data::Eval
         }
       }
       evaluate(k, slot, part.ok() ? &*part : nullptr, part.status(), part_options, load_seconds);
+      if (dataset.streamed()) {
+        // The chunk's memory back to the system now: glibc keeps freed
+        // blocks in its arenas (the reading threads' too), and chunk after
+        // chunk would add up past the budget.
+        part = absl::StatusOr<data::EvalDataset>(absl::CancelledError("released"));
+        ReleaseFreedMemory();
+      }
       k = following;
       if (agg.cancelled() && ahead.valid()) {
         ahead.wait();  // a read under way ends before its dataset goes
