@@ -99,6 +99,10 @@ std::string FormatServerInfo(const pb::ServerInfo& info) {
   row("libtorch", info.libtorch_version());
   row("cuda", info.cuda_available() ? "available" : "not available");
   row("default device", info.default_device());
+  if (info.eval_devices_size() > 1) {
+    row("eval devices", absl::StrCat(absl::StrJoin(info.eval_devices(), ", "),
+                                     " (an evaluation's shards run on each)"));
+  }
   row("default dtype", DTypeLabel(info.default_dtype()));
   row("intra-op threads", absl::StrCat(info.intra_op_threads()));
   row("blas", info.blas());
@@ -327,7 +331,7 @@ std::string FormatEvalResult(const pb::EvalResult& r, bool detail) {
   }
   if (!detail) {
     // One screen: what most calls want; the rest is a flag away.
-    absl::StrAppend(&out, FormatSampledAcceptance(r), FormatIntervalLine(r));
+    absl::StrAppend(&out, FormatSampledAcceptance(r), FormatIntervalLine(r), FormatShards(r));
     if (r.has_gate()) absl::StrAppend(&out, r.gate().text(), "\n");
     absl::StrAppend(&out, absl::StrFormat("more with --detail: histogram, draft-length curve, "
                                           "per-position intervals, %d slice(s), timing\n",

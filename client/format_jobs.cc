@@ -9,6 +9,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "client/format.h"
 
 namespace dflash::client {
@@ -171,6 +173,14 @@ std::string FormatJobStatus(const pb::EvalJob& job) {
     row("result", absl::StrFormat("accept length %.3f, tau %.3f over %d block(s)",
                                   job.result().accept_length_pooled(), job.result().tau(),
                                   job.result().blocks()));
+    // Where its samples ran (issue 30): one row per shard.
+    const std::string shards = FormatShards(job.result());
+    if (!shards.empty()) {
+      std::vector<std::string> lines = absl::StrSplit(shards, '\n', absl::SkipEmpty());
+      for (size_t i = 1; i < lines.size(); ++i) {
+        row(i == 1 ? "shards" : "", std::string(absl::StripLeadingAsciiWhitespace(lines[i])));
+      }
+    }
   }
   if (job.has_recipe()) {
     std::vector<std::string> fields;

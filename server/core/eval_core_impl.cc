@@ -6,6 +6,7 @@
 #include "common/ops_observer.h"
 #include "common/status_macros.h"
 #include "core/device.h"
+#include "core/eval_placement.h"
 #include "core/resident.h"
 #include "core/resident_pick.h"
 #include "dflash/build_info.h"
@@ -59,6 +60,7 @@ ServerInfo EvalCoreImpl::GetServerInfo() const {
   info.cuda_available = CudaAvailable();
   info.devices = ListDevices(options_.threads);
   info.default_device = options_.device;
+  info.eval_devices = SlotNames(options_.eval_devices);
   info.default_dtype = default_dtype();
   info.intra_op_threads = options_.threads;
   info.blas = DescribeBlas();

@@ -49,14 +49,10 @@ absl::StatusOr<EvalSlots> MakeEvalSlots(const std::vector<std::string>& devices,
   // Slots of the objects' own kind: a pair loaded on the CPU runs on the
   // list's CPU entries, a pair on a GPU on its GPU entries (replicas on
   // the others); the list's order is kept.
-  std::vector<std::string> names;
-  for (const std::string& name : devices) {
-    if (c10::Device(name).type() == home.type()) names.push_back(name);
-  }
-  const int cpu_slots = static_cast<int>(std::count(names.begin(), names.end(), "cpu"));
-  int cpu_seen = 0;
-  for (const std::string& name : names) {
-    const c10::Device device(name);
+  const std::vector<std::string> slot_names = SlotNames(devices);
+  for (size_t i = 0; i < devices.size(); ++i) {
+    const c10::Device device(devices[i]);
+    if (device.type() != home.type()) continue;
     std::shared_ptr<const model::DrafterModel> d = drafter;
     std::shared_ptr<const weights::TargetTensors> t = target;
     if (device != home) {
@@ -67,7 +63,7 @@ absl::StatusOr<EvalSlots> MakeEvalSlots(const std::vector<std::string>& devices,
     eval::DeviceSlot slot;
     slot.drafter = d.get();
     slot.target = t.get();
-    slot.name = device.is_cpu() && cpu_slots > 1 ? absl::StrCat("cpu#", cpu_seen++) : name;
+    slot.name = slot_names[i];
     out.placement.slots.push_back(slot);
     out.drafters.push_back(std::move(d));
     out.targets.push_back(std::move(t));
@@ -76,6 +72,16 @@ absl::StatusOr<EvalSlots> MakeEvalSlots(const std::vector<std::string>& devices,
     out.placement.slots.push_back({drafter.get(), target.get(), home.str()});
     out.drafters.push_back(drafter);
     out.targets.push_back(target);
+  }
+  return out;
+}
+
+std::vector<std::string> SlotNames(const std::vector<std::string>& devices) {
+  const auto cpus = std::count(devices.begin(), devices.end(), "cpu");
+  std::vector<std::string> out;
+  int k = 0;
+  for (const std::string& d : devices) {
+    out.push_back(d == "cpu" && cpus > 1 ? absl::StrCat("cpu#", k++) : d);
   }
   return out;
 }

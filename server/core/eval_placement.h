@@ -31,6 +31,10 @@ absl::StatusOr<EvalSlots> MakeEvalSlots(const std::vector<std::string>& devices,
                                         std::shared_ptr<const weights::TargetTensors> target,
                                         int threads, const std::string& server);
 
+// Each --device entry's slot name: "cpu#0", "cpu#1" when the list holds
+// several cpu entries, else the device itself.
+std::vector<std::string> SlotNames(const std::vector<std::string>& devices);
+
 // "host:pid": names this server in each shard's placement.
 std::string ThisServer();
 

@@ -98,6 +98,7 @@ void ToProto(const core::ServerInfo& in, pb::ServerInfo* out) {
     pd->set_allocator_ooms(d.allocator_ooms);
   }
   out->set_default_device(in.default_device);
+  for (const std::string& d : in.eval_devices) out->add_eval_devices(d);
   out->set_default_dtype(DTypeToProto(in.default_dtype));
   out->set_intra_op_threads(in.intra_op_threads);
   out->set_blas(in.blas);

@@ -143,11 +143,27 @@ std::string Slices(const eval::EvalResult& r) {
                       Table({"slice", "samples", "blocks", "accept length", "tau"}, rows));
 }
 
+// Where the samples ran (issue 30), when they were split or streamed.
+std::string Shards(const eval::EvalResult& r) {
+  bool read = false;
+  for (const eval::ShardPlacement& s : r.shards) read = read || s.bytes_read > 0;
+  if (r.shards.size() < 2 && !read) return "";
+  std::vector<std::vector<std::string>> rows;
+  for (const eval::ShardPlacement& s : r.shards) {
+    rows.push_back({absl::StrCat("[", s.first, ", ", s.end, ")"), absl::StrCat(s.blocks),
+                    Escape(s.device), Escape(s.server), absl::StrCat(s.bytes_read),
+                    absl::StrFormat("%.3f", s.seconds)});
+  }
+  return absl::StrCat(
+      "<h2>Shards</h2>",
+      Table({"samples", "blocks", "device", "server", "bytes read", "seconds"}, rows));
+}
+
 }  // namespace
 
 std::string ResultSections(const eval::EvalResult& r) {
   std::string out = absl::StrCat("<h2>Result</h2>", Headline(r), Positions(r), Histogram(r),
-                                 DraftLengthCurve(r), Sampled(r), Slices(r));
+                                 DraftLengthCurve(r), Sampled(r), Slices(r), Shards(r));
   for (const eval::DatasetResult& d : r.suite_results) {
     absl::StrAppend(&out, "<h2>Dataset ", Escape(d.dataset), "</h2>", ResultSections(d.result));
   }

@@ -154,6 +154,16 @@ TEST_F(ShardsE2eTest, EightShardsOnTwoCpuSlotsGiveTheOnePassResult) {
     }
     EXPECT_EQ(devices, (std::set<std::string>{"cpu#0", "cpu#1"}));
   }
+  // Placement is visible: info names the slots, status lists each shard.
+  EXPECT_THAT(Cli({"info"}).out, HasSubstr("cpu#0, cpu#1 (an evaluation's shards run on each)"));
+  CommandResult detached = Cli({"eval", "--detach", "--drafter", "m", "--dataset", "d64",
+                                "--shards", "8"});
+  ASSERT_EQ(detached.exit_code, 0) << detached.err;
+  const std::string id = detached.out.substr(0, detached.out.find_first_of(" \n"));
+  ASSERT_EQ(Cli({"results", id, "--wait", "--progress", "none"}).exit_code, 0);
+  CommandResult status = Cli({"status", id});
+  EXPECT_THAT(status.out, HasSubstr("  shards       samples [0, "));
+  EXPECT_THAT(status.out, HasSubstr("cpu#1"));
   // The detail view lists them.
   CommandResult detail = Cli({"eval", "--drafter", "m", "--dataset", "d64", "--shards", "8",
                               "--detail"});

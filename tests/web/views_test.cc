@@ -112,6 +112,19 @@ TEST(WebViewsTest, JobPageShowsTheResultAndItsRecipe) {
   EXPECT_THAT(page.html, Not(HasSubstr("<script")));  // finished: no polling
 }
 
+TEST(WebViewsTest, AShardedJobListsWhereEachShardRan) {
+  jobs::JobRecord j = Job("ev-10", "r", 6, 2.5);
+  j.result->shards = {{0, 32, 700, "cpu#0", "host-a:11", 0, 1.25},
+                      {32, 64, 690, "cpu#1", "host<b>:12", 4096, 1.5}};
+  const WebPage page = JobView(j);
+  EXPECT_THAT(page.html, HasSubstr("<h2>Shards</h2>"));
+  EXPECT_THAT(page.html, HasSubstr("[32, 64)"));
+  EXPECT_THAT(page.html, HasSubstr("host&lt;b&gt;:12"));  // escaped
+  EXPECT_THAT(page.html, HasSubstr("4096"));
+  j.result->shards.resize(1);  // one piece, nothing read: no section
+  EXPECT_THAT(JobView(j).html, Not(HasSubstr("<h2>Shards</h2>")));
+}
+
 TEST(WebViewsTest, ARunningJobShowsProgressAndPollsItsTwin) {
   jobs::JobRecord j = Job("ev-7", "r", 5, 0);
   j.result.reset();
