@@ -10,28 +10,18 @@ the proto's field names (`records`); every failure is `Error`
 (`UnreachableError` when the server cannot be reached).
 """
 
+from . import _records_gen
 from .client import Client
 from .connection import Tls
 from .errors import Error, UnreachableError
 from .hook import CheckpointHook
 from .job import Job
 from .progress import TextProgress
-from .records import (CompareEvalsResponse, DeviceInfo, EvalJob, EvalProgress, EvalRequest,
-                      EvalResult, FirstMissSplit, LoadResponse, PositionComparison,
-                      PositionMetrics, Record, Resource, SampleSummary, ServerInfo, TensorEntry,
-                      TensorStats, WeightReport)
-from .records import (Calibration, DatasetResult, EvalAttempt, FleetServer, GateVerdict, Interval,
-                      MetricDifference, PositionCalibration, Recipe, RecipeField,
-                      SampledAcceptance, SamplingSetting, SliceResult, TargetConsistency)
+from ._records_gen import *  # noqa: F401,F403 (every record class; not via records: mypy)
+from .records import Record
 
 __version__ = "0.1.0"
 
-__all__ = [
-    "CheckpointHook", "Client", "CompareEvalsResponse", "DeviceInfo", "Error", "EvalJob",
-    "EvalProgress", "EvalRequest", "EvalResult", "FirstMissSplit", "Job", "LoadResponse",
-    "PositionComparison", "PositionMetrics", "Record", "Resource", "SampleSummary", "ServerInfo",
-    "TensorEntry", "TensorStats", "TextProgress", "Tls", "UnreachableError", "WeightReport",
-    "DatasetResult", "GateVerdict", "Interval", "MetricDifference", "SamplingSetting",
-    "TargetConsistency", "SampledAcceptance", "EvalAttempt", "FleetServer", "Calibration",
-    "PositionCalibration", "Recipe", "RecipeField", "SliceResult",
-]
+__all__ = ["CheckpointHook", "Client", "Error", "Job", "Record", "TextProgress", "Tls",
+           "UnreachableError"]
+__all__ += _records_gen.__all__

@@ -30,7 +30,8 @@ def mypy() -> bool:
               "--cache-dir", os.devnull]
     # The package from source (its generated stubs are then untyped), and the
     # code that uses it against the installed package.
-    runs = [[os.path.join(PACKAGE_DIR, "dflash_eval"), os.path.join(PACKAGE_DIR, "build_backend.py")],
+    runs = [[os.path.join(PACKAGE_DIR, "dflash_eval"), os.path.join(PACKAGE_DIR, "build_backend.py"),
+             os.path.join(PACKAGE_DIR, "gen_records.py")],
             [os.path.join(HERE), os.path.join(SOURCE_DIR, "examples", "python")]]
     ok = True
     for paths in runs:
