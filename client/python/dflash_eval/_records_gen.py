@@ -544,6 +544,10 @@ class ServerInfo(Record):
     running_jobs: int = 0
     data_roots: List[str] = field(default_factory=list)
     state_dir: str = ""
+    # The --device list an evaluation's shards run on (issue 30), one entry
+    # per slot ("cpu#0", "cpu#1", "cuda:1"); resident bytes per device are in
+    # `devices`.
+    eval_devices: List[str] = field(default_factory=list)
     # Fleet (a shared PostgreSQL store): every live server, this one included.
     fleet: List[FleetServer] = field(default_factory=list)
 
