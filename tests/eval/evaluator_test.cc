@@ -19,6 +19,7 @@
 
 #include "data/eval_dataset.h"
 #include "eval/reference_walk.h"
+#include "eval/same_counts.h"
 #include "eval/tiny_eval_world.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -411,26 +412,7 @@ TEST_F(EvaluatorTest, ProgressReturningFalseCancels) {
 // Issue 30: shards on two slots (the same CPU objects), merged, give the
 // one-pass counts; a streamed copy read in chunks of one sample, too.
 void ExpectSameCounts(const EvalResult& a, const EvalResult& b) {
-  EXPECT_EQ(a.blocks, b.blocks);
-  EXPECT_EQ(a.samples, b.samples);
-  EXPECT_EQ(a.tokens_scored, b.tokens_scored);
-  EXPECT_EQ(a.accepted_histogram, b.accepted_histogram);
-  EXPECT_EQ(a.accept_length_pooled, b.accept_length_pooled);
-  EXPECT_EQ(a.tau, b.tau);
-  EXPECT_EQ(a.context_positions, b.context_positions);
-  ASSERT_EQ(a.positions.size(), b.positions.size());
-  for (size_t j = 0; j < a.positions.size(); ++j) {
-    EXPECT_EQ(a.positions[j].counted, b.positions[j].counted) << j;
-    EXPECT_EQ(a.positions[j].correct, b.positions[j].correct) << j;
-    EXPECT_EQ(a.positions[j].accepted, b.positions[j].accepted) << j;
-    // float32 cross entropies of other batch shapes: rounding apart.
-    EXPECT_NEAR(a.positions[j].mean_cross_entropy, b.positions[j].mean_cross_entropy, 1e-5) << j;
-  }
-  ASSERT_EQ(a.per_sample.size(), b.per_sample.size());
-  for (size_t i = 0; i < a.per_sample.size(); ++i) {
-    EXPECT_EQ(a.per_sample[i].sample_index, b.per_sample[i].sample_index);
-    EXPECT_EQ(a.per_sample[i].accepted_total, b.per_sample[i].accepted_total);
-  }
+  testing::ExpectSameCounts(a, b, 1e-5);  // float32 cross entropies of other batches
 }
 
 TEST_F(EvaluatorTest, ShardsOnTwoSlotsEqualOnePass) {

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "gmock/gmock.h"
+#include "eval/same_counts.h"
 #include "gtest/gtest.h"
 
 namespace dflash::eval {
@@ -291,30 +292,7 @@ TEST(MetricsMergeTest, ShardsMergedInOrderEqualOnePass) {
   feed(third, 5);
   ASSERT_TRUE(first.Merge(second).ok());
   ASSERT_TRUE(first.Merge(third).ok());
-  const EvalResult a = one.Finish(Mode::kAnchor);
-  const EvalResult b = first.Finish(Mode::kAnchor);
-  EXPECT_EQ(a.blocks, b.blocks);
-  EXPECT_EQ(a.samples, b.samples);
-  EXPECT_EQ(a.tokens_scored, b.tokens_scored);
-  EXPECT_EQ(a.accepted_histogram, b.accepted_histogram);
-  EXPECT_EQ(a.accept_length_pooled, b.accept_length_pooled);
-  EXPECT_EQ(a.tau, b.tau);
-  EXPECT_EQ(a.loop_accept_share, b.loop_accept_share);
-  ASSERT_EQ(a.positions.size(), b.positions.size());
-  for (size_t j = 0; j < a.positions.size(); ++j) {
-    EXPECT_EQ(a.positions[j].counted, b.positions[j].counted);
-    EXPECT_EQ(a.positions[j].correct, b.positions[j].correct);
-    EXPECT_EQ(a.positions[j].accepted, b.positions[j].accepted);
-    EXPECT_EQ(a.positions[j].conditional_counted, b.positions[j].conditional_counted);
-    EXPECT_NEAR(a.positions[j].mean_cross_entropy, b.positions[j].mean_cross_entropy, 1e-12);
-  }
-  ASSERT_EQ(a.per_sample.size(), b.per_sample.size());
-  for (size_t i = 0; i < a.per_sample.size(); ++i) {
-    EXPECT_EQ(a.per_sample[i].sample_index, b.per_sample[i].sample_index);
-    EXPECT_EQ(a.per_sample[i].accepted_total, b.per_sample[i].accepted_total);
-    EXPECT_EQ(a.per_sample[i].loop_blocks, b.per_sample[i].loop_blocks);
-    EXPECT_EQ(a.per_sample[i].category, b.per_sample[i].category);
-  }
+  testing::ExpectSameCounts(one.Finish(Mode::kAnchor), first.Finish(Mode::kAnchor), 1e-12);
 }
 
 TEST(MetricsMergeTest, RefusesASampleInTwoShardsAndOtherBlockSizes) {

@@ -36,9 +36,7 @@ using ::testing::HasSubstr;
 using json = nlohmann::json;
 namespace fs = std::filesystem;
 
-int64_t Int(const json& j) {  // proto JSON writes int64 as a string
-  return j.is_string() ? std::stoll(j.get<std::string>()) : j.get<int64_t>();
-}
+int64_t Int(const json& j) { return dflash::testing::JsonInt(j); }
 
 // Everything but timing and placement equal; cross entropy (float32 sums of
 // other batch shapes and thread counts) within 1e-6 relative.

@@ -103,10 +103,12 @@ void TinyServerTest::TearDownTestSuite() {
   dir_ = nullptr;
 }
 
-namespace {
-int64_t Int(const nlohmann::json& j) {  // proto JSON writes int64 as a string
+int64_t JsonInt(const nlohmann::json& j) {
   return j.is_string() ? std::stoll(j.get<std::string>()) : j.get<int64_t>();
 }
+
+namespace {
+int64_t Int(const nlohmann::json& j) { return JsonInt(j); }
 int64_t IntOr0(const nlohmann::json& obj, const char* key) {
   return obj.contains(key) ? Int(obj[key]) : 0;
 }

@@ -4,6 +4,7 @@
 // and the Python reference's expected results) and running the real client.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,9 @@ namespace dflash::testing {
 // times over, as hard links in `dir` (inside the data root). For tests that
 // need a job still RUNNING when they look.
 void MakeLongDataset(const std::string& data, const std::string& dir, int copies = 400);
+
+// An int64 of a proto JSON reply (written as a string there).
+int64_t JsonInt(const nlohmann::json& j);
 
 // Writes the tiny fixture into `dir` (a test's own folder: tests may edit
 // it); adds a test failure when the generator fails.

@@ -153,10 +153,7 @@ class WebE2eTest : public testing::TinyServerTest {
 dflash::testing::TempDir* WebE2eTest::ports_ = nullptr;
 int WebE2eTest::http_port_ = 0;
 
-// proto JSON writes int64 as a string.
-int64_t Int(const json& v) {
-  return v.is_string() ? std::stoll(v.get<std::string>()) : v.get<int64_t>();
-}
+int64_t Int(const json& j) { return dflash::testing::JsonInt(j); }
 
 // Chromium reports script errors on stderr as console messages.
 void ExpectNoConsoleErrors(const std::string& console) {
