@@ -364,9 +364,9 @@ std::string FormatShards(const pb::EvalResult& r) {
   if (r.shards_size() < 2 && !read) return "";
   std::string out = absl::StrCat("shards: ", r.shards_size(), "\n");
   for (const pb::ShardPlacement& s : r.shards()) {
-    absl::StrAppend(&out, absl::StrFormat("  samples [%d, %d)  %6d blocks  %-8s %s  %.3fs",
-                                          s.first(), s.end(), s.blocks(), s.device(), s.server(),
-                                          s.seconds()));
+    absl::StrAppend(
+        &out, absl::StrFormat("  samples [%d, %d)  %6d blocks  %-8s %s  %.3fs", s.first(), s.end(),
+                              s.blocks(), s.device(), s.server(), s.seconds()));
     if (s.bytes_read() > 0) absl::StrAppend(&out, "  read ", s.bytes_read(), " bytes");
     absl::StrAppend(&out, "\n");
   }

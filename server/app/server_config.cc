@@ -346,7 +346,8 @@ void AddServerOptions(CLI::App& app, ServerConfig& config) {
       ->capture_default_str();
   app.add_option("--device", config.device,
                  "auto, cpu, cuda or cuda:N; a comma-separated list (cpu,cpu or cuda:0,cuda:1) "
-                 "runs each evaluation's shards on every entry")->capture_default_str();
+                 "runs each evaluation's shards on every entry")
+      ->capture_default_str();
   app.add_option("--threads", config.threads,
                  "intra-op threads for tensor work, and the size of OpenBLAS's pool "
                  "(default: the cores available)")

@@ -80,7 +80,8 @@ absl::StatusOr<std::vector<DeviceChoice>> ResolveDevices(const std::string& flag
   for (absl::string_view entry : absl::StrSplit(flag, ',')) {
     if (entry.empty()) {
       return absl::InvalidArgumentError(
-          absl::StrCat("--device '", flag, "' has an empty entry; list devices as cpu,cpu or "
+          absl::StrCat("--device '", flag,
+                       "' has an empty entry; list devices as cpu,cpu or "
                        "cuda:0,cuda:1"));
     }
     absl::StatusOr<DeviceChoice> d = ResolveDevice(std::string(entry));

@@ -28,7 +28,7 @@ struct CoreOptions {
   // Every --device entry (issue 30), `device` first: an evaluation's shards
   // run on each. Empty: `device` alone.
   std::vector<std::string> eval_devices;
-  int threads = 1;             // intra-op threads (already applied)
+  int threads = 1;  // intra-op threads (already applied)
   std::string state_dir;
   std::vector<std::string> data_roots;  // empty: state_dir/models, state_dir/datasets
   // Bytes all resident objects may hold together; a load that would pass it

@@ -25,7 +25,7 @@ struct ServerInfo {
   std::vector<DeviceInfo> devices;
   std::string default_device;
   std::vector<std::string> eval_devices;  // one per evaluation slot (issue 30)
-  std::string default_dtype;  // "fp32" / "bf16" / "fp16"
+  std::string default_dtype;              // "fp32" / "bf16" / "fp16"
   int intra_op_threads = 0;
   std::string blas;
   int64_t start_time_unix_micros = 0;

@@ -315,8 +315,7 @@ int64_t EvalDataset::total_sample_bytes() const {
   return total;
 }
 
-absl::StatusOr<EvalDataset> EvalDataset::Part(size_t begin, size_t end,
-                                              c10::Device device) const {
+absl::StatusOr<EvalDataset> EvalDataset::Part(size_t begin, size_t end, c10::Device device) const {
   if (begin > end || end > size()) {
     return absl::InvalidArgumentError(
         absl::StrCat("sample range [", begin, ", ", end, ") is outside [0, ", size(), ")"));
@@ -342,7 +341,7 @@ absl::StatusOr<EvalDataset> EvalDataset::Part(size_t begin, size_t end,
           s.input_ids = s.input_ids.to(device);
           s.loss_mask = s.loss_mask.to(device);
           for (at::Tensor& f : s.features) f = f.to(device);
-          s.final_hidden = final_group_ >= 0               ? s.features[final_group_]
+          s.final_hidden = final_group_ >= 0          ? s.features[final_group_]
                            : s.final_hidden.defined() ? s.final_hidden.to(device)
                                                       : at::Tensor();
         }
@@ -368,8 +367,8 @@ absl::StatusOr<EvalDataset> EvalDataset::Part(size_t begin, size_t end,
     const std::string full = (fs::path(path_) / entry.file).string();
     std::error_code ec;
     if (!fs::exists(full, ec)) {
-      return absl::NotFoundError(absl::StrCat("streamed dataset '", name_, "': sample file '",
-                                              full, "' is gone since the dataset was loaded"));
+      return absl::NotFoundError(absl::StrCat("streamed dataset '", name_, "': sample file '", full,
+                                              "' is gone since the dataset was loaded"));
     }
     ASSIGN_OR_RETURN(HostSample host, ReadSample(full, expect), "streamed dataset '", name_,
                      "': sample file '", full, "'");

@@ -488,7 +488,8 @@ EvalProgress InitialProgress(const data::EvalDataset& dataset, const EvalOptions
 // hidden state and each layer's keys and values, in the drafter's dtype.
 int64_t ContextBytesPerToken(const model::DrafterModel& drafter) {
   const model::DrafterConfig& c = drafter.config();
-  const int64_t elems = c.hidden_size + 2 * c.num_hidden_layers * c.num_key_value_heads * c.head_dim;
+  const int64_t elems =
+      c.hidden_size + 2 * c.num_hidden_layers * c.num_key_value_heads * c.head_dim;
   return elems * static_cast<int64_t>(c10::elementSize(drafter.dtype()));
 }
 
@@ -553,8 +554,7 @@ absl::StatusOr<EvalResult> RunParts(const Placement& placement, const data::Eval
   if (dataset.streamed()) {
     // Each worker holds the chunk it scores, the context K/V it is encoded
     // into and the chunk it reads ahead: the budget is shared among those.
-    const int64_t workers =
-        std::max<int64_t>(1, std::min<int64_t>(shards, placement.slots.size()));
+    const int64_t workers = std::max<int64_t>(1, std::min<int64_t>(shards, placement.slots.size()));
     std::vector<int64_t> bytes(n);
     int64_t total_bytes = 0, total_tokens = 0;
     for (size_t i = 0; i < n; ++i) {

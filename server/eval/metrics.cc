@@ -80,8 +80,8 @@ void MetricsAccumulator::SetLabels(int64_t sample, const std::string& category,
 
 absl::Status MetricsAccumulator::Merge(const MetricsAccumulator& shard) {
   if (shard.block_size_ != block_size_) {
-    return absl::InvalidArgumentError(absl::StrCat("shard block size ", shard.block_size_,
-                                                   " differs from ", block_size_));
+    return absl::InvalidArgumentError(
+        absl::StrCat("shard block size ", shard.block_size_, " differs from ", block_size_));
   }
   for (const SampleSummary& s : shard.samples_) {
     if (sample_slot_.count(s.sample_index)) {

@@ -95,9 +95,9 @@ void SampledAccumulator::Add(int64_t sample, const std::vector<std::vector<float
 
 absl::Status SampledAccumulator::Merge(const SampledAccumulator& shard) {
   if (shard.block_size_ != block_size_ || shard.per_.size() != per_.size()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "shard has ", shard.per_.size(), " sampling setting(s) at block size ", shard.block_size_,
-        "; expected ", per_.size(), " at ", block_size_));
+    return absl::InvalidArgumentError(
+        absl::StrCat("shard has ", shard.per_.size(), " sampling setting(s) at block size ",
+                     shard.block_size_, "; expected ", per_.size(), " at ", block_size_));
   }
   blocks_ += shard.blocks_;
   for (size_t s = 0; s < per_.size(); ++s) {

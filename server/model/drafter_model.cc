@@ -201,9 +201,8 @@ absl::StatusOr<DrafterModel> DrafterModel::CopyTo(c10::Device device) const {
       if (t.defined()) t = t.to(device);
     };
     for (at::Tensor* t : {&m.fc_, &m.hidden_norm_, &m.norm_, &m.inv_freq_, &m.selector_.projection,
-                          &m.selector_.predecessor, &m.selector_.successor,
-                          &m.draft_vocab_.lm_head, &m.draft_vocab_.draft_to_target,
-                          &m.draft_vocab_.target_to_draft}) {
+                          &m.selector_.predecessor, &m.selector_.successor, &m.draft_vocab_.lm_head,
+                          &m.draft_vocab_.draft_to_target, &m.draft_vocab_.target_to_draft}) {
       move(*t);
     }
     for (Layer& l : m.layers_) {

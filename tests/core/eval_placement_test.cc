@@ -44,8 +44,8 @@ TEST(EvalPlacementTest, ResolveDevicesReadsAList) {
               StatusIs(absl::StatusCode::kInvalidArgument,
                        Eq("--device 'gpu' is not one of auto, cpu, cuda, cuda:N")));
   if (!CudaAvailable()) {
-    EXPECT_THAT(ResolveDevices("cpu,cuda:1"),
-                StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("CUDA is not available")));
+    EXPECT_THAT(ResolveDevices("cpu,cuda:1"), StatusIs(absl::StatusCode::kFailedPrecondition,
+                                                       HasSubstr("CUDA is not available")));
   }
 }
 
@@ -53,7 +53,8 @@ TEST(EvalPlacementTest, ResolveDevicesReadsAList) {
 // are left out (the pair stays where it was loaded); no entry: its device.
 TEST(EvalPlacementTest, CpuSlotsShareTheResidentObjects) {
   const dflash::testing::TinyWorld world = dflash::testing::MakeTinyWorld({});
-  ASSERT_OK_AND_ASSIGN(model::DrafterModel m, model::DrafterModel::Create(world.cfg, world.weights));
+  ASSERT_OK_AND_ASSIGN(model::DrafterModel m,
+                       model::DrafterModel::Create(world.cfg, world.weights));
   auto drafter = std::make_shared<const model::DrafterModel>(std::move(m));
   auto target = std::make_shared<const weights::TargetTensors>(world.Target());
   ASSERT_OK_AND_ASSIGN(EvalSlots two,

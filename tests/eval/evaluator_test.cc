@@ -511,8 +511,7 @@ TEST_F(EvaluatorTest, StreamedSampleGoneOrChangedFailsNamingTheFile) {
   std::sort(files.begin(), files.end());
   ASSERT_GE(files.size(), 2u);
   // Rewritten with another sample's bytes: FailedPrecondition, named.
-  std::filesystem::copy_file(files[0], files[1],
-                             std::filesystem::copy_options::overwrite_existing);
+  std::filesystem::copy_file(files[0], files[1], std::filesystem::copy_options::overwrite_existing);
   const EvalOptions o = Options(Mode::kReplay, Semantics::kZlabCurrent);
   absl::StatusOr<EvalResult> changed = Evaluate(*drafter_, *target_, streamed, o);
   EXPECT_THAT(changed, StatusIs(absl::StatusCode::kFailedPrecondition,

@@ -3,8 +3,8 @@
 
 #include <vector>
 
-#include "gmock/gmock.h"
 #include "eval/same_counts.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
 namespace dflash::eval {

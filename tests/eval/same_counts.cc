@@ -19,8 +19,7 @@ void ExpectSameCounts(const EvalResult& a, const EvalResult& b, double ce_tolera
     EXPECT_EQ(a.positions[j].correct, b.positions[j].correct) << j;
     EXPECT_EQ(a.positions[j].accepted, b.positions[j].accepted) << j;
     EXPECT_EQ(a.positions[j].conditional_counted, b.positions[j].conditional_counted) << j;
-    EXPECT_NEAR(a.positions[j].mean_cross_entropy, b.positions[j].mean_cross_entropy,
-                ce_tolerance)
+    EXPECT_NEAR(a.positions[j].mean_cross_entropy, b.positions[j].mean_cross_entropy, ce_tolerance)
         << j;
   }
   ASSERT_EQ(a.per_sample.size(), b.per_sample.size());

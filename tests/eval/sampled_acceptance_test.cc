@@ -89,8 +89,7 @@ TEST_F(SampledAcceptanceTest, AccumulatorPoolsBlocksAndAveragesSamples) {
 }
 
 TEST_F(SampledAcceptanceTest, ShardsMergedInOrderEqualOnePass) {
-  SampledAccumulator one({{0.6, 0.95, 20}}, 3), a({{0.6, 0.95, 20}}, 3),
-      b({{0.6, 0.95, 20}}, 3);
+  SampledAccumulator one({{0.6, 0.95, 20}}, 3), a({{0.6, 0.95, 20}}, 3), b({{0.6, 0.95, 20}}, 3);
   for (SampledAccumulator* acc : {&one, &a}) {
     acc->Add(7, {{0.5f, 0.5f}});
     acc->Add(7, {{1, 0}});

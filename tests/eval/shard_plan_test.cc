@@ -17,7 +17,8 @@ std::vector<std::pair<size_t, size_t>> Pairs(const std::vector<SampleRange>& r) 
 using P = std::vector<std::pair<size_t, size_t>>;
 
 TEST(SplitEvenlyTest, EqualWeightsSplitEqually) {
-  EXPECT_EQ(Pairs(SplitEvenly(std::vector<int64_t>(8, 10), 4)), (P{{0, 2}, {2, 4}, {4, 6}, {6, 8}}));
+  EXPECT_EQ(Pairs(SplitEvenly(std::vector<int64_t>(8, 10), 4)),
+            (P{{0, 2}, {2, 4}, {4, 6}, {6, 8}}));
 }
 
 TEST(SplitEvenlyTest, CutsByTokensNotBySamples) {

@@ -10,9 +10,9 @@
 #include <chrono>
 #include <cstdint>
 #include <cstring>
-#include <iostream>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <random>
 #include <set>
 #include <string>
@@ -36,7 +36,9 @@ using ::testing::HasSubstr;
 using json = nlohmann::json;
 namespace fs = std::filesystem;
 
-int64_t Int(const json& j) { return dflash::testing::JsonInt(j); }
+int64_t Int(const json& j) {
+  return dflash::testing::JsonInt(j);
+}
 
 // Everything but timing and placement equal; cross entropy (float32 sums of
 // other batch shapes and thread counts) within 1e-6 relative.
@@ -131,9 +133,8 @@ TEST_F(ShardsE2eTest, EightShardsOnTwoCpuSlotsGiveTheOnePassResult) {
   ASSERT_EQ(Cli({"load-dataset", data_ + "/d64", "--name", "d64"}).exit_code, 0);
   for (const std::string mode : {"anchor", "replay"}) {
     SCOPED_TRACE(mode);
-    const std::vector<std::string> eval = {"eval",   "--drafter", "m",     "--dataset",
-                                           "d64",    "--mode",    mode,    "--anchors",
-                                           "all",    "--seed",    "3"};
+    const std::vector<std::string> eval = {"eval", "--drafter", "m",   "--dataset", "d64", "--mode",
+                                           mode,   "--anchors", "all", "--seed",    "3"};
     std::vector<std::string> one = eval, eight = eval;
     one.insert(one.end(), {"--shards", "1"});
     eight.insert(eight.end(), {"--shards", "8"});
@@ -154,8 +155,8 @@ TEST_F(ShardsE2eTest, EightShardsOnTwoCpuSlotsGiveTheOnePassResult) {
   }
   // Placement is visible: info names the slots, status lists each shard.
   EXPECT_THAT(Cli({"info"}).out, HasSubstr("cpu#0, cpu#1 (an evaluation's shards run on each)"));
-  CommandResult detached = Cli({"eval", "--detach", "--drafter", "m", "--dataset", "d64",
-                                "--shards", "8"});
+  CommandResult detached =
+      Cli({"eval", "--detach", "--drafter", "m", "--dataset", "d64", "--shards", "8"});
   ASSERT_EQ(detached.exit_code, 0) << detached.err;
   const std::string id = detached.out.substr(0, detached.out.find_first_of(" \n"));
   ASSERT_EQ(Cli({"results", id, "--wait", "--progress", "none"}).exit_code, 0);
@@ -163,8 +164,8 @@ TEST_F(ShardsE2eTest, EightShardsOnTwoCpuSlotsGiveTheOnePassResult) {
   EXPECT_THAT(status.out, HasSubstr("  shards       samples [0, "));
   EXPECT_THAT(status.out, HasSubstr("cpu#1"));
   // The detail view lists them.
-  CommandResult detail = Cli({"eval", "--drafter", "m", "--dataset", "d64", "--shards", "8",
-                              "--detail"});
+  CommandResult detail =
+      Cli({"eval", "--drafter", "m", "--dataset", "d64", "--shards", "8", "--detail"});
   ASSERT_EQ(detail.exit_code, 0) << detail.err;
   EXPECT_THAT(detail.out, HasSubstr("shards: 8\n  samples [0, "));
 }
@@ -218,8 +219,8 @@ TEST_F(ShardsE2eTest, StreamedDatasetThreeTimesItsBudgetEqualsResidentWithinTheB
   CommandResult ls = Cli({"ls"});
   EXPECT_THAT(ls.out, HasSubstr("streamed from disk"));
 
-  const std::vector<std::string> eval = {"eval",  "--drafter",    "m", "--mode", "anchor",
-                                         "--max-blocks", "2", "--seed", "1"};
+  const std::vector<std::string> eval = {"eval",         "--drafter", "m",      "--mode", "anchor",
+                                         "--max-blocks", "2",         "--seed", "1"};
   std::vector<std::string> on_res = eval, on_str = eval;
   on_res.insert(on_res.end(), {"--dataset", "long-res"});
   on_str.insert(on_str.end(), {"--dataset", "long-str"});
@@ -240,8 +241,8 @@ TEST_F(ShardsE2eTest, StreamedDatasetThreeTimesItsBudgetEqualsResidentWithinTheB
   EXPECT_GE(got["shards"].size(), 4u);  // chunks of at most budget / 2
   std::cout << "streamed: budget " << budget << " bytes, dataset " << bytes << " bytes, RSS "
             << before << " -> peak " << peak << " (+" << peak - before << ", "
-            << static_cast<double>(peak - before) / budget << " x budget), "
-            << got["shards"].size() << " chunks\n";
+            << static_cast<double>(peak - before) / budget << " x budget), " << got["shards"].size()
+            << " chunks\n";
   ASSERT_GT(before, 0);
   EXPECT_LE(peak - before, budget + budget / 10);
 }
@@ -254,9 +255,8 @@ TEST_F(ShardsE2eTest, AStreamedFileThatDisappearsFailsTheJobWithItsPath) {
   fs::remove(victim);
   CommandResult failed = Cli({"eval", "--drafter", "m", "--dataset", "gone"});
   EXPECT_NE(failed.exit_code, 0);
-  EXPECT_THAT(failed.out + failed.err,
-              HasSubstr("streamed dataset 'gone': sample file '" + victim +
-                        "' is gone since the dataset was loaded"));
+  EXPECT_THAT(failed.out + failed.err, HasSubstr("streamed dataset 'gone': sample file '" + victim +
+                                                 "' is gone since the dataset was loaded"));
   EXPECT_EQ(Cli({"info"}).exit_code, 0);  // still serving
   EXPECT_EQ(Int(CliJson({"eval", "--drafter", "m", "--dataset", "d"})["samples"]), 6);
 }

@@ -108,7 +108,9 @@ int64_t JsonInt(const nlohmann::json& j) {
 }
 
 namespace {
-int64_t Int(const nlohmann::json& j) { return JsonInt(j); }
+int64_t Int(const nlohmann::json& j) {
+  return JsonInt(j);
+}
 int64_t IntOr0(const nlohmann::json& obj, const char* key) {
   return obj.contains(key) ? Int(obj[key]) : 0;
 }

@@ -153,7 +153,9 @@ class WebE2eTest : public testing::TinyServerTest {
 dflash::testing::TempDir* WebE2eTest::ports_ = nullptr;
 int WebE2eTest::http_port_ = 0;
 
-int64_t Int(const json& j) { return dflash::testing::JsonInt(j); }
+int64_t Int(const json& j) {
+  return dflash::testing::JsonInt(j);
+}
 
 // Chromium reports script errors on stderr as console messages.
 void ExpectNoConsoleErrors(const std::string& console) {
