@@ -38,8 +38,8 @@ absl::StatusOr<std::shared_ptr<const weights::TargetTensors>> TargetOn(
 }  // namespace
 
 absl::StatusOr<EvalSlots> MakeEvalSlots(const std::vector<std::string>& devices,
-                                        std::shared_ptr<const model::DrafterModel> drafter,
-                                        std::shared_ptr<const weights::TargetTensors> target,
+                                        const std::shared_ptr<const model::DrafterModel>& drafter,
+                                        const std::shared_ptr<const weights::TargetTensors>& target,
                                         int threads, const std::string& server) {
   EvalSlots out;
   out.placement.threads = threads;
@@ -79,6 +79,7 @@ absl::StatusOr<EvalSlots> MakeEvalSlots(const std::vector<std::string>& devices,
 std::vector<std::string> SlotNames(const std::vector<std::string>& devices) {
   const auto cpus = std::count(devices.begin(), devices.end(), "cpu");
   std::vector<std::string> out;
+  out.reserve(devices.size());
   int k = 0;
   for (const std::string& d : devices) {
     out.push_back(d == "cpu" && cpus > 1 ? absl::StrCat("cpu#", k++) : d);

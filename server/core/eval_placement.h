@@ -27,8 +27,8 @@ struct EvalSlots {
 // `devices` empty: the objects' own device alone. Errors: a failed copy
 // (ResourceExhausted when the device is out of memory), named by device.
 absl::StatusOr<EvalSlots> MakeEvalSlots(const std::vector<std::string>& devices,
-                                        std::shared_ptr<const model::DrafterModel> drafter,
-                                        std::shared_ptr<const weights::TargetTensors> target,
+                                        const std::shared_ptr<const model::DrafterModel>& drafter,
+                                        const std::shared_ptr<const weights::TargetTensors>& target,
                                         int threads, const std::string& server);
 
 // Each --device entry's slot name: "cpu#0", "cpu#1" when the list holds
