@@ -13,6 +13,8 @@
 
 #include "absl/status/statusor.h"
 #include "core/server_info.h"
+#include "eval/eval_part.h"
+#include "eval/shard_plan.h"
 #include "types/eval_params.h"
 #include "types/eval_types.h"
 #include "weights/weight_report.h"
@@ -79,6 +81,13 @@ struct LoadResult {
   std::string consistency_target;
 };
 
+// A fleet job split into shard jobs (issue 30, core/fleet_shards.h): the
+// sample ranges, and the fingerprint of this server's copy of the dataset.
+struct ShardPlan {
+  std::vector<eval::SampleRange> ranges;  // dataset positions, in order
+  std::string dataset_fingerprint;
+};
+
 class EvalCore {
  public:
   virtual ~EvalCore() = default;
@@ -96,6 +105,25 @@ class EvalCore {
 
   virtual absl::StatusOr<eval::EvalResult> RunEval(const EvalParams& params,
                                                    const eval::ProgressFn& progress) = 0;
+
+  // Fleet shards (issue 30). The evaluation `params` names split into
+  // params.options.shards contiguous ranges sized by tokens, as Evaluate
+  // splits its own samples.
+  virtual absl::StatusOr<ShardPlan> PlanShards(const EvalParams& params) {
+    (void)params;
+    return absl::UnimplementedError("this core does not split evaluations into fleet shards");
+  }
+  // The result of `params`'s evaluation from its shards' parts (in sample
+  // order, each from a RunEval with a shard range: EvalResult::part_state)
+  // and where they ran, finished as RunEval finishes its own; `seconds`
+  // since the evaluation began.
+  virtual absl::StatusOr<eval::EvalResult> FinishShards(const EvalParams& params,
+                                                        std::vector<eval::EvalPart> parts,
+                                                        std::vector<eval::ShardPlacement> where,
+                                                        double seconds) {
+    (void)params, (void)parts, (void)where, (void)seconds;
+    return absl::UnimplementedError("this core does not merge fleet shards");
+  }
 };
 
 using EvalCorePtr = std::unique_ptr<EvalCore>;
