@@ -42,6 +42,7 @@ struct FleetClient {
   std::unique_ptr<pb::DrafterEval::Stub> stub;
 };
 
+// A result without its timings and the servers its shards ran on.
 pb::EvalResult WithoutTimings(pb::EvalResult r);
 
 double Seconds(std::chrono::steady_clock::duration d);
