@@ -68,6 +68,9 @@ struct LoadDatasetParams {
   // budget is streamed without asking.
   bool stream = false;
   int64_t stream_budget_bytes = 0;
+  // Over the resident budget: ResourceExhausted rather than streamed (a
+  // fleet's on-demand load first frees earlier on-demand loads).
+  bool refuse_over_budget = false;
 };
 
 struct LoadResult {

@@ -144,7 +144,9 @@ absl::StatusOr<eval::EvalResult> RunFleetShards(EvalCore& core, jobs::JobQueue& 
       sum.blocks_done += r->progress.blocks_done;
       sum.blocks_total += r->progress.blocks_total;
       sum.samples_done += r->progress.samples_done;
-      sum.blocks_total_is_bound = true;  // a shard not yet started adds its blocks later
+      // A shard not yet started adds its blocks when it starts (the sum
+      // grows); replay's running totals are bounds.
+      sum.blocks_total_is_bound = sum.blocks_total_is_bound || r->progress.blocks_total_is_bound;
     }
     if (!failure.ok()) {
       CancelShards(queue, ids);
