@@ -45,7 +45,7 @@ using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 
 constexpr int kShards = 8;
-constexpr int kLongSamples = 1200;  // the tiny dataset 200 times over: seconds per shard
+constexpr int kLongSamples = 2400;  // the tiny dataset 400 times over: about a second a shard
 
 json ToJson(const google::protobuf::Message& m) {
   std::string text;
