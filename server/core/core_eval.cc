@@ -1,5 +1,6 @@
 // EvalCoreImpl::RunEval: resolve the three resident objects (or load a
 // checkpoint for this one evaluation), check they fit, evaluate.
+#include <algorithm>
 #include <chrono>
 
 #include <ATen/ATen.h>
@@ -15,6 +16,7 @@
 #include "core/resident_pick.h"
 #include "eval/bootstrap.h"
 #include "eval/evaluator.h"
+#include "eval/shard_plan.h"
 #include "eval/target_consistency.h"
 #include "model/drafter_schema.h"
 #include "weights/checkpoint_open.h"
@@ -73,6 +75,13 @@ absl::StatusOr<eval::EvalResult> EvalCoreImpl::DoRunEval(const EvalParams& param
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   ASSIGN_OR_RETURN(eval::EvalResult result, EvaluateWithinLimit(params, in, progress));
   result.setup_seconds += setup;
+  StampResult(params, in, consistency, result);
+  return result;
+}
+
+void EvalCoreImpl::StampResult(const EvalParams& params, const EvalInputs& in,
+                               const eval::TargetConsistency& consistency,
+                               eval::EvalResult& result) const {
   result.device = in.device;
   result.dtype = in.dtype;
   result.drafter_fingerprint = in.drafter_fingerprint;
@@ -80,6 +89,49 @@ absl::StatusOr<eval::EvalResult> EvalCoreImpl::DoRunEval(const EvalParams& param
   result.target_fingerprint = in.target_fingerprint;
   result.target_consistency = consistency;
   eval::AddIntervals(params.options, &result);
+}
+
+absl::StatusOr<ShardPlan> EvalCoreImpl::PlanShards(const EvalParams& params) {
+  RETURN_IF_ERROR(CheckEvalRequest(params));
+  EvalInputs in;
+  RETURN_IF_ERROR(PickInputs(params, in));
+  const data::EvalDataset& dataset = *in.dataset;
+  const size_t n = params.options.max_samples > 0
+                       ? std::min(dataset.size(), static_cast<size_t>(params.options.max_samples))
+                       : dataset.size();
+  std::vector<int64_t> tokens(n);
+  for (size_t i = 0; i < n; ++i) tokens[i] = dataset.sample_tokens(i);
+  ShardPlan plan;
+  plan.ranges = eval::SplitEvenly(tokens, params.options.shards);
+  plan.dataset_fingerprint = in.dataset_fingerprint;
+  return plan;
+}
+
+absl::StatusOr<eval::EvalResult> EvalCoreImpl::FinishShards(const EvalParams& params,
+                                                            std::vector<eval::EvalPart> parts,
+                                                            std::vector<eval::ShardPlacement> where,
+                                                            double seconds) {
+  // The same inputs RunEval would pick here: the finish reads the drafter
+  // (family, layer-numbering check) and the dataset (slices, notes).
+  EvalInputs in;
+  RETURN_IF_ERROR(PickInputs(params, in));
+  if (!in.drafter) RETURN_IF_ERROR(DrafterFromCheckpoint(params, in));
+  RETURN_IF_ERROR(in.CheckMappedFiles());
+  eval::TargetConsistency consistency;
+  if (!params.options.sampling.empty()) {
+    ASSIGN_OR_RETURN(consistency, RequireConsistentPair(in));
+  }
+  eval::EvalOptions options = params.options;
+  options.logits_budget_bytes = options_.logits_budget_bytes;
+  ASSIGN_OR_RETURN(EvalSlots slots,
+                   MakeEvalSlots({}, in.drafter, in.target, options_.threads, ThisServer()));
+  const auto start = std::chrono::steady_clock::now() -
+                     std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                         std::chrono::duration<double>(seconds));
+  ASSIGN_OR_RETURN(eval::EvalResult result,
+                   eval::FinishParts(slots.placement, *in.dataset, options, std::move(parts),
+                                     std::move(where), start));
+  StampResult(params, in, consistency, result);
   return result;
 }
 

@@ -347,7 +347,7 @@ absl::StatusOr<LoadResult> EvalCoreImpl::DoLoadDataset(const LoadDatasetParams& 
     const int64_t estimate = EstimateDatasetBytes(options.path, options.max_samples);
     absl::Status fits = CheckResidentBudget(*resident_, budget, "dataset", options.name, estimate,
                                             "estimated from the sizes of its files");
-    if (absl::IsResourceExhausted(fits)) {
+    if (absl::IsResourceExhausted(fits) && !params.refuse_over_budget) {
       // Too large to keep: kept on disk and read in chunks (issue 30).
       options.stream = true;
       warnings.push_back(absl::StrCat(fits.message(), "; streamed from disk instead"));

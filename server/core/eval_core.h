@@ -13,6 +13,8 @@
 
 #include "absl/status/statusor.h"
 #include "core/server_info.h"
+#include "eval/eval_part.h"
+#include "eval/shard_plan.h"
 #include "types/eval_params.h"
 #include "types/eval_types.h"
 #include "weights/weight_report.h"
@@ -66,6 +68,9 @@ struct LoadDatasetParams {
   // budget is streamed without asking.
   bool stream = false;
   int64_t stream_budget_bytes = 0;
+  // Over the resident budget: ResourceExhausted rather than streamed (a
+  // fleet's on-demand load first frees earlier on-demand loads).
+  bool refuse_over_budget = false;
 };
 
 struct LoadResult {
@@ -77,6 +82,13 @@ struct LoadResult {
   // LoadDataset with a target: the pair's consistency (positions 0: none).
   eval::TargetConsistency target_consistency;
   std::string consistency_target;
+};
+
+// A fleet job split into shard jobs (issue 30, core/fleet_shards.h): the
+// sample ranges, and the fingerprint of this server's copy of the dataset.
+struct ShardPlan {
+  std::vector<eval::SampleRange> ranges;  // dataset positions, in order
+  std::string dataset_fingerprint;
 };
 
 class EvalCore {
@@ -96,6 +108,25 @@ class EvalCore {
 
   virtual absl::StatusOr<eval::EvalResult> RunEval(const EvalParams& params,
                                                    const eval::ProgressFn& progress) = 0;
+
+  // Fleet shards (issue 30). The evaluation `params` names split into
+  // params.options.shards contiguous ranges sized by tokens, as Evaluate
+  // splits its own samples.
+  virtual absl::StatusOr<ShardPlan> PlanShards(const EvalParams& params) {
+    (void)params;
+    return absl::UnimplementedError("this core does not split evaluations into fleet shards");
+  }
+  // The result of `params`'s evaluation from its shards' parts (in sample
+  // order, each from a RunEval with a shard range: EvalResult::part_state)
+  // and where they ran, finished as RunEval finishes its own; `seconds`
+  // since the evaluation began.
+  virtual absl::StatusOr<eval::EvalResult> FinishShards(const EvalParams& params,
+                                                        std::vector<eval::EvalPart> parts,
+                                                        std::vector<eval::ShardPlacement> where,
+                                                        double seconds) {
+    (void)params, (void)parts, (void)where, (void)seconds;
+    return absl::UnimplementedError("this core does not merge fleet shards");
+  }
 };
 
 using EvalCorePtr = std::unique_ptr<EvalCore>;

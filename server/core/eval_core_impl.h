@@ -62,6 +62,11 @@ class EvalCoreImpl final : public EvalCore {
   std::vector<ResourceInfo> ListResources(std::optional<ResourceKind> kind) const override;
   absl::StatusOr<eval::EvalResult> RunEval(const EvalParams& params,
                                            const eval::ProgressFn& progress) override;
+  absl::StatusOr<ShardPlan> PlanShards(const EvalParams& params) override;
+  absl::StatusOr<eval::EvalResult> FinishShards(const EvalParams& params,
+                                                std::vector<eval::EvalPart> parts,
+                                                std::vector<eval::ShardPlacement> where,
+                                                double seconds) override;
 
   // The server's default dtype on its device: fp32 on CPU, bf16 on CUDA.
   std::string default_dtype() const;
@@ -85,6 +90,10 @@ class EvalCoreImpl final : public EvalCore {
   struct EvalInputs;
   absl::Status PickInputs(const EvalParams& params, EvalInputs& in);
   absl::Status DrafterFromCheckpoint(const EvalParams& params, EvalInputs& in);
+  // What every finished result carries of its inputs: device, dtype,
+  // fingerprints, the target consistency and the intervals.
+  void StampResult(const EvalParams& params, const EvalInputs& in,
+                   const eval::TargetConsistency& consistency, eval::EvalResult& result) const;
   absl::StatusOr<eval::EvalResult> EvaluateWithinLimit(const EvalParams& params,
                                                        const EvalInputs& in,
                                                        const eval::ProgressFn& progress) const;

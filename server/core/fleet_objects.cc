@@ -108,10 +108,23 @@ absl::StatusOr<EvalParams> LoadOnDemand(EvalCore& core, const FleetObjects& obje
   ASSIGN_OR_RETURN(p.target, Ensure(core, ResourceKind::kTarget, p.target, request.target_path,
                                     objects.targets, server, hooks,
                                     [&](const LoadTargetParams& t) { return core.LoadTarget(t); }));
-  ASSIGN_OR_RETURN(
-      p.dataset,
+  // A dataset over the budget is first made room for (earlier on-demand
+  // loads no running job uses are unloaded), and only then streamed.
+  bool refuse = true;
+  const auto load_dataset = [&](LoadDatasetParams d) {
+    d.refuse_over_budget = refuse;
+    return core.LoadDataset(d);
+  };
+  absl::StatusOr<std::string> dataset =
       Ensure(core, ResourceKind::kDataset, p.dataset, request.dataset_path, objects.datasets,
-             server, hooks, [&](const LoadDatasetParams& d) { return core.LoadDataset(d); }));
+             server, hooks, load_dataset);
+  if (absl::IsResourceExhausted(dataset.status())) {
+    refuse = false;
+    dataset = Ensure(core, ResourceKind::kDataset, p.dataset, request.dataset_path,
+                     objects.datasets, server, OnDemandHooks{hooks.loaded, nullptr}, load_dataset);
+  }
+  RETURN_IF_ERROR(dataset.status());
+  p.dataset = *std::move(dataset);
   return p;
 }
 

@@ -9,6 +9,7 @@
 #include "common/fix_hint.h"
 #include "common/status_macros.h"
 #include "core/fleet_objects.h"
+#include "core/fleet_shards.h"
 #include "core/recipe.h"
 #include "core/request_check.h"
 #include "core/resident_pick.h"
@@ -167,7 +168,9 @@ absl::StatusOr<eval::EvalResult> JobServiceImpl::RunJob(const JobRecord& job,
     r = *std::move(loaded);
   }
   absl::StatusOr<eval::EvalResult> result =
-      job.request.suite_datasets.empty() ? core_.RunEval(r, progress) : RunSuite(job, progress);
+      !job.request.suite_datasets.empty() ? RunSuite(job, progress)
+      : SplitsIntoShards(job.request)     ? RunFleetShards(core_, *queue_, job, r, progress)
+                                          : core_.RunEval(r, progress);
   if (job.request.unload_after && !r.drafter.empty()) {
     std::lock_guard<std::mutex> lock(resource_mu_);
     std::vector<std::string> others = queue_->UnfinishedJobsWhere(

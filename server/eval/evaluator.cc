@@ -23,8 +23,10 @@
 #include "eval/anchors.h"
 #include "eval/block_scorer.h"
 #include "eval/draft_length_curve.h"
+#include "eval/eval_part.h"
 #include "eval/metrics.h"
 #include "eval/part_progress.h"
+#include "eval/part_state.h"
 #include "eval/repetition.h"
 #include "eval/result_invariants.h"
 #include "eval/sampled_acceptance.h"
@@ -175,16 +177,6 @@ absl::StatusOr<std::vector<BlockScore>> ScoreGroup(const BlockScorer& scorer,
   }
   return scores;
 }
-
-// One evaluated part of the samples (a shard, a streamed chunk): its
-// accumulators, merged in sample order into the result (shard_plan.h).
-struct EvalPart {
-  EvalPart(int64_t block_size, const std::vector<SamplingSetting>& settings)
-      : metrics(block_size), sampled(settings, block_size) {}
-  MetricsAccumulator metrics;
-  SampledAccumulator sampled;
-  int64_t context_positions = 0;
-};
 
 // Registers a sample with its length, response start, loops and labels.
 void BeginSample(MetricsAccumulator& acc, const data::DatasetSample& sample,
@@ -543,10 +535,18 @@ class ThreadShare {
   bool active_ = false;
 };
 
-// The ranges, how they run (see Evaluate in evaluator.h) and their merge.
-absl::StatusOr<EvalResult> RunParts(const Placement& placement, const data::EvalDataset& dataset,
-                                    const EvalOptions& options, const ProgressFn& progress) {
-  const size_t n = NumSamples(dataset, options);
+// What RunParts gives: the parts in sample order and where each ran.
+struct PartsRun {
+  std::vector<EvalPart> parts;
+  std::vector<ShardPlacement> where;
+};
+
+// The ranges of the samples `within` (all of them, or a fleet shard's
+// range), how they run (see Evaluate in evaluator.h), in sample order.
+absl::StatusOr<PartsRun> RunParts(const Placement& placement, const data::EvalDataset& dataset,
+                                  const EvalOptions& options, const SampleRange& within,
+                                  const ProgressFn& progress) {
+  const size_t n = within.size();
   const int64_t B = BlockSize(*placement.slots[0].drafter, options);
   const int64_t shards =
       options.shards > 0 ? options.shards : static_cast<int64_t>(placement.slots.size());
@@ -558,9 +558,9 @@ absl::StatusOr<EvalResult> RunParts(const Placement& placement, const data::Eval
     std::vector<int64_t> bytes(n);
     int64_t total_bytes = 0, total_tokens = 0;
     for (size_t i = 0; i < n; ++i) {
-      bytes[i] = dataset.sample_bytes(i);
+      bytes[i] = dataset.sample_bytes(within.begin + i);
       total_bytes += bytes[i];
-      total_tokens += dataset.sample_tokens(i);
+      total_tokens += dataset.sample_tokens(within.begin + i);
     }
     const double context_share =
         total_bytes > 0 ? static_cast<double>(ContextBytesPerToken(*placement.slots[0].drafter) *
@@ -571,9 +571,15 @@ absl::StatusOr<EvalResult> RunParts(const Placement& placement, const data::Eval
     ranges = SplitUnderCap(bytes, static_cast<int64_t>(per_worker / (2.0 + context_share)));
   } else {
     std::vector<int64_t> tokens(n);
-    for (size_t i = 0; i < n; ++i) tokens[i] = dataset.sample_tokens(i);
+    for (size_t i = 0; i < n; ++i) tokens[i] = dataset.sample_tokens(within.begin + i);
     ranges = SplitEvenly(tokens, shards);
   }
+  for (SampleRange& r : ranges) {  // dataset positions
+    r.begin += within.begin;
+    r.end += within.begin;
+  }
+  // The whole dataset (up to max_samples) in one piece runs on it as it is.
+  const bool whole = within.begin == 0 && within.end == NumSamples(dataset, options);
   std::vector<RangeRun> runs(ranges.size());
   for (size_t k = 0; k < ranges.size(); ++k) runs[k].range = ranges[k];
   EvalOptions part_options = options;
@@ -625,7 +631,7 @@ absl::StatusOr<EvalResult> RunParts(const Placement& placement, const data::Eval
   // next range it claims while scoring the current.
   const auto work = [&](const DeviceSlot& slot, size_t first) {
     size_t k = first;
-    if (ranges.size() == 1 && !dataset.streamed()) {  // in one piece, as it is
+    if (ranges.size() == 1 && !dataset.streamed() && whole) {  // in one piece, as it is
       evaluate(k, slot, &dataset, absl::OkStatus(), options, 0);
       return;
     }
@@ -684,21 +690,12 @@ absl::StatusOr<EvalResult> RunParts(const Placement& placement, const data::Eval
     if (!run.status.ok()) return run.status;
     if (!run.part.has_value()) return absl::CancelledError("evaluation cancelled");
   }
-  EvalPart& merged = *runs[0].part;
-  for (size_t k = 1; k < runs.size(); ++k) {
-    RETURN_IF_ERROR(merged.metrics.Merge(runs[k].part->metrics));
-    RETURN_IF_ERROR(merged.sampled.Merge(runs[k].part->sampled));
-    merged.context_positions += runs[k].part->context_positions;
+  PartsRun out;
+  for (RangeRun& run : runs) {
+    out.parts.push_back(std::move(*run.part));
+    out.where.push_back(run.where);
   }
-  EvalResult result = merged.metrics.Finish(options.mode);
-  result.context_positions = merged.context_positions;
-  if (options.mode == Mode::kAnchor) {
-    result.draft_length_curve = DraftLengthCurve(result.accepted_histogram);
-    result.sampling = merged.sampled.Finish(
-        options.ci == CiMethod::kNone ? 0 : options.ci_resamples, options.seed);
-  }
-  for (const RangeRun& run : runs) result.shards.push_back(run.where);
-  return result;
+  return out;
 }
 
 }  // namespace
@@ -793,8 +790,58 @@ absl::StatusOr<EvalResult> Evaluate(const Placement& placement, const data::Eval
     }
     RETURN_IF_ERROR(CheckTargetDistributionInputs(target, dataset));
   }
-  ASSIGN_OR_RETURN(EvalResult merged, RunParts(placement, dataset, resolved, progress));
-  absl::StatusOr<EvalResult> result = std::move(merged);
+  SampleRange within{0, NumSamples(dataset, options)};
+  const bool fleet_shard = options.sample_end > 0;
+  if (fleet_shard) {
+    within = {std::min<size_t>(options.sample_begin, within.end),
+              std::min<size_t>(options.sample_end, within.end)};
+    if (within.size() == 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("shard range [", options.sample_begin, ", ", options.sample_end,
+                       ") holds no sample of the dataset's ", NumSamples(dataset, options)));
+    }
+  }
+  ASSIGN_OR_RETURN(PartsRun run, RunParts(placement, dataset, resolved, within, progress));
+  std::string part_state;
+  if (fleet_shard) {  // one part, kept for the parent job to merge
+    ASSIGN_OR_RETURN(EvalPart merged, MergeParts(std::move(run.parts)));
+    part_state = PartToJson(merged);
+    run.parts.clear();
+    run.parts.push_back(std::move(merged));
+  }
+  ASSIGN_OR_RETURN(EvalResult result, FinishParts(placement, dataset, options, std::move(run.parts),
+                                                  std::move(run.where), start));
+  result.part_state = std::move(part_state);
+  return result;
+}
+
+absl::StatusOr<EvalPart> MergeParts(std::vector<EvalPart> parts) {
+  if (parts.empty()) return absl::InvalidArgumentError("no evaluated part to merge");
+  EvalPart merged = std::move(parts[0]);
+  for (size_t k = 1; k < parts.size(); ++k) {
+    RETURN_IF_ERROR(merged.metrics.Merge(parts[k].metrics));
+    RETURN_IF_ERROR(merged.sampled.Merge(parts[k].sampled));
+    merged.context_positions += parts[k].context_positions;
+  }
+  return merged;
+}
+
+absl::StatusOr<EvalResult> FinishParts(const Placement& placement, const data::EvalDataset& dataset,
+                                       const EvalOptions& options, std::vector<EvalPart> parts,
+                                       std::vector<ShardPlacement> where,
+                                       std::chrono::steady_clock::time_point start) {
+  if (placement.slots.empty()) return absl::InvalidArgumentError("no device slot to finish on");
+  const model::DrafterModel& drafter = *placement.slots[0].drafter;
+  const weights::TargetTensors& target = *placement.slots[0].target;
+  ASSIGN_OR_RETURN(EvalPart merged, MergeParts(std::move(parts)));
+  absl::StatusOr<EvalResult> result = merged.metrics.Finish(options.mode);
+  result->context_positions = merged.context_positions;
+  if (options.mode == Mode::kAnchor) {
+    result->draft_length_curve = DraftLengthCurve(result->accepted_histogram);
+    result->sampling = merged.sampled.Finish(
+        options.ci == CiMethod::kNone ? 0 : options.ci_resamples, options.seed);
+  }
+  result->shards = std::move(where);
   absl::StatusOr<absl::StatusOr<std::vector<std::string>>> offset =
       TorchGuard("checking the layer numbering", [&]() -> absl::StatusOr<std::vector<std::string>> {
         if (!dataset.streamed()) return LayerOffsetWarnings(drafter, target, dataset, options);

@@ -6,12 +6,14 @@
 // many sequences batched together).
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "data/eval_dataset.h"
+#include "eval/eval_part.h"
 #include "model/drafter_model.h"
 #include "types/eval_types.h"
 #include "weights/target_tensors.h"
@@ -54,9 +56,26 @@ struct Placement {
 // one before it is scored), the ranges run on the slots at once, and their
 // counts merged in sample order: counts equal one pass's, floating sums
 // within rounding. Checks compatibility against the first slot.
+// A fleet shard (options.sample_end > 0) evaluates only the samples
+// [sample_begin, sample_end) and its result also holds its merged part
+// (EvalResult::part_state) for the parent job to merge.
 absl::StatusOr<EvalResult> Evaluate(const Placement& placement, const data::EvalDataset& dataset,
                                     const EvalOptions& options,
                                     const ProgressFn& progress = nullptr);
+
+// Parts of contiguous sample ranges, in sample order, merged into one.
+// InvalidArgument when there is none or two hold the same sample.
+absl::StatusOr<EvalPart> MergeParts(std::vector<EvalPart> parts);
+
+// The result of an evaluation whose parts ran (here, or as a fleet's shards
+// on other servers): the parts merged in sample order and finished as
+// Evaluate finishes its own, against the first slot's drafter and target
+// (layer-numbering check, slices, invariants); `where` lists the shards,
+// `start` is when the evaluation began (compute_seconds).
+absl::StatusOr<EvalResult> FinishParts(const Placement& placement, const data::EvalDataset& dataset,
+                                       const EvalOptions& options, std::vector<EvalPart> parts,
+                                       std::vector<ShardPlacement> where,
+                                       std::chrono::steady_clock::time_point start);
 
 // One slot, the caller's threads.
 absl::StatusOr<EvalResult> Evaluate(const model::DrafterModel& drafter,

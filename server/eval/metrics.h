@@ -79,6 +79,9 @@ class MetricsAccumulator {
   static void MarkPositionsToFirstMiss(EvalResult& result);
 
  private:
+  // Reads and rebuilds the counts below (part_state.cc: a fleet shard's
+  // part stored and merged elsewhere).
+  friend struct PartStateAccess;
   SampleSummary& Slot(int64_t sample);
   // DFlash 2's counts of a block with n leading path matches and `measured`
   // scored positions.

@@ -51,6 +51,7 @@ class SampledAccumulator {
   std::vector<SampledAcceptance> Finish(int64_t resamples = 0, uint64_t seed = 0) const;
 
  private:
+  friend struct PartStateAccess;  // part_state.cc, as MetricsAccumulator's
   struct PerSetting {
     std::vector<double> alpha_sum, curve_sum, marginal_sum;
     std::vector<int64_t> counted;

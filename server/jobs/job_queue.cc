@@ -293,6 +293,11 @@ bool JobQueue::OnProgress(Job& job, const eval::EvalProgress& p) {
                                             static_cast<double>(p.blocks_total - p.blocks_done) /
                                             static_cast<double>(p.blocks_done)
                                       : 0;
+  if (!job.stop_with.empty() && !job.cancel_requested) {
+    // A shard run inline by its parent job: cancelled with it.
+    auto parent = active_.find(job.stop_with);
+    if (parent != active_.end() && parent->second->cancel_requested) job.cancel_requested = true;
+  }
   if (now - job.last_publish >= options_.progress_interval) {
     job.last_publish = now;
     Publish(job.record);

@@ -114,6 +114,21 @@ class JobQueue {
   const std::string& fleet_server() const { return options_.fleet.server; }
   absl::StatusOr<std::vector<store::FleetServer>> FleetServers();
 
+  // Fleet shard jobs (issue 30, core/fleet_shards.h; job_queue_fleet.cc).
+  // Records `shard` (its id chosen by the caller) QUEUED unless a job with
+  // that id exists already (a parent job run again finds its shards);
+  // returns the stored record.
+  absl::StatusOr<jobs::JobRecord> CreateShard(jobs::JobRecord shard);
+  // Claims one job whose id starts with `prefix` (QUEUED, or its lease
+  // expired) and runs it on the caller's thread as a runner would, under
+  // its own lease; it also stops (CANCELLED) when job `with_job`, running
+  // here, is cancelled. Whether one ran.
+  bool RunClaimedHere(const std::string& prefix, const std::string& with_job);
+  // Whether a cancel of job `id`, running here, was requested.
+  bool CancelRequested(const std::string& id) const;
+  // How often the fleet's idle runners and remote watches poll the store.
+  std::chrono::milliseconds fleet_poll() const { return options_.fleet.poll; }
+
   // Stops accepting; QUEUED jobs become INTERRUPTED; RUNNING jobs get
   // `grace` to finish, then stop at their next chunk boundary as INTERRUPTED.
   // Returns when every runner has stopped. Idempotent.
@@ -124,6 +139,7 @@ class JobQueue {
     jobs::JobRecord record;
     bool cancel_requested = false;
     bool lease_lost = false;  // fleet: another server took the job over
+    std::string stop_with;    // fleet shard run inline: stops when this job is cancelled
     std::chrono::steady_clock::time_point started, last_publish;
   };
 
@@ -138,6 +154,8 @@ class JobQueue {
   absl::StatusOr<jobs::JobRecord> CancelShared(const std::string& id,
                                                std::chrono::milliseconds wait);
   void RunLoopShared();
+  // Registers a claimed job as running here and runs it (RunOne).
+  void RunClaimed(jobs::JobRecord claimed, const std::string& stop_with);
   absl::Status StoreFinalShared(jobs::JobRecord& record, const Job& job);
   // A job refused here (jobs/refusal.h) goes back to the queue, or becomes
   // FAILED when every live server has refused it.

@@ -89,15 +89,58 @@ void JobQueue::RunLoopShared() {
                    [&] { return stopping_ || !accepting_ || submitted_ != seen; });
       continue;
     }
-    auto job = std::make_shared<Job>();
-    job->record = **std::move(claimed);
-    job->started = job->last_publish = Clock::now();
+    lock.unlock();
+    RunClaimed(**std::move(claimed), "");
+  }
+}
+
+void JobQueue::RunClaimed(JobRecord claimed, const std::string& stop_with) {
+  auto job = std::make_shared<Job>();
+  job->record = std::move(claimed);
+  job->stop_with = stop_with;
+  job->started = job->last_publish = Clock::now();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
     active_[job->record.id] = job;
     ++running_;
     Publish(job->record);
-    lock.unlock();
-    RunOne(job);
   }
+  RunOne(job);
+}
+
+absl::StatusOr<JobRecord> JobQueue::CreateShard(JobRecord shard) {
+  const std::string id = shard.id;
+  ResetAsQueued(shard);
+  shard.id = id;
+  absl::Status created = store_.Create(shard);
+  if (absl::IsAlreadyExists(created)) return store_.Get(id);
+  RETURN_IF_ERROR(created, "recording shard job ", id);
+  std::lock_guard<std::mutex> lock(mu_);
+  ++submitted_;  // idle runners here look at once
+  cv_.notify_all();
+  return shard;
+}
+
+bool JobQueue::RunClaimedHere(const std::string& prefix, const std::string& with_job) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_ || !accepting_) return false;
+  }
+  store::ClaimRequest claim = options_.fleet.resident();
+  claim.server = options_.fleet.server;
+  claim.lease_micros = Micros(options_.fleet.lease);
+  claim.max_attempts = options_.fleet.max_attempts;
+  claim.id_prefix = prefix;
+  absl::StatusOr<std::optional<JobRecord>> claimed = store_.Claim(claim);
+  if (!claimed.ok() || !claimed->has_value()) return false;
+  RunClaimed(**std::move(claimed), with_job);
+  return true;
+}
+
+bool JobQueue::CancelRequested(const std::string& id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = active_.find(id);
+  return it != active_.end() && it->second->cancel_requested;
 }
 
 void JobQueue::FailIfEveryServerRefused(JobRecord& record) {

@@ -294,6 +294,7 @@ absl::StatusOr<std::optional<JobRecord>> PostgresResultStore::Claim(const ClaimR
                                "AND NOT EXISTS (SELECT 1 FROM jsonb_array_elements("
                                "     record::jsonb -> 'attempts') a WHERE a ->> 0 = $8 "
                                "     AND a ->> 3 LIKE 'refused: %') "
+                               "AND left(id, length($9)) = $9 "
                                "ORDER BY (dataset_path <> '' AND dataset_path NOT IN "
                                "     (SELECT jsonb_array_elements_text($6::jsonb)))::int + "
                                "  (target_path <> '' AND target_path NOT IN "
@@ -302,7 +303,7 @@ absl::StatusOr<std::optional<JobRecord>> PostgresResultStore::Claim(const ClaimR
                                "LIMIT 1 FOR UPDATE SKIP LOCKED"),
                   {NamesJson(c.datasets), NamesJson(c.targets), Str(c.targets.size()),
                    NamesJson(c.drafters), Str(c.max_attempts), NamesJson(c.dataset_paths),
-                   NamesJson(c.target_paths), c.server}));
+                   NamesJson(c.target_paths), c.server, c.id_prefix}));
     if (rows.size() == 0) return absl::OkStatus();
     ASSIGN_OR_RETURN(JobRecord r, RecordFromJson(rows.Text(0, 1)));
     const int64_t now = rows.Int(0, 2);

@@ -225,6 +225,12 @@ json OptionsToJson(const eval::EvalOptions& o) {
     out["policies"] = list;
   }
   if (!o.engine.empty()) out["engine"] = o.engine;
+  if (o.sample_end > 0) {  // a fleet's shard job (core/fleet_shards.h)
+    out["shard"] = {{"of", o.shard_of},
+                    {"index", o.shard_index},
+                    {"begin", o.sample_begin},
+                    {"end", o.sample_end}};
+  }
   return out;
 }
 
@@ -254,6 +260,13 @@ eval::EvalOptions OptionsFromJson(const json& j) {
   o.ci = j.value("ci", "none") == "none" ? eval::CiMethod::kNone : eval::CiMethod::kBootstrap;
   o.ci_resamples = j.value("ci_resamples", int64_t{0});
   o.shards = j.value("shards", int64_t{0});
+  if (j.contains("shard")) {
+    const json& sh = j.at("shard");
+    o.shard_of = sh.at("of").get<std::string>();
+    o.shard_index = sh.at("index").get<int64_t>();
+    o.sample_begin = sh.at("begin").get<int64_t>();
+    o.sample_end = sh.at("end").get<int64_t>();
+  }
   return o;
 }
 
@@ -340,6 +353,7 @@ json BaseResultToJson(const eval::EvalResult& r) {
 
 json ResultToJson(const eval::EvalResult& r) {
   json out = BaseResultToJson(r);
+  if (!r.part_state.empty()) out["part_state"] = r.part_state;
   AddDecisionMetrics(r, out);
   return out;
 }
@@ -435,6 +449,7 @@ eval::EvalResult ResultFromJson(const json& j) {
   r.tau_ci = IntervalFromJson(j, "tau_ci");
   r.ci_resamples = j.value("ci_resamples", int64_t{0});
   r.shards = ShardsFromJson(j);
+  r.part_state = j.value("part_state", "");
   if (j.contains("gate") && !j.at("gate").is_null()) r.gate = GateFromJson(j.at("gate"));
   r.suite = j.value("suite", "");
   if (j.contains("suite_results")) {

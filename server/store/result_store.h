@@ -28,6 +28,9 @@ struct ClaimRequest {
   std::vector<std::string> target_paths, dataset_paths;
   int64_t lease_micros = 10'000'000;
   int max_attempts = 3;  // a job whose lease expired this often becomes FAILED
+  // Only jobs whose id starts with this ("": any): a fleet job's server
+  // runs its own shard jobs while it waits for them (core/fleet_shards.h).
+  std::string id_prefix;
 };
 
 // One live server of a fleet: its name, what it says about itself (JSON

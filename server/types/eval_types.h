@@ -90,8 +90,16 @@ struct EvalOptions {
   CiMethod ci = CiMethod::kBootstrap;
   int64_t ci_resamples = 1000;
   // Contiguous sample ranges the evaluation splits into (issue 30), run on
-  // every device slot the server has; 0: one per slot.
+  // every device slot the server has; 0: one per slot. In a fleet, a job
+  // naming its dataset by path splits into this many shard jobs that any
+  // server claims (core/fleet_shards.h).
   int64_t shards = 0;
+  // A fleet's shard job: evaluates only the dataset positions
+  // [sample_begin, sample_end) (sample_end 0: all), as shard `shard_index`
+  // of the job `shard_of`.
+  int64_t sample_begin = 0, sample_end = 0;
+  std::string shard_of;
+  int64_t shard_index = 0;
 };
 
 // Per dataset and target: the share of response positions whose next token
@@ -291,6 +299,9 @@ struct EvalResult {
   // The shards the samples were split into, in sample order (one when the
   // evaluation ran in one piece on one device).
   std::vector<ShardPlacement> shards;
+  // A fleet's shard job: its counts before finishing (eval/part_state.h),
+  // for the parent job to merge; empty otherwise.
+  std::string part_state;
   int64_t ci_resamples = 0;         // 0: no intervals
   std::optional<GateVerdict> gate;  // set when the job asked for a gate
   // A suite job (several datasets in one job): one result per dataset, in

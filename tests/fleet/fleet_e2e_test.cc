@@ -23,6 +23,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "dflash/eval/v1/service.grpc.pb.h"
+#include "fleet/fleet_fixture.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "integration/tiny_fixture.h"
@@ -39,72 +40,16 @@ using ::dflash::testing::BinaryFromEnv;
 using ::dflash::testing::CommandResult;
 using ::dflash::testing::PostgresServer;
 using ::dflash::testing::RunCommand;
+using ::dflash::testing::Seconds;
 using ::dflash::testing::ServerProcess;
+using ::dflash::testing::WithoutTimings;
 using ::testing::HasSubstr;
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 
 constexpr int kBigSamples = 900;  // the tiny dataset 150 times over: seconds of work
 
-struct Client {
-  explicit Client(const std::string& address)
-      : stub(pb::DrafterEval::NewStub(
-            grpc::CreateChannel(address, grpc::InsecureChannelCredentials()))) {}
-  template <typename Req, typename Resp>
-  grpc::Status Call(grpc::Status (pb::DrafterEval::Stub::*method)(grpc::ClientContext*, const Req&,
-                                                                  Resp*),
-                    const Req& req, Resp* resp) {
-    grpc::ClientContext ctx;
-    ctx.set_deadline(std::chrono::system_clock::now() + 60s);
-    return (stub.get()->*method)(&ctx, req, resp);
-  }
-  // SubmitEval's status and job.
-  grpc::Status TrySubmit(const pb::EvalRequest& r, pb::EvalJob* job) {
-    pb::SubmitEvalRequest req;
-    *req.mutable_request() = r;
-    return Call(&pb::DrafterEval::Stub::SubmitEval, req, job);
-  }
-  pb::EvalJob Submit(const pb::EvalRequest& r) {
-    pb::EvalJob job;
-    grpc::Status s = TrySubmit(r, &job);
-    EXPECT_TRUE(s.ok()) << s.error_message();
-    return job;
-  }
-  pb::EvalJob Get(const std::string& id) {
-    pb::GetEvalRequest req;
-    req.set_id(id);
-    pb::EvalJob job;
-    grpc::Status s = Call(&pb::DrafterEval::Stub::GetEval, req, &job);
-    EXPECT_TRUE(s.ok()) << s.error_message();
-    return job;
-  }
-  grpc::Status Cancel(const std::string& id, pb::EvalJob* job) {
-    pb::CancelEvalRequest req;
-    req.set_id(id);
-    return Call(&pb::DrafterEval::Stub::CancelEval, req, job);
-  }
-  pb::EvalJob WaitDone(const std::string& id, int seconds = 120) {
-    const Clock::time_point until = Clock::now() + std::chrono::seconds(seconds);
-    while (Clock::now() < until) {
-      pb::EvalJob job = Get(id);
-      if (job.state() != pb::JOB_STATE_QUEUED && job.state() != pb::JOB_STATE_RUNNING) return job;
-      std::this_thread::sleep_for(20ms);
-    }
-    ADD_FAILURE() << "job " << id << " did not finish";
-    return {};
-  }
-  // Until the job runs with some progress; its record then.
-  pb::EvalJob WaitRunning(const std::string& id) {
-    for (int i = 0; i < 3000; ++i) {
-      pb::EvalJob job = Get(id);
-      if (job.state() == pb::JOB_STATE_RUNNING && job.progress().blocks_done() > 0) return job;
-      std::this_thread::sleep_for(10ms);
-    }
-    ADD_FAILURE() << "job " << id << " never ran";
-    return {};
-  }
-  std::unique_ptr<pb::DrafterEval::Stub> stub;
-};
+using Client = testing::FleetClient;
 
 // Job kind k of six: the fleet's drafter by checkpoint path, so any server
 // can run it; the dataset by the name every server loads.
@@ -119,24 +64,10 @@ pb::EvalRequest Request(const std::string& data, int k, const std::string& datas
   return r;
 }
 
-pb::EvalResult WithoutTimings(pb::EvalResult r) {
-  r.clear_setup_seconds();
-  r.clear_compute_seconds();
-  r.clear_tokens_per_second();
-  return r;
-}
-
-double Seconds(Clock::duration d) {
-  return std::chrono::duration<double>(d).count();
-}
-
-class FleetE2eTest : public ::testing::Test {
+class FleetE2eTest : public testing::FleetTestBase {
  protected:
   static void SetUpTestSuite() {
-    setenv("OMP_WAIT_POLICY", "PASSIVE", 0);
-    dir_ = new testing::TempDir();
-    data_ = dir_->Join("data");
-    testing::MakeTinyFixture(data_);
+    SetUpFleet();
     ASSERT_FALSE(::testing::Test::HasFailure());
     fs::create_directories(data_ + "/big/rows");
     fs::copy_file(data_ + "/dataset/dataset.json", data_ + "/big/dataset.json");
@@ -150,47 +81,21 @@ class FleetE2eTest : public ::testing::Test {
       fs::create_hard_link(files[k % files.size()],
                            absl::StrCat(data_, "/big/rows/data_", k, ".ckpt"));
     }
-    auto pg = PostgresServer::Start();
-    ASSERT_TRUE(pg.ok()) << pg.status();
-    pg_ = pg->release();
   }
-  static void TearDownTestSuite() {
-    delete pg_;
-    delete dir_;
-  }
+  static void TearDownTestSuite() { TearDownFleet(); }
 
-  // A database of its own for each test.
-  std::string NewDatabase() {
-    static int n = 0;
-    auto url = pg_->CreateDatabase(absl::StrCat("fleet", ++n));
-    EXPECT_TRUE(url.ok()) << url.status();
-    return url.ok() ? *url : "";
-  }
-
-  // A fleet server named `name` on `url` (heartbeat 0.5 s; a lease long
-  // enough that a busy machine never loses one by accident), with t, d and
-  // big loaded.
-  // `load` false: nothing resident; `extra`: more server flags.
+  // A fleet server named `name` on `url`, with t, d and big loaded. Every
+  // server here runs with a 2 s lease, whatever `lease_seconds` says, as
+  // these tests always have. `load` false: nothing resident; `extra`: more
+  // server flags.
   std::unique_ptr<ServerProcess> StartServer(const std::string& url, const std::string& name,
                                              const std::string& lease_seconds = "10",
                                              bool load = true,
                                              std::vector<std::string> extra = {}) {
-    std::vector<std::string> args = {"--data-root",
-                                     data_,
-                                     "--store",
-                                     url,
-                                     "--fleet-name",
-                                     name,
-                                     "--fleet-lease-seconds",
-                                     "2",
-                                     "--fleet-heartbeat-seconds",
-                                     "0.5"};
-    args.insert(args.end(), extra.begin(), extra.end());
-    auto server = ServerProcess::Start(dir_->Join("state-" + name), args);
-    EXPECT_TRUE(server.ok()) << server.status();
-    if (!server.ok()) return nullptr;
-    if (load) Load((*server)->address());
-    return std::move(server).value();
+    (void)lease_seconds;
+    auto server = StartFleetServer(url, name, "2", extra);
+    if (server != nullptr && load) Load(server->address());
+    return server;
   }
 
   static void Load(const std::string& address) {
@@ -221,14 +126,7 @@ class FleetE2eTest : public ::testing::Test {
               << " s wall (" << 1000 * Seconds(Clock::now() - t0) / 60 << " ms per job)\n";
     return done;
   }
-
-  static testing::TempDir* dir_;
-  static std::string data_;
-  static PostgresServer* pg_;
 };
-testing::TempDir* FleetE2eTest::dir_ = nullptr;
-std::string FleetE2eTest::data_;
-PostgresServer* FleetE2eTest::pg_ = nullptr;
 
 TEST_F(FleetE2eTest, SixtyJobsOnThreeServersEachSucceedOnceWithSingleServerNumbers) {
   // The single-host reference: one SQLite server runs the same 60 jobs.

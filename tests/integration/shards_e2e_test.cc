@@ -22,6 +22,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "integration/result_compare.h"
 #include "integration/tiny_fixture.h"
 #include "test_util/torch_save_writer.h"
 
@@ -29,6 +30,8 @@ namespace dflash {
 namespace {
 
 using ::dflash::testing::CommandResult;
+using ::dflash::testing::ExpectSameResult;
+using ::dflash::testing::ExpectShardsCover;
 using ::dflash::testing::MakeLongDataset;
 using ::dflash::testing::TinyServerTest;
 using ::dflash::testing::TorchSaveWriter;
@@ -37,47 +40,7 @@ using json = nlohmann::json;
 namespace fs = std::filesystem;
 
 int64_t Int(const json& j) {
-  return dflash::testing::JsonInt(j);
-}
-
-// Everything but timing and placement equal; cross entropy (float32 sums of
-// other batch shapes and thread counts) within 1e-6 relative.
-void ExpectSameResult(const json& a, const json& b, const std::string& path = "") {
-  static const std::set<std::string> kSkip = {"setupSeconds", "computeSeconds", "tokensPerSecond",
-                                              "shards"};
-  ASSERT_EQ(a.type(), b.type()) << path;
-  if (a.is_object()) {
-    for (const auto& [k, v] : a.items()) {
-      if (kSkip.count(k)) continue;
-      ASSERT_TRUE(b.contains(k)) << path << "/" << k;
-      ExpectSameResult(v, b.at(k), path + "/" + k);
-    }
-    for (const auto& [k, v] : b.items()) {
-      if (!kSkip.count(k)) EXPECT_TRUE(a.contains(k)) << path << "/" << k;
-    }
-  } else if (a.is_array()) {
-    ASSERT_EQ(a.size(), b.size()) << path;
-    for (size_t i = 0; i < a.size(); ++i) {
-      ExpectSameResult(a[i], b[i], path + "[" + std::to_string(i) + "]");
-    }
-  } else if (a.is_number_float() && path.find("meanCrossEntropy") != std::string::npos) {
-    EXPECT_NEAR(a.get<double>(), b.get<double>(), 1e-6 * std::abs(a.get<double>())) << path;
-  } else {
-    EXPECT_EQ(a, b) << path;
-  }
-}
-
-// The shards cover [0, n) in order, contiguous, with the result's blocks.
-void ExpectShardsCover(const json& result, int64_t n, size_t shards) {
-  ASSERT_EQ(result["shards"].size(), shards) << result["shards"].dump();
-  int64_t next = 0, blocks = 0;
-  for (const json& s : result["shards"]) {
-    EXPECT_EQ(s.contains("first") ? Int(s["first"]) : 0, next);
-    next = Int(s["end"]);
-    blocks += s.contains("blocks") ? Int(s["blocks"]) : 0;
-  }
-  EXPECT_EQ(next, n);
-  EXPECT_EQ(blocks, Int(result["blocks"]));
+  return testing::JsonInt(j);
 }
 
 // "VmRSS" or "VmHWM" of a process, in bytes.

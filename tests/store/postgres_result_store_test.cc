@@ -232,6 +232,24 @@ TEST_F(PostgresStoreTest, ClaimsOnlyWhatTheServerHoldsOldestFirst) {
   EXPECT_EQ((*store->Claim(other))->id, "ev-1");
 }
 
+// A fleet job's server runs its own shard jobs (core/fleet_shards.h): a
+// claim with an id prefix takes only those, oldest first.
+TEST_F(PostgresStoreTest, AClaimWithAnIdPrefixTakesOnlyThoseJobs) {
+  auto store = Open();
+  ASSERT_NE(store, nullptr);
+  ASSERT_THAT(store->Create(Queued("ev-1")), IsOk());
+  ASSERT_THAT(store->Create(Queued("ev-2.s0")), IsOk());
+  ASSERT_THAT(store->Create(Queued("ev-2.s1")), IsOk());
+  ASSERT_THAT(store->Create(Queued("ev-3.s0")), IsOk());
+  ClaimRequest own = Server("a:1");
+  own.id_prefix = "ev-2.s";
+  EXPECT_EQ((*store->Claim(own))->id, "ev-2.s0");
+  EXPECT_EQ((*store->Claim(own))->id, "ev-2.s1");
+  EXPECT_FALSE(store->Claim(own)->has_value());
+  EXPECT_EQ((*store->Claim(Server("b:1")))->id, "ev-1");  // no prefix: any job
+  EXPECT_EQ((*store->Claim(Server("b:1")))->id, "ev-3.s0");
+}
+
 TEST_F(PostgresStoreTest, PathJobsRunAnywhereResidentOnesFirst) {
   auto store = Open();
   ASSERT_NE(store, nullptr);

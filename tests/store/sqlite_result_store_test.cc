@@ -145,6 +145,29 @@ TEST_F(SqliteResultStoreTest, FullRecordRoundTripsExactly) {
   EXPECT_EQ(got.request.labels.at("team"), "x y");
 }
 
+// A fleet's shard job (core/fleet_shards.h): its range and parent, and the
+// part it stores for the parent, come back as written.
+TEST_F(SqliteResultStoreTest, ShardRangeAndPartStateRoundTrip) {
+  auto store = Open();
+  JobRecord want = FullRecord("ev-7.s3");
+  eval::EvalOptions& o = want.request.params.options;
+  o.sample_begin = 24;
+  o.sample_end = 32;
+  o.shard_of = "ev-7";
+  o.shard_index = 3;
+  want.result->part_state = R"({"metrics": {"block_size": 4}, "context_positions": 12})";
+  ASSERT_OK(store->Put(want));
+  ASSERT_OK_AND_ASSIGN(JobRecord got, store->Get("ev-7.s3"));
+  EXPECT_EQ(RecordToJson(got), RecordToJson(want));
+  EXPECT_EQ(got.request.params.options.sample_begin, 24);
+  EXPECT_EQ(got.request.params.options.sample_end, 32);
+  EXPECT_EQ(got.request.params.options.shard_of, "ev-7");
+  EXPECT_EQ(got.request.params.options.shard_index, 3);
+  EXPECT_EQ(got.result->part_state, want.result->part_state);
+  // Not a shard: no shard fields written.
+  EXPECT_EQ(RecordToJson(FullRecord("ev-8")).find("\"shard\""), std::string::npos);
+}
+
 TEST_F(SqliteResultStoreTest, IntervalsGateAndSuitesRoundTripAndSuitesFilter) {
   auto store = Open();
   JobRecord want = FullRecord("ev-1");

@@ -114,13 +114,12 @@ absl::StatusOr<std::unique_ptr<ServerProcess>> ServerProcess::Start(
   const std::string port_file = state_dir + "/port";
   ::unlink(port_file.c_str());
   server->log_path_ = state_dir + "/server.log";
-  std::vector<std::string> argv = {BinaryFromEnv("DFLASH_EVALD"),
-                                   "--state-dir",
-                                   state_dir,
-                                   "--port-file",
-                                   port_file,
-                                   "--threads",
-                                   "2"};
+  std::vector<std::string> argv = {BinaryFromEnv("DFLASH_EVALD"), "--state-dir", state_dir,
+                                   "--port-file", port_file};
+  // The caller's --threads, else two.
+  if (std::find(extra_args.begin(), extra_args.end(), "--threads") == extra_args.end()) {
+    argv.insert(argv.end(), {"--threads", "2"});
+  }
   // The caller's --listen, else a free loopback port.
   if (std::find(extra_args.begin(), extra_args.end(), "--listen") == extra_args.end()) {
     argv.insert(argv.end(), {"--listen", "127.0.0.1:0"});
