@@ -190,8 +190,8 @@ TEST_F(OtherTrainersE2eTest, VllmCapturesGiveTheReferenceNumbers) {
 // sample here) and still gives the reference's numbers: SpecForge, the
 // EAGLE-3 split layout, Model-Optimizer dumps, capture ids, vLLM captures.
 TEST_F(OtherTrainersE2eTest, StreamedCapturesOfEveryReaderGiveTheReferenceNumbers) {
-  for (const char* dir : {"dataset", "dataset-split", "dataset-modelopt", "dataset-capture-ids",
-                          "dataset-vllm"}) {
+  for (const char* dir :
+       {"dataset", "dataset-split", "dataset-modelopt", "dataset-capture-ids", "dataset-vllm"}) {
     SCOPED_TRACE(dir);
     const std::string name = std::string("stream-") + dir;
     CommandResult r = Cli({"load-dataset", data_ + "/" + dir, "--name", name, "--stream",
