@@ -231,7 +231,9 @@ TEST_F(EvalCoreImplTest, MemoryBudgetRefusesBeforeReading) {
   ASSERT_OK(core->LoadTarget(Target()));
   const int64_t need = DatasetFileBytes();
   ASSERT_GT(need, 100);
-  EXPECT_THAT(core->LoadDataset(Dataset()),
+  LoadDatasetParams refuse = Dataset();
+  refuse.refuse_over_budget = true;
+  EXPECT_THAT(core->LoadDataset(refuse),
               StatusIs(absl::StatusCode::kResourceExhausted,
                        Eq("loading dataset 'd' needs " + std::to_string(need) +
                           " bytes (0.00 GiB) (estimated from the sizes of its files) but " +
@@ -248,6 +250,14 @@ TEST_F(EvalCoreImplTest, MemoryBudgetRefusesBeforeReading) {
                           std::to_string(budget) +
                           " bytes (0.00 GiB) resident budget is in use; unload something first")));
   EXPECT_EQ(core->ListResources(std::nullopt).size(), 1u);
+  // Without refuse_over_budget the dataset is streamed instead (issue 30):
+  // nothing of it resident, and the load says why.
+  ASSERT_OK_AND_ASSIGN(LoadResult streamed, core->LoadDataset(Dataset()));
+  EXPECT_TRUE(streamed.resource.streamed);
+  EXPECT_EQ(streamed.resource.bytes, 0);
+  ASSERT_FALSE(streamed.warnings.empty());
+  EXPECT_THAT(streamed.warnings[0], ::testing::EndsWith("; streamed from disk instead"));
+  EXPECT_OK(core->Unload(ResourceKind::kDataset, "d"));
   // A second target does not fit either (estimated from config.json).
   EXPECT_THAT(core->LoadTarget(Target("t2")),
               StatusIs(absl::StatusCode::kResourceExhausted,
