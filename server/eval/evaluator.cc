@@ -449,7 +449,7 @@ absl::StatusOr<std::vector<std::string>> LayerOffsetWarnings(const model::Drafte
 // A range's totals before it starts, as its own first report will give
 // them: anchor mode's selected anchors, replay's bound on its walks.
 EvalProgress InitialProgress(const data::EvalDataset& dataset, const EvalOptions& options,
-                             int64_t block_size, const SampleRange& range) {
+                             const SampleRange& range) {
   EvalProgress p;
   p.samples_total = static_cast<int64_t>(range.size());
   const bool current = options.semantics == model::Semantics::kZlabCurrent;
@@ -472,7 +472,6 @@ EvalProgress InitialProgress(const data::EvalDataset& dataset, const EvalOptions
     if (Continues(w, current)) p.blocks_total += MostBlocksLeft(w, current, options.max_blocks);
   }
   p.blocks_total_is_bound = options.mode == Mode::kReplay && p.blocks_total > 0;
-  (void)block_size;
   return p;
 }
 
@@ -547,7 +546,6 @@ absl::StatusOr<PartsRun> RunParts(const Placement& placement, const data::EvalDa
                                   const EvalOptions& options, const SampleRange& within,
                                   const ProgressFn& progress) {
   const size_t n = within.size();
-  const int64_t B = BlockSize(*placement.slots[0].drafter, options);
   const int64_t shards =
       options.shards > 0 ? options.shards : static_cast<int64_t>(placement.slots.size());
   std::vector<SampleRange> ranges;
@@ -588,7 +586,7 @@ absl::StatusOr<PartsRun> RunParts(const Placement& placement, const data::EvalDa
   for (size_t k = 0; k < ranges.size(); ++k) {
     initial[k] = dataset.streamed() || ranges.size() == 1
                      ? EvalProgress{0, 0, 0, static_cast<int64_t>(ranges[k].size()), false}
-                     : InitialProgress(dataset, options, B, ranges[k]);
+                     : InitialProgress(dataset, options, ranges[k]);
   }
   PartProgress agg(std::move(initial), progress);
   // Several ranges: their totals are known before any work (the caller may
