@@ -254,6 +254,14 @@ bool Continues(const Walk& w, bool current) {
   return current ? w.pos + 1 < w.end : w.pos < w.end;
 }
 
+// A walk of a sequence of L tokens whose response starts at P >= 0: it
+// ends at L' = min(L, P + max_new_tokens) and starts at anchor P.
+void StartWalk(Walk& w, int64_t L, int64_t P, int64_t max_new_tokens, bool current) {
+  w.end = max_new_tokens > 0 ? std::min(L, P + max_new_tokens) : L;
+  w.pos = P;
+  w.active = Continues(w, current);
+}
+
 // Each block advances a walk by at least one token, and zlab-current stops
 // one token before the end: an upper bound on the blocks this walk has left.
 int64_t MostBlocksLeft(const Walk& w, bool current, int64_t max_blocks) {
@@ -290,9 +298,7 @@ absl::StatusOr<EvalPart> RunReplay(const BlockScorer& scorer, const data::EvalDa
       ++prog.samples_done;
       continue;
     }
-    w.end = options.max_new_tokens > 0 ? std::min(L, P + options.max_new_tokens) : L;
-    w.pos = P;
-    w.active = Continues(w, current);
+    StartWalk(w, L, P, options.max_new_tokens, current);
     if (!w.active) ++prog.samples_done;  // no block to draft (P = L' - 1): done already
     walks.push_back(std::move(w));
   }
@@ -467,9 +473,8 @@ EvalProgress InitialProgress(const data::EvalDataset& dataset, const EvalOptions
     const int64_t L = static_cast<int64_t>(mask.size());
     const int64_t P = FirstResponse(mask);
     if (P < 0) continue;
-    w.end = options.max_new_tokens > 0 ? std::min(L, P + options.max_new_tokens) : L;
-    w.pos = P;
-    if (Continues(w, current)) p.blocks_total += MostBlocksLeft(w, current, options.max_blocks);
+    StartWalk(w, L, P, options.max_new_tokens, current);
+    if (w.active) p.blocks_total += MostBlocksLeft(w, current, options.max_blocks);
   }
   p.blocks_total_is_bound = options.mode == Mode::kReplay && p.blocks_total > 0;
   return p;
