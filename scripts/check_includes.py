@@ -1,11 +1,17 @@
 #!/usr/bin/env python3
-"""Fails on an #include that goes against the layer order in docs/architecture.md.
+"""Fails on an #include that goes against the layer order in docs/architecture.md,
+and on an include circle between files, inside a folder too.
 
 The "Layer order" table of docs/architecture.md (between <!-- layers:begin/end -->) names,
 for each server/ folder, the layers it uses and whether it may include torch
 or gRPC headers. A folder may include itself and anything it uses, directly or
 through another layer. Prints one line per offence (file:line, the include,
 why) and exits 1; exits 0 and says how many includes it checked otherwise.
+
+A circle is counted between units: a header and its .cc are one unit, so
+a.h including b.h while b.cc includes a.h is a circle (issue 27: the two
+files then cannot be understood, or moved, one without the other). The fix
+is to move what both need into a third file.
 """
 import pathlib
 import re
@@ -79,7 +85,66 @@ def check(root):
                 problems.append(f'{where}: {layer} is torch-free')
             elif GRPC.search(inc) and not grpc_ok:
                 problems.append(f'{where}: {layer} is gRPC-free')
+    for circle in include_circles(server):
+        problems.append(f'server/{circle[0]}: include circle between {", ".join(circle)} '
+                        '(move what they share into a file both include)')
     return problems, checked
+
+
+def unit_of(path):
+    """'eval/block_scorer' for server/eval/block_scorer.h and .cc."""
+    return str(path.with_suffix(''))
+
+
+def include_circles(server):
+    """Each circle between units, as a sorted list of unit names."""
+    edges = {}
+    for f in server.rglob('*'):
+        if f.suffix not in ('.h', '.cc'):
+            continue
+        here = unit_of(f.relative_to(server))
+        deps = edges.setdefault(here, set())
+        for line in f.read_text().splitlines():
+            m = INCLUDE.match(line)
+            if m and (server / m.group(1)).is_file():
+                there = unit_of(pathlib.Path(m.group(1)))
+                if there != here:
+                    deps.add(there)
+    # Tarjan's strongly connected components, iteratively.
+    index, low, on_stack, stack, circles = {}, {}, set(), [], []
+    for root in sorted(edges):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(edges.get(root, ()))))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(edges.get(child, ())))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                members = []
+                while True:
+                    m = stack.pop()
+                    on_stack.discard(m)
+                    members.append(m)
+                    if m == node:
+                        break
+                if len(members) > 1:
+                    circles.append(sorted(members))
+    return sorted(circles)
 
 
 def self_test():
@@ -97,6 +162,12 @@ def self_test():
         'torch': ({'top/c.cc': '#include <torch/types.h>'}, 1),
         'grpc': ({'mid/a.cc': '#include "dflash/eval/v1/eval.pb.h"'}, 1),
         'unlisted folder': ({'extra/d.cc': '#include "low/b.h"'}, 1),
+        'circle in a folder': ({'mid/a.h': '', 'mid/a.cc': '#include "mid/b.h"',
+                                'mid/b.h': '#include "mid/a.h"'}, 1),
+        'three-file circle': ({'low/x.h': '#include "low/y.h"', 'low/y.h': '#include "low/z.h"',
+                               'low/z.h': '', 'low/z.cc': '#include "low/x.h"'}, 1),
+        'no circle': ({'low/x.h': '', 'low/x.cc': '#include "low/x.h"\n#include "low/y.h"',
+                       'low/y.h': ''}, 0),
     }
     for name, (files, want) in cases.items():
         with tempfile.TemporaryDirectory() as d:
@@ -125,10 +196,10 @@ def main():
     for p in problems:
         print(p)
     if problems:
-        print(f'check_includes: {len(problems)} include(s) against the layer order in '
-              'docs/architecture.md')
+        print(f'check_includes: {len(problems)} problem(s): includes against the layer order in '
+              'docs/architecture.md or include circles')
         return 1
-    print(f'check_includes: {checked} includes follow the layer order')
+    print(f'check_includes: {checked} includes follow the layer order, no include circle')
     return 0
 
 

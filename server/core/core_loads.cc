@@ -126,12 +126,12 @@ static absl::StatusOr<CheckedCheckpoint> CheckCheckpoint(const DataRoots& roots,
 }
 
 // The hidden size of the only resident target, or 0.
-static int64_t SoleTargetHidden(const EvalCoreImpl::Resident& r) {
+static int64_t SoleTargetHidden(const ResidentSet& r) {
   std::lock_guard<std::mutex> lock(r.mu);
   return r.targets.size() == 1 ? r.targets.begin()->second.tensors->hidden_size : 0;
 }
 
-static int64_t SoleTargetVocab(const EvalCoreImpl::Resident& r) {
+static int64_t SoleTargetVocab(const ResidentSet& r) {
   std::lock_guard<std::mutex> lock(r.mu);
   return r.targets.size() == 1 ? r.targets.begin()->second.tensors->vocab_size : 0;
 }
@@ -170,9 +170,9 @@ absl::StatusOr<LoadResult> EvalCoreImpl::DoLoadDrafter(const LoadDrafterParams& 
   {
     std::lock_guard<std::mutex> lock(resident_->mu);
     ASSIGN_OR_RETURN(
-        const Resident::Drafter* existing,
+        const ResidentSet::Drafter* existing,
         Reusable(resident_->drafters, name, "drafter",
-                 [&](const Resident::Drafter& e) { return e.disk_signature == signature; }));
+                 [&](const ResidentSet::Drafter& e) { return e.disk_signature == signature; }));
     if (existing != nullptr) {
       LoadResult result;
       result.resource = existing->info;
@@ -211,7 +211,7 @@ absl::StatusOr<LoadResult> EvalCoreImpl::DoLoadDrafter(const LoadDrafterParams& 
                    model::DrafterModel::Create(c.config, std::move(tensors)),
                    "building drafter from '", resolved, "'");
 
-  Resident::Drafter entry;
+  ResidentSet::Drafter entry;
   entry.model = std::make_shared<const model::DrafterModel>(std::move(model));
   entry.report = c.report;
   entry.disk_signature = signature;
@@ -254,8 +254,8 @@ absl::StatusOr<LoadResult> EvalCoreImpl::DoLoadTarget(const LoadTargetParams& pa
   std::lock_guard<std::mutex> load_lock(resident_->load_mu);
   {
     std::lock_guard<std::mutex> lock(resident_->mu);
-    ASSIGN_OR_RETURN(const Resident::Target* existing,
-                     Reusable(resident_->targets, name, "target", [&](const Resident::Target& e) {
+    ASSIGN_OR_RETURN(const ResidentSet::Target* existing,
+                     Reusable(resident_->targets, name, "target", [&](const ResidentSet::Target& e) {
                        return e.info.source_path == resolved && e.info.dtype == dtype_name &&
                               e.info.device == device;
                      }));
@@ -275,7 +275,7 @@ absl::StatusOr<LoadResult> EvalCoreImpl::DoLoadTarget(const LoadTargetParams& pa
                                       "estimated from config.json"));
   ASSIGN_OR_RETURN(weights::TargetTensors tensors, weights::LoadTargetTensors(resolved, options));
 
-  Resident::Target entry;
+  ResidentSet::Target entry;
   entry.tensors = std::make_shared<const weights::TargetTensors>(std::move(tensors));
   const weights::TargetTensors& t = *entry.tensors;
   ResourceInfo& info = entry.info;
@@ -328,9 +328,9 @@ absl::StatusOr<LoadResult> EvalCoreImpl::DoLoadDataset(const LoadDatasetParams& 
   {
     std::lock_guard<std::mutex> lock(resident_->mu);
     ASSIGN_OR_RETURN(
-        const Resident::Dataset* existing,
+        const ResidentSet::Dataset* existing,
         Reusable(resident_->datasets, options.name, "dataset",
-                 [&](const Resident::Dataset& e) { return e.info.source_path == options.path; }));
+                 [&](const ResidentSet::Dataset& e) { return e.info.source_path == options.path; }));
     if (existing != nullptr) {
       LoadResult result;
       result.resource = existing->info;
@@ -357,7 +357,7 @@ absl::StatusOr<LoadResult> EvalCoreImpl::DoLoadDataset(const LoadDatasetParams& 
   }
   ASSIGN_OR_RETURN(data::EvalDataset dataset, data::EvalDataset::Load(options));
 
-  Resident::Dataset entry;
+  ResidentSet::Dataset entry;
   entry.dataset = std::make_shared<const data::EvalDataset>(std::move(dataset));
   const data::EvalDataset& d = *entry.dataset;
   ResourceInfo& info = entry.info;

@@ -44,7 +44,7 @@ EvalCoreImpl::EvalCoreImpl(CoreOptions options, DataRoots roots)
       roots_(std::move(roots)),
       start_time_(std::chrono::system_clock::now()),
       start_steady_(Clock::now()),
-      resident_(std::make_unique<Resident>()) {}
+      resident_(std::make_unique<ResidentSet>()) {}
 
 EvalCoreImpl::~EvalCoreImpl() = default;
 
@@ -124,11 +124,11 @@ absl::StatusOr<ResourceInfo> EvalCoreImpl::Unload(ResourceKind kind, const std::
   std::lock_guard<std::mutex> lock(resident_->mu);
   switch (kind) {
     case ResourceKind::kTarget:
-      return Erase(resident_->targets, name, kind, &Resident::Target::tensors);
+      return Erase(resident_->targets, name, kind, &ResidentSet::Target::tensors);
     case ResourceKind::kDrafter:
-      return Erase(resident_->drafters, name, kind, &Resident::Drafter::model);
+      return Erase(resident_->drafters, name, kind, &ResidentSet::Drafter::model);
     case ResourceKind::kDataset:
-      return Erase(resident_->datasets, name, kind, &Resident::Dataset::dataset);
+      return Erase(resident_->datasets, name, kind, &ResidentSet::Dataset::dataset);
   }
   return absl::InternalError("unknown resource kind");
 }

@@ -23,6 +23,8 @@ struct TargetTensors;
 
 namespace dflash::core {
 
+struct ResidentSet;
+
 struct CoreOptions {
   std::string device = "cpu";  // resolved: "cpu" or "cuda:N"
   // Every --device entry (issue 30), `device` first: an evaluation's shards
@@ -71,9 +73,6 @@ class EvalCoreImpl final : public EvalCore {
   // The server's default dtype on its device: fp32 on CPU, bf16 on CUDA.
   std::string default_dtype() const;
 
-  // The resident objects (core/resident.h, internal: it holds torch types).
-  struct Resident;
-
  private:
   EvalCoreImpl(CoreOptions options, DataRoots roots);
 
@@ -111,7 +110,7 @@ class EvalCoreImpl final : public EvalCore {
   DataRoots roots_;
   std::chrono::system_clock::time_point start_time_;
   std::chrono::steady_clock::time_point start_steady_;
-  std::unique_ptr<Resident> resident_;
+  std::unique_ptr<ResidentSet> resident_;  // core/resident.h (holds torch types)
 };
 
 }  // namespace dflash::core

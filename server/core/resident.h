@@ -1,5 +1,5 @@
 // File: resident.h (internal to core/)
-// The resident objects and the lock that guards them. Entries hold
+// The resident objects of an EvalCoreImpl and the lock that guards them. Entries hold
 // shared_ptrs so an evaluation keeps what it uses alive, and Unload can tell
 // (use_count) that something is still in use.
 #pragma once
@@ -10,7 +10,6 @@
 #include <string>
 
 #include "core/eval_core.h"
-#include "core/eval_core_impl.h"
 #include "data/eval_dataset.h"
 #include "model/drafter_model.h"
 #include "weights/map_policy.h"
@@ -19,7 +18,7 @@
 
 namespace dflash::core {
 
-struct EvalCoreImpl::Resident {
+struct ResidentSet {
   struct Target {
     ResourceInfo info;
     std::shared_ptr<const weights::TargetTensors> tensors;

@@ -44,7 +44,7 @@ int64_t Mul(int64_t a, int64_t b) {
 
 }  // namespace
 
-int64_t ResidentBytes(const EvalCoreImpl::Resident& r) {
+int64_t ResidentBytes(const ResidentSet& r) {
   std::lock_guard<std::mutex> lock(r.mu);
   int64_t total = 0;
   for (const auto& [_, t] : r.targets) total += t.info.bytes;
@@ -54,7 +54,7 @@ int64_t ResidentBytes(const EvalCoreImpl::Resident& r) {
 }
 
 // Resident bytes on CUDA devices (locks r.mu).
-static int64_t ResidentCudaBytes(const EvalCoreImpl::Resident& r) {
+static int64_t ResidentCudaBytes(const ResidentSet& r) {
   std::lock_guard<std::mutex> lock(r.mu);
   int64_t total = 0;
   auto add = [&](const ResourceInfo& info) {
@@ -66,14 +66,14 @@ static int64_t ResidentCudaBytes(const EvalCoreImpl::Resident& r) {
   return total;
 }
 
-int64_t BudgetBytesInUse(const EvalCoreImpl::Resident& r, int64_t cuda_reserved) {
+int64_t BudgetBytesInUse(const ResidentSet& r, int64_t cuda_reserved) {
   const int64_t resident = ResidentBytes(r);
   // On CUDA the caching allocator's reserved bytes (resident tensors, eval
   // temporaries and its cached free blocks) are what the GPU has given up.
   return std::max(resident, resident - ResidentCudaBytes(r) + cuda_reserved);
 }
 
-absl::Status CheckResidentBudget(const EvalCoreImpl::Resident& r, int64_t budget, const char* kind,
+absl::Status CheckResidentBudget(const ResidentSet& r, int64_t budget, const char* kind,
                                  const std::string& name, int64_t need, const char* basis) {
   if (budget <= 0) return absl::OkStatus();
   const int64_t reserved = CudaReservedBytes();

@@ -11,23 +11,24 @@
 #include <c10/core/ScalarType.h>
 
 #include "absl/status/status.h"
-#include "core/eval_core_impl.h"
 #include "weights/weight_report.h"
 
 namespace dflash::core {
 
+struct ResidentSet;  // core/resident.h
+
 // Bytes held by every resident object (locks r.mu).
-int64_t ResidentBytes(const EvalCoreImpl::Resident& r);
+int64_t ResidentBytes(const ResidentSet& r);
 
 // What counts against the budget: the resident bytes, where the CUDA
 // caching allocator's `cuda_reserved` bytes replace those resident on CUDA
 // when larger (device.h's CudaReservedBytes(); 0 on a CPU-only machine).
-int64_t BudgetBytesInUse(const EvalCoreImpl::Resident& r, int64_t cuda_reserved);
+int64_t BudgetBytesInUse(const ResidentSet& r, int64_t cuda_reserved);
 
 // Ok when `budget` is 0 or in use (BudgetBytesInUse) + `need` fits; else ResourceExhausted
 // naming the object, the numbers and the flag. `basis`: how `need` was
 // found ("estimated from the tensor headers").
-absl::Status CheckResidentBudget(const EvalCoreImpl::Resident& r, int64_t budget, const char* kind,
+absl::Status CheckResidentBudget(const ResidentSet& r, int64_t budget, const char* kind,
                                  const std::string& name, int64_t need, const char* basis);
 
 // Estimates, 0 when unknown (the check after loading still applies).

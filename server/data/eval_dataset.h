@@ -22,15 +22,11 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "data/dataset_manifest.h"
+#include "data/feature_group.h"
 #include "data/sample_metadata.h"
 #include "weights/map_policy.h"
 
 namespace dflash::data {
-
-struct FeatureGroup {
-  std::string key;             // "hidden_states", "aux_hidden_state", "hidden_state"
-  std::vector<int> layer_ids;  // in column order
-};
 
 struct DatasetSample {
   int64_t index = 0;                 // from the file name (data_17.ckpt -> 17)

@@ -13,7 +13,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "data/sample_reader.h"
+#include "data/host_sample.h"
 
 namespace dflash::data {
 

@@ -13,6 +13,7 @@
 
 #include "absl/status/statusor.h"
 #include "data/eval_dataset.h"
+#include "eval/block_request.h"
 #include "eval/slot_scoring.h"
 #include "eval/vocab_chunks.h"
 #include "model/drafter_model.h"
@@ -20,16 +21,6 @@
 #include "weights/target_tensors.h"
 
 namespace dflash::eval {
-
-struct BlockRequest {
-  int64_t seq = 0;     // index into the ContextCache
-  int64_t anchor = 0;  // a: slot 0 holds t[a], slot j drafts position a + j
-  int64_t end = 0;     // positions >= end do not exist (L, or L' in replay)
-  const std::vector<int64_t>* tokens = nullptr;  // the sequence's token ids
-  // The sample's captured final hidden state [L, H_t], for sampled
-  // acceptance (EnableSampling); null otherwise.
-  const at::Tensor* final_hidden = nullptr;
-};
 
 enum class CrossEntropy { kSkip, kCompute };
 

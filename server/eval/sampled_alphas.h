@@ -9,7 +9,11 @@
 
 #include <ATen/core/Tensor.h>
 
-#include "eval/block_scorer.h"
+#include "eval/block_request.h"
+#include "eval/slot_scoring.h"
+#include "model/drafter_model.h"
+#include "types/eval_types.h"
+#include "weights/target_tensors.h"
 
 namespace dflash::eval {
 

@@ -28,12 +28,12 @@ class ResidentBudgetTest : public ::testing::Test {
     r_.drafters["m"].info.bytes = 200;
     r_.datasets["d"].info.bytes = 30;
   }
-  EvalCoreImpl::Resident r_;
+  ResidentSet r_;
 };
 
 TEST_F(ResidentBudgetTest, ResidentBytesAddsEveryKind) {
   EXPECT_EQ(ResidentBytes(r_), 1230);
-  EvalCoreImpl::Resident empty;
+  ResidentSet empty;
   EXPECT_EQ(ResidentBytes(empty), 0);
 }
 
