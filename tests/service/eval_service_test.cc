@@ -4,12 +4,12 @@
 
 #include <memory>
 
-#include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 
 #include "fakes/fake_eval_core.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "test_util/loopback_server.h"
 
 namespace dflash::service {
 namespace {
@@ -21,27 +21,19 @@ class EvalServiceTest : public ::testing::Test {
  protected:
   void SetUp() override {
     service_ = std::make_unique<EvalService>(core_, 2);
-    grpc::ServerBuilder builder;
-    int port = 0;
-    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
-    builder.RegisterService(service_.get());
-    server_ = builder.BuildAndStart();
-    ASSERT_NE(port, 0);
-    channel_ = grpc::CreateChannel("127.0.0.1:" + std::to_string(port),
-                                   grpc::InsecureChannelCredentials());
-    stub_ = pb::DrafterEval::NewStub(channel_);
+    server_ = std::make_unique<testing::LoopbackServer>(service_.get());
+    ASSERT_TRUE(server_->ok());
+    stub_ = &server_->stub();
   }
   void TearDown() override {
-    server_->Shutdown();
     server_.reset();
     service_.reset();
   }
 
   testing::FakeEvalCore core_;
   std::unique_ptr<EvalService> service_;
-  std::unique_ptr<grpc::Server> server_;
-  std::shared_ptr<grpc::Channel> channel_;
-  std::unique_ptr<pb::DrafterEval::Stub> stub_;
+  std::unique_ptr<testing::LoopbackServer> server_;
+  pb::DrafterEval::Stub* stub_ = nullptr;
 };
 
 TEST_F(EvalServiceTest, ServerInfoIsTranslated) {
@@ -187,20 +179,8 @@ TEST_F(EvalServiceTest, ListResourcesFiltersByKindAndRejectsUnknownKinds) {
 
 TEST_F(EvalServiceTest, UnparsableRequestsAreInvalidArgumentNotUnimplemented) {
   // gRPC's typed handler would answer UNIMPLEMENTED with an empty message.
-  grpc::GenericStub generic(channel_);
-  grpc::ClientContext ctx;
-  grpc::CompletionQueue cq;
   const std::string invalid_utf8 = std::string("\x12\x02") + "\xC3\x28";  // path (2)
-  grpc::Slice slice(invalid_utf8);
-  grpc::ByteBuffer request(&slice, 1), response;
-  grpc::Status st;
-  auto call =
-      generic.PrepareUnaryCall(&ctx, "/dflash.eval.v1.DrafterEval/LoadDrafter", request, &cq);
-  call->StartCall();
-  call->Finish(&response, &st, nullptr);
-  void* tag = nullptr;
-  bool ok = false;
-  ASSERT_TRUE(cq.Next(&tag, &ok));
+  grpc::Status st = server_->CallRaw("/dflash.eval.v1.DrafterEval/LoadDrafter", invalid_utf8);
   EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_EQ(st.error_message(),
             "request is not a valid dflash.eval.v1.LoadDrafterRequest: field 'path' (2) is not "
@@ -234,11 +214,39 @@ TEST_F(EvalServiceTest, LongMessagesAreCutSoTheClientStillGetsThem) {
   EXPECT_EQ(st.error_message(), std::string(4096, 'e') + "... (5904 more bytes)");
 }
 
-TEST_F(EvalServiceTest, JobRpcsAreNotYetImplemented) {
-  grpc::ClientContext ctx;
-  pb::SubmitEvalRequest req;
-  pb::EvalJob job;
-  EXPECT_EQ(stub_->SubmitEval(&ctx, req, &job).error_code(), grpc::StatusCode::UNIMPLEMENTED);
+TEST_F(EvalServiceTest, JobRpcsWithoutAJobServiceAreUnimplemented) {
+  // The no-jobs constructor: job RPCs say why; tests/service/job_rpcs_test.cc
+  // covers them with a job service.
+  const std::string why = "this server was started without a job service";
+  {
+    grpc::ClientContext ctx;
+    pb::SubmitEvalRequest req;
+    req.mutable_request()->set_drafter("d");
+    pb::EvalJob job;
+    grpc::Status st = stub_->SubmitEval(&ctx, req, &job);
+    EXPECT_EQ(st.error_code(), grpc::StatusCode::UNIMPLEMENTED);
+    EXPECT_EQ(st.error_message(), why);
+  }
+  {
+    grpc::ClientContext ctx;
+    pb::GetEvalRequest req;
+    req.set_id("ev-1");
+    pb::EvalJob job;
+    grpc::Status st = stub_->GetEval(&ctx, req, &job);
+    EXPECT_EQ(st.error_code(), grpc::StatusCode::UNIMPLEMENTED);
+    EXPECT_EQ(st.error_message(), why);
+  }
+  {
+    grpc::ClientContext ctx;
+    pb::WatchEvalRequest req;
+    req.set_id("ev-1");
+    auto reader = stub_->WatchEval(&ctx, req);
+    pb::EvalJob job;
+    EXPECT_FALSE(reader->Read(&job));
+    grpc::Status st = reader->Finish();
+    EXPECT_EQ(st.error_code(), grpc::StatusCode::UNIMPLEMENTED);
+    EXPECT_EQ(st.error_message(), why);
+  }
 }
 
 }  // namespace
