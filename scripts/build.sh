@@ -9,6 +9,8 @@ bash scripts/install-deps.sh
 BUILD_DIR="${BUILD_DIR:-build}"
 # ccache keys on relative paths, so clones in other folders (CI) share hits.
 export CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=1
+# The precompiled headers (cmake/pch.cmake) are cached only with these.
+export CCACHE_SLOPPINESS="${CCACHE_SLOPPINESS:-pch_defines,time_macros,include_file_mtime,include_file_ctime}"
 cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-Release}" "$@" >/dev/null
 # Two compile jobs fit in 24 GiB with libtorch headers; more only thrash.
 # shellcheck disable=SC2086  # BUILD_TARGETS is a list of target names

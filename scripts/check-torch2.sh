@@ -77,7 +77,7 @@ esac
 # so new sources are seen (the generated proto headers are not needed: no
 # torch-using source includes a *.pb.h).
 mkdir -p "$BUILD"
-cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DDFLASH_PCH=OFF \
   -DCMAKE_EXPORT_COMPILE_COMMANDS=ON >"$BUILD/configure.log" 2>&1 ||
   fail "cmake configure failed; see $BUILD/configure.log"
 
