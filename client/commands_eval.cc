@@ -174,11 +174,10 @@ int WaitAndPrintResult(CliContext& cx, EvalClient& c, const pb::EvalJob& job,
   return kExitOk;
 }
 
-void AddEvalCommand(CliContext& ctx) {
-  CliContext* cx = &ctx;
-  EvalState* st = ctx.Keep<EvalState>();
-  CLI::App* cmd = ctx.app.add_subcommand(
-      "eval", "evaluate a drafter on a resident dataset (a job: waits unless --detach)");
+namespace {
+
+// The objects evaluated: drafter (or checkpoint), dataset and target.
+void AddObjectOptions(CLI::App* cmd, EvalState* st) {
   cmd->add_option("--drafter", *st->req.mutable_drafter(), "resident drafter name");
   cmd->add_option("--checkpoint", *st->req.mutable_checkpoint_path(),
                   "checkpoint path to load for this evaluation (instead of --drafter)");
@@ -188,6 +187,11 @@ void AddEvalCommand(CliContext& ctx) {
                   "fleet: the dataset's absolute path; a server lacking it loads it");
   cmd->add_option("--target-path", *st->req.mutable_target_path(),
                   "fleet: the target's absolute path; a server lacking it loads it");
+}
+
+// How blocks are chosen and scored: mode, anchors, limits, semantics,
+// metrics, and sampled acceptance.
+void AddScoringOptions(CLI::App* cmd, EvalState* st) {
   cmd->add_option("--mode", st->mode, "anchor or replay")
       ->check(CLI::IsMember({"anchor", "replay"}))
       ->capture_default_str();
@@ -224,6 +228,11 @@ void AddEvalCommand(CliContext& ctx) {
   cmd->add_option("--engine", *st->req.mutable_engine(),
                   "with --sampling: a serving engine's preset (vllm, sglang, zlab): its policy "
                   "and top-k/top-p conventions (docs/served-acceptance.md)");
+}
+
+// The job: its run and step, labels, how the call waits, intervals and
+// shards.
+void AddJobOptions(CLI::App* cmd, EvalState* st) {
   cmd->add_option("--run", *st->req.mutable_run(), "training run this checkpoint belongs to");
   cmd->add_option("--step", st->step, "training step of this checkpoint")
       ->check(CLI::NonNegativeNumber);
@@ -242,6 +251,10 @@ void AddEvalCommand(CliContext& ctx) {
                   "split the samples into N ranges by tokens, run on every device the server "
                   "lists and merged (0 = one per device)")
       ->check(CLI::Range(int64_t{0}, int64_t{4096}));
+}
+
+// The regression gate, and how progress is drawn.
+void AddGateOptions(CLI::App* cmd, EvalState* st) {
   cmd->add_option("--gate", *st->req.mutable_gate(),
                   "regression gate: best, previous or a JOB id; exit 4 when this checkpoint is "
                   "significantly worse than that reference")
@@ -263,6 +276,19 @@ void AddEvalCommand(CliContext& ctx) {
                   "auto (bar on a terminal, else lines), bar, lines or none")
       ->check(CLI::IsMember({"auto", "bar", "lines", "none"}))
       ->capture_default_str();
+}
+
+}  // namespace
+
+void AddEvalCommand(CliContext& ctx) {
+  CliContext* cx = &ctx;
+  EvalState* st = ctx.Keep<EvalState>();
+  CLI::App* cmd = ctx.app.add_subcommand(
+      "eval", "evaluate a drafter on a resident dataset (a job: waits unless --detach)");
+  AddObjectOptions(cmd, st);
+  AddScoringOptions(cmd, st);
+  AddJobOptions(cmd, st);
+  AddGateOptions(cmd, st);
   cmd->callback([cx, st] {
     CheckAndFill(*st);
     cx->run = [cx, st](EvalClient& c) {

@@ -245,13 +245,11 @@ std::string Unavailable(const pb::PositionMetrics& p) {
                          p.counted());
 }
 
-}  // namespace
-
-std::string FormatEvalResult(const pb::EvalResult& r, bool detail) {
-  if (r.suite_results_size() > 0) return FormatSuiteResult(r);
+// The result's first lines: mode, counts, draft vocabulary, semantics, and
+// the accept length and tau.
+std::string FormatResultHeader(const pb::EvalResult& r) {
   std::string out;
   const char* mode = r.mode() == pb::EVAL_MODE_REPLAY ? "replay" : "anchor";
-  const bool dflash2 = r.selector_top_k() > 0;
   absl::StrAppend(
       &out,
       absl::StrFormat(
@@ -279,6 +277,15 @@ std::string FormatEvalResult(const pb::EvalResult& r, bool detail) {
                 "both count n leading matches + 1 bonus token from the target%s\n",
                 r.accept_length_pooled(), r.tau(),
                 capped ? " (capped at the tokens left, as z-lab's loop records)" : ""));
+  return out;
+}
+
+// The per-position table; DFlash 2 adds the selector's columns and its
+// first-miss split. A rate that was not measured (blocks scored to their
+// first miss) shows as "-".
+std::string FormatPositionTable(const pb::EvalResult& r) {
+  std::string out;
+  const bool dflash2 = r.selector_top_k() > 0;
   // Scored to each block's first miss: the marginal columns were not measured.
   const bool cut = r.positions_to_first_miss();
   const auto rate = [cut](double v, int width) {
@@ -329,6 +336,29 @@ std::string FormatEvalResult(const pb::EvalResult& r, bool detail) {
                                             p.conditional(), Bar(cut ? 0 : p.accuracy(), 30)));
     }
   }
+  return out;
+}
+
+// --detail: the histogram of accepted leading matches per block.
+std::string FormatAcceptedHistogram(const pb::EvalResult& r) {
+  std::string out;
+  int64_t total = 0;
+  for (int64_t h : r.accepted_histogram()) total += h;
+  absl::StrAppend(&out, "accepted leading matches per block (n)\n");
+  for (int n = 0; n < r.accepted_histogram_size(); ++n) {
+    const int64_t h = r.accepted_histogram(n);
+    absl::StrAppend(&out, absl::StrFormat("  n=%-3d %8d  %s\n", n, h,
+                                          Bar(total ? static_cast<double>(h) / total : 0, 30)));
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string FormatEvalResult(const pb::EvalResult& r, bool detail) {
+  if (r.suite_results_size() > 0) return FormatSuiteResult(r);
+  std::string out = FormatResultHeader(r);
+  absl::StrAppend(&out, FormatPositionTable(r));
   if (!detail) {
     // One screen: what most calls want; the rest is a flag away.
     absl::StrAppend(&out, FormatSampledAcceptance(r), FormatIntervalLine(r), FormatShards(r));
@@ -339,14 +369,7 @@ std::string FormatEvalResult(const pb::EvalResult& r, bool detail) {
     for (const std::string& w : r.warnings()) absl::StrAppend(&out, "warning: ", w, "\n");
     return out;
   }
-  int64_t total = 0;
-  for (int64_t h : r.accepted_histogram()) total += h;
-  absl::StrAppend(&out, "accepted leading matches per block (n)\n");
-  for (int n = 0; n < r.accepted_histogram_size(); ++n) {
-    const int64_t h = r.accepted_histogram(n);
-    absl::StrAppend(&out, absl::StrFormat("  n=%-3d %8d  %s\n", n, h,
-                                          Bar(total ? static_cast<double>(h) / total : 0, 30)));
-  }
+  absl::StrAppend(&out, FormatAcceptedHistogram(r));
   absl::StrAppend(&out, FormatDecisionMetrics(r));
   absl::StrAppend(
       &out, absl::StrFormat("time: setup %.3fs, compute %.3fs, %.0f tokens/s\n", r.setup_seconds(),

@@ -322,9 +322,9 @@ void AddStoreOptions(CLI::App& app, ServerConfig& config) {
       ->capture_default_str();
 }
 
-}  // namespace
-
-void AddServerOptions(CLI::App& app, ServerConfig& config) {
+// Where the settings come from, where the server listens and logs, and its
+// devices, threads and queue.
+void AddProcessOptions(CLI::App& app, ServerConfig& config) {
   app.set_config("--config", "",
                  "YAML or JSON file of settings and objects to preload; "
                  "flags given on the command line override it")
@@ -368,6 +368,10 @@ void AddServerOptions(CLI::App& app, ServerConfig& config) {
                  "STATE_DIR/models and STATE_DIR/datasets)");
   app.add_option("--port-file", config.port_file,
                  "write the bound port here once listening (useful with --listen HOST:0)");
+}
+
+// The other endpoints (metrics, web view) and who may call: tokens, TLS.
+void AddAccessOptions(CLI::App& app, ServerConfig& config) {
   app.add_option("--metrics-listen", config.metrics_listen,
                  "serve Prometheus metrics on http://HOST:PORT/metrics (default: off)");
   app.add_option("--http-listen", config.http_listen,
@@ -387,6 +391,11 @@ void AddServerOptions(CLI::App& app, ServerConfig& config) {
   app.add_flag("--insecure-allow-remote", config.insecure_allow_remote,
                "allow listening on a non-loopback address without --auth-token-file or "
                "--tls-client-ca");
+}
+
+// Limits on requests, resident memory and evaluations, and how resident
+// tensors are read.
+void AddLimitOptions(CLI::App& app, ServerConfig& config) {
   app.add_option("--max-request-bytes", config.max_request_bytes,
                  "largest request message accepted; larger is RESOURCE_EXHAUSTED")
       ->check(CLI::Range(int64_t{1024}, int64_t{1} << 30))
@@ -426,6 +435,14 @@ void AddServerOptions(CLI::App& app, ServerConfig& config) {
                  "then polls) (0: no limit)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
+}
+
+}  // namespace
+
+void AddServerOptions(CLI::App& app, ServerConfig& config) {
+  AddProcessOptions(app, config);
+  AddAccessOptions(app, config);
+  AddLimitOptions(app, config);
   AddStoreOptions(app, config);
 }
 

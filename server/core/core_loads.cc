@@ -136,6 +136,36 @@ static int64_t SoleTargetVocab(const ResidentSet& r) {
   return r.targets.size() == 1 ? r.targets.begin()->second.tensors->vocab_size : 0;
 }
 
+// A failed load says what is wrong: the report's problems go into the message.
+// Wrong checkpoint content is InvalidArgument (STYLE.md), like a NaN weight.
+static absl::Status RequireMatchingWeights(const weights::WeightReport& report,
+                                           const std::string& resolved) {
+  if (report.ok) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      "checkpoint '", resolved, "' does not match its config (", report.missing, " missing, ",
+      report.shape_mismatches, " shape mismatch(es), ",
+      report.dtype_mismatches > 0 ? absl::StrCat(report.dtype_mismatches, " dtype mismatch(es), ")
+                                  : "",
+      report.unexpected, " unexpected); nothing was loaded:\n  - ",
+      absl::StrJoin(report.problems, "\n  - ")));
+}
+
+// A loaded dataset's summary line and its streaming numbers.
+static void DescribeDataset(const data::EvalDataset& d, ResourceInfo& info) {
+  int64_t tokens = 0;
+  for (size_t i = 0; i < d.size(); ++i) tokens += d.sample_tokens(i);
+  info.summary = absl::StrCat(d.size(), " samples, ", tokens, " tokens, layers [",
+                              absl::StrJoin(d.layer_ids(), ", "), "], H=", d.hidden_size());
+  if (d.streamed()) {
+    info.streamed = true;
+    info.stream_bytes = d.total_sample_bytes();
+    info.stream_budget_bytes = d.stream_budget_bytes();
+    absl::StrAppend(&info.summary, "; streamed from disk (", d.total_sample_bytes(),
+                    " bytes, read in chunks of at most ", d.stream_budget_bytes(), " bytes)");
+  }
+  if (!d.capture_notes().empty()) absl::StrAppend(&info.summary, "; ", d.capture_notes());
+}
+
 absl::StatusOr<weights::WeightReport> EvalCoreImpl::ValidateCheckpoint(
     const ValidateParams& params) {
   CheckOptions check;
@@ -187,18 +217,7 @@ absl::StatusOr<LoadResult> EvalCoreImpl::DoLoadDrafter(const LoadDrafterParams& 
   check.target_hidden = SoleTargetHidden(*resident_);
   ASSIGN_OR_RETURN(CheckedCheckpoint c,
                    CheckCheckpoint(roots_, params.path, params.config_path, check));
-  // A failed load says what is wrong: the report's problems go into the message.
-  // Wrong checkpoint content is InvalidArgument (STYLE.md), like a NaN weight.
-  if (!c.report.ok) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("checkpoint '", resolved, "' does not match its config (", c.report.missing,
-                     " missing, ", c.report.shape_mismatches, " shape mismatch(es), ",
-                     c.report.dtype_mismatches > 0
-                         ? absl::StrCat(c.report.dtype_mismatches, " dtype mismatch(es), ")
-                         : "",
-                     c.report.unexpected, " unexpected); nothing was loaded:\n  - ",
-                     absl::StrJoin(c.report.problems, "\n  - ")));
-  }
+  RETURN_IF_ERROR(RequireMatchingWeights(c.report, resolved));
   const int64_t budget = options_.max_resident_bytes;
   RETURN_IF_ERROR(CheckResidentBudget(*resident_, budget, "drafter", name,
                                       EstimateDrafterBytes(c.report, dtype),
@@ -371,18 +390,7 @@ absl::StatusOr<LoadResult> EvalCoreImpl::DoLoadDataset(const LoadDatasetParams& 
   RETURN_IF_ERROR(CheckResidentBudget(*resident_, budget, "dataset", options.name, info.bytes,
                                       "measured once read"));
   info.fingerprint = d.fingerprint();
-  int64_t tokens = 0;
-  for (size_t i = 0; i < d.size(); ++i) tokens += d.sample_tokens(i);
-  info.summary = absl::StrCat(d.size(), " samples, ", tokens, " tokens, layers [",
-                              absl::StrJoin(d.layer_ids(), ", "), "], H=", d.hidden_size());
-  if (d.streamed()) {
-    info.streamed = true;
-    info.stream_bytes = d.total_sample_bytes();
-    info.stream_budget_bytes = d.stream_budget_bytes();
-    absl::StrAppend(&info.summary, "; streamed from disk (", d.total_sample_bytes(),
-                    " bytes, read in chunks of at most ", d.stream_budget_bytes(), " bytes)");
-  }
-  if (!d.capture_notes().empty()) absl::StrAppend(&info.summary, "; ", d.capture_notes());
+  DescribeDataset(d, info);
   info.load_time_unix_micros = NowUnixMicros();
   info.load_seconds = SecondsSince(start);
   LoadResult result;

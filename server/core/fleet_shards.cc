@@ -46,6 +46,60 @@ std::string RangeText(const eval::EvalOptions& o) {
   return absl::StrCat("samples [", o.sample_begin, ", ", o.sample_end, ")");
 }
 
+// What the shards add up to at one poll: their summed progress and how
+// many have SUCCEEDED.
+struct ShardTally {
+  eval::EvalProgress sum;
+  size_t succeeded = 0;
+};
+
+// One poll of the shards `ids`, in order: a SUCCEEDED one's result kept in
+// done[k] (its dataset checked against `fingerprint`, this server's copy),
+// a running one's progress added up. The first shard that ended otherwise,
+// or read other files, is the parent's failure.
+absl::Status TallyShards(jobs::JobQueue& queue, const std::vector<std::string>& ids,
+                         const std::string& fingerprint, const JobRecord& parent,
+                         std::vector<JobRecord>& done, ShardTally& t) {
+  for (size_t k = 0; k < ids.size(); ++k) {
+    absl::StatusOr<JobRecord> r = queue.Get(ids[k]);
+    if (!r.ok()) continue;  // the store answers at the next poll
+    const eval::EvalOptions& o = r->request.params.options;
+    if (r->state == JobState::kSucceeded) {
+      const std::string& theirs = r->result->dataset_fingerprint;
+      if (theirs != fingerprint) {
+        return absl::FailedPreconditionError(
+            absl::StrCat("shard ", k, " (", RangeText(o), ") ran on server ", r->server,
+                         " with dataset fingerprint ", theirs, "; server ", queue.fleet_server(),
+                         "'s copy has ", fingerprint, ": the servers read different files at '",
+                         parent.request.dataset_path, "'"));
+      }
+      ++t.succeeded;
+      t.sum.blocks_done += r->result->blocks;
+      t.sum.blocks_total += r->result->blocks;
+      t.sum.samples_done += static_cast<int64_t>(o.sample_end - o.sample_begin);
+      done[k] = *std::move(r);
+      continue;
+    }
+    if (jobs::IsTerminal(r->state)) {
+      const absl::StatusCode code = r->state == JobState::kFailed
+                                        ? static_cast<absl::StatusCode>(r->error_code)
+                                        : absl::StatusCode::kAborted;
+      return absl::Status(
+          code == absl::StatusCode::kOk ? absl::StatusCode::kUnknown : code,
+          absl::StrCat("shard ", k, " (", RangeText(o), ") ", jobs::JobStateName(r->state),
+                       r->server.empty() ? "" : absl::StrCat(" on server ", r->server), ": ",
+                       r->error_message));
+    }
+    t.sum.blocks_done += r->progress.blocks_done;
+    t.sum.blocks_total += r->progress.blocks_total;
+    t.sum.samples_done += r->progress.samples_done;
+    // A shard not yet started adds its blocks when it starts (the sum
+    // grows); replay's running totals are bounds.
+    t.sum.blocks_total_is_bound = t.sum.blocks_total_is_bound || r->progress.blocks_total_is_bound;
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 bool SplitsIntoShards(const jobs::JobRequest& request) {
@@ -90,7 +144,6 @@ absl::StatusOr<eval::EvalResult> RunFleetShards(EvalCore& core, jobs::JobQueue& 
     ids.push_back(shard.id);
     samples_total += static_cast<int64_t>(plan.ranges[k].size());
   }
-  const std::string& here = queue.fleet_server();
   // Cancelled: so is every shard, and the parent ends once none runs.
   const auto cancelled = [&] {
     CancelShards(queue, ids);
@@ -105,54 +158,15 @@ absl::StatusOr<eval::EvalResult> RunFleetShards(EvalCore& core, jobs::JobQueue& 
     // Before the shards are judged: a shard run here stops as CANCELLED
     // with its parent, which is no failure of the shard.
     if (queue.CancelRequested(parent.id)) return cancelled();
-    eval::EvalProgress sum;
-    sum.samples_total = samples_total;
-    size_t succeeded = 0;
-    absl::Status failure;
-    for (size_t k = 0; k < ids.size() && failure.ok(); ++k) {
-      absl::StatusOr<JobRecord> r = queue.Get(ids[k]);
-      if (!r.ok()) continue;  // the store answers at the next poll
-      const eval::EvalOptions& o = r->request.params.options;
-      if (r->state == JobState::kSucceeded) {
-        const std::string& theirs = r->result->dataset_fingerprint;
-        if (theirs != plan.dataset_fingerprint) {
-          failure = absl::FailedPreconditionError(
-              absl::StrCat("shard ", k, " (", RangeText(o), ") ran on server ", r->server,
-                           " with dataset fingerprint ", theirs, "; server ", here, "'s copy has ",
-                           plan.dataset_fingerprint, ": the servers read different files at '",
-                           parent.request.dataset_path, "'"));
-          break;
-        }
-        ++succeeded;
-        sum.blocks_done += r->result->blocks;
-        sum.blocks_total += r->result->blocks;
-        sum.samples_done += static_cast<int64_t>(o.sample_end - o.sample_begin);
-        done[k] = *std::move(r);
-        continue;
-      }
-      if (jobs::IsTerminal(r->state)) {
-        const absl::StatusCode code = r->state == JobState::kFailed
-                                          ? static_cast<absl::StatusCode>(r->error_code)
-                                          : absl::StatusCode::kAborted;
-        failure = absl::Status(
-            code == absl::StatusCode::kOk ? absl::StatusCode::kUnknown : code,
-            absl::StrCat("shard ", k, " (", RangeText(o), ") ", jobs::JobStateName(r->state),
-                         r->server.empty() ? "" : absl::StrCat(" on server ", r->server), ": ",
-                         r->error_message));
-        break;
-      }
-      sum.blocks_done += r->progress.blocks_done;
-      sum.blocks_total += r->progress.blocks_total;
-      sum.samples_done += r->progress.samples_done;
-      // A shard not yet started adds its blocks when it starts (the sum
-      // grows); replay's running totals are bounds.
-      sum.blocks_total_is_bound = sum.blocks_total_is_bound || r->progress.blocks_total_is_bound;
-    }
+    ShardTally tally;
+    tally.sum.samples_total = samples_total;
+    absl::Status failure = TallyShards(queue, ids, plan.dataset_fingerprint, parent, done, tally);
+    const eval::EvalProgress& sum = tally.sum;
     if (!failure.ok()) {
       CancelShards(queue, ids);
       return failure;
     }
-    if (succeeded == ids.size()) {
+    if (tally.succeeded == ids.size()) {
       if (progress) progress(sum);  // every shard's blocks, the last one's too
       break;
     }

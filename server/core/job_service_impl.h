@@ -3,6 +3,9 @@
 // EvalCore::RunEval with the same parameters RunEval gets, so its numbers are
 // RunEval's. unload_after frees a resident drafter after its job (a
 // checkpoint-path job's one-shot drafter is never kept anyway).
+// Its calls are defined over several files: job_service_impl.cc (submit,
+// run, unload, watch), job_fleet_placement.cc, job_gate.cc, job_compare.cc
+// and served_jobs.cc.
 #pragma once
 
 #include <memory>
@@ -57,6 +60,9 @@ class JobServiceImpl final : public JobService {
   absl::StatusOr<eval::EvalResult> RunJob(const jobs::JobRecord& job,
                                           const eval::ProgressFn& progress);
   absl::StatusOr<jobs::JobRecord> SubmitRecord(jobs::JobRecord record);
+  // The listed resident object a request names (empty: the only one), by the
+  // rule RunEval picks with (core/resident_pick.h), before the job is queued.
+  absl::StatusOr<ResourceInfo> PickListed(ResourceKind kind, const std::string& name) const;
   // A suite job: each dataset in turn, then the macro average.
   absl::StatusOr<eval::EvalResult> RunSuite(const jobs::JobRecord& job,
                                             const eval::ProgressFn& progress);

@@ -2,7 +2,7 @@
 // The globals a torch.save pickle may name (the allowlist) and what the
 // unpickler builds from them: the result of calling an allowed function
 // (REDUCE) and the storage record a persistent id names (BINPERSID). Apart
-// from the opcode machine (pickle_reader.cc) so that what a pickle may do is
+// from the opcode machine (unpickler.h) so that what a pickle may do is
 // one table and three small functions, read without the machine around them.
 //
 // Errors are InvalidArgument saying only what is wrong; the unpickler adds

@@ -66,7 +66,7 @@ struct PickleValue {
   PickleStorageRef storage;                                     // kStorage
   PickleTensorRef tensor;                                       // kTensor
 
-  // Bookkeeping (see pickle_reader.cc).
+  // Bookkeeping (see unpickler.cc: Adopt, SetItem).
   int depth = 0;        // 0 for scalars; containers: 1 + deepest child (>= 1)
   bool frozen = false;  // placed inside another value: no more mutation
   std::unordered_map<std::string, size_t> key_index;  // DictKey() -> position

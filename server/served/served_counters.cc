@@ -251,7 +251,12 @@ absl::StatusOr<ServedCounters> ParseVllmScrapes(const std::string& before,
   return c;
 }
 
-absl::StatusOr<ServedCounters> ParseSglangJsonl(const std::string& text) {
+namespace {
+
+// The file's objects with their line numbers: one JSON object a line, or
+// one JSON array of them (numbered from 1).
+absl::StatusOr<std::vector<std::pair<int, nlohmann::json>>> ReadSglangObjects(
+    const std::string& text) {
   std::vector<std::pair<int, nlohmann::json>> objects;
   const size_t first = text.find_first_not_of(" \t\r\n");
   if (first != std::string::npos && text[first] == '[') {
@@ -274,6 +279,15 @@ absl::StatusOr<ServedCounters> ParseSglangJsonl(const std::string& text) {
       objects.emplace_back(line_no, std::move(o));
     }
   }
+  return objects;
+}
+
+}  // namespace
+
+absl::StatusOr<ServedCounters> ParseSglangJsonl(const std::string& text) {
+  absl::StatusOr<std::vector<std::pair<int, nlohmann::json>>> read = ReadSglangObjects(text);
+  if (!read.ok()) return read.status();
+  std::vector<std::pair<int, nlohmann::json>>& objects = *read;
   ServedCounters c;
   c.source = "sglang";
   c.weighting = "step";

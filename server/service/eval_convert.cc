@@ -77,6 +77,60 @@ void SampledToProto(const eval::EvalResult& in, pb::EvalResult* out) {
   }
 }
 
+void PositionToProto(const eval::PositionMetrics& p, pb::PositionMetrics* pp) {
+  pp->set_position(p.position);
+  pp->set_counted(p.counted);
+  pp->set_correct(p.correct);
+  pp->set_accuracy(p.accuracy);
+  pp->set_accepted(p.accepted);
+  pp->set_acceptance(p.acceptance);
+  pp->set_conditional_counted(p.conditional_counted);
+  pp->set_conditional(p.conditional);
+  pp->set_mean_cross_entropy(p.mean_cross_entropy);
+  pp->set_unary_correct(p.unary_correct);
+  pp->set_unary_accuracy(p.unary_accuracy);
+  pp->set_covered(p.covered);
+  pp->set_coverage(p.coverage);
+  pp->set_tf_correct(p.tf_correct);
+  pp->set_tf_accuracy(p.tf_accuracy);
+  if (p.accuracy_ci) SetInterval(p.accuracy_ci, pp->mutable_accuracy_ci());
+  if (p.acceptance_ci) SetInterval(p.acceptance_ci, pp->mutable_acceptance_ci());
+  if (p.conditional_ci) SetInterval(p.conditional_ci, pp->mutable_conditional_ci());
+  pp->set_unavailable(p.counted == 0);
+}
+
+void SampleToProto(const eval::SampleSummary& s, pb::SampleSummary* ps) {
+  ps->set_sample_index(static_cast<int32_t>(s.sample_index));
+  ps->set_blocks(static_cast<int32_t>(s.blocks));
+  ps->set_mean_accept_length(s.mean_accept_length);
+  ps->set_length(static_cast<int32_t>(s.length));
+  ps->set_first_response_position(static_cast<int32_t>(s.first_response_position));
+  ps->set_accepted_total(s.accepted_total);
+  for (int64_t v : s.counted) ps->add_counted(v);
+  for (int64_t v : s.correct) ps->add_correct(v);
+  for (int64_t v : s.accepted) ps->add_accepted(v);
+  for (int64_t v : s.conditional_counted) ps->add_conditional_counted(v);
+  ps->set_response_tokens(s.response_tokens);
+  ps->set_loop_tokens(s.loop_tokens);
+  ps->set_loop_blocks(s.loop_blocks);
+  ps->set_loop_accepted_total(s.loop_accepted_total);
+  for (int64_t v : s.context_blocks) ps->add_context_blocks(v);
+  for (int64_t v : s.context_accepted) ps->add_context_accepted(v);
+  ps->set_category(s.category);
+  ps->set_language(s.language);
+  ps->set_thinking(s.thinking);
+}
+
+void ShardToProto(const eval::ShardPlacement& sh, pb::ShardPlacement* p) {
+  p->set_first(sh.first);
+  p->set_end(sh.end);
+  p->set_blocks(sh.blocks);
+  p->set_device(sh.device);
+  p->set_server(sh.server);
+  p->set_bytes_read(sh.bytes_read);
+  p->set_seconds(sh.seconds);
+}
+
 // The wire's one convention (top_p 0 = off); ranges, policies and presets
 // are eval/sampling_policy.h's, checked at submit and at run.
 eval::SamplingSetting SettingFromProto(const pb::SamplingSetting& in) {
@@ -85,6 +139,52 @@ eval::SamplingSetting SettingFromProto(const pb::SamplingSetting& in) {
   s.top_p = in.top_p() == 0 ? 1.0 : in.top_p();
   s.top_k = in.top_k();
   return s;
+}
+
+// The mode and the anchor strategy (unspecified: anchor, even).
+absl::Status ModeFromProto(const pb::EvalRequest& in, eval::EvalOptions& o) {
+  switch (in.mode()) {
+    case pb::EVAL_MODE_UNSPECIFIED:
+    case pb::EVAL_MODE_ANCHOR: o.mode = eval::Mode::kAnchor; break;
+    case pb::EVAL_MODE_REPLAY: o.mode = eval::Mode::kReplay; break;
+    default:
+      return absl::InvalidArgumentError(
+          absl::StrCat("mode ", static_cast<int>(in.mode()), " is not anchor or replay"));
+  }
+  switch (in.anchors()) {
+    case pb::ANCHOR_STRATEGY_UNSPECIFIED:
+    case pb::ANCHOR_STRATEGY_EVEN: o.anchors = eval::AnchorStrategy::kEven; break;
+    case pb::ANCHOR_STRATEGY_RANDOM: o.anchors = eval::AnchorStrategy::kRandom; break;
+    case pb::ANCHOR_STRATEGY_ALL: o.anchors = eval::AnchorStrategy::kAll; break;
+    default:
+      return absl::InvalidArgumentError(
+          absl::StrCat("anchors ", static_cast<int>(in.anchors()), " is not even, random or all"));
+  }
+  return absl::OkStatus();
+}
+
+// The intervals (ci, ci_resamples) and the shards, each within its range.
+absl::Status IntervalsAndShardsFromProto(const pb::EvalRequest& in, eval::EvalOptions& o) {
+  if (in.ci() == "none") {
+    o.ci = eval::CiMethod::kNone;
+  } else if (!in.ci().empty() && in.ci() != "bootstrap") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("ci must be bootstrap or none (empty = bootstrap); got '", in.ci(), "'"));
+  }
+  RETURN_IF_ERROR(NonNegative("ci_resamples", in.ci_resamples()));
+  if (in.ci_resamples() > kMaxCiResamples) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("ci_resamples must be <= ", kMaxCiResamples, "; got ", in.ci_resamples()));
+  }
+  if (in.ci_resamples() > 0) o.ci_resamples = in.ci_resamples();
+  RETURN_IF_ERROR(NonNegative("shards", in.shards()));
+  constexpr int kMaxShards = 4096;
+  if (in.shards() > kMaxShards) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("shards must be <= ", kMaxShards, "; got ", in.shards()));
+  }
+  o.shards = in.shards();
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -106,51 +206,9 @@ void ToProto(const eval::EvalResult& in, pb::EvalResult* out) {
   out->set_labels_in_draft_vocab(in.labels_in_draft_vocab);
   out->set_accept_length_pooled(in.accept_length_pooled);
   out->set_tau(in.tau);
-  for (const eval::PositionMetrics& p : in.positions) {
-    pb::PositionMetrics* pp = out->add_positions();
-    pp->set_position(p.position);
-    pp->set_counted(p.counted);
-    pp->set_correct(p.correct);
-    pp->set_accuracy(p.accuracy);
-    pp->set_accepted(p.accepted);
-    pp->set_acceptance(p.acceptance);
-    pp->set_conditional_counted(p.conditional_counted);
-    pp->set_conditional(p.conditional);
-    pp->set_mean_cross_entropy(p.mean_cross_entropy);
-    pp->set_unary_correct(p.unary_correct);
-    pp->set_unary_accuracy(p.unary_accuracy);
-    pp->set_covered(p.covered);
-    pp->set_coverage(p.coverage);
-    pp->set_tf_correct(p.tf_correct);
-    pp->set_tf_accuracy(p.tf_accuracy);
-    if (p.accuracy_ci) SetInterval(p.accuracy_ci, pp->mutable_accuracy_ci());
-    if (p.acceptance_ci) SetInterval(p.acceptance_ci, pp->mutable_acceptance_ci());
-    if (p.conditional_ci) SetInterval(p.conditional_ci, pp->mutable_conditional_ci());
-    pp->set_unavailable(p.counted == 0);
-  }
+  for (const eval::PositionMetrics& p : in.positions) PositionToProto(p, out->add_positions());
   for (int64_t h : in.accepted_histogram) out->add_accepted_histogram(h);
-  for (const eval::SampleSummary& s : in.per_sample) {
-    pb::SampleSummary* ps = out->add_per_sample();
-    ps->set_sample_index(static_cast<int32_t>(s.sample_index));
-    ps->set_blocks(static_cast<int32_t>(s.blocks));
-    ps->set_mean_accept_length(s.mean_accept_length);
-    ps->set_length(static_cast<int32_t>(s.length));
-    ps->set_first_response_position(static_cast<int32_t>(s.first_response_position));
-    ps->set_accepted_total(s.accepted_total);
-    for (int64_t v : s.counted) ps->add_counted(v);
-    for (int64_t v : s.correct) ps->add_correct(v);
-    for (int64_t v : s.accepted) ps->add_accepted(v);
-    for (int64_t v : s.conditional_counted) ps->add_conditional_counted(v);
-    ps->set_response_tokens(s.response_tokens);
-    ps->set_loop_tokens(s.loop_tokens);
-    ps->set_loop_blocks(s.loop_blocks);
-    ps->set_loop_accepted_total(s.loop_accepted_total);
-    for (int64_t v : s.context_blocks) ps->add_context_blocks(v);
-    for (int64_t v : s.context_accepted) ps->add_context_accepted(v);
-    ps->set_category(s.category);
-    ps->set_language(s.language);
-    ps->set_thinking(s.thinking);
-  }
+  for (const eval::SampleSummary& x : in.per_sample) SampleToProto(x, out->add_per_sample());
   out->set_setup_seconds(in.setup_seconds);
   out->set_compute_seconds(in.compute_seconds);
   out->set_tokens_per_second(in.tokens_per_second);
@@ -175,16 +233,7 @@ void ToProto(const eval::EvalResult& in, pb::EvalResult* out) {
   out->set_selector_near_ties(in.selector_near_ties);
   out->set_positions_to_first_miss(in.positions_to_first_miss);
   out->set_context_positions(in.context_positions);
-  for (const eval::ShardPlacement& sh : in.shards) {
-    pb::ShardPlacement* p = out->add_shards();
-    p->set_first(sh.first);
-    p->set_end(sh.end);
-    p->set_blocks(sh.blocks);
-    p->set_device(sh.device);
-    p->set_server(sh.server);
-    p->set_bytes_read(sh.bytes_read);
-    p->set_seconds(sh.seconds);
-  }
+  for (const eval::ShardPlacement& sh : in.shards) ShardToProto(sh, out->add_shards());
   SampledToProto(in, out);
   SlicesToProto(in, out);
   if (in.accept_length_ci) SetInterval(in.accept_length_ci, out->mutable_accept_length_ci());
@@ -209,23 +258,7 @@ absl::StatusOr<core::EvalParams> FromProto(const pb::EvalRequest& in) {
   p.dataset = in.dataset();
   p.target = in.target();
   eval::EvalOptions& o = p.options;
-  switch (in.mode()) {
-    case pb::EVAL_MODE_UNSPECIFIED:
-    case pb::EVAL_MODE_ANCHOR: o.mode = eval::Mode::kAnchor; break;
-    case pb::EVAL_MODE_REPLAY: o.mode = eval::Mode::kReplay; break;
-    default:
-      return absl::InvalidArgumentError(
-          absl::StrCat("mode ", static_cast<int>(in.mode()), " is not anchor or replay"));
-  }
-  switch (in.anchors()) {
-    case pb::ANCHOR_STRATEGY_UNSPECIFIED:
-    case pb::ANCHOR_STRATEGY_EVEN: o.anchors = eval::AnchorStrategy::kEven; break;
-    case pb::ANCHOR_STRATEGY_RANDOM: o.anchors = eval::AnchorStrategy::kRandom; break;
-    case pb::ANCHOR_STRATEGY_ALL: o.anchors = eval::AnchorStrategy::kAll; break;
-    default:
-      return absl::InvalidArgumentError(
-          absl::StrCat("anchors ", static_cast<int>(in.anchors()), " is not even, random or all"));
-  }
+  RETURN_IF_ERROR(ModeFromProto(in, o));
   for (auto [field, v] : {std::pair<const char*, int64_t>{"max_samples", in.max_samples()},
                           {"max_blocks", in.max_blocks()},
                           {"block_size", in.block_size()},
@@ -264,25 +297,7 @@ absl::StatusOr<core::EvalParams> FromProto(const pb::EvalRequest& in) {
     o.policies.push_back(policy);
   }
   o.engine = in.engine();
-  if (in.ci() == "none") {
-    o.ci = eval::CiMethod::kNone;
-  } else if (!in.ci().empty() && in.ci() != "bootstrap") {
-    return absl::InvalidArgumentError(
-        absl::StrCat("ci must be bootstrap or none (empty = bootstrap); got '", in.ci(), "'"));
-  }
-  RETURN_IF_ERROR(NonNegative("ci_resamples", in.ci_resamples()));
-  if (in.ci_resamples() > kMaxCiResamples) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("ci_resamples must be <= ", kMaxCiResamples, "; got ", in.ci_resamples()));
-  }
-  if (in.ci_resamples() > 0) o.ci_resamples = in.ci_resamples();
-  RETURN_IF_ERROR(NonNegative("shards", in.shards()));
-  constexpr int kMaxShards = 4096;
-  if (in.shards() > kMaxShards) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("shards must be <= ", kMaxShards, "; got ", in.shards()));
-  }
-  o.shards = in.shards();
+  RETURN_IF_ERROR(IntervalsAndShardsFromProto(in, o));
   return p;
 }
 
