@@ -24,9 +24,9 @@
 
 #include "absl/status/statusor.h"
 #include "common/status_macros.h"
+#include "config/drafter_config_reader.h"
 #include "data/eval_dataset.h"
 #include "file_read.h"
-#include "model/drafter_config.h"
 #include "model/drafter_model.h"
 #include "model/drafter_schema.h"
 #include "weights/checkpoint_open.h"

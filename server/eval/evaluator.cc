@@ -483,7 +483,7 @@ EvalProgress InitialProgress(const data::EvalDataset& dataset, const EvalOptions
 // Bytes a token's context takes while its group is scored: the projected
 // hidden state and each layer's keys and values, in the drafter's dtype.
 int64_t ContextBytesPerToken(const model::DrafterModel& drafter) {
-  const model::DrafterConfig& c = drafter.config();
+  const config::DrafterConfig& c = drafter.config();
   const int64_t elems =
       c.hidden_size + 2 * c.num_hidden_layers * c.num_key_value_heads * c.head_dim;
   return elems * static_cast<int64_t>(c10::elementSize(drafter.dtype()));
@@ -706,7 +706,7 @@ absl::StatusOr<PartsRun> RunParts(const Placement& placement, const data::EvalDa
 absl::Status CheckCompatible(const model::DrafterModel& drafter,
                              const weights::TargetTensors& target, const data::EvalDataset& dataset,
                              const EvalOptions& options) {
-  const model::DrafterConfig& cfg = drafter.config();
+  const config::DrafterConfig& cfg = drafter.config();
   RETURN_IF_ERROR(dataset.CheckLayers(cfg.target_layer_ids));
   const int64_t k = cfg.num_target_features();
   if (dataset.hidden_size() != target.hidden_size) {
@@ -865,8 +865,8 @@ absl::StatusOr<EvalResult> FinishParts(const Placement& placement, const data::E
   result->tokens_per_second =
       result->compute_seconds > 0 ? result->tokens_scored / result->compute_seconds : 0;
   result->device = drafter.device().str();
-  const model::DrafterConfig& cfg = drafter.config();
-  result->family = model::FamilyName(cfg.family);
+  const config::DrafterConfig& cfg = drafter.config();
+  result->family = config::FamilyName(cfg.family);
   result->semantics = model::SemanticsName(options.semantics);
   result->semantics_reference = model::SemanticsReference(options.semantics);
   result->selector_top_k = cfg.selector_top_k;
