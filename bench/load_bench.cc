@@ -131,7 +131,7 @@ absl::Status Run(const Args& args) {
   policy.enabled = !args.no_mmap;
   const LoadFn drafter = [&]() -> absl::StatusOr<Loaded> {
     ASSIGN_OR_RETURN(auto opened, dflash::weights::OpenCheckpoint(args.drafter, ""));
-    ASSIGN_OR_RETURN(auto cfg, dflash::model::ParseDrafterConfigFile(opened.config_path));
+    ASSIGN_OR_RETURN(auto cfg, dflash::config::ParseDrafterConfigFile(opened.config_path));
     dflash::weights::ValidateOptions vo;
     vo.ignore = dflash::model::DrafterIgnoreRules();
     ASSIGN_OR_RETURN(auto report,
