@@ -24,9 +24,9 @@
 
 #include "absl/status/statusor.h"
 #include "common/status_macros.h"
+#include "config/drafter_config_reader.h"
 #include "data/eval_dataset.h"
 #include "file_read.h"
-#include "model/drafter_config.h"
 #include "model/drafter_model.h"
 #include "model/drafter_schema.h"
 #include "weights/checkpoint_open.h"
@@ -131,7 +131,7 @@ absl::Status Run(const Args& args) {
   policy.enabled = !args.no_mmap;
   const LoadFn drafter = [&]() -> absl::StatusOr<Loaded> {
     ASSIGN_OR_RETURN(auto opened, dflash::weights::OpenCheckpoint(args.drafter, ""));
-    ASSIGN_OR_RETURN(auto cfg, dflash::model::ParseDrafterConfigFile(opened.config_path));
+    ASSIGN_OR_RETURN(auto cfg, dflash::config::ParseDrafterConfigFile(opened.config_path));
     dflash::weights::ValidateOptions vo;
     vo.ignore = dflash::model::DrafterIgnoreRules();
     ASSIGN_OR_RETURN(auto report,

@@ -31,10 +31,10 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "config/drafter_config_reader.h"
 #include "eval/anchors.h"
 #include "eval/evaluator.h"
 #include "file_read.h"
-#include "model/drafter_config.h"
 #include "model/drafter_model.h"
 #include "model/drafter_schema.h"
 #include "weights/checkpoint_open.h"
@@ -97,7 +97,7 @@ struct FlopCount {
   double total() const { return context + layers + attention + head; }
 };
 
-FlopCount CountFlops(const dflash::model::DrafterConfig& c, int64_t V,
+FlopCount CountFlops(const dflash::config::DrafterConfig& c, int64_t V,
                      const dflash::data::EvalDataset& ds, const EvalOptions& o,
                      const dflash::eval::EvalResult& r) {
   const double H = c.hidden_size, nh = c.num_attention_heads, nkv = c.num_key_value_heads;
@@ -186,7 +186,7 @@ absl::StatusOr<std::string> Run(const Args& args) {
   rss0 = ProcStatus("VmRSS");
   t = Clock::now();
   ASSIGN_OR_RETURN(auto opened, dflash::weights::OpenCheckpoint(args.drafter, ""));
-  ASSIGN_OR_RETURN(auto cfg, dflash::model::ParseDrafterConfigFile(opened.config_path));
+  ASSIGN_OR_RETURN(auto cfg, dflash::config::ParseDrafterConfigFile(opened.config_path));
   dflash::weights::ValidateOptions vo;
   vo.ignore = dflash::model::DrafterIgnoreRules();
   ASSIGN_OR_RETURN(auto report,

@@ -5,7 +5,8 @@ and on an include circle between files, inside a folder too.
 The "Layer order" table of docs/architecture.md (between <!-- layers:begin/end -->) names,
 for each server/ folder, the layers it uses and whether it may include torch
 or gRPC headers. A folder may include itself and anything it uses, directly or
-through another layer. Prints one line per offence (file:line, the include,
+through another layer; a folder's internal/ headers (server/<layer>/internal/)
+are for that folder alone. Prints one line per offence (file:line, the include,
 why) and exits 1; exits 0 and says how many includes it checked otherwise.
 
 A circle is counted between units: a header and its .cc are one unit, so
@@ -62,8 +63,10 @@ def check(root):
     if missing:
         problems.append('docs/architecture.md: server/ folders missing from the layer table: '
                         f'{missing}')
-    files = [(f, f.parent.name) for f in server.rglob('*') if f.suffix in ('.h', '.cc')
-             and f.parent != server]
+    # A file's layer is its first folder under server/ (config/internal/x.cc
+    # belongs to config).
+    files = [(f, f.relative_to(server).parts[0]) for f in server.rglob('*')
+             if f.suffix in ('.h', '.cc') and f.parent != server]
     files += [(f, f.name) for f in server.glob('*.cc')]
     for f, layer in sorted(files):
         if layer not in layers:
@@ -78,7 +81,10 @@ def check(root):
             inc = m.group(1)
             where = f'{f.relative_to(root)}:{lineno}: #include "{inc}"'
             head = inc.split('/')[0]
-            if '/' in inc and head in folders and head not in allowed:
+            if '/' in inc and head in folders and inc.split('/')[1:2] == ['internal'] \
+                    and head != layer:
+                problems.append(f'{where}: {head}/internal/ is internal to {head}')
+            elif '/' in inc and head in folders and head not in allowed:
                 problems.append(f'{where}: {layer} may not use {head} '
                                 f'(it uses {", ".join(sorted(allowed - {layer})) or "nothing"})')
             elif TORCH.search(inc) and not torch_ok:
@@ -168,6 +174,10 @@ def self_test():
                                'low/z.h': '', 'low/z.cc': '#include "low/x.h"'}, 1),
         'no circle': ({'low/x.h': '', 'low/x.cc': '#include "low/x.h"\n#include "low/y.h"',
                        'low/y.h': ''}, 0),
+        'internal': ({'mid/internal/e.cc': '#include "low/b.h"\n#include "mid/a.h"',
+                      'mid/a.cc': '#include "mid/internal/e.h"',
+                      'top/c.cc': '#include "mid/internal/e.h"'}, 1),
+        'internal upward': ({'low/internal/f.cc': '#include "mid/a.h"'}, 1),
     }
     for name, (files, want) in cases.items():
         with tempfile.TemporaryDirectory() as d:

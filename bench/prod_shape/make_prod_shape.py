@@ -55,7 +55,7 @@ POOL_ELEMS = (16 << 20) + 7919  # >= CHUNK_ELEMS; not a multiple of any row leng
 
 
 def drafter_config(s):
-    """The server's keys (server/model/drafter_config.cc, draft_keys.cc), in
+    """The server's keys (server/config/internal/key_table.cc), in
     the transformers 5.x spelling make_fixture.py's DFlash 2 fixture uses."""
     return {
         "architectures": ["DFlash2DraftModel"],

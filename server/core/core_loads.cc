@@ -10,11 +10,11 @@
 #include "common/fix_hint.h"
 #include "common/status_macros.h"
 #include "common/torch_guard.h"
+#include "config/drafter_config_reader.h"
 #include "core/eval_core_impl.h"
 #include "core/placement.h"
 #include "core/resident.h"
 #include "core/resident_budget.h"
-#include "model/drafter_config.h"
 #include "model/drafter_schema.h"
 #include "weights/checkpoint_open.h"
 #include "weights/weight_map.h"
@@ -35,17 +35,17 @@ double SecondsSince(Clock::time_point start) {
 // A checkpoint opened, its config parsed and its weight map validated.
 struct CheckedCheckpoint {
   weights::OpenedCheckpoint opened;
-  model::DrafterConfig config;
+  config::DrafterConfig config;
   weights::WeightReport report;
 };
 
 // Facts that tie the weights to the config, and the mismatch that the
 // original harness never caught: fc's width against target_layer_ids.
-void AddConfigFacts(const model::DrafterConfig& cfg, int64_t target_hidden,
+void AddConfigFacts(const config::DrafterConfig& cfg, int64_t target_hidden,
                     weights::WeightReport& report) {
   const int64_t k = cfg.num_target_features();
-  report.facts.push_back(model::DescribeConfig(cfg));
-  for (std::string& line : model::DescribeDraftKeys(cfg)) report.facts.push_back(std::move(line));
+  report.facts.push_back(config::DescribeConfig(cfg));
+  for (std::string& line : config::DescribeDraftKeys(cfg)) report.facts.push_back(std::move(line));
   for (const weights::TensorEntry& t : report.tensors) {
     if (t.name != "fc.weight" || t.shape.size() != 2) continue;
     const int64_t width = t.shape[1];
@@ -107,7 +107,7 @@ static absl::StatusOr<CheckedCheckpoint> CheckCheckpoint(const DataRoots& roots,
   }
   CheckedCheckpoint c;
   ASSIGN_OR_RETURN(c.opened, weights::OpenCheckpoint(resolved, resolved_config));
-  ASSIGN_OR_RETURN(c.config, model::ParseDrafterConfigFile(c.opened.config_path));
+  ASSIGN_OR_RETURN(c.config, config::ParseDrafterConfigFile(c.opened.config_path));
   const int64_t target_hidden =
       check.target_hidden > 0 ? check.target_hidden : c.config.hidden_size;
   weights::ValidateOptions options;
@@ -244,7 +244,7 @@ absl::StatusOr<LoadResult> EvalCoreImpl::DoLoadDrafter(const LoadDrafterParams& 
   info.bytes = entry.model->bytes();
   info.mapped_bytes = mapping->mapped_bytes();
   info.fingerprint = c.report.fingerprint;
-  info.summary = model::DescribeConfig(c.config);
+  info.summary = config::DescribeConfig(c.config);
   info.has_selector = entry.model->selector() != nullptr;
   info.load_time_unix_micros = NowUnixMicros();
   info.load_seconds = SecondsSince(start);

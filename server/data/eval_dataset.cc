@@ -194,6 +194,32 @@ absl::StatusOr<DatasetSample> MoveSample(HostSample& host, const SampleFile& fil
       });
 }
 
+// The feature group whose columns are the final hidden state, or -1 (none
+// declared, or a key of its own).
+int FinalHiddenGroup(const Declared& declared) {
+  int final_group = -1;
+  if (declared.final_hidden.has_value()) {
+    for (size_t g = 0; g < declared.groups.size(); ++g) {
+      if (declared.groups[g].key == declared.final_hidden->key) final_group = static_cast<int>(g);
+    }
+  }
+  return final_group;
+}
+
+// What every sample file must hold, from the declaration.
+SampleExpectations Expectations(const Declared& declared, int64_t vocab_size, int final_group) {
+  SampleExpectations expect;
+  expect.groups = declared.groups;
+  expect.hidden_size = declared.hidden_size;
+  expect.hidden_size_from_manifest = declared.hidden_size > 0;
+  expect.vocab_size = vocab_size;
+  if (declared.final_hidden.has_value() && final_group < 0) {
+    expect.final_hidden_key = declared.final_hidden->key;
+  }
+  expect.responses = declared.responses;
+  return expect;
+}
+
 }  // namespace
 
 std::vector<int> EvalDataset::layer_ids() const {
@@ -220,26 +246,12 @@ absl::StatusOr<EvalDataset> EvalDataset::Load(const DatasetLoadOptions& options)
   ds.groups_ = declared.groups;
   ds.name_ = DatasetName(options, declared);
   ds.final_hidden_ = declared.final_hidden;
-  // The final hidden state is a feature group's columns, or a key of its own.
-  int final_group = -1;
-  if (declared.final_hidden.has_value()) {
-    for (size_t g = 0; g < declared.groups.size(); ++g) {
-      if (declared.groups[g].key == declared.final_hidden->key) final_group = static_cast<int>(g);
-    }
-  }
+  const int final_group = FinalHiddenGroup(declared);
   ds.numbering_ = declared.numbering;
   ds.responses_ = declared.responses;
   ASSIGN_OR_RETURN(const auto metadata, ReadSampleMetadata(options.path, declared.sample_metadata));
 
-  SampleExpectations expect;
-  expect.groups = declared.groups;
-  expect.hidden_size = declared.hidden_size;
-  expect.hidden_size_from_manifest = declared.hidden_size > 0;
-  expect.vocab_size = options.vocab_size;
-  if (declared.final_hidden.has_value() && final_group < 0) {
-    expect.final_hidden_key = declared.final_hidden->key;
-  }
-  expect.responses = declared.responses;
+  SampleExpectations expect = Expectations(declared, options.vocab_size, final_group);
 
   DatasetHash hash = HashGroups(ds.groups_, declared.final_hidden);
   ds.load_ = options;

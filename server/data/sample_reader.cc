@@ -74,12 +74,11 @@ absl::StatusOr<at::Tensor> ReadFinalHidden(const weights::TensorSource& src, con
   return f.contiguous();
 }
 
-absl::StatusOr<HostSample> ReadSampleImpl(const std::string& path,
-                                          const SampleExpectations& expect) {
-  if (IsVllmCaptureName(path.substr(path.rfind('/') + 1))) return ReadVllmCapture(path, expect);
-  ASSIGN_OR_RETURN(weights::TensorSourcePtr src, weights::OpenTorchPt(path));
-  HostSample out;
-  ASSIGN_OR_RETURN(at::Tensor ids, ReadKey(*src, "input_ids", "tensor"));
+// input_ids [L] (integers, within the vocabulary when it is known) and
+// loss_mask [L] (0/1) into out.
+absl::Status ReadTokensAndMask(const weights::TensorSource& src, const SampleExpectations& expect,
+                               HostSample& out) {
+  ASSIGN_OR_RETURN(at::Tensor ids, ReadKey(src, "input_ids", "tensor"));
   ASSIGN_OR_RETURN(ids, AsVector(ids, "input_ids"));
   if (!at::isIntegralType(ids.scalar_type(), /*includeBool=*/false)) {
     return Bad(absl::StrCat("'input_ids' has dtype ", TypeName(ids.scalar_type()),
@@ -89,7 +88,7 @@ absl::StatusOr<HostSample> ReadSampleImpl(const std::string& path,
   if (length == 0) return Bad("'input_ids' is empty");
   out.input_ids = ids.to(at::kLong).contiguous();
 
-  ASSIGN_OR_RETURN(at::Tensor mask, ReadKey(*src, "loss_mask", "tensor"));
+  ASSIGN_OR_RETURN(at::Tensor mask, ReadKey(src, "loss_mask", "tensor"));
   ASSIGN_OR_RETURN(mask, AsVector(mask, "loss_mask"));
   if (!at::isIntegralType(mask.scalar_type(), /*includeBool=*/true)) {
     return Bad(absl::StrCat("'loss_mask' has dtype ", TypeName(mask.scalar_type()),
@@ -120,6 +119,16 @@ absl::StatusOr<HostSample> ReadSampleImpl(const std::string& path,
       }
     }
   }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<HostSample> ReadSampleImpl(const std::string& path,
+                                          const SampleExpectations& expect) {
+  if (IsVllmCaptureName(path.substr(path.rfind('/') + 1))) return ReadVllmCapture(path, expect);
+  ASSIGN_OR_RETURN(weights::TensorSourcePtr src, weights::OpenTorchPt(path));
+  HostSample out;
+  RETURN_IF_ERROR(ReadTokensAndMask(*src, expect, out));
+  const int64_t length = out.input_ids.size(0);
 
   int64_t hidden = expect.hidden_size;
   c10::optional<c10::ScalarType> dtype = expect.feature_dtype;

@@ -105,7 +105,7 @@ absl::StatusOr<BlockScorer::Drafted> BlockScorer::Forward(
     const std::vector<BlockRequest>& blocks, const model::ContextCache& context) const {
   const int64_t nb = static_cast<int64_t>(blocks.size());
   const int64_t B = block_size_;
-  const model::DrafterConfig& cfg = drafter_.config();
+  const config::DrafterConfig& cfg = drafter_.config();
   const HostBlockInputs host = MakeBlockInputs(blocks, B, cfg.mask_token_id, semantics_);
 
   const c10::Device device = drafter_.device();
@@ -130,7 +130,7 @@ absl::StatusOr<BlockScorer::Drafted> BlockScorer::Forward(
 }
 
 VocabProjector BlockScorer::Projector() const {
-  const model::DrafterConfig& cfg = drafter_.config();
+  const config::DrafterConfig& cfg = drafter_.config();
   const model::DraftVocab* vocab = drafter_.draft_vocab();
   VocabProjector projector(vocab != nullptr ? vocab->lm_head : target_.lm_head,
                            LogitsTransform{cfg.output_multiplier, cfg.final_logit_softcapping},

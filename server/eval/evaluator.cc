@@ -36,7 +36,7 @@ using Clock = std::chrono::steady_clock;
 absl::Status CheckCompatible(const model::DrafterModel& drafter,
                              const weights::TargetTensors& target, const data::EvalDataset& dataset,
                              const EvalOptions& options) {
-  const model::DrafterConfig& cfg = drafter.config();
+  const config::DrafterConfig& cfg = drafter.config();
   RETURN_IF_ERROR(dataset.CheckLayers(cfg.target_layer_ids));
   const int64_t k = cfg.num_target_features();
   if (dataset.hidden_size() != target.hidden_size) {
@@ -195,8 +195,8 @@ absl::StatusOr<EvalResult> FinishParts(const Placement& placement, const data::E
   result->tokens_per_second =
       result->compute_seconds > 0 ? result->tokens_scored / result->compute_seconds : 0;
   result->device = drafter.device().str();
-  const model::DrafterConfig& cfg = drafter.config();
-  result->family = model::FamilyName(cfg.family);
+  const config::DrafterConfig& cfg = drafter.config();
+  result->family = config::FamilyName(cfg.family);
   result->semantics = model::SemanticsName(options.semantics);
   result->semantics_reference = model::SemanticsReference(options.semantics);
   result->selector_top_k = cfg.selector_top_k;

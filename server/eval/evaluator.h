@@ -14,6 +14,7 @@
 #include "absl/status/statusor.h"
 #include "data/eval_dataset.h"
 #include "eval/eval_part.h"
+#include "eval/placement.h"
 #include "model/drafter_model.h"
 #include "types/eval_types.h"
 #include "weights/target_tensors.h"
@@ -30,26 +31,6 @@ namespace dflash::eval {
 absl::Status CheckCompatible(const model::DrafterModel& drafter,
                              const weights::TargetTensors& target, const data::EvalDataset& dataset,
                              const EvalOptions& options);
-
-// Where an evaluation may run (issue 30): device slots, each with the
-// drafter and target it uses there (the same objects for CPU slots), and
-// the server's intra-op threads, shared out among the slots that run at
-// once.
-struct DeviceSlot {
-  const model::DrafterModel* drafter = nullptr;
-  const weights::TargetTensors* target = nullptr;
-  std::string name;  // "cpu", "cpu#1", "cuda:1": shown in each shard's placement
-};
-struct Placement {
-  std::vector<DeviceSlot> slots;
-  int threads = 0;  // the server's intra-op threads; 0: left as they are
-  // Sets the process's intra-op (and BLAS) threads (core/device.h).
-  std::function<void(int)> set_threads;
-  std::string server;  // names the server in each shard's placement
-  // The caller ran CheckCompatible on the first slot's objects already (the
-  // core does, before anything costly): it is not run twice.
-  bool compatibility_checked = false;
-};
 
 // The samples split into contiguous ranges (options.shards, else one per
 // slot; a streamed dataset in chunks within its budget, each read while the

@@ -37,7 +37,7 @@ EvalProgress InitialProgress(const data::EvalDataset& dataset, const EvalOptions
 // Bytes a token's context takes while its group is scored: the projected
 // hidden state and each layer's keys and values, in the drafter's dtype.
 int64_t ContextBytesPerToken(const model::DrafterModel& drafter) {
-  const model::DrafterConfig& c = drafter.config();
+  const config::DrafterConfig& c = drafter.config();
   const int64_t elems =
       c.hidden_size + 2 * c.num_hidden_layers * c.num_key_value_heads * c.head_dim;
   return elems * static_cast<int64_t>(c10::elementSize(drafter.dtype()));

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "data/eval_dataset.h"
-#include "eval/evaluator.h"
+#include "eval/placement.h"
 #include "eval/shard_plan.h"
 #include "types/eval_types.h"
 

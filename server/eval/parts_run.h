@@ -12,7 +12,7 @@
 #include "absl/status/statusor.h"
 #include "data/eval_dataset.h"
 #include "eval/eval_part.h"
-#include "eval/evaluator.h"
+#include "eval/placement.h"
 #include "eval/shard_plan.h"
 #include "types/eval_types.h"
 

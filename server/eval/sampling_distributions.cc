@@ -15,7 +15,7 @@ namespace {
 
 // The drafter's logits for hidden rows, as block_scorer computes them.
 at::Tensor DrafterLogits(const at::Tensor& h, const weights::TargetTensors& target,
-                         const model::DrafterConfig& cfg) {
+                         const config::DrafterConfig& cfg) {
   const LogitsTransform transform{cfg.output_multiplier, cfg.final_logit_softcapping};
   return transform.Apply(at::mm(h, target.lm_head.t()).to(at::kFloat));
 }

@@ -23,20 +23,13 @@
 // be modified once it has been placed inside another value.
 #pragma once
 
-#include <cstdint>
-
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "formats/pickle_limits.h"
 #include "formats/pickle_value.h"
 
 namespace dflash::weights {
 
-struct PickleLimits {
-  int max_depth = 1000;                  // nesting of containers
-  int64_t max_container_size = 1 << 24;  // items of one list/tuple/dict
-  int64_t max_memo_size = 1 << 22;       // memo entries
-  int64_t max_stack_size = 1 << 24;      // stack plus mark stack
-};
 
 // Parses one pickle, up to STOP (later bytes are ignored, as in Python). Bad or
 // unsupported input -> InvalidArgument starting with "pickle: ", e.g.

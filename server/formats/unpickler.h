@@ -14,7 +14,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "common/status_macros.h"
-#include "formats/pickle_reader.h"
+#include "formats/pickle_limits.h"
 #include "formats/pickle_value.h"
 
 namespace dflash::weights {

@@ -101,9 +101,10 @@ using LayerWeights = std::array<at::Tensor, kNumLayerTensors>;
 
 // Shape, dtype and placement of the block inputs, the per-block index
 // tensors (lengths may be undefined) and the context cache's layer count.
-absl::Status CheckBlockInputs(const DrafterConfig& c, const at::Tensor& fc, const at::Tensor& x0,
-                              const at::Tensor& anchors, const at::Tensor& seq,
-                              const at::Tensor& lengths, const ContextCache& context) {
+absl::Status CheckBlockInputs(const config::DrafterConfig& c, const at::Tensor& fc,
+                              const at::Tensor& x0, const at::Tensor& anchors,
+                              const at::Tensor& seq, const at::Tensor& lengths,
+                              const ContextCache& context) {
   const c10::ScalarType dtype = fc.scalar_type();
   // Blocks may be shorter than the drafter's block_size (a B=16 drafter
   // scored at B=8 runs 8-slot blocks), never longer.
@@ -224,7 +225,7 @@ struct BlockPass {
 
 // Layer li's attention from its (normed, DFlash 2: convolved) input y
 // [nb, B, H] to the output projection [nb, B, H].
-at::Tensor SelfAttention(const DrafterConfig& c, const LayerWeights& l, int64_t li,
+at::Tensor SelfAttention(const config::DrafterConfig& c, const LayerWeights& l, int64_t li,
                          const at::Tensor& y, const BlockPass& pass, const ContextCache& context) {
   const int64_t nb = pass.nb, B = pass.B;
   const int64_t nh = c.num_attention_heads, nkv = c.num_key_value_heads;
@@ -247,8 +248,8 @@ at::Tensor SelfAttention(const DrafterConfig& c, const LayerWeights& l, int64_t 
 
 // One decoder layer: x + attention, then + MLP, each wrapped in DFlash 2's
 // dynamic convs.
-at::Tensor DecoderLayer(const DrafterConfig& c, const LayerWeights& l, int64_t li, at::Tensor x,
-                        const BlockPass& pass, const ContextCache& context) {
+at::Tensor DecoderLayer(const config::DrafterConfig& c, const LayerWeights& l, int64_t li,
+                        at::Tensor x, const BlockPass& pass, const ContextCache& context) {
   const bool dflash2 = c.is_dflash2();
   at::Tensor y = RmsNorm(x, l[kInputNorm], c.rms_norm_eps);
   at::Tensor d_attn;  // DFlash 2: the attention conv's side-1 coefficients
@@ -276,7 +277,7 @@ at::Tensor DecoderLayer(const DrafterConfig& c, const LayerWeights& l, int64_t l
 
 }  // namespace
 
-std::vector<AttentionRule> AttentionRules(const DrafterConfig& c, Semantics semantics) {
+std::vector<AttentionRule> AttentionRules(const config::DrafterConfig& c, Semantics semantics) {
   std::vector<AttentionRule> rules(c.num_hidden_layers);
   for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
     const bool sliding = c.sliding[i];
@@ -297,7 +298,7 @@ absl::StatusOr<at::Tensor> DrafterModel::ForwardBlocks(const at::Tensor& x0,
                                                        const at::Tensor& seq,
                                                        const ContextCache& context,
                                                        const BlockOptions& options) const {
-  const DrafterConfig& c = config_;
+  const config::DrafterConfig& c = config_;
   RETURN_IF_ERROR(CheckBlockInputs(c, fc_, x0, anchors, seq, options.lengths, context));
   const int64_t B = x0.size(1);
   ASSIGN_OR_RETURN(HostBlocks host, ReadBlocks(anchors, seq, options.lengths, B, context));

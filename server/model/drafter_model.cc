@@ -29,13 +29,13 @@ std::string DTypeStr(c10::ScalarType t) {
 // The config's own consistency, then fc.weight, which fixes the target
 // hidden size (its width / K), the dtype and the device of every tensor.
 absl::StatusOr<const at::Tensor*> CheckConfigAndFc(
-    const DrafterConfig& c, const std::map<std::string, at::Tensor>& weights) {
+    const config::DrafterConfig& c, const std::map<std::string, at::Tensor>& weights) {
   if (c.num_hidden_layers <= 0 || c.hidden_size <= 0 || c.head_dim <= 0 ||
       c.num_key_value_heads <= 0 || c.num_attention_heads % c.num_key_value_heads != 0 ||
       c.num_target_features() == 0 ||
       static_cast<int64_t>(c.sliding.size()) != c.num_hidden_layers) {
     return absl::InvalidArgumentError(
-        absl::StrCat("drafter config is inconsistent: ", DescribeConfig(c)));
+        absl::StrCat("drafter config is inconsistent: ", config::DescribeConfig(c)));
   }
   auto fc_it = weights.find("fc.weight");
   if (fc_it == weights.end() || !fc_it->second.defined()) {
@@ -60,8 +60,8 @@ absl::StatusOr<const at::Tensor*> CheckConfigAndFc(
 
 // Every schema tensor: present when required, with its shape and fc's dtype
 // and device; and no tensor the schema does not name.
-absl::Status CheckWeights(const DrafterConfig& c, const std::map<std::string, at::Tensor>& weights,
-                          const at::Tensor& fc) {
+absl::Status CheckWeights(const config::DrafterConfig& c,
+                          const std::map<std::string, at::Tensor>& weights, const at::Tensor& fc) {
   const int64_t K = c.num_target_features();
   const c10::ScalarType dtype = fc.scalar_type();
   const c10::Device device = fc.device();
@@ -105,7 +105,7 @@ absl::Status CheckWeights(const DrafterConfig& c, const std::map<std::string, at
 // lm_head, d2t and t2d (all three, none, or with the full vocabulary the
 // head alone: identity): d2t maps the draft indices onto distinct target
 // ids, and t2d marks exactly those ids.
-absl::StatusOr<DraftVocab> BuildDraftVocab(const DrafterConfig& c, const at::Tensor& head,
+absl::StatusOr<DraftVocab> BuildDraftVocab(const config::DrafterConfig& c, const at::Tensor& head,
                                            const at::Tensor& d2t, const at::Tensor& t2d) {
   DraftVocab v;
   const int present = head.defined() + d2t.defined() + t2d.defined();
@@ -155,9 +155,9 @@ absl::StatusOr<DraftVocab> BuildDraftVocab(const DrafterConfig& c, const at::Ten
 
 }  // namespace
 
-absl::StatusOr<DrafterModel> DrafterModel::Create(DrafterConfig config,
+absl::StatusOr<DrafterModel> DrafterModel::Create(config::DrafterConfig config,
                                                   std::map<std::string, at::Tensor> weights) {
-  const DrafterConfig& c = config;
+  const config::DrafterConfig& c = config;
   ASSIGN_OR_RETURN(const at::Tensor* fc, CheckConfigAndFc(c, weights));
   RETURN_IF_ERROR(CheckWeights(c, weights, *fc));
   const c10::Device device = fc->device();
@@ -234,7 +234,7 @@ int64_t DrafterModel::bytes() const {
 
 absl::StatusOr<ContextCache> DrafterModel::EncodeContext(
     const std::vector<at::Tensor>& features, const std::vector<int64_t>& first_anchors) const {
-  const DrafterConfig& c = config_;
+  const config::DrafterConfig& c = config_;
   const c10::ScalarType dtype = fc_.scalar_type();
   if (!first_anchors.empty() && first_anchors.size() != features.size()) {
     return absl::InvalidArgumentError(absl::StrCat("got ", first_anchors.size(),
@@ -275,7 +275,7 @@ absl::StatusOr<ContextCache> DrafterModel::EncodeContext(
 std::pair<at::Tensor, at::Tensor> DrafterModel::ContextKV(const Layer& l, const at::Tensor& x,
                                                           const at::Tensor& cos,
                                                           const at::Tensor& sin) const {
-  const DrafterConfig& c = config_;
+  const config::DrafterConfig& c = config_;
   const int64_t rows = x.size(0), nkv = c.num_key_value_heads, d = c.head_dim;
   at::Tensor k = Linear(x, l[kWk], l[kBk]).view({rows, nkv, d});
   k = ApplyRope(RmsNorm(k, l[kKNorm], c.rms_norm_eps), cos, sin);
@@ -284,7 +284,7 @@ std::pair<at::Tensor, at::Tensor> DrafterModel::ContextKV(const Layer& l, const 
 }
 
 void DrafterModel::EncodeInto(const std::vector<at::Tensor>& features, ContextCache& cache) const {
-  const DrafterConfig& c = config_;
+  const config::DrafterConfig& c = config_;
   at::NoGradGuard no_grad;
   const int64_t S = static_cast<int64_t>(features.size());
   const int64_t L = cache.max_len;

@@ -18,7 +18,7 @@
 #include <ATen/core/Tensor.h>
 
 #include "absl/status/statusor.h"
-#include "model/drafter_config.h"
+#include "config/drafter_config.h"
 #include "model/drafter_schema.h"
 #include "types/semantics.h"
 
@@ -55,7 +55,7 @@ struct AttentionRule {
 // sliding layers causal) and use_sliding_window; zlab-2025 is bidirectional
 // everywhere, its windows one-sided and on context keys only (§4 of
 // dflash-semantics.md).
-std::vector<AttentionRule> AttentionRules(const DrafterConfig& config, Semantics semantics);
+std::vector<AttentionRule> AttentionRules(const config::DrafterConfig& config, Semantics semantics);
 
 // Options of one ForwardBlocks call.
 struct BlockOptions {
@@ -87,10 +87,10 @@ class DrafterModel {
   // `weights` maps schema names (dflash-semantics §1, no prefix) to tensors
   // already on the target device and in the compute dtype. Checks every
   // required tensor's presence and shape (InvalidArgument otherwise).
-  static absl::StatusOr<DrafterModel> Create(DrafterConfig config,
+  static absl::StatusOr<DrafterModel> Create(config::DrafterConfig config,
                                              std::map<std::string, at::Tensor> weights);
 
-  const DrafterConfig& config() const { return config_; }
+  const config::DrafterConfig& config() const { return config_; }
 
   // The same weights on another device (a replica for an evaluation's shard
   // there, issue 30); the same tensors when `device` is this one's.
@@ -145,7 +145,7 @@ class DrafterModel {
   std::pair<at::Tensor, at::Tensor> ContextKV(const Layer& l, const at::Tensor& x,
                                               const at::Tensor& cos, const at::Tensor& sin) const;
 
-  DrafterConfig config_;
+  config::DrafterConfig config_;
   at::Tensor fc_, hidden_norm_, norm_;
   std::vector<Layer> layers_;
   SelectorWeights selector_;

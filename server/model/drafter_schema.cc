@@ -44,7 +44,7 @@ constexpr LayerTensorRow kLayerTable[kNumLayerTensors] = {
     {"mlp_conv.kernel_projection.weight", Presence::kDflash2},
 };
 
-std::vector<int64_t> LayerShape(const DrafterConfig& c, LayerTensor t) {
+std::vector<int64_t> LayerShape(const config::DrafterConfig& c, LayerTensor t) {
   const int64_t H = c.hidden_size, d = c.head_dim, I = c.intermediate_size;
   const int64_t q_out = c.num_attention_heads * d, kv_out = c.num_key_value_heads * d;
   const int64_t K = c.conv_kernel_size, G = c.conv_groups();
@@ -89,7 +89,8 @@ std::string LayerTensorName(int64_t layer, LayerTensor t) {
   return absl::StrCat("layers.", layer, ".", kLayerTable[t].suffix);
 }
 
-std::vector<weights::TensorSpec> DrafterSchema(const DrafterConfig& c, int64_t target_hidden_size) {
+std::vector<weights::TensorSpec> DrafterSchema(const config::DrafterConfig& c,
+                                               int64_t target_hidden_size) {
   const int64_t H = c.hidden_size;
   std::vector<weights::TensorSpec> s;
   s.push_back({kFcWeight, {H, c.num_target_features() * target_hidden_size}});
@@ -144,7 +145,7 @@ std::vector<weights::IgnoreRule> DrafterIgnoreRules() {
   };
 }
 
-void ExplainFamilyMismatch(const DrafterConfig& c, weights::WeightReport& report) {
+void ExplainFamilyMismatch(const config::DrafterConfig& c, weights::WeightReport& report) {
   int missing2 = 0, unexpected2 = 0, schema2 = 0;
   for (const weights::TensorEntry& e : report.tensors) {
     if (!IsDFlash2Name(e.name)) continue;

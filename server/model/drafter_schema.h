@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "model/drafter_config.h"
+#include "config/drafter_config.h"
 #include "weights/weight_report.h"
 #include "weights/weight_spec.h"
 
@@ -55,7 +55,7 @@ inline constexpr const char* kSelectorProjection = "candidate_selector.hidden_pr
 // (an alias in the schema).
 inline constexpr const char* kPredecessorCodebook = "candidate_selector.predecessor_codebook";
 inline constexpr const char* kSuccessorCodebook = "candidate_selector.successor_codebook";
-// speculators' own head and vocabulary maps (DrafterConfig::draft_vocab_size):
+// speculators' own head and vocabulary maps (config::DrafterConfig::draft_vocab_size):
 // d2t [V_draft] int64 and t2d [V] bool are read as stored, never cast.
 inline constexpr const char* kDraftLmHead = "lm_head.weight";
 inline constexpr const char* kDraftToTarget = "d2t";
@@ -63,7 +63,7 @@ inline constexpr const char* kTargetToDraft = "t2d";
 
 // fc.weight is [H, K * target_hidden_size]; biases are listed (required)
 // only when attention_bias is true.
-std::vector<weights::TensorSpec> DrafterSchema(const DrafterConfig& config,
+std::vector<weights::TensorSpec> DrafterSchema(const config::DrafterConfig& config,
                                                int64_t target_hidden_size);
 
 std::vector<weights::IgnoreRule> DrafterIgnoreRules();
@@ -71,6 +71,6 @@ std::vector<weights::IgnoreRule> DrafterIgnoreRules();
 // A DFlash 2 config over DFlash 1 weights, or DFlash 2 weights under a DFlash
 // 1 config, becomes one problem line (instead of one per tensor), and the
 // report is not ok even when unexpected tensors are allowed.
-void ExplainFamilyMismatch(const DrafterConfig& config, weights::WeightReport& report);
+void ExplainFamilyMismatch(const config::DrafterConfig& config, weights::WeightReport& report);
 
 }  // namespace dflash::model

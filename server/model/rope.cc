@@ -24,7 +24,7 @@ std::vector<double> DefaultInvFreq(double theta, int64_t d) {
 
 // Llama 3.1: keep high frequencies, divide low ones by factor, interpolate
 // smoothly between the two wavelength bounds.
-void Llama3(const RopeConfig& r, std::vector<double>& f) {
+void Llama3(const config::RopeConfig& r, std::vector<double>& f) {
   const double old_len = static_cast<double>(r.original_max_position_embeddings);
   const double low_wavelen = old_len / r.low_freq_factor;
   const double high_wavelen = old_len / r.high_freq_factor;
@@ -43,7 +43,7 @@ void Llama3(const RopeConfig& r, std::vector<double>& f) {
 
 // YaRN: blend interpolated (1/factor) and extrapolated frequencies with a
 // linear ramp over the correction range found from beta_fast / beta_slow.
-void Yarn(const RopeConfig& r, int64_t d, std::vector<double>& f) {
+void Yarn(const config::RopeConfig& r, int64_t d, std::vector<double>& f) {
   const double base = r.theta;
   const double orig = static_cast<double>(r.original_max_position_embeddings);
   auto correction_dim = [&](double rotations) {
@@ -68,7 +68,7 @@ void Yarn(const RopeConfig& r, int64_t d, std::vector<double>& f) {
 
 }  // namespace
 
-absl::StatusOr<RopeTables> ComputeRope(const RopeConfig& rope, int64_t head_dim) {
+absl::StatusOr<RopeTables> ComputeRope(const config::RopeConfig& rope, int64_t head_dim) {
   if (head_dim <= 0 || head_dim % 2 != 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("rope head_dim must be positive and even; got ", head_dim));

@@ -16,7 +16,7 @@
 #include <ATen/core/Tensor.h>
 
 #include "absl/status/statusor.h"
-#include "model/drafter_config.h"
+#include "config/drafter_config.h"
 
 namespace dflash::model {
 
@@ -26,7 +26,7 @@ struct RopeTables {
 };
 
 // InvalidArgument on an unknown type or unusable parameters.
-absl::StatusOr<RopeTables> ComputeRope(const RopeConfig& rope, int64_t head_dim);
+absl::StatusOr<RopeTables> ComputeRope(const config::RopeConfig& rope, int64_t head_dim);
 
 // inv_freq as an fp32 CPU tensor [d/2].
 at::Tensor InvFreqTensor(const RopeTables& tables);

@@ -15,7 +15,7 @@ const RefBlock& ReferenceDrafts::Block(size_t seq, int64_t anchor, int64_t len) 
   const auto key = std::make_tuple(seq, anchor, len, w_.tokens[seq][anchor]);
   auto it = cache_.find(key);
   if (it != cache_.end()) return it->second;
-  model::DrafterConfig cfg = w_.cfg;
+  config::DrafterConfig cfg = w_.cfg;
   cfg.block_size = len;
   std::vector<int64_t> ids(len, cfg.mask_token_id);
   ids[0] = w_.tokens[seq][anchor];

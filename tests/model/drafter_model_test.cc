@@ -38,8 +38,9 @@ using ::testing::HasSubstr;
 constexpr int64_t kVocab = 64;
 constexpr int64_t kTargetHidden = 24;
 
-DrafterConfig TinyConfig(const std::string& rope_type, bool bias = false, int64_t window = 5) {
-  DrafterConfig c;
+config::DrafterConfig TinyConfig(const std::string& rope_type, bool bias = false,
+                                 int64_t window = 5) {
+  config::DrafterConfig c;
   c.hidden_size = 32;
   c.num_attention_heads = 4;
   c.num_key_value_heads = 2;
@@ -71,7 +72,7 @@ DrafterConfig TinyConfig(const std::string& rope_type, bool bias = false, int64_
   return c;
 }
 
-std::map<std::string, at::Tensor> RandomWeights(const DrafterConfig& c, uint64_t seed) {
+std::map<std::string, at::Tensor> RandomWeights(const config::DrafterConfig& c, uint64_t seed) {
   at::manual_seed(seed);
   std::map<std::string, at::Tensor> w;
   for (const weights::TensorSpec& s : DrafterSchema(c, kTargetHidden)) {
@@ -91,14 +92,15 @@ std::map<std::string, at::Tensor> RandomWeights(const DrafterConfig& c, uint64_t
 }
 
 struct Fixture {
-  DrafterConfig cfg;
+  config::DrafterConfig cfg;
   std::map<std::string, at::Tensor> weights;
   at::Tensor embed, lm_head;
   std::vector<at::Tensor> features;          // per sequence [L, K*H_t]
   std::vector<std::vector<int64_t>> tokens;  // per sequence
 };
 
-Fixture MakeFixture(const DrafterConfig& cfg, std::vector<int64_t> lengths, uint64_t seed = 7) {
+Fixture MakeFixture(const config::DrafterConfig& cfg, std::vector<int64_t> lengths,
+                    uint64_t seed = 7) {
   Fixture f;
   f.cfg = cfg;
   f.weights = RandomWeights(cfg, seed);
@@ -239,7 +241,7 @@ TEST(DrafterModelTest, ReferenceComparisonDetectsPositionAndWindowErrors) {
       reference::ReferenceBlock(f.cfg, f.weights, f.features[0], BlockInput(f, 0, 15), 14);
   EXPECT_GT(MaxRelDiff(got, Logits(at::tensor(shifted).view({4, -1}), f.lm_head)), 1e-3);
   // No window at all.
-  DrafterConfig full = f.cfg;
+  config::DrafterConfig full = f.cfg;
   full.sliding = {false, false, false};
   std::vector<double> no_window =
       reference::ReferenceBlock(full, f.weights, f.features[0], BlockInput(f, 0, 15), 15);

@@ -40,8 +40,8 @@ void WriteF32(const std::string& path, const at::Tensor& t) {
   out.write(reinterpret_cast<const char*>(c.data_ptr<float>()), c.numel() * 4);
 }
 
-DrafterConfig Config(const std::string& rope) {
-  DrafterConfig c;
+config::DrafterConfig Config(const std::string& rope) {
+  config::DrafterConfig c;
   c.hidden_size = 32;
   c.num_attention_heads = 4;
   c.num_key_value_heads = 2;
@@ -69,7 +69,7 @@ DrafterConfig Config(const std::string& rope) {
 }
 
 struct Case {
-  DrafterConfig cfg;
+  config::DrafterConfig cfg;
   std::map<std::string, at::Tensor> weights;
   std::vector<at::Tensor> feats;
   at::Tensor x0, anchors, seqs;
@@ -82,7 +82,7 @@ Case Prepare(const std::string& rope) {
   k.dir = std::make_unique<dflash::testing::TempDir>();
   const dflash::testing::TempDir& dir = *k.dir;
   k.cfg = Config(rope);
-  const DrafterConfig& c = k.cfg;
+  const config::DrafterConfig& c = k.cfg;
   auto& w = k.weights;
   at::manual_seed(11);
   Json manifest;
@@ -162,7 +162,7 @@ TEST(PythonReferenceTest, ForwardMatchesTorchReference) {
   ASSERT_EQ(run.exit_code, 0) << run.err;
   for (size_t i = 0; i < cases.size(); ++i) {
     const Case& k = cases[i];
-    const DrafterConfig& c = k.cfg;
+    const config::DrafterConfig& c = k.cfg;
     std::ifstream in(k.dir->Join("out.bin"), std::ios::binary);
     at::Tensor want = at::empty({k.x0.size(0), c.block_size, 32});
     in.read(reinterpret_cast<char*>(want.data_ptr<float>()), want.numel() * 4);

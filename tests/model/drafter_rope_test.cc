@@ -20,7 +20,7 @@ using ::testing::HasSubstr;
 
 const std::vector<int> kIdx = {0, 1, 5, 17, 31, 40, 48, 63};
 
-void ExpectInvFreq(const RopeConfig& rope, const std::vector<double>& want) {
+void ExpectInvFreq(const config::RopeConfig& rope, const std::vector<double>& want) {
   ASSERT_OK_AND_ASSIGN(RopeTables t, ComputeRope(rope, 128));
   at::Tensor f = InvFreqTensor(t);
   ASSERT_EQ(f.size(0), 64);
@@ -36,14 +36,14 @@ void ExpectInvFreq(const RopeConfig& rope, const std::vector<double>& want) {
 }
 
 TEST(RopeTest, DefaultMatchesTransformers) {
-  RopeConfig r;
+  config::RopeConfig r;
   r.theta = 1e6;
   ExpectInvFreq(r, {1.000000000e+00, 8.058422208e-01, 3.398208320e-01, 2.548296750e-02,
                     1.240937854e-03, 1.778279402e-04, 3.162277426e-05, 1.240937763e-06});
 }
 
 TEST(RopeTest, LinearMatchesTransformers) {
-  RopeConfig r;
+  config::RopeConfig r;
   r.type = "linear";
   r.theta = 1e6;
   r.factor = 4.0;
@@ -52,7 +52,7 @@ TEST(RopeTest, LinearMatchesTransformers) {
 }
 
 TEST(RopeTest, Llama3MatchesTransformers) {
-  RopeConfig r;  // Llama 3.1's published values
+  config::RopeConfig r;  // Llama 3.1's published values
   r.type = "llama3";
   r.theta = 500000.0;
   r.factor = 8.0;
@@ -64,7 +64,7 @@ TEST(RopeTest, Llama3MatchesTransformers) {
 }
 
 TEST(RopeTest, YarnMatchesTransformers) {
-  RopeConfig r;  // Qwen's long-context setting
+  config::RopeConfig r;  // Qwen's long-context setting
   r.type = "yarn";
   r.theta = 1e6;
   r.factor = 4.0;
@@ -79,7 +79,7 @@ TEST(RopeTest, YarnMatchesTransformers) {
 }
 
 TEST(RopeTest, Errors) {
-  RopeConfig r;
+  config::RopeConfig r;
   r.type = "dynamic";
   EXPECT_THAT(ComputeRope(r, 8), StatusIs(absl::StatusCode::kInvalidArgument,
                                           HasSubstr("unknown rope_type 'dynamic' (known: default, "
@@ -88,13 +88,13 @@ TEST(RopeTest, Errors) {
   r.factor = 8.0;
   EXPECT_THAT(ComputeRope(r, 8), StatusIs(absl::StatusCode::kInvalidArgument,
                                           HasSubstr("needs original_max_position_embeddings > 0")));
-  EXPECT_THAT(ComputeRope(RopeConfig{}, 7),
+  EXPECT_THAT(ComputeRope(config::RopeConfig{}, 7),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("head_dim must be positive and even; got 7")));
 }
 
 TEST(RopeTest, RotatesHalvesWithScaledCosSin) {
-  RopeConfig r;
+  config::RopeConfig r;
   r.theta = 100.0;  // d = 4: inv_freq = [1, 0.1]
   ASSERT_OK_AND_ASSIGN(RopeTables t, ComputeRope(r, 4));
   auto [cos, sin] = RopeCosSin(at::tensor({int64_t{1}}), InvFreqTensor(t), 2.0, at::kFloat);
@@ -110,7 +110,7 @@ TEST(RopeTest, RotatesHalvesWithScaledCosSin) {
 
 // Angles are formed in fp32 and only cos/sin are rounded to the model dtype.
 TEST(RopeTest, Bf16KeepsFp32Angles) {
-  RopeConfig r;
+  config::RopeConfig r;
   r.theta = 1e6;
   ASSERT_OK_AND_ASSIGN(RopeTables t, ComputeRope(r, 128));
   at::Tensor inv = InvFreqTensor(t);

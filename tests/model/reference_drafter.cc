@@ -72,7 +72,7 @@ void RopeInPlace(Vec& x, int64_t heads, int64_t d, double pos, const Vec& inv, d
 
 }  // namespace
 
-std::vector<double> ReferenceInvFreq(const RopeConfig& r, int64_t d) {
+std::vector<double> ReferenceInvFreq(const config::RopeConfig& r, int64_t d) {
   Vec inv;
   for (int64_t k = 0; k < d; k += 2) {
     inv.push_back(std::exp(-std::log(r.theta) * static_cast<double>(k) / d));
@@ -113,13 +113,13 @@ std::vector<double> ReferenceInvFreq(const RopeConfig& r, int64_t d) {
   return inv;
 }
 
-double ReferenceRopeScale(const RopeConfig& r) {
+double ReferenceRopeScale(const config::RopeConfig& r) {
   if (r.type != "yarn") return 1.0;
   if (r.attention_factor != 0.0) return r.attention_factor;
   return r.factor > 1.0 ? 1.0 + 0.1 * std::log(r.factor) : 1.0;
 }
 
-std::vector<double> ReferenceBlock(const DrafterConfig& cfg,
+std::vector<double> ReferenceBlock(const config::DrafterConfig& cfg,
                                    const std::map<std::string, at::Tensor>& w,
                                    const at::Tensor& features, const at::Tensor& x0, int64_t a) {
   const int64_t H = cfg.hidden_size, nh = cfg.num_attention_heads;

@@ -14,18 +14,18 @@
 
 #include <ATen/core/Tensor.h>
 
-#include "model/drafter_config.h"
+#include "config/drafter_config.h"
 
 namespace dflash::model::reference {
 
 // Per-type inverse frequencies, written straight from the formulas.
-std::vector<double> ReferenceInvFreq(const RopeConfig& rope, int64_t head_dim);
-double ReferenceRopeScale(const RopeConfig& rope);
+std::vector<double> ReferenceInvFreq(const config::RopeConfig& rope, int64_t head_dim);
+double ReferenceRopeScale(const config::RopeConfig& rope);
 
 // features: [L, K*H_t] (any float dtype; read as double), x0: [B, H].
 // Uses context rows 0..anchor-1. Returns the final-norm output, row-major
 // [B, H], in double.
-std::vector<double> ReferenceBlock(const DrafterConfig& cfg,
+std::vector<double> ReferenceBlock(const config::DrafterConfig& cfg,
                                    const std::map<std::string, at::Tensor>& weights,
                                    const at::Tensor& features, const at::Tensor& x0,
                                    int64_t anchor);

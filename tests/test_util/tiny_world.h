@@ -25,7 +25,7 @@
 #include <ATen/ATen.h>
 #include <nlohmann/json.hpp>
 
-#include "model/drafter_config.h"
+#include "config/drafter_config_reader.h"
 #include "model/drafter_schema.h"
 #include "test_util/safetensors_writer.h"
 #include "test_util/torch_save_writer.h"
@@ -49,7 +49,7 @@ struct TinySpec {
 struct TinyWorld {
   TinySpec spec;
   std::string config_json;
-  model::DrafterConfig cfg;
+  config::DrafterConfig cfg;
   std::map<std::string, at::Tensor> weights;  // fp32, CPU
   at::Tensor embed, lm_head;                  // [V, H] fp32
   std::vector<std::vector<int64_t>> tokens;
@@ -163,7 +163,7 @@ inline TinyWorld MakeTinyWorld(const TinySpec& spec) {
   TinyWorld w;
   w.spec = spec;
   w.config_json = TinyConfigJson(spec);
-  auto cfg = model::ParseDrafterConfig(w.config_json);
+  auto cfg = config::ParseDrafterConfig(w.config_json);
   if (!cfg.ok()) throw std::runtime_error(std::string(cfg.status().message()));
   w.cfg = *cfg;
   at::manual_seed(spec.seed);

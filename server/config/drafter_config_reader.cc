@@ -1,4 +1,4 @@
-#include "model/drafter_config.h"
+#include "config/drafter_config_reader.h"
 
 #include <cmath>
 #include <fstream>
@@ -10,23 +10,22 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "common/status_macros.h"
-#include "model/config_fields.h"
-#include "model/draft_keys.h"
-#include "model/foreign_config.h"
+#include "config/internal/config_fields.h"
+#include "config/internal/draft_keys.h"
+#include "config/internal/foreign_config.h"
 
-namespace dflash::model {
+namespace dflash::config {
 namespace {
 
 using Json = nlohmann::json;
-using config_fields::Missing;
-using config_fields::ReadBool;
-using config_fields::ReadDouble;
-using config_fields::ReadInt;
-using config_fields::ReadString;
-using config_fields::RequireInt;
-using config_fields::RequirePositive;
+using internal::Missing;
+using internal::ReadBool;
+using internal::ReadDouble;
+using internal::ReadInt;
+using internal::ReadString;
+using internal::RequirePositive;
+using internal::TopLevel;
 
 const char* JsonTypeName(const Json& j) {
   return j.type_name();
@@ -40,10 +39,10 @@ struct RopeFields {
   std::string prefix;
 };
 
-absl::StatusOr<RopeFields> FindRopeFields(const Json& root, const Json& empty) {
-  auto rp = root.find("rope_parameters");
-  auto rs = root.find("rope_scaling");
-  if (rp != root.end() && !rp->is_null()) {
+absl::StatusOr<RopeFields> FindRopeFields(const TopLevel& root, const Json& empty) {
+  ASSIGN_OR_RETURN(const Json* rp, root.Find("rope_parameters"));
+  ASSIGN_OR_RETURN(const Json* rs, root.Find("rope_scaling"));
+  if (rp != nullptr) {
     if (!rp->is_object()) {
       return absl::InvalidArgumentError(absl::StrCat(
           "config field 'rope_parameters' must be an object; got ", JsonTypeName(*rp)));
@@ -52,24 +51,24 @@ absl::StatusOr<RopeFields> FindRopeFields(const Json& root, const Json& empty) {
       return absl::InvalidArgumentError(
           "config field 'rope_parameters' is per layer type; not supported");
     }
-    return RopeFields{&*rp, "rope_parameters."};
+    return RopeFields{rp, "rope_parameters."};
   }
-  if (rs != root.end() && !rs->is_null()) {
+  if (rs != nullptr) {
     if (!rs->is_object()) {
       return absl::InvalidArgumentError(
           absl::StrCat("config field 'rope_scaling' must be an object; got ", JsonTypeName(*rs)));
     }
-    return RopeFields{&*rs, "rope_scaling."};
+    return RopeFields{rs, "rope_scaling."};
   }
   return RopeFields{&empty, ""};
 }
 
 // theta: inside rope_parameters (5.x) or at top level (4.x).
-absl::Status ParseRopeTheta(const Json& root, const RopeFields& f, RopeConfig& rope) {
+absl::Status ParseRopeTheta(const TopLevel& root, const RopeFields& f, RopeConfig& rope) {
   ASSIGN_OR_RETURN(bool has_theta,
                    ReadDouble(*f.params, "rope_theta", f.prefix + "rope_theta", &rope.theta));
   if (!has_theta) {
-    ASSIGN_OR_RETURN(has_theta, ReadDouble(root, "rope_theta", "rope_theta", &rope.theta));
+    ASSIGN_OR_RETURN(has_theta, root.Double("rope_theta", &rope.theta));
   }
   if (!has_theta) return Missing(f.prefix.empty() ? "rope_theta" : f.prefix + "rope_theta");
   if (!(rope.theta > 1.0)) {
@@ -98,7 +97,7 @@ absl::StatusOr<std::string> ParseRopeType(const RopeFields& f) {
 }
 
 // Every scaled type: a positive `factor`, and no partial rotary embedding.
-absl::Status ParseRopeFactor(const Json& root, const RopeFields& f, RopeConfig& rope) {
+absl::Status ParseRopeFactor(const TopLevel& root, const RopeFields& f, RopeConfig& rope) {
   ASSIGN_OR_RETURN(bool has_factor,
                    ReadDouble(*f.params, "factor", f.prefix + "factor", &rope.factor));
   if (!has_factor) return Missing(f.prefix + "factor");
@@ -107,8 +106,7 @@ absl::Status ParseRopeFactor(const Json& root, const RopeFields& f, RopeConfig& 
         absl::StrCat("config field '", f.prefix, "factor' must be positive; got ", rope.factor));
   }
   double partial = 1.0;
-  ASSIGN_OR_RETURN(bool has_partial,
-                   ReadDouble(root, "partial_rotary_factor", "partial_rotary_factor", &partial));
+  ASSIGN_OR_RETURN(bool has_partial, root.Double("partial_rotary_factor", &partial));
   if (has_partial && partial != 1.0) {
     return absl::InvalidArgumentError(absl::StrCat("config field 'partial_rotary_factor' is ",
                                                    partial, "; only 1.0 is supported"));
@@ -124,11 +122,10 @@ struct RopeLengths {
   bool has_original = false;
 };
 
-absl::StatusOr<RopeLengths> ReadRopeLengths(const Json& root, const RopeFields& f,
+absl::StatusOr<RopeLengths> ReadRopeLengths(const TopLevel& root, const RopeFields& f,
                                             RopeConfig& rope) {
   int64_t max_pos = 0;
-  ASSIGN_OR_RETURN(bool has_max_pos,
-                   ReadInt(root, "max_position_embeddings", "max_position_embeddings", &max_pos));
+  ASSIGN_OR_RETURN(bool has_max_pos, root.Int("max_position_embeddings", &max_pos));
   RopeLengths lengths;
   if (has_max_pos) lengths.max_pos = max_pos;
   ASSIGN_OR_RETURN(lengths.has_original, ReadInt(*f.params, "original_max_position_embeddings",
@@ -221,7 +218,7 @@ absl::Status ParseYarn(const RopeFields& f, const RopeLengths& lengths, DrafterC
 // Reads the rope block: 5.x `rope_parameters` or 4.x `rope_theta` +
 // `rope_scaling`. Resolves HF's yarn conventions into `RopeConfig` so that
 // rope.cc needs no other config field.
-absl::Status ParseRope(const Json& root, DrafterConfig& cfg) {
+absl::Status ParseRope(const TopLevel& root, DrafterConfig& cfg) {
   RopeConfig& rope = cfg.rope;
   const Json empty = Json::object();
   ASSIGN_OR_RETURN(const RopeFields fields, FindRopeFields(root, empty));
@@ -235,11 +232,11 @@ absl::Status ParseRope(const Json& root, DrafterConfig& cfg) {
   return ParseYarn(fields, lengths, cfg);
 }
 
-absl::Status ParseLayerTypes(const Json& root, DrafterConfig& cfg) {
+absl::Status ParseLayerTypes(const TopLevel& root, DrafterConfig& cfg) {
   const int64_t n = cfg.num_hidden_layers;
-  auto lt = root.find("layer_types");
+  ASSIGN_OR_RETURN(const Json* lt, root.Find("layer_types"));
   cfg.sliding.assign(n, false);
-  if (lt != root.end() && !lt->is_null()) {
+  if (lt != nullptr) {
     if (!lt->is_array()) {
       return absl::InvalidArgumentError(
           absl::StrCat("config field 'layer_types' must be an array; got ", JsonTypeName(*lt)));
@@ -268,18 +265,16 @@ absl::Status ParseLayerTypes(const Json& root, DrafterConfig& cfg) {
   // no layer has a window; without layer_types, layers >= max_window_layers
   // slide when it is true (Qwen2 convention).
   bool use_sliding = true;
-  ASSIGN_OR_RETURN(bool has_use,
-                   ReadBool(root, "use_sliding_window", "use_sliding_window", &use_sliding));
+  ASSIGN_OR_RETURN(bool has_use, root.Bool("use_sliding_window", &use_sliding));
   cfg.use_sliding_window = !has_use || use_sliding;
-  if ((lt == root.end() || lt->is_null()) && has_use && use_sliding) {
+  if (lt == nullptr && has_use && use_sliding) {
     int64_t max_window_layers = 0;
-    RETURN_IF_ERROR(
-        ReadInt(root, "max_window_layers", "max_window_layers", &max_window_layers).status());
+    RETURN_IF_ERROR(root.Int("max_window_layers", &max_window_layers).status());
     for (int64_t i = max_window_layers; i < n; ++i) cfg.sliding[i] = true;
   }
-  RETURN_IF_ERROR(ReadInt(root, "sliding_window", "sliding_window", &cfg.sliding_window).status());
+  RETURN_IF_ERROR(root.Int("sliding_window", &cfg.sliding_window).status());
   bool is_causal = false;
-  ASSIGN_OR_RETURN(bool has_causal, ReadBool(root, "is_causal", "is_causal", &is_causal));
+  ASSIGN_OR_RETURN(bool has_causal, root.Bool("is_causal", &is_causal));
   if (has_causal) cfg.is_causal = is_causal;
   bool any_sliding = false;
   for (bool s : cfg.sliding) any_sliding |= s;
@@ -297,9 +292,8 @@ absl::Status ParseLayerTypes(const Json& root, DrafterConfig& cfg) {
 
 // draft_vocab_size: 1..vocab_size; below it only for DFlash 1 (DFlash 2's
 // codebooks and top-k walk are over the target vocabulary).
-absl::Status ParseDraftVocab(const Json& root, DrafterConfig& cfg) {
-  ASSIGN_OR_RETURN(bool has,
-                   ReadInt(root, "draft_vocab_size", "draft_vocab_size", &cfg.draft_vocab_size));
+absl::Status ParseDraftVocab(const TopLevel& root, DrafterConfig& cfg) {
+  ASSIGN_OR_RETURN(bool has, root.Int("draft_vocab_size", &cfg.draft_vocab_size));
   if (!has) return absl::OkStatus();
   if (cfg.draft_vocab_size <= 0 || cfg.vocab_size <= 0 || cfg.draft_vocab_size > cfg.vocab_size) {
     return absl::InvalidArgumentError(
@@ -312,6 +306,53 @@ absl::Status ParseDraftVocab(const Json& root, DrafterConfig& cfg) {
         " below the target vocabulary (", cfg.vocab_size,
         ") in a DFlash 2 drafter: a reduced draft vocabulary with the candidate selector "
         "(codebooks over the target vocabulary) is not evaluated by this service"));
+  }
+  return absl::OkStatus();
+}
+
+// The decoder's shape: H, heads (nh, nkv, d), I, n, eps, biases, the
+// vocabulary and the stored dtype.
+absl::Status ParseShape(const TopLevel& root, DrafterConfig& cfg) {
+  RETURN_IF_ERROR(root.RequireInt("hidden_size", &cfg.hidden_size));
+  RETURN_IF_ERROR(RequirePositive("hidden_size", cfg.hidden_size));
+  RETURN_IF_ERROR(root.RequireInt("num_attention_heads", &cfg.num_attention_heads));
+  RETURN_IF_ERROR(RequirePositive("num_attention_heads", cfg.num_attention_heads));
+  ASSIGN_OR_RETURN(bool has_kv, root.Int("num_key_value_heads", &cfg.num_key_value_heads));
+  if (!has_kv) cfg.num_key_value_heads = cfg.num_attention_heads;
+  RETURN_IF_ERROR(RequirePositive("num_key_value_heads", cfg.num_key_value_heads));
+  if (cfg.num_attention_heads % cfg.num_key_value_heads != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "config field 'num_attention_heads' (", cfg.num_attention_heads,
+        ") is not a multiple of 'num_key_value_heads' (", cfg.num_key_value_heads, ")"));
+  }
+  ASSIGN_OR_RETURN(bool has_hd, root.Int("head_dim", &cfg.head_dim));
+  if (!has_hd) {
+    if (cfg.hidden_size % cfg.num_attention_heads != 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "config field 'head_dim' is missing and hidden_size (", cfg.hidden_size,
+          ") is not divisible by num_attention_heads (", cfg.num_attention_heads, ")"));
+    }
+    cfg.head_dim = cfg.hidden_size / cfg.num_attention_heads;
+  }
+  RETURN_IF_ERROR(RequirePositive("head_dim", cfg.head_dim));
+  if (cfg.head_dim % 2 != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("config field 'head_dim' must be even for RoPE; got ", cfg.head_dim));
+  }
+  RETURN_IF_ERROR(root.RequireInt("intermediate_size", &cfg.intermediate_size));
+  RETURN_IF_ERROR(RequirePositive("intermediate_size", cfg.intermediate_size));
+  RETURN_IF_ERROR(root.RequireInt("num_hidden_layers", &cfg.num_hidden_layers));
+  RETURN_IF_ERROR(RequirePositive("num_hidden_layers", cfg.num_hidden_layers));
+  RETURN_IF_ERROR(root.Double("rms_norm_eps", &cfg.rms_norm_eps).status());
+  if (!(cfg.rms_norm_eps > 0.0)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("config field 'rms_norm_eps' must be positive; got ", cfg.rms_norm_eps));
+  }
+  RETURN_IF_ERROR(root.Bool("attention_bias", &cfg.attention_bias).status());
+  RETURN_IF_ERROR(root.Int("vocab_size", &cfg.vocab_size).status());
+  ASSIGN_OR_RETURN(bool has_dtype, root.String("dtype", &cfg.dtype));
+  if (!has_dtype) {
+    RETURN_IF_ERROR(root.String("torch_dtype", &cfg.dtype).status());
   }
   return absl::OkStatus();
 }
@@ -331,59 +372,15 @@ absl::StatusOr<DrafterConfig> ParseDrafterConfig(const std::string& json_text) {
   }
   // Other trainers' files (speculators, Model-Optimizer) in z-lab's layout.
   internal::ConfigLayout layout;
-  ASSIGN_OR_RETURN(const Json root, internal::ToZlabLayout(written, &layout));
+  ASSIGN_OR_RETURN(const Json zlab, internal::ToZlabLayout(written, &layout));
+  const TopLevel root(zlab);
   DrafterConfig cfg;
   cfg.layout = layout.name;
   cfg.layout_notes = std::move(layout.notes);
-  RETURN_IF_ERROR(RequireInt(root, "hidden_size", "hidden_size", &cfg.hidden_size));
-  RETURN_IF_ERROR(RequirePositive("hidden_size", cfg.hidden_size));
-  RETURN_IF_ERROR(
-      RequireInt(root, "num_attention_heads", "num_attention_heads", &cfg.num_attention_heads));
-  RETURN_IF_ERROR(RequirePositive("num_attention_heads", cfg.num_attention_heads));
-  ASSIGN_OR_RETURN(bool has_kv, ReadInt(root, "num_key_value_heads", "num_key_value_heads",
-                                        &cfg.num_key_value_heads));
-  if (!has_kv) cfg.num_key_value_heads = cfg.num_attention_heads;
-  RETURN_IF_ERROR(RequirePositive("num_key_value_heads", cfg.num_key_value_heads));
-  if (cfg.num_attention_heads % cfg.num_key_value_heads != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "config field 'num_attention_heads' (", cfg.num_attention_heads,
-        ") is not a multiple of 'num_key_value_heads' (", cfg.num_key_value_heads, ")"));
-  }
-  ASSIGN_OR_RETURN(bool has_hd, ReadInt(root, "head_dim", "head_dim", &cfg.head_dim));
-  if (!has_hd) {
-    if (cfg.hidden_size % cfg.num_attention_heads != 0) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "config field 'head_dim' is missing and hidden_size (", cfg.hidden_size,
-          ") is not divisible by num_attention_heads (", cfg.num_attention_heads, ")"));
-    }
-    cfg.head_dim = cfg.hidden_size / cfg.num_attention_heads;
-  }
-  RETURN_IF_ERROR(RequirePositive("head_dim", cfg.head_dim));
-  if (cfg.head_dim % 2 != 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("config field 'head_dim' must be even for RoPE; got ", cfg.head_dim));
-  }
-  RETURN_IF_ERROR(
-      RequireInt(root, "intermediate_size", "intermediate_size", &cfg.intermediate_size));
-  RETURN_IF_ERROR(RequirePositive("intermediate_size", cfg.intermediate_size));
-  RETURN_IF_ERROR(
-      RequireInt(root, "num_hidden_layers", "num_hidden_layers", &cfg.num_hidden_layers));
-  RETURN_IF_ERROR(RequirePositive("num_hidden_layers", cfg.num_hidden_layers));
-  RETURN_IF_ERROR(ReadDouble(root, "rms_norm_eps", "rms_norm_eps", &cfg.rms_norm_eps).status());
-  if (!(cfg.rms_norm_eps > 0.0)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("config field 'rms_norm_eps' must be positive; got ", cfg.rms_norm_eps));
-  }
-  RETURN_IF_ERROR(ReadBool(root, "attention_bias", "attention_bias", &cfg.attention_bias).status());
-  RETURN_IF_ERROR(ReadInt(root, "vocab_size", "vocab_size", &cfg.vocab_size).status());
-  ASSIGN_OR_RETURN(bool has_dtype, ReadString(root, "dtype", "dtype", &cfg.dtype));
-  if (!has_dtype) {
-    RETURN_IF_ERROR(ReadString(root, "torch_dtype", "torch_dtype", &cfg.dtype).status());
-  }
+  RETURN_IF_ERROR(ParseShape(root, cfg));
   RETURN_IF_ERROR(ParseRope(root, cfg));
   RETURN_IF_ERROR(ParseLayerTypes(root, cfg));
-  RETURN_IF_ERROR(
-      ReadInt(root, "num_target_layers", "num_target_layers", &cfg.num_target_layers).status());
+  RETURN_IF_ERROR(root.Int("num_target_layers", &cfg.num_target_layers).status());
   RETURN_IF_ERROR(internal::ParseFamily(root, cfg));
   RETURN_IF_ERROR(internal::ParseDraftKeys(root, cfg));
   RETURN_IF_ERROR(internal::CheckTopLevelKeys(root, cfg));
@@ -402,70 +399,4 @@ absl::StatusOr<DrafterConfig> ParseDrafterConfigFile(const std::string& path) {
   return cfg;
 }
 
-const char* FamilyName(DrafterFamily f) {
-  return f == DrafterFamily::kDFlash2 ? "DFlash 2" : "DFlash 1";
-}
-
-std::vector<std::string> DescribeDraftKeys(const DrafterConfig& c) {
-  std::vector<std::string> out;
-  if (c.layout != "z-lab") {
-    out.push_back(absl::StrCat("layout ", c.layout, ", read as z-lab's:"));
-    for (const std::string& n : c.layout_notes) out.push_back(absl::StrCat("  ", n));
-  }
-  out.push_back(absl::StrCat("family ", FamilyName(c.family), " (",
-                             c.is_dflash2() ? "DFlash2DraftModel" : "DFlashDraftModel", ")"));
-  for (const DraftKey& k : c.draft_keys) {
-    out.push_back(absl::StrCat("draft key ", k.key, " = ", k.value, " (", k.source, ")"));
-  }
-  // Attention per layer under the default semantics (zlab-current).
-  std::vector<std::string> layers;
-  for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
-    const bool sliding = c.sliding[i];
-    const bool causal = c.is_causal.has_value() ? *c.is_causal : sliding;
-    const bool window = sliding && c.sliding_window > 0;
-    layers.push_back(absl::StrCat(i, " ", sliding ? "sliding" : "full",
-                                  window ? absl::StrCat(" W=", c.sliding_window) : "",
-                                  causal ? " causal" : " bidirectional"));
-  }
-  out.push_back(absl::StrCat(
-      "attention inside the block (zlab-current): ", absl::StrJoin(layers, "; "),
-      c.is_causal.has_value() ? absl::StrCat(" (is_causal ", *c.is_causal ? "true" : "false", ")")
-                              : " (is_causal absent: sliding layers causal)",
-      c.use_sliding_window ? "" : "; use_sliding_window false: no window"));
-  if (!c.skipped_keys.empty()) {
-    out.push_back(absl::StrCat("keys known not to change the computation, not used: ",
-                               absl::StrJoin(c.skipped_keys, ", ")));
-  }
-  return out;
-}
-
-std::string DescribeConfig(const DrafterConfig& c) {
-  int64_t n_sliding = 0;
-  for (bool s : c.sliding) n_sliding += s ? 1 : 0;
-  const int64_t n_full = c.num_hidden_layers - n_sliding;
-  std::string layers = n_sliding > 0 ? absl::StrCat(n_sliding, " sliding W=", c.sliding_window,
-                                                    ", ", n_full, " full")
-                                     : absl::StrCat(n_full, " full");
-  std::string out = absl::StrCat(
-      FamilyName(c.family), ", ", c.num_hidden_layers, " layers (", layers, "), H=", c.hidden_size,
-      ", ", c.num_attention_heads, "/", c.num_key_value_heads, " heads x ", c.head_dim,
-      ", I=", c.intermediate_size, ", B=", c.block_size, ", target layers [",
-      absl::StrJoin(c.target_layer_ids, ", "), "]", ", mask ", c.mask_token_id);
-  if (c.is_dflash2()) {
-    absl::StrAppend(&out, ", conv K=", c.conv_kernel_size, " gs=", c.conv_group_size,
-                    ", selector r=", c.selector_rank, " k=", c.selector_top_k);
-  }
-  if (c.input_embedding_scale != 1.0) {
-    absl::StrAppend(&out, ", input scale ", c.input_embedding_scale);
-  }
-  if (c.output_multiplier != 1.0) absl::StrAppend(&out, ", output x", c.output_multiplier);
-  if (c.final_logit_softcapping > 0) {
-    absl::StrAppend(&out, ", softcap ", c.final_logit_softcapping);
-  }
-  if (c.rope.type != "default") {
-    absl::StrAppend(&out, ", rope ", c.rope.type, " x", c.rope.factor);
-  }
-  return out;
-}
-
-}  // namespace dflash::model
+}  // namespace dflash::config

@@ -1,4 +1,4 @@
-#include "model/foreign_config.h"
+#include "config/internal/foreign_config.h"
 
 #include <set>
 #include <utility>
@@ -7,8 +7,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/status_macros.h"
+#include "config/internal/key_table.h"
 
-namespace dflash::model::internal {
+namespace dflash::config::internal {
 namespace {
 
 using Json = nlohmann::json;
@@ -216,13 +217,10 @@ absl::StatusOr<Json> FromSpeculators(const Json& root, ConfigLayout* layout) {
   out["architectures"] = Json::array({dflash2 ? "DFlash2DraftModel" : "DFlashDraftModel"});
   Json dc = Json::object();
   ASSIGN_OR_RETURN(dc["target_layer_ids"], ShiftLayerIds(root, layout));
-  std::vector<const char*> draft = {"block_size", "mask_token_id"};
-  if (dflash2) {
-    draft.insert(draft.end(),
-                 {"conv_kernel_size", "conv_group_size", "selector_rank", "selector_top_k"});
-  }
-  for (const char* key : draft) {
-    if (Has(root, key)) dc[key] = root[key];
+  std::vector<std::string> draft = {"block_size", "mask_token_id"};
+  if (dflash2) draft.insert(draft.end(), DFlash2KeyNames().begin(), DFlash2KeyNames().end());
+  for (const std::string& key : draft) {
+    if (Has(root, key.c_str())) dc[key] = root[key];
   }
   out["dflash_config"] = dc;
   RETURN_IF_ERROR(CheckDraftVocab(root, out, layout));
@@ -231,7 +229,7 @@ absl::StatusOr<Json> FromSpeculators(const Json& root, ConfigLayout* layout) {
   std::set<std::string> handled = {"speculators_model_type", "transformer_layer_config",
                                    "architectures",          "aux_hidden_state_layer_ids",
                                    "draft_vocab_size",       "sliding_window_non_causal"};
-  for (const char* key : draft) handled.insert(key);
+  handled.insert(draft.begin(), draft.end());
   std::vector<std::string> unused;
   for (const auto& [key, value] : root.items()) {
     if (handled.count(key)) continue;
@@ -358,4 +356,4 @@ absl::StatusOr<Json> ToZlabLayout(const Json& root, ConfigLayout* layout) {
   return root;
 }
 
-}  // namespace dflash::model::internal
+}  // namespace dflash::config::internal

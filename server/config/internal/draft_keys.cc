@@ -1,123 +1,21 @@
-#include "model/draft_keys.h"
+#include "config/internal/draft_keys.h"
 
 #include <algorithm>
 #include <cfenv>
 #include <cmath>
 #include <map>
-#include <set>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/status_macros.h"
-#include "model/config_fields.h"
+#include "config/internal/key_table.h"
 
-namespace dflash::model::internal {
+namespace dflash::config::internal {
 namespace {
 
 using Json = nlohmann::json;
-
-// Keys this service reads (here or in drafter_config.cc).
-const std::set<std::string>& ImplementedKeys() {
-  static const std::set<std::string> keys = {"hidden_size",
-                                             "num_attention_heads",
-                                             "num_key_value_heads",
-                                             "head_dim",
-                                             "intermediate_size",
-                                             "num_hidden_layers",
-                                             "rms_norm_eps",
-                                             "attention_bias",
-                                             "vocab_size",
-                                             "draft_vocab_size",
-                                             "dtype",
-                                             "torch_dtype",
-                                             "rope_theta",
-                                             "rope_scaling",
-                                             "rope_parameters",
-                                             "partial_rotary_factor",
-                                             "max_position_embeddings",
-                                             "layer_types",
-                                             "sliding_window",
-                                             "use_sliding_window",
-                                             "max_window_layers",
-                                             "is_causal",
-                                             "dflash_config",
-                                             "num_target_layers",
-                                             "architectures",
-                                             "hidden_act",
-                                             "mlp_bias"};
-  return keys;
-}
-
-// The draft keys: read from dflash_config, else the top level.
-const std::vector<std::string>& DraftKeyNames() {
-  static const std::vector<std::string> keys = {
-      "block_size",        "target_layer_ids",        "mask_token_id",    "input_embedding_scale",
-      "output_multiplier", "final_logit_softcapping", "conv_kernel_size", "conv_group_size",
-      "selector_rank",     "selector_top_k"};
-  return keys;
-}
-const std::vector<std::string>& DFlash2KeyNames() {
-  static const std::vector<std::string> keys = {"conv_kernel_size", "conv_group_size",
-                                                "selector_rank", "selector_top_k"};
-  return keys;
-}
-
-// Keys of HF/transformers configs that do not change a drafter's forward.
-const std::set<std::string>& HarmlessKeys() {
-  static const std::set<std::string> keys = {"model_type",
-                                             "transformers_version",
-                                             "_name_or_path",
-                                             "name_or_path",
-                                             "auto_map",
-                                             "attention_dropout",
-                                             "initializer_range",
-                                             "use_cache",
-                                             "tie_word_embeddings",
-                                             "bos_token_id",
-                                             "eos_token_id",
-                                             "pad_token_id",
-                                             "output_attentions",
-                                             "output_hidden_states",
-                                             "return_dict",
-                                             "torchscript",
-                                             "use_return_dict",
-                                             "pruned_heads",
-                                             "id2label",
-                                             "label2id",
-                                             "problem_type",
-                                             "tokenizer_class",
-                                             "is_encoder_decoder",
-                                             "chunk_size_feed_forward",
-                                             "task_specific_params",
-                                             "tf_legacy_loss",
-                                             "use_bfloat16",
-                                             "add_cross_attention",
-                                             "cross_attention_hidden_size",
-                                             "finetuning_task",
-                                             "prefix",
-                                             "sep_token_id",
-                                             "decoder_start_token_id",
-                                             "architectures_note",
-                                             "target_hidden_size"};
-  return keys;
-}
-
-// Keys that change the computation in ways this service does not implement:
-// refused by name, with why.
-const std::map<std::string, std::string>& RefusedKeys() {
-  static const std::map<std::string, std::string> keys = {
-      {"quantization_config", "quantized checkpoints are not supported"},
-      {"sliding_window_non_causal",
-       "a speculators key, but 'speculators_model_type' is absent; add it (\"dflash\" or "
-       "\"dflash2\") if this is a speculators checkpoint"},
-      {"aux_hidden_state_layer_ids",
-       "a speculators key (vLLM capture ids), but 'speculators_model_type' is absent; add it "
-       "(\"dflash\" or \"dflash2\") if this is a speculators checkpoint"},
-  };
-  return keys;
-}
 
 // One draft key looked up as z-lab's _draft_value does.
 struct Found {
@@ -126,22 +24,33 @@ struct Found {
   std::string source;  // "dflash_config" or "top level"
 };
 
+// Reads only the keys the key table declares as draft keys (InternalError
+// for any other: our bug).
 class DraftKeyReader {
  public:
   DraftKeyReader(const Json& root, const Json& dc, DrafterConfig& cfg)
       : root_(root), dc_(dc), cfg_(cfg) {}
 
-  Found Find(const std::string& key) const {
+  absl::StatusOr<Found> Find(const std::string& key) const {
+    RETURN_IF_ERROR(CheckReadable(key, {KeyKind::kDraft, KeyKind::kDFlash2Draft}));
     auto it = dc_.find(key);
-    if (it != dc_.end() && !it->is_null()) return {&*it, "dflash_config." + key, "dflash_config"};
+    if (it != dc_.end() && !it->is_null()) {
+      return Found{&*it, "dflash_config." + key, "dflash_config"};
+    }
     it = root_.find(key);
-    if (it != root_.end() && !it->is_null()) return {&*it, key, "top level"};
-    return {};
+    if (it != root_.end() && !it->is_null()) return Found{&*it, key, "top level"};
+    return Found{};
+  }
+
+  // Where `key` was found, for a message about a value already read.
+  std::string Where(const std::string& key) const {
+    absl::StatusOr<Found> f = Find(key);
+    return f.ok() ? f->where : key;
   }
 
   // Integer key: false when absent (nothing recorded).
   absl::StatusOr<bool> Int(const std::string& key, int64_t* out) {
-    const Found f = Find(key);
+    ASSIGN_OR_RETURN(const Found f, Find(key));
     if (f.value == nullptr) return false;
     if (!f.value->is_number_integer()) return WrongType(f, "an integer");
     *out = f.value->get<int64_t>();
@@ -150,7 +59,7 @@ class DraftKeyReader {
   }
 
   absl::StatusOr<bool> Number(const std::string& key, double* out) {
-    const Found f = Find(key);
+    ASSIGN_OR_RETURN(const Found f, Find(key));
     if (f.value == nullptr) return false;
     if (!f.value->is_number()) return WrongType(f, "a number");
     *out = f.value->get<double>();
@@ -186,10 +95,9 @@ absl::Status MissingDraftKey(const std::string& key, const std::string& why) {
 }
 
 absl::Status PositiveDraftInt(DraftKeyReader& r, const std::string& key, int64_t* out) {
-  const Found f = r.Find(key);
   if (*out <= 0) {
     return absl::InvalidArgumentError(
-        absl::StrCat("config field '", f.where, "' must be positive; got ", *out));
+        absl::StrCat("config field '", r.Where(key), "' must be positive; got ", *out));
   }
   return absl::OkStatus();
 }
@@ -211,7 +119,7 @@ std::vector<int> OldFormulaLayerIds(int64_t num_target_layers, int64_t num_draft
 }
 
 absl::Status ParseTargetLayerIds(DraftKeyReader& r, DrafterConfig& cfg) {
-  const Found f = r.Find("target_layer_ids");
+  ASSIGN_OR_RETURN(const Found f, r.Find("target_layer_ids"));
   if (f.value == nullptr) {
     std::string why = "z-lab's current model.py requires it (the formula fallback is gone)";
     if (cfg.num_target_layers > 0) {
@@ -250,17 +158,16 @@ absl::Status ParseScales(DraftKeyReader& r, DrafterConfig& cfg) {
       r.Default(key, "1.0");
     } else if (!(*out > 0)) {
       return absl::InvalidArgumentError(
-          absl::StrCat("config field '", r.Find(key).where, "' must be positive; got ", *out));
+          absl::StrCat("config field '", r.Where(key), "' must be positive; got ", *out));
     }
   }
   ASSIGN_OR_RETURN(bool has_cap, r.Number("final_logit_softcapping", &cfg.final_logit_softcapping));
   if (!has_cap) {
     r.Default("final_logit_softcapping", "none");
   } else if (!(cfg.final_logit_softcapping > 0)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("config field '", r.Find("final_logit_softcapping").where,
-                     "' must be positive when set; got ", cfg.final_logit_softcapping,
-                     " (null or absent disables the softcap)"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "config field '", r.Where("final_logit_softcapping"), "' must be positive when set; got ",
+        cfg.final_logit_softcapping, " (null or absent disables the softcap)"));
   }
   return absl::OkStatus();
 }
@@ -268,7 +175,7 @@ absl::Status ParseScales(DraftKeyReader& r, DrafterConfig& cfg) {
 absl::Status ParseDFlash2Keys(DraftKeyReader& r, DrafterConfig& cfg) {
   if (!cfg.is_dflash2()) {
     for (const std::string& key : DFlash2KeyNames()) {
-      const Found f = r.Find(key);
+      ASSIGN_OR_RETURN(const Found f, r.Find(key));
       if (f.value != nullptr) {
         return absl::InvalidArgumentError(absl::StrCat(
             "config field '", f.where,
@@ -284,14 +191,19 @@ absl::Status ParseDFlash2Keys(DraftKeyReader& r, DrafterConfig& cfg) {
                                                   {"selector_rank", &cfg.selector_rank},
                                                   {"selector_top_k", &cfg.selector_top_k}};
   for (const std::string& key : DFlash2KeyNames()) {
-    int64_t* out = fields.at(key);
+    auto field = fields.find(key);
+    if (field == fields.end()) {
+      return absl::InternalError(absl::StrCat("DFlash 2 draft key '", key,
+                                              "' of the key table has no DrafterConfig field"));
+    }
+    int64_t* out = field->second;
     ASSIGN_OR_RETURN(bool has, r.Int(key, out));
     if (!has) return MissingDraftKey(key, "required for a DFlash 2 drafter");
     RETURN_IF_ERROR(PositiveDraftInt(r, key, out));
   }
   if (cfg.hidden_size % cfg.conv_group_size != 0) {
     return absl::InvalidArgumentError(
-        absl::StrCat("config field '", r.Find("conv_group_size").where, "' (", cfg.conv_group_size,
+        absl::StrCat("config field '", r.Where("conv_group_size"), "' (", cfg.conv_group_size,
                      ") does not divide hidden_size (", cfg.hidden_size, ")"));
   }
   if (cfg.vocab_size <= 0) {
@@ -301,7 +213,7 @@ absl::Status ParseDFlash2Keys(DraftKeyReader& r, DrafterConfig& cfg) {
   }
   if (cfg.selector_top_k > cfg.vocab_size) {
     return absl::InvalidArgumentError(
-        absl::StrCat("config field '", r.Find("selector_top_k").where, "' (", cfg.selector_top_k,
+        absl::StrCat("config field '", r.Where("selector_top_k"), "' (", cfg.selector_top_k,
                      ") is above the vocabulary size (", cfg.vocab_size, ")"));
   }
   return absl::OkStatus();
@@ -309,15 +221,15 @@ absl::Status ParseDFlash2Keys(DraftKeyReader& r, DrafterConfig& cfg) {
 
 }  // namespace
 
-absl::Status ParseFamily(const Json& root, DrafterConfig& cfg) {
-  auto it = root.find("architectures");
-  if (it == root.end() || it->is_null()) return absl::OkStatus();
-  if (!it->is_array()) {
+absl::Status ParseFamily(const TopLevel& root, DrafterConfig& cfg) {
+  ASSIGN_OR_RETURN(const Json* arch, root.Find("architectures"));
+  if (arch == nullptr) return absl::OkStatus();
+  if (!arch->is_array()) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "config field 'architectures' must be an array of strings; got ", it->type_name()));
+        "config field 'architectures' must be an array of strings; got ", arch->type_name()));
   }
   bool dflash1 = false, dflash2 = false;
-  for (const Json& e : *it) {
+  for (const Json& e : *arch) {
     if (!e.is_string()) {
       return absl::InvalidArgumentError(
           absl::StrCat("config field 'architectures' must be an array of strings; got ", e.dump()));
@@ -331,23 +243,23 @@ absl::Status ParseFamily(const Json& root, DrafterConfig& cfg) {
   }
   cfg.family = dflash2 ? DrafterFamily::kDFlash2 : DrafterFamily::kDFlash1;
   if (!dflash1 && !dflash2) {
-    cfg.warnings.push_back(absl::StrCat("architectures ", it->dump(),
+    cfg.warnings.push_back(absl::StrCat("architectures ", arch->dump(),
                                         " names neither DFlashDraftModel nor "
                                         "DFlash2DraftModel; reading it as DFlash 1"));
   }
   return absl::OkStatus();
 }
 
-absl::Status ParseDraftKeys(const Json& root, DrafterConfig& cfg) {
+absl::Status ParseDraftKeys(const TopLevel& root, DrafterConfig& cfg) {
   const Json empty = Json::object();
   const Json* dc = &empty;
-  auto it = root.find("dflash_config");
-  if (it != root.end() && !it->is_null()) {
-    if (!it->is_object()) {
+  ASSIGN_OR_RETURN(const Json* block, root.Find("dflash_config"));
+  if (block != nullptr) {
+    if (!block->is_object()) {
       return absl::InvalidArgumentError(
-          absl::StrCat("config field 'dflash_config' must be an object; got ", it->type_name()));
+          absl::StrCat("config field 'dflash_config' must be an object; got ", block->type_name()));
     }
-    dc = &*it;
+    dc = block;
   }
   const std::vector<std::string>& known = DraftKeyNames();
   for (const auto& [key, value] : dc->items()) {
@@ -357,7 +269,7 @@ absl::Status ParseDraftKeys(const Json& root, DrafterConfig& cfg) {
           absl::StrJoin(known, ", "), "); refusing rather than ignoring it"));
     }
   }
-  DraftKeyReader r(root, *dc, cfg);
+  DraftKeyReader r(root.json(), *dc, cfg);
   ASSIGN_OR_RETURN(bool has_b, r.Int("block_size", &cfg.block_size));
   if (!has_b) {
     cfg.block_size = 16;
@@ -368,42 +280,38 @@ absl::Status ParseDraftKeys(const Json& root, DrafterConfig& cfg) {
   ASSIGN_OR_RETURN(bool has_mask, r.Int("mask_token_id", &cfg.mask_token_id));
   if (!has_mask) return MissingDraftKey("mask_token_id", "");
   if (cfg.mask_token_id < 0) {
-    return absl::InvalidArgumentError(absl::StrCat("config field '", r.Find("mask_token_id").where,
+    return absl::InvalidArgumentError(absl::StrCat("config field '", r.Where("mask_token_id"),
                                                    "' must be >= 0; got ", cfg.mask_token_id));
   }
   RETURN_IF_ERROR(ParseScales(r, cfg));
   return ParseDFlash2Keys(r, cfg);
 }
 
-absl::Status CheckTopLevelKeys(const Json& root, DrafterConfig& cfg) {
+absl::Status CheckTopLevelKeys(const TopLevel& root, DrafterConfig& cfg) {
   std::string act = "silu";
-  RETURN_IF_ERROR(config_fields::ReadString(root, "hidden_act", "hidden_act", &act).status());
+  RETURN_IF_ERROR(root.String("hidden_act", &act).status());
   if (act != "silu") {
     return absl::InvalidArgumentError(absl::StrCat("config field 'hidden_act' is '", act,
                                                    "'; only silu (Qwen3's MLP) is implemented"));
   }
   bool mlp_bias = false;
-  RETURN_IF_ERROR(config_fields::ReadBool(root, "mlp_bias", "mlp_bias", &mlp_bias).status());
+  RETURN_IF_ERROR(root.Bool("mlp_bias", &mlp_bias).status());
   if (mlp_bias) {
     return absl::InvalidArgumentError(
         "config field 'mlp_bias' is true; MLP biases are not implemented");
   }
-  const std::vector<std::string>& draft = DraftKeyNames();
+  // Implemented and draft keys were read above; a refused key set to null
+  // counts as absent.
   std::vector<std::string> unknown;
-  for (const auto& [key, value] : root.items()) {
-    auto refused = RefusedKeys().find(key);
-    if (refused != RefusedKeys().end() && !value.is_null()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("config field '", key, "' is present: ", refused->second));
-    }
-    if (ImplementedKeys().count(key) || std::find(draft.begin(), draft.end(), key) != draft.end() ||
-        refused != RefusedKeys().end()) {
-      continue;
-    }
-    if (HarmlessKeys().count(key)) {
-      cfg.skipped_keys.push_back(key);
-    } else {
+  for (const auto& [key, value] : root.json().items()) {
+    const KeyRule* rule = FindKeyRule(key);
+    if (rule == nullptr) {
       unknown.push_back(key);
+    } else if (rule->kind == KeyKind::kRefused && !value.is_null()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("config field '", key, "' is present: ", rule->why));
+    } else if (rule->kind == KeyKind::kHarmless) {
+      cfg.skipped_keys.push_back(key);
     }
   }
   for (const std::string& key : unknown) {
@@ -415,4 +323,4 @@ absl::Status CheckTopLevelKeys(const Json& root, DrafterConfig& cfg) {
   return absl::OkStatus();
 }
 
-}  // namespace dflash::model::internal
+}  // namespace dflash::config::internal

@@ -6,11 +6,12 @@
 #include <cstdint>
 #include <string>
 
-#include "model/drafter_config.h"
+#include "config/drafter_config.h"
+#include "config/drafter_config_reader.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);
-  auto cfg = dflash::model::ParseDrafterConfig(text);
+  auto cfg = dflash::config::ParseDrafterConfig(text);
   if (!cfg.ok()) {
     if (cfg.status().code() != absl::StatusCode::kInvalidArgument ||
         cfg.status().message().empty()) {
@@ -25,6 +26,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       cfg->target_layer_ids.empty() || cfg->block_size < 1) {
     __builtin_trap();
   }
-  (void)dflash::model::DescribeConfig(*cfg);
+  (void)dflash::config::DescribeConfig(*cfg);
   return 0;
 }

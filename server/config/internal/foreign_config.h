@@ -1,5 +1,5 @@
 // File: foreign_config.h
-// Internal to model/: config.json files written by the other DFlash
+// Internal to config/: config.json files written by the other DFlash
 // trainers, rewritten into z-lab's layout before ParseDrafterConfig reads
 // them, with every step of the mapping recorded for the validate report.
 //
@@ -23,7 +23,7 @@
 
 #include "absl/status/statusor.h"
 
-namespace dflash::model::internal {
+namespace dflash::config::internal {
 
 struct ConfigLayout {
   // "z-lab", "speculators dflash", "speculators dflash2", "Model-Optimizer".
@@ -35,4 +35,4 @@ struct ConfigLayout {
 // InvalidArgument names a refused variant or a malformed foreign key.
 absl::StatusOr<nlohmann::json> ToZlabLayout(const nlohmann::json& root, ConfigLayout* layout);
 
-}  // namespace dflash::model::internal
+}  // namespace dflash::config::internal

@@ -1,7 +1,7 @@
 // ParseDrafterConfig: transformers 4.x and 5.x spellings, the released
 // Qwen3.6-27B-DFlash shape, every error with its code and message, and
 // z-lab's target_layer_ids fallback.
-#include "model/drafter_config.h"
+#include "config/drafter_config_reader.h"
 
 #include <cmath>
 #include <fstream>
@@ -11,10 +11,11 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "sample_configs.h"
 #include "test_util/status_matchers.h"
 #include "test_util/temp_dir.h"
 
-namespace dflash::model {
+namespace dflash::config {
 namespace {
 
 using ::dflash::testing::IsOk;
@@ -22,51 +23,12 @@ using ::dflash::testing::StatusIs;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using Json = nlohmann::json;
+using samples::Parse;
+using samples::Qwen36Config;
+using samples::StatusWith;
+using samples::V4Config;
 
 constexpr auto kInvalid = absl::StatusCode::kInvalidArgument;
-
-// The released Qwen3.6-27B drafter's shape (dflash-semantics §6), 5.x style.
-Json Qwen36Config() {
-  return Json::parse(R"({
-    "architectures": ["DFlashDraftModel"],
-    "hidden_size": 5120, "num_attention_heads": 32, "num_key_value_heads": 8,
-    "head_dim": 128, "intermediate_size": 17408, "num_hidden_layers": 5,
-    "rms_norm_eps": 1e-06, "attention_bias": false,
-    "layer_types": ["sliding_attention", "sliding_attention", "sliding_attention",
-                    "sliding_attention", "full_attention"],
-    "sliding_window": 2048, "block_size": 16, "num_target_layers": 64,
-    "vocab_size": 248320, "dtype": "bfloat16", "max_position_embeddings": 262144,
-    "rope_parameters": {"rope_theta": 10000000, "rope_type": "default"},
-    "dflash_config": {"mask_token_id": 248077, "target_layer_ids": [1, 16, 31, 46, 61]}
-  })");
-}
-
-// A small 4.x style config.
-Json V4Config() {
-  return Json::parse(R"({
-    "hidden_size": 64, "num_attention_heads": 4, "intermediate_size": 128,
-    "num_hidden_layers": 2, "rope_theta": 1000000.0, "rope_scaling": null,
-    "torch_dtype": "float32", "num_target_layers": 36,
-    "dflash_config": {"mask_token_id": 151669, "target_layer_ids": [1, 17, 33],
-                      "block_size": 8}
-  })");
-}
-
-// Exact message for strings, any matcher otherwise.
-template <typename M>
-auto StatusWith(absl::StatusCode code, M matcher) {
-  return StatusIs(code, matcher);
-}
-inline auto StatusWith(absl::StatusCode code, const std::string& message) {
-  return StatusIs(code, ::testing::Eq(message));
-}
-inline auto StatusWith(absl::StatusCode code, const char* message) {
-  return StatusIs(code, ::testing::Eq(std::string(message)));
-}
-
-absl::StatusOr<DrafterConfig> Parse(const Json& j) {
-  return ParseDrafterConfig(j.dump());
-}
 
 TEST(DrafterConfigTest, Qwen36DFlash) {
   ASSERT_OK_AND_ASSIGN(DrafterConfig c, Parse(Qwen36Config()));
@@ -399,156 +361,4 @@ TEST(DrafterConfigTest, ParseFile) {
 }
 
 }  // namespace
-}  // namespace dflash::model
-
-namespace dflash::model {
-namespace {
-
-// The released DFlash 2 config of dflash2-semantics.md §1 (shape only).
-Json DFlash2Config() {
-  return Json::parse(R"({
-    "architectures": ["DFlash2DraftModel"],
-    "hidden_size": 6656, "num_attention_heads": 32, "num_key_value_heads": 8,
-    "head_dim": 128, "intermediate_size": 19968, "num_hidden_layers": 5,
-    "layer_types": ["sliding_attention", "sliding_attention", "sliding_attention",
-                    "sliding_attention", "sliding_attention"],
-    "sliding_window": 2048, "use_sliding_window": true, "is_causal": false,
-    "vocab_size": 202048, "rope_theta": 1000000.0, "rms_norm_eps": 1e-06,
-    "hidden_act": "silu", "transformers_version": "4.57.0",
-    "output_multiplier": 0.1961, "final_logit_softcapping": 20.0,
-    "dflash_config": {"block_size": 16, "target_layer_ids": [1, 13, 25, 37, 49],
-                      "mask_token_id": 200000, "conv_kernel_size": 2,
-                      "conv_group_size": 16, "selector_rank": 256, "selector_top_k": 16}
-  })");
-}
-
-TEST(DFlash2ConfigTest, ReleasedShapeParsesWithEveryDraftKeyAndItsSource) {
-  ASSERT_OK_AND_ASSIGN(DrafterConfig c, Parse(DFlash2Config()));
-  EXPECT_TRUE(c.is_dflash2());
-  EXPECT_EQ(c.conv_kernel_size, 2);
-  EXPECT_EQ(c.conv_groups(), 416);
-  EXPECT_EQ(c.selector_rank, 256);
-  EXPECT_EQ(c.selector_top_k, 16);
-  EXPECT_DOUBLE_EQ(c.output_multiplier, 0.1961);
-  EXPECT_DOUBLE_EQ(c.final_logit_softcapping, 20.0);
-  EXPECT_DOUBLE_EQ(c.input_embedding_scale, 1.0);
-  ASSERT_TRUE(c.is_causal.has_value());
-  EXPECT_FALSE(*c.is_causal);
-  EXPECT_TRUE(c.warnings.empty()) << c.warnings[0];
-  const std::vector<std::string> lines = DescribeDraftKeys(c);
-  EXPECT_EQ(lines[0], "family DFlash 2 (DFlash2DraftModel)");
-  EXPECT_THAT(lines,
-              ::testing::IsSupersetOf(
-                  {"draft key block_size = 16 (dflash_config)",
-                   "draft key target_layer_ids = [1,13,25,37,49] (dflash_config)",
-                   "draft key input_embedding_scale = 1.0 (default)",
-                   "draft key output_multiplier = 0.1961 (top level)",
-                   "draft key final_logit_softcapping = 20.0 (top level)",
-                   "draft key selector_top_k = 16 (dflash_config)",
-                   "keys known not to change the computation, not used: transformers_version"}));
-  EXPECT_THAT(lines,
-              ::testing::Contains(HasSubstr(
-                  "attention inside the block (zlab-current): 0 sliding W=2048 bidirectional;")));
-  EXPECT_THAT(DescribeConfig(c), HasSubstr("DFlash 2, 5 layers"));
-}
-
-TEST(DFlash2ConfigTest, EachBadKeyIsNamed) {
-  auto with = [](const std::string& key, Json v) {
-    Json j = DFlash2Config();
-    j["dflash_config"][key] = v;
-    return Parse(j);
-  };
-  EXPECT_THAT(
-      with("conv_group_size", 10),
-      StatusWith(
-          kInvalid,
-          "config field 'dflash_config.conv_group_size' (10) does not divide hidden_size (6656)"));
-  EXPECT_THAT(
-      with("selector_top_k", 300000),
-      StatusWith(
-          kInvalid,
-          "config field 'dflash_config.selector_top_k' (300000) is above the vocabulary size "
-          "(202048)"));
-  EXPECT_THAT(
-      with("selector_rank", 0),
-      StatusWith(kInvalid, "config field 'dflash_config.selector_rank' must be positive; got 0"));
-  EXPECT_THAT(
-      with("final_logit_softcapping", 0.0),
-      StatusWith(
-          kInvalid,
-          "config field 'dflash_config.final_logit_softcapping' must be positive when set; got 0 "
-          "(null or absent disables the softcap)"));
-  EXPECT_THAT(
-      with("conv_kernel", 2),
-      StatusWith(
-          kInvalid,
-          HasSubstr(
-              "config field 'dflash_config.conv_kernel' is not a draft key this service knows")));
-  Json j = DFlash2Config();
-  j["dflash_config"].erase("conv_kernel_size");
-  EXPECT_THAT(
-      Parse(j),
-      StatusWith(
-          kInvalid,
-          "config field 'conv_kernel_size' is missing (looked in dflash_config and at the top "
-          "level); required for a DFlash 2 drafter"));
-  j = DFlash2Config();
-  j.erase("vocab_size");
-  EXPECT_THAT(Parse(j), StatusWith(kInvalid, HasSubstr("config field 'vocab_size' is missing")));
-  // DFlash 2 keys under a DFlash 1 architecture.
-  j = DFlash2Config();
-  j["architectures"] = {"DFlashDraftModel"};
-  EXPECT_THAT(
-      Parse(j),
-      StatusWith(
-          kInvalid,
-          HasSubstr(
-              "config field 'dflash_config.conv_kernel_size' is a DFlash 2 key, but architectures "
-              "does not name DFlash2DraftModel")));
-}
-
-TEST(DFlash2ConfigTest, TopLevelKeysAreImplementedSkippedRefusedOrWarned) {
-  Json j = Qwen36Config();
-  j["hidden_act"] = "gelu";
-  EXPECT_THAT(
-      Parse(j),
-      StatusWith(kInvalid,
-                 "config field 'hidden_act' is 'gelu'; only silu (Qwen3's MLP) is implemented"));
-  j = Qwen36Config();
-  j["quantization_config"] = {{"quant_method", "fp8"}};
-  EXPECT_THAT(Parse(j), StatusWith(kInvalid,
-                                   "config field 'quantization_config' is present: quantized "
-                                   "checkpoints are not supported"));
-  j = Qwen36Config();
-  j["attention_sink"] = true;
-  ASSERT_OK_AND_ASSIGN(DrafterConfig c, Parse(j));
-  ASSERT_EQ(c.warnings.size(), 1u);
-  EXPECT_EQ(c.warnings[0],
-            "config key 'attention_sink' is not known to this service and was not used; check "
-            "that it does not change the drafter's computation");
-}
-
-TEST(DFlash2ConfigTest, ScalesAndCausalityOfAnUpdatedDFlash1) {
-  Json j = Qwen36Config();
-  j["input_embedding_scale"] = 2.0;
-  j["dflash_config"]["output_multiplier"] = 0.5;
-  j["use_sliding_window"] = false;
-  ASSERT_OK_AND_ASSIGN(DrafterConfig c, Parse(j));
-  EXPECT_DOUBLE_EQ(c.input_embedding_scale, 2.0);
-  EXPECT_DOUBLE_EQ(c.output_multiplier, 0.5);
-  EXPECT_EQ(c.sliding_window, 0);  // use_sliding_window false: no window anywhere
-  EXPECT_FALSE(c.is_causal.has_value());
-  EXPECT_THAT(
-      DescribeDraftKeys(c),
-      ::testing::Contains(HasSubstr(
-          "0 sliding causal; 1 sliding causal; 2 sliding causal; 3 sliding causal; 4 full "
-          "bidirectional (is_causal absent: sliding layers causal); use_sliding_window false: no "
-          "window")));
-  j["input_embedding_scale"] = -1.0;
-  EXPECT_THAT(
-      Parse(j),
-      StatusWith(kInvalid, "config field 'input_embedding_scale' must be positive; got -1"));
-}
-
-}  // namespace
-}  // namespace dflash::model
+}  // namespace dflash::config

@@ -1,13 +1,13 @@
 // File: drafter_config.h
-// A DFlash drafter's config.json as a typed struct. Accepts the transformers
-// 4.x spellings (rope_theta + rope_scaling, torch_dtype) and the 5.x ones
-// (rope_parameters, dtype); see shared/reference/dflash-semantics.md §1 and,
-// for DFlash 2 and the draft keys z-lab added, dflash2-semantics.md §1.
-// No key is ignored silently: every key is implemented, refused by name, on
-// a list of keys known not to change the computation, or reported as a
-// warning (unknown top-level keys).
+// A DFlash drafter's config.json as a typed struct (what the model, the
+// evaluator and the reports use), and its one-line and per-key
+// descriptions. Reading the file is drafter_config_reader.h's job: it
+// accepts the transformers 4.x and 5.x spellings and the other trainers'
+// layouts; see shared/reference/dflash-semantics.md §1 and, for DFlash 2 and
+// the draft keys z-lab added, dflash2-semantics.md §1.
 //
-//   ASSIGN_OR_RETURN(DrafterConfig cfg, ParseDrafterConfigFile(path));
+//   ASSIGN_OR_RETURN(DrafterConfig cfg, ParseDrafterConfigFile(path));  // the reader
+//   report.facts.push_back(DescribeConfig(cfg));
 #pragma once
 
 #include <cstdint>
@@ -15,9 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "absl/status/statusor.h"
-
-namespace dflash::model {
+namespace dflash::config {
 
 struct RopeConfig {
   std::string type = "default";  // default | linear | llama3 | yarn
@@ -100,13 +98,6 @@ struct DrafterConfig {
   int64_t conv_groups() const { return conv_group_size > 0 ? hidden_size / conv_group_size : 0; }
 };
 
-// Parses config.json text. InvalidArgument names the field and what was wrong
-// (missing, wrong type, unknown rope_type, inconsistent head_dim ...).
-absl::StatusOr<DrafterConfig> ParseDrafterConfig(const std::string& json_text);
-
-// Reads and parses a file; NotFound when absent, errors prefixed with the path.
-absl::StatusOr<DrafterConfig> ParseDrafterConfigFile(const std::string& path);
-
 // Report lines: the family and every draft key with its value and source
 // ("draft key block_size = 16 (dflash_config)").
 std::vector<std::string> DescribeDraftKeys(const DrafterConfig& config);
@@ -115,4 +106,4 @@ std::vector<std::string> DescribeDraftKeys(const DrafterConfig& config);
 // I=17408, B=16, target layers [1, 16, 31, 46, 61], mask 248077".
 std::string DescribeConfig(const DrafterConfig& config);
 
-}  // namespace dflash::model
+}  // namespace dflash::config

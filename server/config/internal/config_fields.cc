@@ -1,8 +1,10 @@
-#include "model/config_fields.h"
+#include "config/internal/config_fields.h"
 
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "config/internal/key_table.h"
 
-namespace dflash::model::config_fields {
+namespace dflash::config::internal {
 namespace {
 
 // The one reader: `ok` says whether a present value has the wanted type.
@@ -65,4 +67,37 @@ absl::Status RequirePositive(const std::string& where, int64_t v) {
   return absl::OkStatus();
 }
 
-}  // namespace dflash::model::config_fields
+absl::StatusOr<const Json*> TopLevel::Find(absl::string_view key) const {
+  RETURN_IF_ERROR(
+      CheckReadable(key, {KeyKind::kImplemented, KeyKind::kDraft, KeyKind::kDFlash2Draft}));
+  auto it = root_.find(std::string(key));
+  if (it == root_.end() || it->is_null()) return nullptr;
+  return &*it;
+}
+
+absl::StatusOr<bool> TopLevel::Int(const std::string& key, int64_t* out) const {
+  RETURN_IF_ERROR(Find(key).status());
+  return ReadInt(root_, key, key, out);
+}
+
+absl::StatusOr<bool> TopLevel::Double(const std::string& key, double* out) const {
+  RETURN_IF_ERROR(Find(key).status());
+  return ReadDouble(root_, key, key, out);
+}
+
+absl::StatusOr<bool> TopLevel::Bool(const std::string& key, bool* out) const {
+  RETURN_IF_ERROR(Find(key).status());
+  return ReadBool(root_, key, key, out);
+}
+
+absl::StatusOr<bool> TopLevel::String(const std::string& key, std::string* out) const {
+  RETURN_IF_ERROR(Find(key).status());
+  return ReadString(root_, key, key, out);
+}
+
+absl::Status TopLevel::RequireInt(const std::string& key, int64_t* out) const {
+  RETURN_IF_ERROR(Find(key).status());
+  return internal::RequireInt(root_, key, key, out);
+}
+
+}  // namespace dflash::config::internal
