@@ -20,9 +20,10 @@ function(dflash_pch_group name)
   target_precompile_headers(${name} PRIVATE ${P_HEADERS})
 endfunction()
 
-# dflash_use_pch(<target> <group>): <target> compiles with group's PCH.
+# dflash_use_pch(<target> <group>): <target> compiles with group's PCH
+# (none when <group> is empty).
 function(dflash_use_pch target group)
-  if(DFLASH_PCH AND TARGET ${group})
+  if(DFLASH_PCH AND group AND TARGET ${group})
     target_precompile_headers(${target} REUSE_FROM ${group})
   endif()
 endfunction()

@@ -273,11 +273,12 @@ absl::StatusOr<LoadResult> EvalCoreImpl::DoLoadTarget(const LoadTargetParams& pa
   std::lock_guard<std::mutex> load_lock(resident_->load_mu);
   {
     std::lock_guard<std::mutex> lock(resident_->mu);
-    ASSIGN_OR_RETURN(const ResidentSet::Target* existing,
-                     Reusable(resident_->targets, name, "target", [&](const ResidentSet::Target& e) {
-                       return e.info.source_path == resolved && e.info.dtype == dtype_name &&
-                              e.info.device == device;
-                     }));
+    ASSIGN_OR_RETURN(
+        const ResidentSet::Target* existing,
+        Reusable(resident_->targets, name, "target", [&](const ResidentSet::Target& e) {
+          return e.info.source_path == resolved && e.info.dtype == dtype_name &&
+                 e.info.device == device;
+        }));
     if (existing != nullptr) {
       LoadResult result;
       result.resource = existing->info;
@@ -348,8 +349,9 @@ absl::StatusOr<LoadResult> EvalCoreImpl::DoLoadDataset(const LoadDatasetParams& 
     std::lock_guard<std::mutex> lock(resident_->mu);
     ASSIGN_OR_RETURN(
         const ResidentSet::Dataset* existing,
-        Reusable(resident_->datasets, options.name, "dataset",
-                 [&](const ResidentSet::Dataset& e) { return e.info.source_path == options.path; }));
+        Reusable(resident_->datasets, options.name, "dataset", [&](const ResidentSet::Dataset& e) {
+          return e.info.source_path == options.path;
+        }));
     if (existing != nullptr) {
       LoadResult result;
       result.resource = existing->info;

@@ -30,7 +30,6 @@
 
 namespace dflash::weights {
 
-
 // Parses one pickle, up to STOP (later bytes are ignored, as in Python). Bad or
 // unsupported input -> InvalidArgument starting with "pickle: ", e.g.
 // "pickle: global 'os.system' is not allowed (allowed: ...)",
