@@ -8,6 +8,7 @@
 #include "config/drafter_config_reader.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "sample_configs.h"
 #include "test_util/status_matchers.h"
 
 namespace dflash::config {
@@ -22,20 +23,12 @@ using Json = nlohmann::json;
 
 constexpr auto kInvalid = absl::StatusCode::kInvalidArgument;
 
-// The released Qwen3.6-27B drafter's shape in z-lab's layout.
+// The released Qwen3.6-27B drafter's shape in z-lab's layout, without
+// num_target_layers (the other trainers' files do not carry it).
 Json ZlabConfig() {
-  return Json::parse(R"({
-    "architectures": ["DFlashDraftModel"],
-    "hidden_size": 5120, "num_attention_heads": 32, "num_key_value_heads": 8,
-    "head_dim": 128, "intermediate_size": 17408, "num_hidden_layers": 5,
-    "rms_norm_eps": 1e-06, "attention_bias": false,
-    "layer_types": ["sliding_attention", "sliding_attention", "sliding_attention",
-                    "sliding_attention", "full_attention"],
-    "sliding_window": 2048, "block_size": 16, "vocab_size": 248320, "dtype": "bfloat16",
-    "max_position_embeddings": 262144,
-    "rope_parameters": {"rope_theta": 10000000, "rope_type": "default"},
-    "dflash_config": {"mask_token_id": 248077, "target_layer_ids": [1, 16, 31, 46, 61]}
-  })");
+  Json j = samples::Qwen36Config();
+  j.erase("num_target_layers");
+  return j;
 }
 
 // The same drafter as speculators saves it: the shape nested (a Qwen3Config
