@@ -83,4 +83,4 @@ cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DDFLASH_PCH=OFF \
 
 exec python3 scripts/check_torch2.py --headers "$HEADERS" --version "$VERSION" \
   --compile-commands "$BUILD/compile_commands.json" --jobs "$JOBS" \
-  --only "${TORCH2_ONLY:-}" --stamps "$CACHE/passed-$SUITE"
+  --only "${TORCH2_ONLY:-}" --stamps "$CACHE/passed-$SUITE" --pch-dir "$BUILD/pch"
