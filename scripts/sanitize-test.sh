@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# The suite's unit tests, the two binaries and one integration test, built with AddressSanitizer + UndefinedBehavior-
-# Sanitizer (DFLASH_SANITIZE=ON) in their own build directory, then run
-# (issue 28: a full second build of every integration test cost CI ~20 min
-# on 2 cores and found nothing the unit tests and these did not). The fuzz
-# targets run under ASan in scripts/test.sh (fuzz-smoke). By hand:
+# The suite's unit tests, the two binaries and one integration test, built
+# with AddressSanitizer + UndefinedBehaviorSanitizer (DFLASH_SANITIZE=ON) in
+# their own build directory, then run. Issue 28: this stage took 3745 s of
+# a CI run that hit its limit; the set and the flags below took it to about
+# 1600 s cold on 2 cores (BENCHMARKS.md "CI stages"). The fuzz targets run
+# under ASan in scripts/test.sh (fuzz-smoke). By hand:
 #   scripts/sanitize-test.sh                 # build-sanitize/, the set below
 #   SANITIZE_ALL=1 scripts/sanitize-test.sh  # every test, as before
 #   scripts/sanitize-test.sh -R token        # extra arguments go to ctest
