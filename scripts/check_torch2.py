@@ -9,7 +9,12 @@ system's libtorch 1.13 in /usr/include.
 
 A source whose preprocessed text (under the same command) already passed is
 not compiled again: its stamp, named by that text's hash, is in --stamps.
-Preprocessing takes about a second; the syntax check tens of seconds.
+Preprocessing takes about a second; the syntax check tens of seconds. The
+checkout's own path is taken out of the hash, so a fresh clone elsewhere (CI)
+reuses the stamps, and the PCH is built only when some source needs a check.
+Before preprocessing, a source's manifest (named by its command, listing the
+files its last passing check read and their hashes) is tried, as ccache's
+direct mode does: when every file still hashes the same, it passed already.
 
 The libtorch headers are parsed once into a precompiled header (--pch-dir)
 that every check then includes first: parsing ATen.h was most of each
@@ -86,13 +91,18 @@ def syntax_command(entry, headers):
 PCH_HEADERS = ("ATen/ATen.h", "ATen/core/grad_mode.h", "ATen/Parallel.h")
 
 
-def build_pch(entry, headers, pch_dir):
-    """Compiles PCH_HEADERS under entry's flags into pch_dir; returns the
-    header to -include, or None (then every check parses them as text)."""
+def pch_header(pch_dir):
+    """Writes the header that includes PCH_HEADERS; returns its path."""
     os.makedirs(pch_dir, exist_ok=True)
     header = os.path.join(os.path.abspath(pch_dir), "torch2_pch.h")
     with open(header, "w") as f:
         f.write("".join(f"#include <{h}>\n" for h in PCH_HEADERS))
+    return header
+
+
+def build_pch(entry, headers, header):
+    """Compiles header under entry's flags into header.gch; returns the
+    header to -include, or None (then every check parses them as text)."""
     cmd = [a for a in syntax_command(entry, headers)
            if a not in ("-fsyntax-only", entry["file"])]
     cmd += ["-x", "c++-header", header, "-o", header + ".gch"]
@@ -104,28 +114,84 @@ def build_pch(entry, headers, pch_dir):
     return header
 
 
-def stamp_of(cmd, entry):
-    """The hash of the source as the compiler sees it, or None if -E fails."""
+MARKER = re.compile(rb'^# \d+ "([^"<][^"]*)"', re.M)
+
+
+def file_hash(path, memo={}):
+    if path not in memo:
+        try:
+            with open(path, "rb") as f:
+                memo[path] = hashlib.sha256(f.read()).hexdigest()
+        except OSError:
+            memo[path] = None
+    return memo[path]
+
+
+def manifest_path(cmd, root, stamps):
+    key = hashlib.sha256(" ".join(cmd).replace(root, "@ROOT@").encode())
+    return os.path.join(stamps, "m-" + key.hexdigest() + ".json")
+
+
+def manifest_holds(cmd, entry, root, stamps):
+    """Whether the files the last passing check read all hash the same."""
+    try:
+        with open(manifest_path(cmd, root, stamps)) as f:
+            deps = json.load(f)
+    except (OSError, ValueError):
+        return False
+    d = entry["directory"]
+    return all(file_hash(os.path.join(d, p.replace("@ROOT@", root))) == h
+               for p, h in deps.items())
+
+
+def stamp_of(cmd, entry, root):
+    """The hash of the source as the compiler sees it, with the checkout's
+    path taken out, and the files it read; (None, None) if -E fails."""
     pre = [a if a != "-fsyntax-only" else "-E" for a in cmd]
     r = subprocess.run(pre, cwd=entry["directory"], capture_output=True)
     if r.returncode != 0:
-        return None
-    h = hashlib.sha256(" ".join(cmd).encode())
-    h.update(r.stdout)
-    return h.hexdigest()
+        return None, None
+    h = hashlib.sha256(" ".join(cmd).replace(root, "@ROOT@").encode())
+    h.update(r.stdout.replace(root.encode(), b"@ROOT@"))
+    files = {m.decode(errors="replace") for m in MARKER.findall(r.stdout)}
+    return h.hexdigest(), sorted(files)
 
 
-def check(entry, headers, stamps, pch):
+def write_manifest(cmd, entry, root, stamps, files):
+    d = entry["directory"]
+    deps = {p.replace(root, "@ROOT@"): file_hash(os.path.join(d, p)) for p in files}
+    if None in deps.values():
+        return
+    tmp = manifest_path(cmd, root, stamps) + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(deps, f)
+    os.replace(tmp, manifest_path(cmd, root, stamps))
+
+
+def stamp_or_hit(cmd, entry, root, stamps):
+    """(passed already, stamp, files read) for one source."""
+    if manifest_holds(cmd, entry, root, stamps):
+        return True, None, None
+    stamp, files = stamp_of(cmd, entry, root)
+    hit = bool(stamp) and os.path.exists(os.path.join(stamps, stamp))
+    if hit:
+        write_manifest(cmd, entry, root, stamps, files)
+    return hit, stamp, files
+
+
+def command(entry, headers, pch):
     cmd = syntax_command(entry, headers)
     if pch:
         cmd[1:1] = ["-Winvalid-pch", "-include", pch]
-    stamp = stamp_of(cmd, entry) if stamps else None
-    if stamp and os.path.exists(os.path.join(stamps, stamp)):
-        return entry["file"], 0, "", True
+    return cmd
+
+
+def check(entry, cmd, stamp, files, stamps, root):
     r = subprocess.run(cmd, cwd=entry["directory"], capture_output=True, text=True)
     if r.returncode == 0 and stamp:
         open(os.path.join(stamps, stamp), "w").close()
-    return entry["file"], r.returncode, r.stderr, False
+        write_manifest(cmd, entry, root, stamps, files)
+    return entry["file"], r.returncode, r.stderr
 
 
 def main():
@@ -151,14 +217,24 @@ def main():
         sys.exit("check-torch2: no torch-using source found in " + a.compile_commands)
     print(f"check-torch2: {len(todo)} of {len(entries)} sources use torch; "
           f"compiling them against libtorch-dev {a.version}", flush=True)
-    server = [e for e in todo if "/server/" in e["file"]] or todo
-    pch = build_pch(server[0], a.headers, a.pch_dir) if a.pch_dir else None
+    pch = pch_header(a.pch_dir) if a.pch_dir else None
     failed = []
-    reused = 0
     no_pch = 0
     with concurrent.futures.ThreadPoolExecutor(max(1, a.jobs)) as pool:
-        for path, rc, err, cached in pool.map(lambda e: check(e, a.headers, a.stamps, pch), todo):
-            reused += cached
+        cmds = [command(e, a.headers, pch) for e in todo]
+        seen = list(pool.map(lambda ec: stamp_or_hit(ec[1], ec[0], root, a.stamps),
+                             zip(todo, cmds))
+                    if a.stamps else [(False, None, None)] * len(todo))
+        left = [i for i, (hit, _, _) in enumerate(seen) if not hit]
+        stamps = [st for _, st, _ in seen]
+        reused = len(todo) - len(left)
+        server = [todo[i] for i in left if "/server/" in todo[i]["file"]]
+        if pch and left and not build_pch((server or [todo[left[0]]])[0], a.headers, pch):
+            pch = None  # the stamps named the PCH's command: none recorded
+            cmds = [command(e, a.headers, None) for e in todo]
+            stamps = [None] * len(todo)
+        jobs = [(todo[i], cmds[i], stamps[i], seen[i][2], a.stamps, root) for i in left]
+        for path, rc, err in pool.map(lambda j: check(*j), jobs):
             no_pch += ".gch: not used" in err
             if rc != 0:
                 failed.append(path)
