@@ -21,6 +21,7 @@
 #include <spdlog/spdlog.h>
 #include <CLI/CLI.hpp>
 
+#include "app/job_backend_select.h"
 #include "app/listen_policy.h"
 #include "app/logging.h"
 #include "app/preload.h"
@@ -178,22 +179,16 @@ absl::Status StartJobs(const ServerConfig& config, Server& s) {
   job_options.max_queued = config.max_queued;
   job_options.concurrent_jobs = config.concurrent_jobs;
   job_options.server_version = info.server_version;
-  auto ms = [](double seconds) {
-    return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
-  };
-  job_options.fleet.server = FleetName(config);
-  job_options.fleet.lease = ms(config.fleet_lease_seconds);
-  job_options.fleet.heartbeat = ms(config.fleet_heartbeat_seconds);
-  job_options.fleet.max_attempts = config.fleet_max_attempts;
-  ASSIGN_OR_RETURN(s.jobs, core::JobServiceImpl::Create(*s.core, *s.store, job_options));
-  s.jobs->SetSuites(config.preload.suites);
-  s.jobs->SetFleetObjects(config.preload.targets, config.preload.datasets);
+  JobBackends chosen = SelectJobBackends(config, *s.core, *s.store);
+  ASSIGN_OR_RETURN(
+      s.jobs, core::JobServiceImpl::Create(*s.core, *s.store, job_options,
+                                           std::move(chosen.backend), std::move(chosen.placement)));
   spdlog::info("results store {}; {} concurrent job(s), at most {} queued", opened.description,
                config.concurrent_jobs, config.max_queued);
   if (s.store->shared()) {
     spdlog::info("fleet server '{}': lease {} s, heartbeat {} s, {} attempts per job",
-                 job_options.fleet.server, config.fleet_lease_seconds,
-                 config.fleet_heartbeat_seconds, config.fleet_max_attempts);
+                 FleetName(config), config.fleet_lease_seconds, config.fleet_heartbeat_seconds,
+                 config.fleet_max_attempts);
   }
   return absl::OkStatus();
 }

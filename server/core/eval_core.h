@@ -84,7 +84,7 @@ struct LoadResult {
   std::string consistency_target;
 };
 
-// A fleet job split into shard jobs (issue 30, core/fleet_shards.h): the
+// A fleet job split into shard jobs (issue 30, fleet/fleet_shards.h): the
 // sample ranges, and the fingerprint of this server's copy of the dataset.
 struct ShardPlan {
   std::vector<eval::SampleRange> ranges;  // dataset positions, in order

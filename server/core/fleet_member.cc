@@ -52,4 +52,15 @@ absl::StatusOr<FleetMember> ParseFleetMember(const std::string& name, const std:
   }
 }
 
+absl::StatusOr<std::vector<FleetMember>> ParseFleetMembers(
+    const std::vector<store::FleetServer>& servers) {
+  std::vector<FleetMember> members;
+  for (const store::FleetServer& s : servers) {
+    absl::StatusOr<FleetMember> m = ParseFleetMember(s.name, s.info_json, s.heartbeat_age_micros);
+    if (!m.ok()) return m.status();
+    members.push_back(*std::move(m));
+  }
+  return members;
+}
+
 }  // namespace dflash::core

@@ -10,6 +10,7 @@
 
 #include "absl/status/statusor.h"
 #include "core/eval_core.h"
+#include "store/result_store.h"
 
 namespace dflash::core {
 
@@ -28,5 +29,8 @@ std::string FleetInfoJson(const EvalCore& core, const std::vector<std::string>& 
 // InvalidArgument when `info_json` is not what FleetInfoJson wrote.
 absl::StatusOr<FleetMember> ParseFleetMember(const std::string& name, const std::string& info_json,
                                              int64_t heartbeat_age_micros);
+// ParseFleetMember of each server the servers table lists.
+absl::StatusOr<std::vector<FleetMember>> ParseFleetMembers(
+    const std::vector<store::FleetServer>& servers);
 
 }  // namespace dflash::core

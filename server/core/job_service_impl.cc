@@ -7,48 +7,28 @@
 #include "absl/strings/str_join.h"
 #include "common/status_macros.h"
 #include "core/compare_stats.h"
-#include "core/fleet_objects.h"
-#include "core/fleet_shards.h"
+#include "core/fleet_member.h"
 #include "core/request_check.h"
-#include "core/resident_pick.h"
-#include "jobs/refusal.h"
 
 namespace dflash::core {
 
 using jobs::JobRecord;
 using jobs::JobState;
 
-absl::StatusOr<ResourceInfo> JobServiceImpl::PickListed(ResourceKind kind,
-                                                        const std::string& name) const {
-  std::vector<ResourceInfo> all = core_.ListResources(kind);
-  std::vector<std::string> names;
-  names.reserve(all.size());
-  for (const ResourceInfo& r : all) names.push_back(r.name);
-  ASSIGN_OR_RETURN(size_t i, PickResident(kind, names, name));
-  return all[i];
-}
-
 absl::StatusOr<std::unique_ptr<JobServiceImpl>> JobServiceImpl::Create(
-    EvalCore& core, store::ResultStore& store, jobs::JobQueueOptions options) {
-  std::unique_ptr<JobServiceImpl> service(new JobServiceImpl(core, store.shared()));
+    EvalCore& core, store::ResultStore& store, jobs::JobQueueOptions options,
+    std::unique_ptr<jobs::JobBackend> backend, std::unique_ptr<JobPlacement> placement) {
+  if (placement == nullptr) return absl::InvalidArgumentError("a job service needs a placement");
+  std::unique_ptr<JobServiceImpl> service(new JobServiceImpl(core, std::move(placement)));
   JobServiceImpl* self = service.get();
-  options.fleet.resident = [self] { return self->ResidentNames(); };
-  options.fleet.info_json = [self](const std::vector<std::string>& running) {
-    return FleetInfoJson(self->core_, running);
-  };
   ASSIGN_OR_RETURN(service->queue_,
                    jobs::JobQueue::Create(
                        store,
                        [self](const JobRecord& job, const eval::ProgressFn& progress) {
                          return self->RunJob(job, progress);
                        },
-                       std::move(options)));
+                       std::move(options), std::move(backend)));
   return service;
-}
-
-void JobServiceImpl::SetFleetObjects(const std::vector<LoadTargetParams>& targets,
-                                     const std::vector<LoadDatasetParams>& datasets) {
-  fleet_objects_ = MakeFleetObjects(targets, datasets);
 }
 
 JobServiceImpl::~JobServiceImpl() {
@@ -57,25 +37,10 @@ JobServiceImpl::~JobServiceImpl() {
 
 absl::StatusOr<eval::EvalResult> JobServiceImpl::RunJob(const JobRecord& job,
                                                         const eval::ProgressFn& progress) {
-  EvalParams r = job.request.params;
-  if (shared_) {  // the objects it names by path, loaded here when absent
-    OnDemandHooks hooks;
-    hooks.loaded = [this](ResourceKind kind, const std::string& name) {
-      std::lock_guard<std::mutex> lock(on_demand_mu_);
-      on_demand_.insert({kind, name});
-    };
-    hooks.free_space = [this] { return FreeOnDemand(); };
-    absl::StatusOr<EvalParams> loaded =
-        LoadOnDemand(core_, fleet_objects_, job.request, job.server, hooks);
-    // Over this server's budget: another server of the fleet may hold it.
-    if (absl::IsResourceExhausted(loaded.status())) return jobs::Refusal(loaded.status());
-    if (!loaded.ok()) return loaded.status();
-    r = *std::move(loaded);
-  }
-  absl::StatusOr<eval::EvalResult> result =
-      !job.request.suite_datasets.empty() ? RunSuite(job, progress)
-      : SplitsIntoShards(job.request)     ? RunFleetShards(core_, *queue_, job, r, progress)
-                                          : core_.RunEval(r, progress);
+  ASSIGN_OR_RETURN(const EvalParams r, placement_->Prepare(job, *queue_));
+  absl::StatusOr<eval::EvalResult> result = !job.request.suite_datasets.empty()
+                                                ? RunSuite(job, progress)
+                                                : placement_->Run(job, r, progress, *queue_);
   if (job.request.unload_after && !r.drafter.empty()) {
     std::lock_guard<std::mutex> lock(resource_mu_);
     std::vector<std::string> others = queue_->UnfinishedJobsWhere(
@@ -138,51 +103,7 @@ absl::StatusOr<JobRecord> JobServiceImpl::SubmitRecord(JobRecord record) {
   }
   RETURN_IF_ERROR(CheckJobRequest(record.request, has_selector));
   std::lock_guard<std::mutex> lock(resource_mu_);
-  if (!shared_ && !(record.request.dataset_path.empty() && record.request.target_path.empty())) {
-    return absl::FailedPreconditionError(
-        "dataset_path and target_path name objects for a fleet's servers to load on demand; this "
-        "server has no fleet (see --store): load them and name them with dataset and target");
-  }
-  if (shared_) {
-    RETURN_IF_ERROR(PlaceInFleet(record));
-    return queue_->Submit(std::move(record));
-  }
-  ASSIGN_OR_RETURN(ResourceInfo target, PickListed(ResourceKind::kTarget, r.target));
-  std::vector<std::string> resident;
-  for (const ResourceInfo& d : core_.ListResources(ResourceKind::kDataset)) {
-    resident.push_back(d.name);
-  }
-  ASSIGN_OR_RETURN(record.request.suite_datasets, ResolveSuite(r.dataset, suites_, resident));
-  if (record.request.suite_datasets.empty()) {
-    ASSIGN_OR_RETURN(ResourceInfo dataset, PickListed(ResourceKind::kDataset, r.dataset));
-    record.dataset_fingerprint = dataset.fingerprint;
-  } else {
-    std::vector<std::string> fingerprints;
-    for (const std::string& name : record.request.suite_datasets) {
-      ASSIGN_OR_RETURN(ResourceInfo dataset, PickListed(ResourceKind::kDataset, name), "suite '",
-                       r.dataset, "'");
-      fingerprints.push_back(dataset.fingerprint);
-    }
-    record.dataset_fingerprint = absl::StrJoin(fingerprints, ",");
-    if (!record.request.gate.reference.empty()) {
-      return absl::InvalidArgumentError(
-          "gate applies to one dataset; gate each dataset of the suite in its own job");
-    }
-  }
-  if (!r.drafter.empty()) {
-    ASSIGN_OR_RETURN(ResourceInfo drafter, PickListed(ResourceKind::kDrafter, r.drafter));
-    record.drafter_fingerprint = drafter.fingerprint;
-  }
-  record.device = target.device;
-  const jobs::GateSpec& gate = record.request.gate;
-  if (!gate.reference.empty() && gate.reference != "best" && gate.reference != "previous") {
-    ASSIGN_OR_RETURN(JobRecord ref, queue_->Get(gate.reference), "gate reference");
-    if (ref.state != JobState::kSucceeded) {
-      return absl::FailedPreconditionError(absl::StrCat("gate reference ", gate.reference, " is ",
-                                                        jobs::JobStateName(ref.state),
-                                                        "; the reference must have SUCCEEDED"));
-    }
-  }
+  RETURN_IF_ERROR(placement_->Place(record, *queue_));
   return queue_->Submit(std::move(record));
 }
 
@@ -248,53 +169,9 @@ absl::StatusOr<ResourceInfo> JobServiceImpl::Unload(ResourceKind kind, const std
   return core_.Unload(kind, name);
 }
 
-store::ClaimRequest JobServiceImpl::ResidentNames() const {
-  store::ClaimRequest names;
-  for (const ResourceInfo& r : core_.ListResources(std::nullopt)) {
-    switch (r.kind) {
-      case ResourceKind::kTarget:
-        names.targets.push_back(r.name);
-        names.target_paths.push_back(r.source_path);
-        break;
-      case ResourceKind::kDataset:
-        names.datasets.push_back(r.name);
-        names.dataset_paths.push_back(r.source_path);
-        break;
-      case ResourceKind::kDrafter: names.drafters.push_back(r.name); break;
-    }
-  }
-  return names;
-}
-
-int JobServiceImpl::FreeOnDemand() {
-  std::lock_guard<std::mutex> lock(on_demand_mu_);
-  int freed = 0;
-  for (auto it = on_demand_.begin(); it != on_demand_.end();) {
-    const ResourceKind kind = it->first;
-    const std::string& name = it->second;
-    std::string path;
-    for (const ResourceInfo& r : core_.ListResources(kind)) {
-      if (r.name == name) path = r.source_path;
-    }
-    const auto uses = [&](const jobs::JobRequest& q) { return UsesObject(q, kind, name, path); };
-    if (!path.empty() && !queue_->UnfinishedJobsWhere(uses).empty()) {
-      ++it;  // a job running here uses it (this one included)
-      continue;
-    }
-    if (!path.empty() && core_.Unload(kind, name).ok()) ++freed;
-    it = on_demand_.erase(it);  // unloaded now, or by hand before
-  }
-  return freed;
-}
-
 absl::StatusOr<std::vector<FleetMember>> JobServiceImpl::Fleet() {
   ASSIGN_OR_RETURN(std::vector<store::FleetServer> servers, queue_->FleetServers());
-  std::vector<FleetMember> members;
-  for (const store::FleetServer& s : servers) {
-    ASSIGN_OR_RETURN(FleetMember m, ParseFleetMember(s.name, s.info_json, s.heartbeat_age_micros));
-    members.push_back(std::move(m));
-  }
-  return members;
+  return ParseFleetMembers(servers);
 }
 
 int JobServiceImpl::queued() const {

@@ -3,18 +3,19 @@
 // EvalCore::RunEval with the same parameters RunEval gets, so its numbers are
 // RunEval's. unload_after frees a resident drafter after its job (a
 // checkpoint-path job's one-shot drafter is never kept anyway).
+// Where a job's objects are found (here, or on a fleet's servers) is the
+// JobPlacement's (core/job_placement.h); where jobs wait is the queue's
+// JobBackend (jobs/job_backend.h).
 // Its calls are defined over several files: job_service_impl.cc (submit,
-// run, unload, watch), job_fleet_placement.cc, job_gate.cc, job_compare.cc
-// and served_jobs.cc.
+// run, unload, watch), job_gate.cc, job_compare.cc and served_jobs.cc.
 #pragma once
 
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <set>
 #include <utility>
 
-#include "core/fleet_objects.h"
+#include "core/job_placement.h"
 #include "core/job_service.h"
 #include "core/suite_job.h"
 
@@ -22,17 +23,12 @@ namespace dflash::core {
 
 class JobServiceImpl final : public JobService {
  public:
-  // `core` and `store` must outlive the service.
-  static absl::StatusOr<std::unique_ptr<JobServiceImpl>> Create(EvalCore& core,
-                                                                store::ResultStore& store,
-                                                                jobs::JobQueueOptions options);
+  // `core` and `store` must outlive the service; `backend` and `placement`
+  // are chosen together (app/job_backend_select.h).
+  static absl::StatusOr<std::unique_ptr<JobServiceImpl>> Create(
+      EvalCore& core, store::ResultStore& store, jobs::JobQueueOptions options,
+      std::unique_ptr<jobs::JobBackend> backend, std::unique_ptr<JobPlacement> placement);
   ~JobServiceImpl() override;
-  // The suites the server's config declares (name -> datasets); call before serving.
-  void SetSuites(SuiteMap suites) { suites_ = std::move(suites); }
-  // Fleet: the targets and datasets of the fleet's config (its preload
-  // list): any server loads them by name on demand (core/fleet_objects.h).
-  void SetFleetObjects(const std::vector<LoadTargetParams>& targets,
-                       const std::vector<LoadDatasetParams>& datasets);
 
   absl::StatusOr<jobs::JobRecord> Submit(jobs::JobRequest request) override;
   absl::StatusOr<jobs::JobRecord> Resubmit(const std::string& id) override;
@@ -56,13 +52,11 @@ class JobServiceImpl final : public JobService {
   void Shutdown(std::chrono::milliseconds grace) override;
 
  private:
-  JobServiceImpl(EvalCore& core, bool shared) : core_(core), shared_(shared) {}
+  JobServiceImpl(EvalCore& core, std::unique_ptr<JobPlacement> placement)
+      : core_(core), placement_(std::move(placement)) {}
   absl::StatusOr<eval::EvalResult> RunJob(const jobs::JobRecord& job,
                                           const eval::ProgressFn& progress);
   absl::StatusOr<jobs::JobRecord> SubmitRecord(jobs::JobRecord record);
-  // The listed resident object a request names (empty: the only one), by the
-  // rule RunEval picks with (core/resident_pick.h), before the job is queued.
-  absl::StatusOr<ResourceInfo> PickListed(ResourceKind kind, const std::string& name) const;
   // A suite job: each dataset in turn, then the macro average.
   absl::StatusOr<eval::EvalResult> RunSuite(const jobs::JobRecord& job,
                                             const eval::ProgressFn& progress);
@@ -71,24 +65,13 @@ class JobServiceImpl final : public JobService {
   // reference's recipe differs (core/recipe.h) and the gate does not allow it.
   absl::StatusOr<std::optional<jobs::JobRecord>> GateReference(const jobs::JobRecord& job,
                                                                std::string* why);
-  // Fleet: the resident objects `record` names, looked up here and, when
-  // absent here, on the fleet's live servers; sets the job's placement.
-  absl::Status PlaceInFleet(jobs::JobRecord& record);
-  store::ClaimRequest ResidentNames() const;
-  // Fleet: unloads the objects loaded on demand that no job running here
-  // uses; how many.
-  int FreeOnDemand();
 
   EvalCore& core_;
-  const bool shared_;  // the store is a fleet's
+  const std::unique_ptr<JobPlacement> placement_;
   // Held across "which jobs use it?" and the unload, and across a submit's
   // resident check and its enqueue, so neither slips between the other.
   std::mutex resource_mu_;
   std::unique_ptr<jobs::JobQueue> queue_;
-  SuiteMap suites_;
-  FleetObjects fleet_objects_;
-  std::mutex on_demand_mu_;                                   // guards on_demand_
-  std::set<std::pair<ResourceKind, std::string>> on_demand_;  // loaded for jobs
 };
 
 }  // namespace dflash::core

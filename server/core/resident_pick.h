@@ -31,6 +31,11 @@ namespace dflash::core {
 absl::StatusOr<size_t> PickResident(ResourceKind kind, const std::vector<std::string>& resident,
                                     const std::string& name);
 
+// PickResident over `core`'s listing of `kind`: the object's listing, as a
+// submit checks a request before its job is queued.
+absl::StatusOr<ResourceInfo> PickListed(const EvalCore& core, ResourceKind kind,
+                                        const std::string& name);
+
 // PickResident over the registry's map of that kind (keyed by name, in name
 // order): the entry's iterator.
 template <typename Map>

@@ -1,13 +1,14 @@
+// File: job_queue.cc
+// The queue (job_queue.h); what it offers its backend is in job_queue_seam.cc.
 #include "jobs/job_queue.h"
+
+#include <optional>
+#include <utility>
 
 #include "common/ops_observer.h"
 
-#include <utility>
-
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
-#include "jobs/refusal.h"
-#include "store/record_json.h"
 
 namespace dflash::jobs {
 namespace {
@@ -29,39 +30,30 @@ double Seconds(Clock::duration d) {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<JobQueue>> JobQueue::Create(store::ResultStore& store, Runner runner,
-                                                           JobQueueOptions options) {
+                                                           JobQueueOptions options,
+                                                           std::unique_ptr<JobBackend> backend) {
   if (options.max_queued < 1 || options.concurrent_jobs < 1) {
     return absl::InvalidArgumentError(
         absl::StrCat("max_queued and concurrent_jobs must be >= 1; got ", options.max_queued,
                      " and ", options.concurrent_jobs));
   }
-  if (store.shared() && (options.fleet.server.empty() || !options.fleet.resident)) {
-    return absl::InvalidArgumentError(
-        "a shared store needs the fleet options: this server's name and its resident names");
-  }
+  if (backend == nullptr) return absl::InvalidArgumentError("a job queue needs a backend");
   RETURN_IF_ERROR(store.MarkInterruptedOnStartup(NowMicros()).status());
-  ASSIGN_OR_RETURN(std::string last_id, store.MaxId());
-  if (store.shared()) {
-    // Live in the fleet before serving: a refusal elsewhere counts this server
-    // as one that may hold the job from the first moment it accepts RPCs.
-    const std::string info = options.fleet.info_json ? options.fleet.info_json({}) : "{}";
-    RETURN_IF_ERROR(store.Heartbeat(options.fleet.server, info));
-  }
+  RETURN_IF_ERROR(backend->Open());
   return std::unique_ptr<JobQueue>(
-      new JobQueue(store, std::move(runner), std::move(options), std::move(last_id)));
+      new JobQueue(store, std::move(runner), std::move(options), std::move(backend)));
 }
 
 JobQueue::JobQueue(store::ResultStore& store, Runner runner, JobQueueOptions options,
-                   std::string last_id)
+                   std::unique_ptr<JobBackend> backend)
     : store_(store),
       runner_(std::move(runner)),
       options_(std::move(options)),
-      ids_(std::move(last_id)),
-      shared_(store.shared()) {
+      backend_(std::move(backend)) {
+  backend_->Attach(*this);
   for (int i = 0; i < options_.concurrent_jobs; ++i) {
-    threads_.emplace_back([this] { shared_ ? RunLoopShared() : RunLoop(); });
+    threads_.emplace_back([this] { backend_->RunLoop(); });
   }
-  if (shared_) fleet_thread_ = std::thread([this] { FleetLoop(); });
 }
 
 JobQueue::~JobQueue() {
@@ -69,17 +61,11 @@ JobQueue::~JobQueue() {
 }
 
 absl::StatusOr<JobRecord> JobQueue::Submit(JobRecord job) {
-  if (shared_) return SubmitShared(std::move(job));
   std::lock_guard<std::mutex> lock(mu_);
   if (!accepting_) return absl::UnavailableError("the server is shutting down; no new jobs");
-  if (static_cast<int>(queue_.size()) >= options_.max_queued) {
-    return absl::ResourceExhaustedError(absl::StrCat("queue is full (", queue_.size(),
-                                                     " queued, limit ", options_.max_queued,
-                                                     "); retry when jobs finish"));
-  }
   ResetAsQueued(job);
-  job.id = ids_.Next(job.create_unix_micros);
-  RETURN_IF_ERROR(store_.Put(job), "recording job ", job.id);
+  ASSIGN_OR_RETURN(const bool here, backend_->Record(job, static_cast<int>(queue_.size())));
+  if (!here) return job;  // waits in the store: the backend woke its runners
   auto entry = std::make_shared<Job>();
   entry->record = job;
   active_[job.id] = entry;
@@ -131,15 +117,9 @@ absl::StatusOr<jobs::JobPage> JobQueue::List(const jobs::ListQuery& query) {
 absl::StatusOr<JobRecord> JobQueue::Cancel(const std::string& id, std::chrono::milliseconds wait) {
   std::unique_lock<std::mutex> lock(mu_);
   auto it = active_.find(id);
-  if (it == active_.end() && shared_) {
-    lock.unlock();
-    return CancelShared(id, wait);  // queued in the store, or running elsewhere
-  }
   if (it == active_.end()) {
     lock.unlock();
-    ASSIGN_OR_RETURN(JobRecord done, store_.Get(id));
-    return absl::FailedPreconditionError(absl::StrCat(
-        "job ", id, " already finished (", jobs::JobStateName(done.state), "); nothing to cancel"));
+    return backend_->CancelElsewhere(id, wait);  // finished, or waiting or running elsewhere
   }
   std::shared_ptr<Job> job = it->second;
   if (job->record.state == JobState::kQueued) {
@@ -180,12 +160,11 @@ absl::StatusOr<JobQueue::Watch> JobQueue::Subscribe(const std::string& id, Watch
     }
   }
   ASSIGN_OR_RETURN(JobRecord done, store_.Get(id));
-  if (shared_ && !jobs::IsTerminal(done.state)) {
-    // Queued in the store or running on another server: FleetLoop polls it.
+  if (!jobs::IsTerminal(done.state) && backend_->WatchElsewhere(done)) {
+    // Queued in the store or running on another server: the backend polls it.
     std::lock_guard<std::mutex> wlock(watch_mu_);
     const int64_t handle = next_handle_++;
     watchers_[handle] = Watcher{id, std::move(fn)};
-    remote_seen_[id] = store::RecordToJson(done);
     return Watch{std::move(done), handle};
   }
   return Watch{std::move(done), 0};
@@ -222,7 +201,6 @@ void JobQueue::DeliverLocked(const JobRecord& record) {
     for (auto it = watchers_.begin(); it != watchers_.end();) {
       it = it->second.id == record.id ? watchers_.erase(it) : std::next(it);
     }
-    remote_seen_.erase(record.id);
   }
 }
 
@@ -260,7 +238,7 @@ void JobQueue::ResetAsQueued(JobRecord& job) const {
   job.server.clear();
 }
 
-void JobQueue::RunLoop() {
+void JobQueue::RunQueued() {
   for (;;) {
     std::shared_ptr<Job> job;
     {
@@ -311,20 +289,18 @@ void JobQueue::RunOne(const std::shared_ptr<Job>& job) {
     std::lock_guard<std::mutex> lock(mu_);
     record = job->record;
   }
-  // Not fatal: the final Put below rewrites the whole record. (A fleet
-  // claim has already stored the RUNNING record.)
-  if (!shared_) store_.Put(record).IgnoreError();
+  backend_->StoreStarted(record);
   absl::StatusOr<eval::EvalResult> result =
       runner_(record, [this, job](const eval::EvalProgress& p) { return OnProgress(*job, p); });
   record = Finish(*job, std::move(result));
   // Committed (and, for SUCCEEDED, synced) before anyone can see the state.
-  absl::Status stored = shared_ ? StoreFinalShared(record, *job) : store_.Put(record);
+  absl::Status stored = backend_->StoreFinal(record, LeaseLost(*job));
   if (!stored.ok() && !absl::IsFailedPrecondition(stored)) {
     record.state = JobState::kFailed;
     record.result.reset();
     record.error_code = static_cast<int>(absl::StatusCode::kInternal);
     record.error_message = absl::StrCat("the result could not be stored: ", stored.message());
-    (shared_ ? StoreFinalShared(record, *job) : store_.Put(record)).IgnoreError();
+    backend_->StoreFinal(record, LeaseLost(*job)).IgnoreError();
   }
   std::lock_guard<std::mutex> lock(mu_);
   job->record = record;
@@ -344,11 +320,8 @@ JobRecord JobQueue::Finish(Job& job, absl::StatusOr<eval::EvalResult> result) {
   record.progress.eta_seconds = 0;
   // A fleet job outlives this server (stopping), or another may hold what
   // this one cannot (refused here): handed back for another to run.
-  const std::string refused = shared_ && IsRefusal(result.status())
-                                  ? absl::StrCat(kRefusedPrefix, result.status().message())
-                                  : "";
-  const bool hand_back =
-      shared_ && (!refused.empty() || (interrupt_ && absl::IsCancelled(result.status())));
+  const std::optional<std::string> hand_back =
+      result.ok() ? std::nullopt : backend_->HandBack(result.status(), interrupt_);
   if (result.ok()) {
     record.state = JobState::kSucceeded;
     // Done is done: the last progress report may precede the last sample.
@@ -366,7 +339,7 @@ JobRecord JobQueue::Finish(Job& job, absl::StatusOr<eval::EvalResult> result) {
     record.error_code = static_cast<int>(absl::StatusCode::kCancelled);
     record.error_message = "cancelled while running";
   } else if (hand_back) {
-    record.state = JobState::kQueued;  // StoreFinalShared
+    record.state = JobState::kQueued;  // the backend stores it as waiting
   } else if (interrupt_ && absl::IsCancelled(result.status())) {
     record.state = JobState::kInterrupted;
     record.interrupted_by_restart = true;
@@ -378,9 +351,8 @@ JobRecord JobQueue::Finish(Job& job, absl::StatusOr<eval::EvalResult> result) {
   }
   if (!record.attempts.empty()) {
     record.attempts.back().end_unix_micros = record.end_unix_micros;
-    record.attempts.back().outcome = record.state != JobState::kQueued ? JobStateName(record.state)
-                                     : !refused.empty()                ? refused
-                                                        : "handed back: the server stopped";
+    record.attempts.back().outcome =
+        record.state != JobState::kQueued ? JobStateName(record.state) : *hand_back;
   }
   return record;
 }
@@ -411,8 +383,9 @@ void JobQueue::Shutdown(std::chrono::milliseconds grace) {
     threads.swap(threads_);
     cv_.notify_all();
   }
+  backend_->WakeRunners();
   for (std::thread& t : threads) t.join();
-  if (shared_) StopFleet();
+  backend_->Close();
 }
 
 }  // namespace dflash::jobs

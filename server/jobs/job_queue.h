@@ -1,8 +1,9 @@
 // File: job_queue.h
-// Evaluation jobs: a bounded FIFO served by N runner threads, every state
-// change written to a ResultStore, progress pushed to watchers. Knows nothing
-// of torch or gRPC: what a job does is the Runner (core/ passes one that calls
-// EvalCore::RunEval; tests pass a fake).
+// Evaluation jobs: served by N runner threads, every state change written
+// to a ResultStore, progress pushed to watchers. Where jobs wait (this
+// process's bounded FIFO, or a fleet's store) is the JobBackend's
+// (jobs/job_backend.h). Knows nothing of torch or gRPC: what a job does is
+// the Runner (core/ passes one that calls EvalCore::RunEval; tests pass a fake).
 //
 // States: QUEUED -> RUNNING -> SUCCEEDED | FAILED | CANCELLED | INTERRUPTED;
 // QUEUED -> CANCELLED (CancelEval) | INTERRUPTED (server stopping).
@@ -10,7 +11,6 @@
 // can see that state.
 #pragma once
 
-#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "jobs/job_id.h"
+#include "jobs/job_backend.h"
 #include "store/result_store.h"
 #include "types/eval_types.h"
 
@@ -40,37 +40,21 @@ using Runner = std::function<absl::StatusOr<eval::EvalResult>(const jobs::JobRec
 // lock: it must be quick and must not call back into the queue.
 using WatchFn = std::function<void(const jobs::JobRecord&)>;
 
-// A fleet: several servers share one store (store.shared()). Jobs wait in
-// the store, not in memory; each server's runners claim them there under a
-// lease they renew every `heartbeat` (job_queue_fleet.cc).
-struct FleetOptions {
-  std::string server;  // this server's name in the fleet (unique per server)
-  std::chrono::milliseconds lease{10000}, heartbeat{2000};
-  // How often idle runners look for work and remote watches look for changes.
-  std::chrono::milliseconds poll{250};
-  int max_attempts = 3;
-  // The names resident here now (ClaimRequest's targets, datasets, drafters).
-  std::function<store::ClaimRequest()> resident;
-  // What this server tells the fleet about itself at each heartbeat (JSON),
-  // given the ids of the jobs it runs.
-  std::function<std::string(const std::vector<std::string>& running)> info_json;
-};
-
 struct JobQueueOptions {
   int max_queued = 64;      // QUEUED jobs at most; more is RESOURCE_EXHAUSTED
   int concurrent_jobs = 1;  // runner threads
   std::string server_version;
   // Watchers get progress (not state changes) at most this often.
   std::chrono::milliseconds progress_interval{200};
-  FleetOptions fleet;  // used when the store is shared()
 };
 
 class JobQueue {
  public:
-  // Marks the jobs a crash left QUEUED or RUNNING as INTERRUPTED, then starts
-  // the runners. `store` must outlive the queue.
+  // Marks the jobs a crash left QUEUED or RUNNING as INTERRUPTED, opens the
+  // backend, then starts the runners. `store` must outlive the queue.
   static absl::StatusOr<std::unique_ptr<JobQueue>> Create(store::ResultStore& store, Runner runner,
-                                                          JobQueueOptions options);
+                                                          JobQueueOptions options,
+                                                          std::unique_ptr<JobBackend> backend);
   ~JobQueue();  // Shutdown(0)
   JobQueue(const JobQueue&) = delete;
   JobQueue& operator=(const JobQueue&) = delete;
@@ -109,25 +93,33 @@ class JobQueue {
   int running() const;
   // Fleet: whether the last heartbeat reached the store (always true for a
   // single-host store); the live servers of the fleet.
-  bool store_reachable() const { return store_reachable_; }
-  // This server's name in the fleet's servers table ("" without a fleet).
-  const std::string& fleet_server() const { return options_.fleet.server; }
-  absl::StatusOr<std::vector<store::FleetServer>> FleetServers();
-
-  // Fleet shard jobs (issue 30, core/fleet_shards.h; job_queue_fleet.cc).
-  // Records `shard` (its id chosen by the caller) QUEUED unless a job with
-  // that id exists already (a parent job run again finds its shards);
-  // returns the stored record.
-  absl::StatusOr<jobs::JobRecord> CreateShard(jobs::JobRecord shard);
-  // Claims one job whose id starts with `prefix` (QUEUED, or its lease
-  // expired) and runs it on the caller's thread as a runner would, under
-  // its own lease; it also stops (CANCELLED) when job `with_job`, running
-  // here, is cancelled. Whether one ran.
-  bool RunClaimedHere(const std::string& prefix, const std::string& with_job);
+  bool store_reachable() const { return backend_->store_reachable(); }
+  absl::StatusOr<std::vector<store::FleetServer>> FleetServers() { return backend_->LiveServers(); }
   // Whether a cancel of job `id`, running here, was requested.
   bool CancelRequested(const std::string& id) const;
-  // How often the fleet's idle runners and remote watches poll the store.
-  std::chrono::milliseconds fleet_poll() const { return options_.fleet.poll; }
+
+  // For JobBackend implementations (jobs/job_backend.h).
+  const JobQueueOptions& options() const { return options_; }
+  // False once Shutdown began: runners stop taking work.
+  bool accepting() const;
+  // A record as it enters the queue: QUEUED now, this server's version, no
+  // progress, result, times or error from an earlier life.
+  void ResetAsQueued(jobs::JobRecord& job) const;
+  // Runs the jobs of this process's FIFO until the queue stops.
+  void RunQueued();
+  // Runs `claimed` (RUNNING, taken from the store) on the caller's thread;
+  // it also stops (CANCELLED) when job `stop_with`, running here, is.
+  void RunHere(jobs::JobRecord claimed, const std::string& stop_with);
+  // Copies of the records of the jobs QUEUED or RUNNING here.
+  std::vector<jobs::JobRecord> Active() const;
+  // Job `id`, if running here, stops at its next chunk boundary: as
+  // CANCELLED, or (`lease_lost`) writing nothing.
+  void StopRunning(const std::string& id, bool lease_lost);
+  // The ids watched that are not QUEUED or RUNNING here.
+  std::vector<std::string> WatchedElsewhere() const;
+  // Gives `record` (read from the store) to its watchers unless the job is
+  // active here (Publish reports it then); whether it did.
+  bool DeliverIfNotHere(const jobs::JobRecord& record);
 
   // Stops accepting; QUEUED jobs become INTERRUPTED; RUNNING jobs get
   // `grace` to finish, then stop at their next chunk boundary as INTERRUPTED.
@@ -143,62 +135,34 @@ class JobQueue {
     std::chrono::steady_clock::time_point started, last_publish;
   };
 
-  JobQueue(store::ResultStore& store, Runner runner, JobQueueOptions options, std::string last_id);
-  void RunLoop();
+  JobQueue(store::ResultStore& store, Runner runner, JobQueueOptions options,
+           std::unique_ptr<JobBackend> backend);
   void RunOne(const std::shared_ptr<Job>& job);
   // The final record as this server ended the job, from the runner's result.
   jobs::JobRecord Finish(Job& job, absl::StatusOr<eval::EvalResult> result);
-
-  // Fleet (job_queue_fleet.cc).
-  absl::StatusOr<jobs::JobRecord> SubmitShared(jobs::JobRecord job);
-  absl::StatusOr<jobs::JobRecord> CancelShared(const std::string& id,
-                                               std::chrono::milliseconds wait);
-  void RunLoopShared();
-  // Registers a claimed job as running here and runs it (RunOne).
-  void RunClaimed(jobs::JobRecord claimed, const std::string& stop_with);
-  absl::Status StoreFinalShared(jobs::JobRecord& record, const Job& job);
-  // A job refused here (jobs/refusal.h) goes back to the queue, or becomes
-  // FAILED when every live server has refused it.
-  void FailIfEveryServerRefused(jobs::JobRecord& record);
-  void FleetLoop();  // heartbeats, lease renewals, remote watches
-  void RenewLeases();
-  void PollRemoteWatches();
-  void StopFleet();
   bool OnProgress(Job& job, const eval::EvalProgress& p);
+  bool LeaseLost(const Job& job) const;
   // Tells the operators' observer (metrics) the queued/running counts;
   // requires mu_.
   void ReportStates() const;
   void Publish(const jobs::JobRecord& record);  // under mu_
-  // A submitted record as it enters the queue: QUEUED now, this server's
-  // version, no progress, result, times or error from an earlier life.
-  void ResetAsQueued(jobs::JobRecord& job) const;
 
   store::ResultStore& store_;
   Runner runner_;
   JobQueueOptions options_;
+  std::unique_ptr<JobBackend> backend_;
 
   mutable std::mutex mu_;
-  std::condition_variable cv_;  // work arrived, a job ended, stopping
-  JobIdGenerator ids_;
+  std::condition_variable cv_;                          // work arrived, a job ended, stopping
   std::map<std::string, std::shared_ptr<Job>> active_;  // QUEUED and RUNNING
-  std::deque<std::string> queue_;
+  std::deque<std::string> queue_;                       // QUEUED here, oldest first
   int running_ = 0;
   bool accepting_ = true;
   bool interrupt_ = false;  // running jobs stop at the next chunk
   bool stopping_ = false;   // runner threads exit
   std::vector<std::thread> threads_;
 
-  // Fleet state.
-  const bool shared_;
-  int64_t submitted_ = 0;  // bumped by each submit: wakes idle runners
-  std::atomic<bool> store_reachable_{true};
-  std::mutex fleet_mu_;
-  std::condition_variable fleet_cv_;
-  bool fleet_stop_ = false;
-  std::thread fleet_thread_;
-  std::map<std::string, std::string> remote_seen_;  // watched id -> last record JSON
-
-  std::mutex watch_mu_;  // taken inside mu_ by Publish
+  mutable std::mutex watch_mu_;  // taken inside mu_ by Publish
   struct Watcher {
     std::string id;
     WatchFn fn;

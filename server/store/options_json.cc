@@ -43,7 +43,7 @@ json OptionsToJson(const eval::EvalOptions& o) {
     out["policies"] = list;
   }
   if (!o.engine.empty()) out["engine"] = o.engine;
-  if (o.sample_end > 0) {  // a fleet's shard job (core/fleet_shards.h)
+  if (o.sample_end > 0) {  // a fleet's shard job (fleet/fleet_shards.h)
     out["shard"] = {{"of", o.shard_of},
                     {"index", o.shard_index},
                     {"begin", o.sample_begin},

@@ -29,7 +29,7 @@ struct ClaimRequest {
   int64_t lease_micros = 10'000'000;
   int max_attempts = 3;  // a job whose lease expired this often becomes FAILED
   // Only jobs whose id starts with this ("": any): a fleet job's server
-  // runs its own shard jobs while it waits for them (core/fleet_shards.h).
+  // runs its own shard jobs while it waits for them (fleet/fleet_shards.h).
   std::string id_prefix;
 };
 

@@ -92,7 +92,7 @@ struct EvalOptions {
   // Contiguous sample ranges the evaluation splits into (issue 30), run on
   // every device slot the server has; 0: one per slot. In a fleet, a job
   // naming its dataset by path splits into this many shard jobs that any
-  // server claims (core/fleet_shards.h).
+  // server claims (fleet/fleet_shards.h).
   int64_t shards = 0;
   // A fleet's shard job: evaluates only the dataset positions
   // [sample_begin, sample_end) (sample_end 0: all), as shard `shard_index`

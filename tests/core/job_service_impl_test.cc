@@ -3,6 +3,8 @@
 // RunEval with the request's parameters, unload is refused while a queued or
 // running job names the object, unload_after, resubmit and compare.
 #include "core/job_service_impl.h"
+#include "core/local_placement.h"
+#include "jobs/local_backend.h"
 
 #include <condition_variable>
 #include <memory>
@@ -100,7 +102,9 @@ class JobServiceImplTest : public ::testing::Test {
     store_ = *std::move(s);
   }
   void Start() {
-    auto svc = JobServiceImpl::Create(core_, *store_, jobs::JobQueueOptions{});
+    auto svc = JobServiceImpl::Create(core_, *store_, jobs::JobQueueOptions{},
+                                      std::make_unique<jobs::LocalBackend>(*store_),
+                                      std::make_unique<LocalPlacement>(core_, SuiteMap{}));
     ASSERT_TRUE(svc.ok()) << svc.status();
     service_ = *std::move(svc);
   }

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "fleet/fleet_backend.h"
 #include "gtest/gtest.h"
 #include "jobs/job_queue.h"
 #include "store/postgres_result_store.h"
@@ -39,12 +40,12 @@ class FleetQueueTest : public ::testing::Test {
     auto store = store::PostgresResultStore::Open(*url, "");
     ASSERT_TRUE(store.ok()) << store.status();
     store_ = std::move(store).value();
-    jobs::JobQueueOptions options;
-    options.fleet.server = "q1";
-    options.fleet.lease = 1000ms;
-    options.fleet.heartbeat = 100ms;
-    options.fleet.poll = 50ms;
-    options.fleet.resident = [] {
+    fleet::FleetOptions options;
+    options.server = "q1";
+    options.lease = 1000ms;
+    options.heartbeat = 100ms;
+    options.poll = 50ms;
+    options.resident = [] {
       store::ClaimRequest c;
       c.targets = {"t"};
       c.datasets = {"d"};
@@ -66,7 +67,8 @@ class FleetQueueTest : public ::testing::Test {
       }
       return eval::EvalResult{};
     };
-    auto queue = jobs::JobQueue::Create(*store_, runner, options);
+    auto queue = jobs::JobQueue::Create(*store_, runner, jobs::JobQueueOptions{},
+                                        std::make_unique<fleet::FleetBackend>(*store_, options));
     ASSERT_TRUE(queue.ok()) << queue.status();
     queue_ = std::move(queue).value();
   }
@@ -128,12 +130,13 @@ TEST_F(FleetQueueTest, MaxQueuedBoundsTheFleetsQueueInTheDatabase) {
   // need a dataset no server holds, so they stay queued.
   jobs::JobQueueOptions options;
   options.max_queued = 2;
-  options.fleet.server = "q2";
-  options.fleet.poll = 50ms;
-  options.fleet.resident = [] { return store::ClaimRequest{}; };
+  fleet::FleetOptions fleet;
+  fleet.server = "q2";
+  fleet.poll = 50ms;
+  fleet.resident = [] { return store::ClaimRequest{}; };
   auto q2 = jobs::JobQueue::Create(
       *store_, [](const JobRecord&, const eval::ProgressFn&) { return eval::EvalResult{}; },
-      options);
+      options, std::make_unique<fleet::FleetBackend>(*store_, std::move(fleet)));
   ASSERT_TRUE(q2.ok()) << q2.status();
   JobRecord job;
   job.request.params.checkpoint_path = "/ckpt";

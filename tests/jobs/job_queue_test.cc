@@ -11,6 +11,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "jobs/job_id.h"
+#include "jobs/local_backend.h"
 #include "store/sqlite_result_store.h"
 #include "test_util/status_matchers.h"
 #include "test_util/temp_dir.h"
@@ -126,7 +127,7 @@ class JobQueueTest : public ::testing::Test {
     return JobQueue::Create(
         *store_,
         [this](const JobRecord& j, const eval::ProgressFn& p) { return runner_.Run(j, p); },
-        options);
+        options, std::make_unique<LocalBackend>(*store_));
   }
 
   // Waits (as a watcher: no polling) until the job is finished; returns its
@@ -382,7 +383,7 @@ TEST_F(JobQueueTest, ConcurrentRunnersRunJobsSideBySide) {
 TEST_F(JobQueueTest, BadOptionsAreInvalidArgument) {
   JobQueueOptions options;
   options.max_queued = 0;
-  EXPECT_THAT(JobQueue::Create(*store_, nullptr, options),
+  EXPECT_THAT(JobQueue::Create(*store_, nullptr, options, std::make_unique<LocalBackend>(*store_)),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("must be >= 1")));
 }
 

@@ -232,7 +232,7 @@ TEST_F(PostgresStoreTest, ClaimsOnlyWhatTheServerHoldsOldestFirst) {
   EXPECT_EQ((*store->Claim(other))->id, "ev-1");
 }
 
-// A fleet job's server runs its own shard jobs (core/fleet_shards.h): a
+// A fleet job's server runs its own shard jobs (fleet/fleet_shards.h): a
 // claim with an id prefix takes only those, oldest first.
 TEST_F(PostgresStoreTest, AClaimWithAnIdPrefixTakesOnlyThoseJobs) {
   auto store = Open();
@@ -286,7 +286,7 @@ TEST_F(PostgresStoreTest, AServerThatRefusedAJobIsNotGivenItAgain) {
   ASSERT_NE(store, nullptr);
   ASSERT_THAT(store->Create(Queued("ev-1")), IsOk());
   JobRecord r = **store->Claim(Server("a:1"));
-  r.state = JobState::kQueued;  // handed back, refused (jobs/refusal.h)
+  r.state = JobState::kQueued;  // handed back, refused (fleet/refusal.h)
   r.attempts.back().end_unix_micros = 1;
   r.attempts.back().outcome = "refused: too big for a:1";
   ASSERT_TRUE(store->PutLeased(r, 1'000'000).ok());

@@ -145,7 +145,7 @@ TEST_F(SqliteResultStoreTest, FullRecordRoundTripsExactly) {
   EXPECT_EQ(got.request.labels.at("team"), "x y");
 }
 
-// A fleet's shard job (core/fleet_shards.h): its range and parent, and the
+// A fleet's shard job (fleet/fleet_shards.h): its range and parent, and the
 // part it stores for the parent, come back as written.
 TEST_F(SqliteResultStoreTest, ShardRangeAndPartStateRoundTrip) {
   auto store = Open();

@@ -1,4 +1,4 @@
-#include "core/fleet_objects.h"
+#include "fleet/fleet_objects.h"
 
 #include <algorithm>
 #include <filesystem>
@@ -7,8 +7,17 @@
 #include "common/status_macros.h"
 #include "core/placement.h"
 
-namespace dflash::core {
+namespace dflash::fleet {
 namespace {
+
+using core::DefaultName;
+using core::EvalCore;
+using core::EvalParams;
+using core::LoadDatasetParams;
+using core::LoadResult;
+using core::LoadTargetParams;
+using core::ResourceInfo;
+using core::ResourceKind;
 
 namespace fs = std::filesystem;
 
@@ -142,4 +151,22 @@ bool UsesObject(const jobs::JobRequest& request, ResourceKind kind, const std::s
   return true;
 }
 
-}  // namespace dflash::core
+store::ClaimRequest ResidentNames(const EvalCore& core) {
+  store::ClaimRequest names;
+  for (const ResourceInfo& r : core.ListResources(std::nullopt)) {
+    switch (r.kind) {
+      case ResourceKind::kTarget:
+        names.targets.push_back(r.name);
+        names.target_paths.push_back(r.source_path);
+        break;
+      case ResourceKind::kDataset:
+        names.datasets.push_back(r.name);
+        names.dataset_paths.push_back(r.source_path);
+        break;
+      case ResourceKind::kDrafter: names.drafters.push_back(r.name); break;
+    }
+  }
+  return names;
+}
+
+}  // namespace dflash::fleet

@@ -14,18 +14,19 @@
 
 #include "absl/status/statusor.h"
 #include "core/eval_core.h"
+#include "store/result_store.h"
 #include "types/job_types.h"
 
-namespace dflash::core {
+namespace dflash::fleet {
 
 struct FleetObjects {
   // By name (the entry's name, else its folder's): how the config loads it.
-  std::map<std::string, LoadTargetParams> targets;
-  std::map<std::string, LoadDatasetParams> datasets;
+  std::map<std::string, core::LoadTargetParams> targets;
+  std::map<std::string, core::LoadDatasetParams> datasets;
 };
 
-FleetObjects MakeFleetObjects(const std::vector<LoadTargetParams>& targets,
-                              const std::vector<LoadDatasetParams>& datasets);
+FleetObjects MakeFleetObjects(const std::vector<core::LoadTargetParams>& targets,
+                              const std::vector<core::LoadDatasetParams>& datasets);
 
 // At submit: a path must be absolute (each server resolves it on its own file
 // system) and is recorded canonical; a missing name becomes the folder's
@@ -38,7 +39,7 @@ absl::Status RecordFleetPaths(const FleetObjects& objects, jobs::JobRequest& req
 // earlier on-demand objects no running job uses and returns how many (the
 // load is then tried once more).
 struct OnDemandHooks {
-  std::function<void(ResourceKind kind, const std::string& name)> loaded;
+  std::function<void(core::ResourceKind kind, const std::string& name)> loaded;
   std::function<int()> free_space;
 };
 
@@ -47,12 +48,17 @@ struct OnDemandHooks {
 // resident object from the same path is used whatever its name). A failed
 // load keeps its code (ResourceExhausted over the budget, with the bytes
 // needed and in use) and says which object, path and server.
-absl::StatusOr<EvalParams> LoadOnDemand(EvalCore& core, const FleetObjects& objects,
-                                        const jobs::JobRequest& request, const std::string& server,
-                                        const OnDemandHooks& hooks);
+absl::StatusOr<core::EvalParams> LoadOnDemand(core::EvalCore& core, const FleetObjects& objects,
+                                              const jobs::JobRequest& request,
+                                              const std::string& server,
+                                              const OnDemandHooks& hooks);
+
+// The names (and source paths) resident on `core` now: what its runners'
+// claims offer (FleetOptions::resident).
+store::ClaimRequest ResidentNames(const core::EvalCore& core);
 
 // Whether `request` uses the resident object `name` loaded from `path`.
-bool UsesObject(const jobs::JobRequest& request, ResourceKind kind, const std::string& name,
+bool UsesObject(const jobs::JobRequest& request, core::ResourceKind kind, const std::string& name,
                 const std::string& path);
 
-}  // namespace dflash::core
+}  // namespace dflash::fleet

@@ -1,6 +1,6 @@
-#include "jobs/refusal.h"
+#include "fleet/refusal.h"
 
-namespace dflash::jobs {
+namespace dflash::fleet {
 namespace {
 
 constexpr char kRefusalPayload[] = "dflash.jobs/refusal";
@@ -16,4 +16,4 @@ bool IsRefusal(const absl::Status& status) {
   return status.GetPayload(kRefusalPayload).has_value();
 }
 
-}  // namespace dflash::jobs
+}  // namespace dflash::fleet

@@ -14,10 +14,11 @@
 
 #include "absl/status/statusor.h"
 #include "core/eval_core.h"
+#include "fleet/fleet_backend.h"
 #include "jobs/job_queue.h"
 #include "types/job_types.h"
 
-namespace dflash::core {
+namespace dflash::fleet {
 
 // Whether `request` is split into shard jobs: its dataset named by path
 // (a fleet job), shards > 1, one dataset, and not itself a shard.
@@ -32,9 +33,11 @@ jobs::JobRecord ShardJob(const jobs::JobRecord& parent, size_t k, const eval::Sa
 // shard's server read another copy of the dataset (both fingerprints
 // named); either way the other shards are cancelled. When the parent is
 // cancelled every shard is, and it returns once none is left running.
-absl::StatusOr<eval::EvalResult> RunFleetShards(EvalCore& core, jobs::JobQueue& queue,
-                                                const jobs::JobRecord& parent,
-                                                const EvalParams& params,
+// `fleet` claims and creates the shards; `queue` (its queue) reads and
+// cancels them.
+absl::StatusOr<eval::EvalResult> RunFleetShards(core::EvalCore& core, jobs::JobQueue& queue,
+                                                FleetBackend& fleet, const jobs::JobRecord& parent,
+                                                const core::EvalParams& params,
                                                 const eval::ProgressFn& progress);
 
-}  // namespace dflash::core
+}  // namespace dflash::fleet

@@ -7,7 +7,7 @@
 
 #include "absl/status/status.h"
 
-namespace dflash::jobs {
+namespace dflash::fleet {
 
 // `cause` (its code and message) marked as a refusal.
 absl::Status Refusal(absl::Status cause);
@@ -16,4 +16,4 @@ bool IsRefusal(const absl::Status& status);
 // The outcome a refused attempt records: "refused: <message>".
 inline constexpr char kRefusedPrefix[] = "refused: ";
 
-}  // namespace dflash::jobs
+}  // namespace dflash::fleet

@@ -1,7 +1,7 @@
 // File: fleet_shards.cc
 // The parent job of a fleet's shard jobs (fleet_shards.h): plan, create,
 // run or wait, add up, check, merge.
-#include "core/fleet_shards.h"
+#include "fleet/fleet_shards.h"
 
 #include <chrono>
 #include <thread>
@@ -12,7 +12,7 @@
 #include "common/status_macros.h"
 #include "eval/part_state.h"
 
-namespace dflash::core {
+namespace dflash::fleet {
 namespace {
 
 using jobs::JobRecord;
@@ -27,8 +27,9 @@ void CancelShards(jobs::JobQueue& queue, const std::vector<std::string>& ids) {
 
 // Until no shard is QUEUED or RUNNING (a cancelled one on a server that
 // died ends when its lease expires), or `limit`.
-void WaitShardsEnded(jobs::JobQueue& queue, const std::string& prefix, const std::string& parent,
-                     const std::vector<std::string>& ids, std::chrono::seconds limit) {
+void WaitShardsEnded(jobs::JobQueue& queue, FleetBackend& fleet, const std::string& prefix,
+                     const std::string& parent, const std::vector<std::string>& ids,
+                     std::chrono::seconds limit) {
   const Clock::time_point until = Clock::now() + limit;
   while (Clock::now() < until) {
     bool running = false;
@@ -38,7 +39,7 @@ void WaitShardsEnded(jobs::JobQueue& queue, const std::string& prefix, const std
     }
     if (!running) return;
     // A claim also ends abandoned jobs whose cancel was asked for.
-    if (!queue.RunClaimedHere(prefix, parent)) std::this_thread::sleep_for(queue.fleet_poll());
+    if (!fleet.RunClaimedHere(prefix, parent)) std::this_thread::sleep_for(fleet.poll());
   }
 }
 
@@ -57,9 +58,9 @@ struct ShardTally {
 // done[k] (its dataset checked against `fingerprint`, this server's copy),
 // a running one's progress added up. The first shard that ended otherwise,
 // or read other files, is the parent's failure.
-absl::Status TallyShards(jobs::JobQueue& queue, const std::vector<std::string>& ids,
-                         const std::string& fingerprint, const JobRecord& parent,
-                         std::vector<JobRecord>& done, ShardTally& t) {
+absl::Status TallyShards(jobs::JobQueue& queue, const std::string& server,
+                         const std::vector<std::string>& ids, const std::string& fingerprint,
+                         const JobRecord& parent, std::vector<JobRecord>& done, ShardTally& t) {
   for (size_t k = 0; k < ids.size(); ++k) {
     absl::StatusOr<JobRecord> r = queue.Get(ids[k]);
     if (!r.ok()) continue;  // the store answers at the next poll
@@ -67,11 +68,10 @@ absl::Status TallyShards(jobs::JobQueue& queue, const std::vector<std::string>& 
     if (r->state == JobState::kSucceeded) {
       const std::string& theirs = r->result->dataset_fingerprint;
       if (theirs != fingerprint) {
-        return absl::FailedPreconditionError(
-            absl::StrCat("shard ", k, " (", RangeText(o), ") ran on server ", r->server,
-                         " with dataset fingerprint ", theirs, "; server ", queue.fleet_server(),
-                         "'s copy has ", fingerprint, ": the servers read different files at '",
-                         parent.request.dataset_path, "'"));
+        return absl::FailedPreconditionError(absl::StrCat(
+            "shard ", k, " (", RangeText(o), ") ran on server ", r->server,
+            " with dataset fingerprint ", theirs, "; server ", server, "'s copy has ", fingerprint,
+            ": the servers read different files at '", parent.request.dataset_path, "'"));
       }
       ++t.succeeded;
       t.sum.blocks_done += r->result->blocks;
@@ -130,37 +130,39 @@ JobRecord ShardJob(const JobRecord& parent, size_t k, const eval::SampleRange& r
   return shard;
 }
 
-absl::StatusOr<eval::EvalResult> RunFleetShards(EvalCore& core, jobs::JobQueue& queue,
-                                                const JobRecord& parent, const EvalParams& params,
+absl::StatusOr<eval::EvalResult> RunFleetShards(core::EvalCore& core, jobs::JobQueue& queue,
+                                                FleetBackend& fleet, const JobRecord& parent,
+                                                const core::EvalParams& params,
                                                 const eval::ProgressFn& progress) {
   const Clock::time_point start = Clock::now();
-  ASSIGN_OR_RETURN(ShardPlan plan, core.PlanShards(params), "splitting job ", parent.id,
+  ASSIGN_OR_RETURN(core::ShardPlan plan, core.PlanShards(params), "splitting job ", parent.id,
                    " into shards");
   const std::string prefix = absl::StrCat(parent.id, ".s");
   std::vector<std::string> ids;
   int64_t samples_total = 0;
   for (size_t k = 0; k < plan.ranges.size(); ++k) {
-    ASSIGN_OR_RETURN(JobRecord shard, queue.CreateShard(ShardJob(parent, k, plan.ranges[k])));
+    ASSIGN_OR_RETURN(JobRecord shard, fleet.CreateShard(ShardJob(parent, k, plan.ranges[k])));
     ids.push_back(shard.id);
     samples_total += static_cast<int64_t>(plan.ranges[k].size());
   }
   // Cancelled: so is every shard, and the parent ends once none runs.
   const auto cancelled = [&] {
     CancelShards(queue, ids);
-    WaitShardsEnded(queue, prefix, parent.id, ids, std::chrono::seconds(60));
+    WaitShardsEnded(queue, fleet, prefix, parent.id, ids, std::chrono::seconds(60));
     return absl::CancelledError("evaluation cancelled");
   };
   std::vector<JobRecord> done(ids.size());
   for (;;) {
     // This server's runner is held by the parent: it runs a waiting shard
     // of its own rather than only wait.
-    const bool ran = queue.RunClaimedHere(prefix, parent.id);
+    const bool ran = fleet.RunClaimedHere(prefix, parent.id);
     // Before the shards are judged: a shard run here stops as CANCELLED
     // with its parent, which is no failure of the shard.
     if (queue.CancelRequested(parent.id)) return cancelled();
     ShardTally tally;
     tally.sum.samples_total = samples_total;
-    absl::Status failure = TallyShards(queue, ids, plan.dataset_fingerprint, parent, done, tally);
+    absl::Status failure =
+        TallyShards(queue, fleet.server(), ids, plan.dataset_fingerprint, parent, done, tally);
     const eval::EvalProgress& sum = tally.sum;
     if (!failure.ok()) {
       CancelShards(queue, ids);
@@ -176,7 +178,7 @@ absl::StatusOr<eval::EvalResult> RunFleetShards(EvalCore& core, jobs::JobQueue& 
       if (queue.CancelRequested(parent.id)) return cancelled();
       return absl::CancelledError("evaluation cancelled");
     }
-    if (!ran) std::this_thread::sleep_for(queue.fleet_poll());
+    if (!ran) std::this_thread::sleep_for(fleet.poll());
   }
   std::vector<eval::EvalPart> parts;
   std::vector<eval::ShardPlacement> where;
@@ -193,4 +195,4 @@ absl::StatusOr<eval::EvalResult> RunFleetShards(EvalCore& core, jobs::JobQueue& 
   return core.FinishShards(params, std::move(parts), std::move(where), seconds);
 }
 
-}  // namespace dflash::core
+}  // namespace dflash::fleet

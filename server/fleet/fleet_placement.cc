@@ -1,5 +1,7 @@
-// JobServiceImpl::PlaceInFleet: which of a fleet's live servers may run a
-// job, from the resident objects it names, and the placement text it shows.
+// File: fleet_placement.cc
+// FleetPlacement::Place (fleet_placement.h): which of a fleet's live servers
+// may run a job, from the resident objects it names, and the placement text
+// it shows.
 #include <algorithm>
 #include <optional>
 #include <string>
@@ -10,11 +12,16 @@
 #include "absl/strings/str_join.h"
 #include "common/fix_hint.h"
 #include "common/status_macros.h"
-#include "core/fleet_objects.h"
-#include "core/job_service_impl.h"
+#include "core/fleet_member.h"
+#include "core/resident_pick.h"
+#include "fleet/fleet_placement.h"
 
-namespace dflash::core {
+namespace dflash::fleet {
 namespace {
+
+using core::FleetMember;
+using core::ResourceInfo;
+using core::ResourceKind;
 
 using jobs::JobRecord;
 
@@ -36,10 +43,11 @@ std::vector<std::string> Holders(const std::vector<FleetMember>& fleet, Resource
 
 }  // namespace
 
-absl::Status JobServiceImpl::PlaceInFleet(JobRecord& record) {
-  RETURN_IF_ERROR(RecordFleetPaths(fleet_objects_, record.request));
-  const EvalParams& r = record.request.params;
-  ASSIGN_OR_RETURN(std::vector<FleetMember> fleet, Fleet());
+absl::Status FleetPlacement::Place(JobRecord& record, jobs::JobQueue& queue) {
+  RETURN_IF_ERROR(RecordFleetPaths(objects_, record.request));
+  const core::EvalParams& r = record.request.params;
+  ASSIGN_OR_RETURN(std::vector<store::FleetServer> servers, queue.FleetServers());
+  ASSIGN_OR_RETURN(std::vector<FleetMember> fleet, core::ParseFleetMembers(servers));
   std::vector<std::string> needs, loads;
   std::vector<std::string> where;  // servers holding all of them
   bool first = true;
@@ -54,7 +62,7 @@ absl::Status JobServiceImpl::PlaceInFleet(JobRecord& record) {
       continue;
     }
     // Here first: the same words as a single server when nobody has it.
-    absl::StatusOr<ResourceInfo> here = PickListed(kind, name);
+    absl::StatusOr<ResourceInfo> here = core::PickListed(core_, kind, name);
     if (here.ok() && kind == ResourceKind::kDataset) record.dataset_fingerprint = here->fingerprint;
     if (here.ok() && kind == ResourceKind::kDrafter) record.drafter_fingerprint = here->fingerprint;
     std::vector<std::string> holders = Holders(fleet, kind, name);
@@ -69,7 +77,7 @@ absl::Status JobServiceImpl::PlaceInFleet(JobRecord& record) {
     }
     // This server counts as soon as it holds the object: the servers table
     // hears of a load only at the next heartbeat.
-    const std::string& self = queue_->fleet_server();
+    const std::string& self = backend_.server();
     if (here.ok() && std::find(holders.begin(), holders.end(), self) == holders.end()) {
       holders.push_back(self);
     }
@@ -107,4 +115,4 @@ absl::Status JobServiceImpl::PlaceInFleet(JobRecord& record) {
   return absl::OkStatus();
 }
 
-}  // namespace dflash::core
+}  // namespace dflash::fleet

@@ -1,0 +1,62 @@
+// File: fleet_placement_run.cc
+// FleetPlacement (fleet_placement.h) on the server that claimed a job: the
+// objects it names loaded on demand, and a sharded job run as shard jobs.
+#include <utility>
+#include <vector>
+
+#include "fleet/fleet_placement.h"
+#include "fleet/fleet_shards.h"
+#include "fleet/refusal.h"
+
+namespace dflash::fleet {
+
+using core::ResourceInfo;
+using core::ResourceKind;
+
+absl::StatusOr<core::EvalParams> FleetPlacement::Prepare(const jobs::JobRecord& job,
+                                                         jobs::JobQueue& queue) {
+  OnDemandHooks hooks;
+  hooks.loaded = [this](ResourceKind kind, const std::string& name) {
+    std::lock_guard<std::mutex> lock(on_demand_mu_);
+    on_demand_.insert({kind, name});
+  };
+  hooks.free_space = [this, &queue] { return FreeOnDemand(queue); };
+  absl::StatusOr<core::EvalParams> loaded =
+      LoadOnDemand(core_, objects_, job.request, job.server, hooks);
+  // Over this server's budget: another server of the fleet may hold it.
+  if (absl::IsResourceExhausted(loaded.status())) return Refusal(loaded.status());
+  return loaded;
+}
+
+absl::StatusOr<eval::EvalResult> FleetPlacement::Run(const jobs::JobRecord& job,
+                                                     const core::EvalParams& params,
+                                                     const eval::ProgressFn& progress,
+                                                     jobs::JobQueue& queue) {
+  if (SplitsIntoShards(job.request)) {
+    return RunFleetShards(core_, queue, backend_, job, params, progress);
+  }
+  return core_.RunEval(params, progress);
+}
+
+int FleetPlacement::FreeOnDemand(jobs::JobQueue& queue) {
+  std::lock_guard<std::mutex> lock(on_demand_mu_);
+  int freed = 0;
+  for (auto it = on_demand_.begin(); it != on_demand_.end();) {
+    const ResourceKind kind = it->first;
+    const std::string& name = it->second;
+    std::string path;
+    for (const ResourceInfo& r : core_.ListResources(kind)) {
+      if (r.name == name) path = r.source_path;
+    }
+    const auto uses = [&](const jobs::JobRequest& q) { return UsesObject(q, kind, name, path); };
+    if (!path.empty() && !queue.UnfinishedJobsWhere(uses).empty()) {
+      ++it;  // a job running here uses it (this one included)
+      continue;
+    }
+    if (!path.empty() && core_.Unload(kind, name).ok()) ++freed;
+    it = on_demand_.erase(it);  // unloaded now, or by hand before
+  }
+  return freed;
+}
+
+}  // namespace dflash::fleet

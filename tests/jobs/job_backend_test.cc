@@ -1,0 +1,179 @@
+// The JobBackend seam (jobs/job_backend.h): LocalBackend on its own, and a
+// JobQueue over a fake backend whose jobs wait elsewhere, to show the queue
+// leaves to its backend what differs between one server and a fleet (where
+// a job waits, a job not here, a job handed back) and nothing more.
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "jobs/job_queue.h"
+#include "jobs/local_backend.h"
+#include "store/sqlite_result_store.h"
+#include "test_util/status_matchers.h"
+#include "test_util/temp_dir.h"
+
+namespace dflash::jobs {
+namespace {
+
+using ::dflash::testing::StatusIs;
+using ::testing::HasSubstr;
+using namespace std::chrono_literals;
+
+constexpr auto kHang = 30s;  // bounds a failure only
+
+class JobBackendTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto s = store::SqliteResultStore::Open(dir_.Join("results.sqlite3"));
+    ASSERT_OK(s.status());
+    store_ = std::move(s).value();
+  }
+
+  ::dflash::testing::TempDir dir_;
+  std::unique_ptr<store::SqliteResultStore> store_;
+};
+
+Runner Succeeds() {
+  return [](const JobRecord&, const eval::ProgressFn&) { return eval::EvalResult{}; };
+}
+
+TEST_F(JobBackendTest, LocalIdsFollowTheStoresGreatestAndNothingWaitsElsewhere) {
+  JobRecord old;
+  old.id = "ev-29991231-235959-0007";
+  old.state = JobState::kSucceeded;
+  ASSERT_OK(store_->Put(old));
+  auto owned = std::make_unique<LocalBackend>(*store_);
+  LocalBackend* local = owned.get();
+  auto queue = JobQueue::Create(*store_, Succeeds(), JobQueueOptions{}, std::move(owned));
+  ASSERT_OK(queue.status());
+
+  auto job = (*queue)->Submit(JobRecord{});
+  ASSERT_OK(job.status());
+  EXPECT_GT(job->id, old.id);
+  EXPECT_EQ(local->HandBack(absl::CancelledError("stopping"), true), std::nullopt);
+  EXPECT_FALSE(local->WatchElsewhere(old));
+  EXPECT_TRUE(local->store_reachable());
+  EXPECT_THAT(local->LiveServers(), StatusIs(absl::StatusCode::kUnimplemented, ::testing::_));
+  EXPECT_THAT(local->CancelElsewhere(old.id, 0ms),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       HasSubstr("already finished (SUCCEEDED); nothing to cancel")));
+  EXPECT_THAT(local->CancelElsewhere("ev-nope", 0ms),
+              StatusIs(absl::StatusCode::kNotFound, ::testing::_));
+}
+
+// Jobs wait "in the store": Record keeps none here; the one runner runs
+// the job Release() hands it, as a claim would, and every job it ends is
+// handed back with the outcome "handed back: fake".
+class FakeBackend final : public JobBackend {
+ public:
+  absl::Status Open() override { return absl::OkStatus(); }
+  void Attach(JobQueue& queue) override { queue_ = &queue; }
+  absl::StatusOr<bool> Record(JobRecord& job, int queued_here) override {
+    job.id = "ev-fake-" + std::to_string(++recorded_);
+    queued_here_ = queued_here;
+    return false;
+  }
+  void RunLoop() override {
+    for (;;) {
+      std::optional<JobRecord> claimed;
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        cv_.wait(lock, [&] { return stop_ || to_run_.has_value(); });
+        if (stop_) return;
+        claimed.swap(to_run_);
+      }
+      queue_->RunHere(*std::move(claimed), "");
+    }
+  }
+  void WakeRunners() override {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+    cv_.notify_all();
+  }
+  void StoreStarted(const JobRecord&) override {}
+  absl::Status StoreFinal(JobRecord& record, bool) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    final_.push_back(record);
+    cv_.notify_all();
+    return absl::OkStatus();
+  }
+  std::optional<std::string> HandBack(const absl::Status&, bool) override {
+    return "handed back: fake";
+  }
+  absl::StatusOr<JobRecord> CancelElsewhere(const std::string& id,
+                                            std::chrono::milliseconds) override {
+    JobRecord r;
+    r.id = id;
+    r.state = JobState::kCancelled;
+    return r;
+  }
+  bool WatchElsewhere(const JobRecord&) override { return false; }
+  absl::StatusOr<std::vector<store::FleetServer>> LiveServers() override {
+    return std::vector<store::FleetServer>{};
+  }
+
+  void Release(JobRecord job) {
+    std::lock_guard<std::mutex> lock(mu_);
+    to_run_ = std::move(job);
+    cv_.notify_all();
+  }
+  // The records StoreFinal got, once there are `n`.
+  std::vector<JobRecord> WaitFinal(size_t n) {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait_for(lock, kHang, [&] { return final_.size() >= n; });
+    return final_;
+  }
+
+  int recorded_ = 0, queued_here_ = -1;
+
+ private:
+  JobQueue* queue_ = nullptr;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  std::optional<JobRecord> to_run_;
+  std::vector<JobRecord> final_;
+};
+
+TEST_F(JobBackendTest, TheQueueLeavesWaitingCancelAndHandBackToItsBackend) {
+  auto owned = std::make_unique<FakeBackend>();
+  FakeBackend* fake = owned.get();
+  Runner fails = [](const JobRecord&, const eval::ProgressFn&) -> absl::StatusOr<eval::EvalResult> {
+    return absl::ResourceExhaustedError("over this server's budget");
+  };
+  auto queue = JobQueue::Create(*store_, fails, JobQueueOptions{}, std::move(owned));
+  ASSERT_OK(queue.status());
+
+  auto job = (*queue)->Submit(JobRecord{});
+  ASSERT_OK(job.status());
+  EXPECT_EQ(job->id, "ev-fake-1");
+  EXPECT_EQ(job->state, JobState::kQueued);
+  EXPECT_EQ(fake->queued_here_, 0);
+  EXPECT_EQ((*queue)->queued(), 0);  // it waits elsewhere, not in this process
+
+  // Not in this process: the backend answers the cancel.
+  auto cancelled = (*queue)->Cancel("ev-fake-1", 0ms);
+  ASSERT_OK(cancelled.status());
+  EXPECT_EQ(cancelled->state, JobState::kCancelled);
+
+  // Claimed and run here; it fails, and the backend hands it back.
+  JobRecord claimed = *job;
+  claimed.state = JobState::kRunning;
+  claimed.attempts.push_back({"here", 1, 0, ""});
+  fake->Release(claimed);
+  std::vector<JobRecord> stored = fake->WaitFinal(1);
+  ASSERT_EQ(stored.size(), 1u);
+  EXPECT_EQ(stored[0].state, JobState::kQueued);
+  ASSERT_EQ(stored[0].attempts.size(), 1u);
+  EXPECT_EQ(stored[0].attempts[0].outcome, "handed back: fake");
+  (*queue)->Shutdown(0ms);
+  EXPECT_EQ((*queue)->running(), 0);
+}
+
+}  // namespace
+}  // namespace dflash::jobs
