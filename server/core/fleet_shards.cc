@@ -15,8 +15,8 @@
 namespace dflash::core {
 namespace {
 
-using jobs::JobRecord;
-using jobs::JobState;
+using types::JobRecord;
+using types::JobState;
 using Clock = std::chrono::steady_clock;
 
 // Every shard still QUEUED or RUNNING asked to stop (a finished one says
@@ -34,7 +34,7 @@ void WaitShardsEnded(jobs::JobQueue& queue, const std::string& prefix, const std
     bool running = false;
     for (const std::string& id : ids) {
       absl::StatusOr<JobRecord> r = queue.Get(id);
-      running = running || !r.ok() || !jobs::IsTerminal(r->state);
+      running = running || !r.ok() || !types::IsTerminal(r->state);
     }
     if (!running) return;
     // A claim also ends abandoned jobs whose cancel was asked for.
@@ -42,14 +42,14 @@ void WaitShardsEnded(jobs::JobQueue& queue, const std::string& prefix, const std
   }
 }
 
-std::string RangeText(const eval::EvalOptions& o) {
+std::string RangeText(const types::EvalOptions& o) {
   return absl::StrCat("samples [", o.sample_begin, ", ", o.sample_end, ")");
 }
 
 // What the shards add up to at one poll: their summed progress and how
 // many have SUCCEEDED.
 struct ShardTally {
-  eval::EvalProgress sum;
+  types::EvalProgress sum;
   size_t succeeded = 0;
 };
 
@@ -63,7 +63,7 @@ absl::Status TallyShards(jobs::JobQueue& queue, const std::vector<std::string>& 
   for (size_t k = 0; k < ids.size(); ++k) {
     absl::StatusOr<JobRecord> r = queue.Get(ids[k]);
     if (!r.ok()) continue;  // the store answers at the next poll
-    const eval::EvalOptions& o = r->request.params.options;
+    const types::EvalOptions& o = r->request.params.options;
     if (r->state == JobState::kSucceeded) {
       const std::string& theirs = r->result->dataset_fingerprint;
       if (theirs != fingerprint) {
@@ -80,13 +80,13 @@ absl::Status TallyShards(jobs::JobQueue& queue, const std::vector<std::string>& 
       done[k] = *std::move(r);
       continue;
     }
-    if (jobs::IsTerminal(r->state)) {
+    if (types::IsTerminal(r->state)) {
       const absl::StatusCode code = r->state == JobState::kFailed
                                         ? static_cast<absl::StatusCode>(r->error_code)
                                         : absl::StatusCode::kAborted;
       return absl::Status(
           code == absl::StatusCode::kOk ? absl::StatusCode::kUnknown : code,
-          absl::StrCat("shard ", k, " (", RangeText(o), ") ", jobs::JobStateName(r->state),
+          absl::StrCat("shard ", k, " (", RangeText(o), ") ", types::JobStateName(r->state),
                        r->server.empty() ? "" : absl::StrCat(" on server ", r->server), ": ",
                        r->error_message));
     }
@@ -102,8 +102,8 @@ absl::Status TallyShards(jobs::JobQueue& queue, const std::vector<std::string>& 
 
 }  // namespace
 
-bool SplitsIntoShards(const jobs::JobRequest& request) {
-  const eval::EvalOptions& o = request.params.options;
+bool SplitsIntoShards(const types::JobRequest& request) {
+  const types::EvalOptions& o = request.params.options;
   return !request.dataset_path.empty() && o.shards > 1 && o.sample_end == 0 &&
          request.suite_datasets.empty();
 }
@@ -112,7 +112,7 @@ JobRecord ShardJob(const JobRecord& parent, size_t k, const eval::SampleRange& r
   JobRecord shard;
   shard.id = absl::StrCat(parent.id, ".s", k);
   shard.request = parent.request;
-  eval::EvalOptions& o = shard.request.params.options;
+  types::EvalOptions& o = shard.request.params.options;
   o.shards = 0;  // on its server: one per device slot
   o.sample_begin = static_cast<int64_t>(range.begin);
   o.sample_end = static_cast<int64_t>(range.end);
@@ -130,9 +130,10 @@ JobRecord ShardJob(const JobRecord& parent, size_t k, const eval::SampleRange& r
   return shard;
 }
 
-absl::StatusOr<eval::EvalResult> RunFleetShards(EvalCore& core, jobs::JobQueue& queue,
-                                                const JobRecord& parent, const EvalParams& params,
-                                                const eval::ProgressFn& progress) {
+absl::StatusOr<types::EvalResult> RunFleetShards(EvalCore& core, jobs::JobQueue& queue,
+                                                 const JobRecord& parent,
+                                                 const types::EvalParams& params,
+                                                 const types::ProgressFn& progress) {
   const Clock::time_point start = Clock::now();
   ASSIGN_OR_RETURN(ShardPlan plan, core.PlanShards(params), "splitting job ", parent.id,
                    " into shards");
@@ -161,7 +162,7 @@ absl::StatusOr<eval::EvalResult> RunFleetShards(EvalCore& core, jobs::JobQueue& 
     ShardTally tally;
     tally.sum.samples_total = samples_total;
     absl::Status failure = TallyShards(queue, ids, plan.dataset_fingerprint, parent, done, tally);
-    const eval::EvalProgress& sum = tally.sum;
+    const types::EvalProgress& sum = tally.sum;
     if (!failure.ok()) {
       CancelShards(queue, ids);
       return failure;
@@ -179,12 +180,12 @@ absl::StatusOr<eval::EvalResult> RunFleetShards(EvalCore& core, jobs::JobQueue& 
     if (!ran) std::this_thread::sleep_for(queue.fleet_poll());
   }
   std::vector<eval::EvalPart> parts;
-  std::vector<eval::ShardPlacement> where;
+  std::vector<types::ShardPlacement> where;
   for (JobRecord& r : done) {
     ASSIGN_OR_RETURN(eval::EvalPart part, eval::PartFromJson(r.result->part_state), "shard job ",
                      r.id);
     parts.push_back(std::move(part));
-    for (eval::ShardPlacement p : r.result->shards) {
+    for (types::ShardPlacement p : r.result->shards) {
       p.server = r.server;  // the fleet's name for the server
       where.push_back(std::move(p));
     }

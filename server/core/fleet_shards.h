@@ -21,10 +21,10 @@ namespace dflash::core {
 
 // Whether `request` is split into shard jobs: its dataset named by path
 // (a fleet job), shards > 1, one dataset, and not itself a shard.
-bool SplitsIntoShards(const jobs::JobRequest& request);
+bool SplitsIntoShards(const types::JobRequest& request);
 
 // The shard job `k` of `parent` over dataset positions `range`.
-jobs::JobRecord ShardJob(const jobs::JobRecord& parent, size_t k, const eval::SampleRange& range);
+types::JobRecord ShardJob(const types::JobRecord& parent, size_t k, const eval::SampleRange& range);
 
 // Runs `parent` (claimed here; `params` name the objects loaded for it) as
 // its shard jobs and returns the merged result. Fails with a shard's error
@@ -32,9 +32,9 @@ jobs::JobRecord ShardJob(const jobs::JobRecord& parent, size_t k, const eval::Sa
 // shard's server read another copy of the dataset (both fingerprints
 // named); either way the other shards are cancelled. When the parent is
 // cancelled every shard is, and it returns once none is left running.
-absl::StatusOr<eval::EvalResult> RunFleetShards(EvalCore& core, jobs::JobQueue& queue,
-                                                const jobs::JobRecord& parent,
-                                                const EvalParams& params,
-                                                const eval::ProgressFn& progress);
+absl::StatusOr<types::EvalResult> RunFleetShards(EvalCore& core, jobs::JobQueue& queue,
+                                                 const types::JobRecord& parent,
+                                                 const types::EvalParams& params,
+                                                 const types::ProgressFn& progress);
 
 }  // namespace dflash::core

@@ -16,7 +16,7 @@
 namespace dflash::core {
 namespace {
 
-using jobs::JobRecord;
+using types::JobRecord;
 
 // Names of the live servers holding `name` of `kind` ("" for the target: the
 // servers holding exactly one).
@@ -38,7 +38,7 @@ std::vector<std::string> Holders(const std::vector<FleetMember>& fleet, Resource
 
 absl::Status JobServiceImpl::PlaceInFleet(JobRecord& record) {
   RETURN_IF_ERROR(RecordFleetPaths(fleet_objects_, record.request));
-  const EvalParams& r = record.request.params;
+  const types::EvalParams& r = record.request.params;
   ASSIGN_OR_RETURN(std::vector<FleetMember> fleet, Fleet());
   std::vector<std::string> needs, loads;
   std::vector<std::string> where;  // servers holding all of them

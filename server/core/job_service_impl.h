@@ -34,11 +34,11 @@ class JobServiceImpl final : public JobService {
   void SetFleetObjects(const std::vector<LoadTargetParams>& targets,
                        const std::vector<LoadDatasetParams>& datasets);
 
-  absl::StatusOr<jobs::JobRecord> Submit(jobs::JobRequest request) override;
-  absl::StatusOr<jobs::JobRecord> Resubmit(const std::string& id) override;
-  absl::StatusOr<jobs::JobRecord> Get(const std::string& id) override;
-  absl::StatusOr<jobs::JobPage> List(const jobs::ListQuery& query) override;
-  absl::StatusOr<jobs::JobRecord> Cancel(const std::string& id) override;
+  absl::StatusOr<types::JobRecord> Submit(types::JobRequest request) override;
+  absl::StatusOr<types::JobRecord> Resubmit(const std::string& id) override;
+  absl::StatusOr<types::JobRecord> Get(const std::string& id) override;
+  absl::StatusOr<types::JobPage> List(const types::ListQuery& query) override;
+  absl::StatusOr<types::JobRecord> Cancel(const std::string& id) override;
   absl::StatusOr<Comparison> Compare(const std::vector<std::string>& ids,
                                      const CompareOptions& options) override;
   absl::StatusOr<WatchStart> Watch(const std::string& id, jobs::WatchFn fn) override;
@@ -57,23 +57,23 @@ class JobServiceImpl final : public JobService {
 
  private:
   JobServiceImpl(EvalCore& core, bool shared) : core_(core), shared_(shared) {}
-  absl::StatusOr<eval::EvalResult> RunJob(const jobs::JobRecord& job,
-                                          const eval::ProgressFn& progress);
-  absl::StatusOr<jobs::JobRecord> SubmitRecord(jobs::JobRecord record);
+  absl::StatusOr<types::EvalResult> RunJob(const types::JobRecord& job,
+                                           const types::ProgressFn& progress);
+  absl::StatusOr<types::JobRecord> SubmitRecord(types::JobRecord record);
   // The listed resident object a request names (empty: the only one), by the
   // rule RunEval picks with (core/resident_pick.h), before the job is queued.
   absl::StatusOr<ResourceInfo> PickListed(ResourceKind kind, const std::string& name) const;
   // A suite job: each dataset in turn, then the macro average.
-  absl::StatusOr<eval::EvalResult> RunSuite(const jobs::JobRecord& job,
-                                            const eval::ProgressFn& progress);
+  absl::StatusOr<types::EvalResult> RunSuite(const types::JobRecord& job,
+                                             const types::ProgressFn& progress);
   // The regression gate's reference for a finished job (`job.result` set):
   // nullopt + why when there is none yet; FailedPrecondition when the
   // reference's recipe differs (core/recipe.h) and the gate does not allow it.
-  absl::StatusOr<std::optional<jobs::JobRecord>> GateReference(const jobs::JobRecord& job,
-                                                               std::string* why);
+  absl::StatusOr<std::optional<types::JobRecord>> GateReference(const types::JobRecord& job,
+                                                                std::string* why);
   // Fleet: the resident objects `record` names, looked up here and, when
   // absent here, on the fleet's live servers; sets the job's placement.
-  absl::Status PlaceInFleet(jobs::JobRecord& record);
+  absl::Status PlaceInFleet(types::JobRecord& record);
   store::ClaimRequest ResidentNames() const;
   // Fleet: unloads the objects loaded on demand that no job running here
   // uses; how many.

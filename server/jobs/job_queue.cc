@@ -13,8 +13,8 @@ namespace dflash::jobs {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-using jobs::JobRecord;
-using jobs::JobState;
+using types::JobRecord;
+using types::JobState;
 
 int64_t NowMicros() {
   return std::chrono::duration_cast<std::chrono::microseconds>(
@@ -110,15 +110,15 @@ absl::StatusOr<JobRecord> JobQueue::AddCalibration(const std::string& id, std::s
   ASSIGN_OR_RETURN(JobRecord record, store_.Get(id));
   if (record.state != JobState::kSucceeded) {
     return absl::FailedPreconditionError(absl::StrCat(
-        "job ", id, " is ", jobs::JobStateName(record.state), "; calibrate a SUCCEEDED job"));
+        "job ", id, " is ", types::JobStateName(record.state), "; calibrate a SUCCEEDED job"));
   }
   record.calibrations.push_back(std::move(json));
   RETURN_IF_ERROR(store_.Put(record), "storing the calibration of job ", id);
   return record;
 }
 
-absl::StatusOr<jobs::JobPage> JobQueue::List(const jobs::ListQuery& query) {
-  ASSIGN_OR_RETURN(jobs::JobPage page, store_.List(query));
+absl::StatusOr<types::JobPage> JobQueue::List(const types::ListQuery& query) {
+  ASSIGN_OR_RETURN(types::JobPage page, store_.List(query));
   // Unfinished jobs: show live progress rather than the stored snapshot.
   std::lock_guard<std::mutex> lock(mu_);
   for (JobRecord& r : page.jobs) {
@@ -138,8 +138,9 @@ absl::StatusOr<JobRecord> JobQueue::Cancel(const std::string& id, std::chrono::m
   if (it == active_.end()) {
     lock.unlock();
     ASSIGN_OR_RETURN(JobRecord done, store_.Get(id));
-    return absl::FailedPreconditionError(absl::StrCat(
-        "job ", id, " already finished (", jobs::JobStateName(done.state), "); nothing to cancel"));
+    return absl::FailedPreconditionError(absl::StrCat("job ", id, " already finished (",
+                                                      types::JobStateName(done.state),
+                                                      "); nothing to cancel"));
   }
   std::shared_ptr<Job> job = it->second;
   if (job->record.state == JobState::kQueued) {
@@ -180,7 +181,7 @@ absl::StatusOr<JobQueue::Watch> JobQueue::Subscribe(const std::string& id, Watch
     }
   }
   ASSIGN_OR_RETURN(JobRecord done, store_.Get(id));
-  if (shared_ && !jobs::IsTerminal(done.state)) {
+  if (shared_ && !types::IsTerminal(done.state)) {
     // Queued in the store or running on another server: FleetLoop polls it.
     std::lock_guard<std::mutex> wlock(watch_mu_);
     const int64_t handle = next_handle_++;
@@ -203,11 +204,11 @@ void JobQueue::ReportStates() const {
 
 void JobQueue::Publish(const JobRecord& record) {
   ReportStates();
-  if (jobs::IsTerminal(record.state)) {
+  if (types::IsTerminal(record.state)) {
     const double ran = record.start_unix_micros > 0 && record.end_unix_micros > 0
                            ? (record.end_unix_micros - record.start_unix_micros) / 1e6
                            : 0.0;
-    Ops().OnJobFinished(jobs::JobStateName(record.state), ran);
+    Ops().OnJobFinished(types::JobStateName(record.state), ran);
   }
   std::lock_guard<std::mutex> wlock(watch_mu_);
   DeliverLocked(record);
@@ -218,7 +219,7 @@ void JobQueue::DeliverLocked(const JobRecord& record) {
     if (w.id == record.id) w.fn(record);
   }
   // Final states end every subscription to the job.
-  if (jobs::IsTerminal(record.state)) {
+  if (types::IsTerminal(record.state)) {
     for (auto it = watchers_.begin(); it != watchers_.end();) {
       it = it->second.id == record.id ? watchers_.erase(it) : std::next(it);
     }
@@ -227,7 +228,7 @@ void JobQueue::DeliverLocked(const JobRecord& record) {
 }
 
 std::vector<std::string> JobQueue::UnfinishedJobsWhere(
-    const std::function<bool(const jobs::JobRequest&)>& uses, const std::string& except_id) const {
+    const std::function<bool(const types::JobRequest&)>& uses, const std::string& except_id) const {
   std::vector<std::string> ids;
   std::lock_guard<std::mutex> lock(mu_);
   for (const auto& [id, job] : active_) {
@@ -279,9 +280,9 @@ void JobQueue::RunLoop() {
   }
 }
 
-bool JobQueue::OnProgress(Job& job, const eval::EvalProgress& p) {
+bool JobQueue::OnProgress(Job& job, const types::EvalProgress& p) {
   std::lock_guard<std::mutex> lock(mu_);
-  jobs::JobProgress& out = job.record.progress;
+  types::JobProgress& out = job.record.progress;
   const Clock::time_point now = Clock::now();
   out.blocks_done = p.blocks_done;
   out.blocks_total = p.blocks_total;
@@ -314,8 +315,8 @@ void JobQueue::RunOne(const std::shared_ptr<Job>& job) {
   // Not fatal: the final Put below rewrites the whole record. (A fleet
   // claim has already stored the RUNNING record.)
   if (!shared_) store_.Put(record).IgnoreError();
-  absl::StatusOr<eval::EvalResult> result =
-      runner_(record, [this, job](const eval::EvalProgress& p) { return OnProgress(*job, p); });
+  absl::StatusOr<types::EvalResult> result =
+      runner_(record, [this, job](const types::EvalProgress& p) { return OnProgress(*job, p); });
   record = Finish(*job, std::move(result));
   // Committed (and, for SUCCEEDED, synced) before anyone can see the state.
   absl::Status stored = shared_ ? StoreFinalShared(record, *job) : store_.Put(record);
@@ -336,7 +337,7 @@ void JobQueue::RunOne(const std::shared_ptr<Job>& job) {
   cv_.notify_all();
 }
 
-JobRecord JobQueue::Finish(Job& job, absl::StatusOr<eval::EvalResult> result) {
+JobRecord JobQueue::Finish(Job& job, absl::StatusOr<types::EvalResult> result) {
   std::lock_guard<std::mutex> lock(mu_);
   JobRecord record = job.record;  // with the latest progress
   record.end_unix_micros = NowMicros();
@@ -378,8 +379,9 @@ JobRecord JobQueue::Finish(Job& job, absl::StatusOr<eval::EvalResult> result) {
   }
   if (!record.attempts.empty()) {
     record.attempts.back().end_unix_micros = record.end_unix_micros;
-    record.attempts.back().outcome = record.state != JobState::kQueued ? JobStateName(record.state)
-                                     : !refused.empty()                ? refused
+    record.attempts.back().outcome = record.state != JobState::kQueued
+                                         ? types::JobStateName(record.state)
+                                     : !refused.empty() ? refused
                                                         : "handed back: the server stopped";
   }
   return record;

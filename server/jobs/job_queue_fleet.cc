@@ -31,7 +31,7 @@ int64_t Micros(std::chrono::milliseconds d) {
 
 }  // namespace
 
-absl::StatusOr<JobRecord> JobQueue::SubmitShared(JobRecord job) {
+absl::StatusOr<types::JobRecord> JobQueue::SubmitShared(types::JobRecord job) {
   std::lock_guard<std::mutex> lock(mu_);
   if (!accepting_) return absl::UnavailableError("the server is shutting down; no new jobs");
   // The fleet's queue is the database's: bounded there (servers submitting at
@@ -58,12 +58,12 @@ absl::StatusOr<JobRecord> JobQueue::SubmitShared(JobRecord job) {
   return job;
 }
 
-absl::StatusOr<JobRecord> JobQueue::CancelShared(const std::string& id,
-                                                 std::chrono::milliseconds wait) {
-  ASSIGN_OR_RETURN(JobRecord r, store_.RequestCancel(id, NowMicros()));
+absl::StatusOr<types::JobRecord> JobQueue::CancelShared(const std::string& id,
+                                                        std::chrono::milliseconds wait) {
+  ASSIGN_OR_RETURN(types::JobRecord r, store_.RequestCancel(id, NowMicros()));
   // Running elsewhere: its server sees the flag at its next heartbeat.
   const Clock::time_point until = Clock::now() + wait;
-  while (!IsTerminal(r.state) && Clock::now() < until) {
+  while (!types::IsTerminal(r.state) && Clock::now() < until) {
     std::this_thread::sleep_for(options_.fleet.poll);
     ASSIGN_OR_RETURN(r, store_.Get(id));
   }
@@ -82,7 +82,7 @@ void JobQueue::RunLoopShared() {
     claim.server = options_.fleet.server;
     claim.lease_micros = Micros(options_.fleet.lease);
     claim.max_attempts = options_.fleet.max_attempts;
-    absl::StatusOr<std::optional<JobRecord>> claimed = store_.Claim(claim);
+    absl::StatusOr<std::optional<types::JobRecord>> claimed = store_.Claim(claim);
     std::unique_lock<std::mutex> lock(mu_);
     if (!claimed.ok() || !claimed->has_value()) {
       cv_.wait_for(lock, options_.fleet.poll,
@@ -94,7 +94,7 @@ void JobQueue::RunLoopShared() {
   }
 }
 
-void JobQueue::RunClaimed(JobRecord claimed, const std::string& stop_with) {
+void JobQueue::RunClaimed(types::JobRecord claimed, const std::string& stop_with) {
   auto job = std::make_shared<Job>();
   job->record = std::move(claimed);
   job->stop_with = stop_with;
@@ -108,7 +108,7 @@ void JobQueue::RunClaimed(JobRecord claimed, const std::string& stop_with) {
   RunOne(job);
 }
 
-absl::StatusOr<JobRecord> JobQueue::CreateShard(JobRecord shard) {
+absl::StatusOr<types::JobRecord> JobQueue::CreateShard(types::JobRecord shard) {
   const std::string id = shard.id;
   ResetAsQueued(shard);
   shard.id = id;
@@ -131,7 +131,7 @@ bool JobQueue::RunClaimedHere(const std::string& prefix, const std::string& with
   claim.lease_micros = Micros(options_.fleet.lease);
   claim.max_attempts = options_.fleet.max_attempts;
   claim.id_prefix = prefix;
-  absl::StatusOr<std::optional<JobRecord>> claimed = store_.Claim(claim);
+  absl::StatusOr<std::optional<types::JobRecord>> claimed = store_.Claim(claim);
   if (!claimed.ok() || !claimed->has_value()) return false;
   RunClaimed(**std::move(claimed), with_job);
   return true;
@@ -143,10 +143,10 @@ bool JobQueue::CancelRequested(const std::string& id) const {
   return it != active_.end() && it->second->cancel_requested;
 }
 
-void JobQueue::FailIfEveryServerRefused(JobRecord& record) {
+void JobQueue::FailIfEveryServerRefused(types::JobRecord& record) {
   std::set<std::string> refused;
   std::vector<std::string> why;
-  for (const JobAttempt& a : record.attempts) {
+  for (const types::JobAttempt& a : record.attempts) {
     if (!absl::StartsWith(a.outcome, kRefusedPrefix)) continue;
     refused.insert(a.server);
     why.push_back(a.outcome.substr(std::strlen(kRefusedPrefix)));
@@ -156,13 +156,13 @@ void JobQueue::FailIfEveryServerRefused(JobRecord& record) {
   for (const store::FleetServer& s : *live) {
     if (!refused.count(s.name)) return;  // one that may hold it
   }
-  record.state = JobState::kFailed;
+  record.state = types::JobState::kFailed;
   record.error_code = static_cast<int>(absl::StatusCode::kResourceExhausted);
   record.error_message = absl::StrCat("no live server of the fleet can hold what this job names: ",
                                       absl::StrJoin(why, "; "));
 }
 
-absl::Status JobQueue::StoreFinalShared(JobRecord& record, const Job& job) {
+absl::Status JobQueue::StoreFinalShared(types::JobRecord& record, const Job& job) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (job.lease_lost) {
@@ -170,7 +170,7 @@ absl::Status JobQueue::StoreFinalShared(JobRecord& record, const Job& job) {
           absl::StrCat("lease lost: job ", record.id, " was taken over; no result written"));
     }
   }
-  if (record.state == JobState::kQueued && !record.attempts.empty() &&
+  if (record.state == types::JobState::kQueued && !record.attempts.empty() &&
       absl::StartsWith(record.attempts.back().outcome, kRefusedPrefix)) {
     FailIfEveryServerRefused(record);
   }
@@ -178,11 +178,11 @@ absl::Status JobQueue::StoreFinalShared(JobRecord& record, const Job& job) {
 }
 
 void JobQueue::RenewLeases() {
-  std::vector<std::pair<std::shared_ptr<Job>, JobRecord>> running;
+  std::vector<std::pair<std::shared_ptr<Job>, types::JobRecord>> running;
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (const auto& [_, job] : active_) {
-      if (job->record.state == JobState::kRunning) running.emplace_back(job, job->record);
+      if (job->record.state == types::JobState::kRunning) running.emplace_back(job, job->record);
     }
   }
   for (auto& [job, record] : running) {
@@ -207,7 +207,7 @@ void JobQueue::PollRemoteWatches() {
     }
   }
   for (const std::string& id : ids) {
-    absl::StatusOr<JobRecord> r = store_.Get(id);
+    absl::StatusOr<types::JobRecord> r = store_.Get(id);
     if (!r.ok()) continue;  // the next poll tries again
     const std::string text = store::RecordToJson(*r);
     std::lock_guard<std::mutex> lock(mu_);

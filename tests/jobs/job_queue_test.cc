@@ -19,10 +19,10 @@ namespace dflash::jobs {
 namespace {
 
 using ::dflash::testing::StatusIs;
-using jobs::JobRecord;
-using jobs::JobState;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using types::JobRecord;
+using types::JobState;
 using namespace std::chrono_literals;
 
 // How long a test waits for something that should happen at once; only a
@@ -41,7 +41,7 @@ struct FakeRunner {
   int permits = 0;
   bool free_run = false;
 
-  absl::StatusOr<eval::EvalResult> Run(const JobRecord& job, const eval::ProgressFn& progress) {
+  absl::StatusOr<types::EvalResult> Run(const JobRecord& job, const types::ProgressFn& progress) {
     {
       std::lock_guard<std::mutex> lock(mu);
       started.push_back(job.request.run);
@@ -62,7 +62,7 @@ struct FakeRunner {
       ++reported;
       cv.notify_all();
     }
-    eval::EvalResult r;
+    types::EvalResult r;
     r.blocks = chunks;
     r.accept_length_pooled = 1.5;
     r.device = "cpu";
@@ -125,7 +125,7 @@ class JobQueueTest : public ::testing::Test {
     options.progress_interval = 0ms;
     return JobQueue::Create(
         *store_,
-        [this](const JobRecord& j, const eval::ProgressFn& p) { return runner_.Run(j, p); },
+        [this](const JobRecord& j, const types::ProgressFn& p) { return runner_.Run(j, p); },
         options);
   }
 
@@ -139,7 +139,7 @@ class JobQueueTest : public ::testing::Test {
     };
     auto done = std::make_shared<Done>();
     auto w = q.Subscribe(id, [done](const JobRecord& r) {
-      if (!jobs::IsTerminal(r.state)) return;
+      if (!types::IsTerminal(r.state)) return;
       std::lock_guard<std::mutex> lock(done->mu);
       done->done = true;
       done->cv.notify_all();
@@ -262,7 +262,7 @@ TEST_F(JobQueueTest, WatchersSeeEveryStateAndMonotoneProgressCommittedFirst) {
     seen.push_back(r);
     // What the store says at the moment the watcher hears of the state.
     auto s = store_->Get(r.id);
-    stored_states.push_back(s.ok() ? jobs::JobStateName(s->state) : "?");
+    stored_states.push_back(s.ok() ? types::JobStateName(s->state) : "?");
   }));
   EXPECT_NE(w.handle, 0);
   // A runner thread may already have picked the job up (its runner blocks
@@ -362,7 +362,7 @@ TEST_F(JobQueueTest, UnfinishedJobsWhereNamesTheJobsUsingAResource) {
   ASSERT_OK_AND_ASSIGN(JobRecord a, q->Submit(Request("a", 1, "m")));
   ASSERT_OK_AND_ASSIGN(JobRecord b, q->Submit(Request("b", 1, "other")));
   ASSERT_OK_AND_ASSIGN(JobRecord c, q->Submit(Request("c", 1, "m")));
-  auto uses_m = [](const jobs::JobRequest& r) { return r.params.drafter == "m"; };
+  auto uses_m = [](const types::JobRequest& r) { return r.params.drafter == "m"; };
   EXPECT_THAT(q->UnfinishedJobsWhere(uses_m), ElementsAre(a.id, c.id));
   EXPECT_THAT(q->UnfinishedJobsWhere(uses_m, a.id), ElementsAre(c.id));
   runner_.FreeRun();
