@@ -48,7 +48,7 @@ using ::dflash::bench::Clock;
 using ::dflash::bench::FilesUnder;
 using ::dflash::bench::PlainRead;
 using ::dflash::bench::Since;
-using dflash::eval::EvalOptions;
+using dflash::types::EvalOptions;
 
 // VmHWM / VmRSS in bytes from /proc/self/status.
 int64_t ProcStatus(const std::string& key) {
@@ -99,7 +99,7 @@ struct FlopCount {
 
 FlopCount CountFlops(const dflash::config::DrafterConfig& c, int64_t V,
                      const dflash::data::EvalDataset& ds, const EvalOptions& o,
-                     const dflash::eval::EvalResult& r) {
+                     const dflash::types::EvalResult& r) {
   const double H = c.hidden_size, nh = c.num_attention_heads, nkv = c.num_key_value_heads;
   const double d = c.head_dim, I = c.intermediate_size, n = c.num_hidden_layers;
   const double KH = static_cast<double>(c.num_target_features()) * ds.hidden_size();
@@ -120,7 +120,7 @@ FlopCount CountFlops(const dflash::config::DrafterConfig& c, int64_t V,
     const auto& s = ds.sample(i);
     const int64_t L = s.input_ids.numel();
     f.context += per_pos_ctx * L;
-    if (o.mode == dflash::eval::Mode::kAnchor) {
+    if (o.mode == dflash::types::Mode::kAnchor) {
       at::Tensor m = s.loss_mask.to(at::kCPU, at::kByte).contiguous();
       auto anchors = dflash::eval::SelectAnchors(m.data_ptr<uint8_t>(), L, o.anchors, o.max_blocks,
                                                  o.seed, s.index);
@@ -131,7 +131,7 @@ FlopCount CountFlops(const dflash::config::DrafterConfig& c, int64_t V,
       }
     }
   }
-  if (o.mode == dflash::eval::Mode::kReplay) {
+  if (o.mode == dflash::types::Mode::kReplay) {
     for (const auto& s : r.per_sample) {
       const int64_t mid = (s.first_response_position + s.length) / 2;
       f.layers += per_tok_layer * B * s.blocks;
@@ -226,14 +226,14 @@ absl::StatusOr<std::string> Run(const Args& args) {
   }
 
   EvalOptions o;
-  o.mode = args.mode == "replay" ? dflash::eval::Mode::kReplay : dflash::eval::Mode::kAnchor;
-  o.anchors = args.anchors == "all" ? dflash::eval::AnchorStrategy::kAll
-                                    : dflash::eval::AnchorStrategy::kEven;
+  o.mode = args.mode == "replay" ? dflash::types::Mode::kReplay : dflash::types::Mode::kAnchor;
+  o.anchors = args.anchors == "all" ? dflash::types::AnchorStrategy::kAll
+                                    : dflash::types::AnchorStrategy::kEven;
   o.max_blocks = args.max_blocks;
   o.max_samples = args.max_samples;
   o.full_positions = args.full_positions;
   std::vector<double> times;
-  dflash::eval::EvalResult result;
+  dflash::types::EvalResult result;
   for (int64_t i = 0; i < std::max<int64_t>(1, args.repeat); ++i) {
     ASSIGN_OR_RETURN(result, dflash::eval::Evaluate(drafter, target, dataset, o));
     times.push_back(result.compute_seconds);

@@ -33,25 +33,25 @@
 namespace {
 
 namespace fs = std::filesystem;
-using dflash::eval::EvalResult;
+using dflash::types::EvalResult;
 
 EvalResult Dataset(double accept, int samples) {
   EvalResult r;
   r.accept_length_pooled = accept;
   r.tau = accept - 0.1;
-  r.accept_length_ci = dflash::eval::Interval{accept - 0.2, accept + 0.2};
+  r.accept_length_ci = dflash::types::Interval{accept - 0.2, accept + 0.2};
   r.tau_ci = r.accept_length_ci;
   r.samples = samples;
   for (int k = 1; k <= 15; ++k) {
-    dflash::eval::PositionMetrics p;
+    dflash::types::PositionMetrics p;
     p.position = k;
     p.counted = 1000;
     p.acceptance = 0.9 / k;
-    p.acceptance_ci = dflash::eval::Interval{p.acceptance - 0.01, p.acceptance + 0.01};
+    p.acceptance_ci = dflash::types::Interval{p.acceptance - 0.01, p.acceptance + 0.01};
     r.positions.push_back(p);
   }
   for (int s = 0; s < samples; ++s) {
-    dflash::eval::SampleSummary sum;
+    dflash::types::SampleSummary sum;
     sum.sample_index = s;
     sum.blocks = 40;
     sum.mean_accept_length = accept;
@@ -62,13 +62,13 @@ EvalResult Dataset(double accept, int samples) {
   return r;
 }
 
-dflash::jobs::JobRecord Step(int64_t step, int samples) {
-  dflash::jobs::JobRecord j;
+dflash::types::JobRecord Step(int64_t step, int samples) {
+  dflash::types::JobRecord j;
   j.id = "ev-bench-" + std::to_string(1000000 + step);
   j.request.run = "bench";
   j.request.step = step;
   j.request.params.dataset = "a,b,c";
-  j.state = dflash::jobs::JobState::kSucceeded;
+  j.state = dflash::types::JobState::kSucceeded;
   j.create_unix_micros = j.end_unix_micros = 1700000000000000 + step;
   EvalResult r = Dataset(3 + 0.001 * step, 0);
   r.suite = "a,b,c";
@@ -128,7 +128,7 @@ int main(int argc, char** argv) {
   const std::string evald =
       argc > 4 ? argv[4]
                : (fs::path(argv[0]).parent_path() / ".." / "server" / "dflash-evald").string();
-  std::vector<dflash::jobs::JobRecord> jobs;
+  std::vector<dflash::types::JobRecord> jobs;
   for (int s = 1; s <= steps; ++s) jobs.push_back(Step(s * 100, samples));
 
   const std::string state =
@@ -160,7 +160,7 @@ int main(int argc, char** argv) {
   // The run as the page lists it (per-sample summaries emptied in SQL), and
   // whole, as a client's `history` reads it.
   const auto list = [&store](bool without_per_sample) {
-    dflash::jobs::ListQuery q;
+    dflash::types::ListQuery q;
     q.run = "bench";
     q.order_by_step = true;
     q.page_size = 1000;

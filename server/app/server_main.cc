@@ -226,7 +226,6 @@ absl::Status StartGrpc(const ServerConfig& config,
   }
   s.grpc->GetHealthCheckService()->SetServingStatus(false);
   spdlog::info("listening for dflash.eval.v1.DrafterEval on {} (port {})", config.listen, s.port);
-  if (!config.port_file.empty()) WritePortFile(config.port_file, s.port);
   return absl::OkStatus();
 }
 
@@ -314,6 +313,9 @@ absl::Status RunServer(const ServerConfig& config) {
     s.grpc->Wait();
     return web;
   }
+  // Written once every listener is up: whoever waits for it (tests, scripts)
+  // then finds the web view's port file too.
+  if (!config.port_file.empty()) WritePortFile(config.port_file, s.port);
   if (absl::Status preloaded = RunPreload(*s.core, config.preload); !preloaded.ok()) {
     s.grpc->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
     s.grpc->Wait();

@@ -19,7 +19,7 @@
 
 namespace dflash {
 
-// What a successful evaluation scored (eval::EvalResult's counts; common/
+// What a successful evaluation scored (types::EvalResult's counts; common/
 // sits below eval/).
 struct EvalCounts {
   int64_t blocks = 0;

@@ -9,12 +9,12 @@
 namespace dflash::core {
 namespace {
 
-served::AcceptanceCurve Common(const jobs::JobRecord& job, const eval::EvalResult& r) {
+served::AcceptanceCurve Common(const types::JobRecord& job, const types::EvalResult& r) {
   served::AcceptanceCurve c;
   c.block_size = r.block_size;
   c.blocks = r.blocks;
   c.samples = r.samples;
-  c.mode = r.mode == eval::Mode::kAnchor ? "anchor" : "replay";
+  c.mode = r.mode == types::Mode::kAnchor ? "anchor" : "replay";
   c.semantics = r.semantics;
   c.family = r.family;
   c.job_id = job.id;
@@ -24,13 +24,13 @@ served::AcceptanceCurve Common(const jobs::JobRecord& job, const eval::EvalResul
   return c;
 }
 
-served::AcceptanceCurve Greedy(const jobs::JobRecord& job, const eval::EvalResult& r) {
+served::AcceptanceCurve Greedy(const types::JobRecord& job, const types::EvalResult& r) {
   served::AcceptanceCurve c = Common(job, r);
   c.label = "greedy";
   c.policy = "greedy";
   const double blocks = static_cast<double>(r.blocks);
   double mean = 1;
-  for (const eval::PositionMetrics& p : r.positions) {
+  for (const types::PositionMetrics& p : r.positions) {
     c.marginal.push_back(r.blocks > 0 ? p.accepted / blocks : 0.0);
     mean += c.marginal.back();
   }
@@ -41,7 +41,7 @@ served::AcceptanceCurve Greedy(const jobs::JobRecord& job, const eval::EvalResul
   if (r.accept_length_ci)
     c.mean_accept_length_ci = served::Range{r.accept_length_ci->lo, r.accept_length_ci->hi};
   if (r.tau_ci) c.per_request_ci = served::Range{r.tau_ci->lo, r.tau_ci->hi};
-  if (r.mode == eval::Mode::kAnchor) {
+  if (r.mode == types::Mode::kAnchor) {
     c.approximations.push_back("anchor mode: blocks at chosen anchors of the data, not a decode");
   } else if (mean != r.accept_length_pooled) {
     c.approximations.push_back(absl::StrCat(
@@ -53,12 +53,12 @@ served::AcceptanceCurve Greedy(const jobs::JobRecord& job, const eval::EvalResul
 
 }  // namespace
 
-absl::StatusOr<served::AcceptanceCurve> CurveFromJob(const jobs::JobRecord& job, int setting) {
-  if (job.state != jobs::JobState::kSucceeded || !job.result) {
+absl::StatusOr<served::AcceptanceCurve> CurveFromJob(const types::JobRecord& job, int setting) {
+  if (job.state != types::JobState::kSucceeded || !job.result) {
     return absl::FailedPreconditionError(absl::StrCat(
-        "job ", job.id, " is ", jobs::JobStateName(job.state), "; it needs a SUCCEEDED result"));
+        "job ", job.id, " is ", types::JobStateName(job.state), "; it needs a SUCCEEDED result"));
   }
-  const eval::EvalResult& r = *job.result;
+  const types::EvalResult& r = *job.result;
   if (!r.suite_results.empty()) {
     return absl::FailedPreconditionError(absl::StrCat("job ", job.id, " is a suite (", r.suite,
                                                       "); its top line is a macro average: "
@@ -75,7 +75,7 @@ absl::StatusOr<served::AcceptanceCurve> CurveFromJob(const jobs::JobRecord& job,
         absl::StrCat("setting ", setting, ": job ", job.id, " has ", known));
   }
   if (setting == 0) return Greedy(job, r);
-  const eval::SampledAcceptance& s = r.sampling[setting - 1];
+  const types::SampledAcceptance& s = r.sampling[setting - 1];
   if (s.marginal_accept.empty() && r.blocks > 0) {
     return absl::FailedPreconditionError(
         absl::StrCat("job ", job.id,
@@ -85,7 +85,7 @@ absl::StatusOr<served::AcceptanceCurve> CurveFromJob(const jobs::JobRecord& job,
   }
   served::AcceptanceCurve c = Common(job, r);
   c.label = eval::SamplingSettingText(s.setting);
-  c.policy = eval::PolicyName(s.setting.policy);
+  c.policy = types::PolicyName(s.setting.policy);
   c.engine = s.setting.engine;
   c.temperature = s.setting.temperature;
   c.top_p = s.setting.top_p;

@@ -13,6 +13,6 @@ namespace dflash::core {
 // FailedPrecondition for a job without a result, a suite job, or a record
 // from before marginal acceptance was stored; InvalidArgument for a setting
 // the job does not have (naming the ones it has).
-absl::StatusOr<served::AcceptanceCurve> CurveFromJob(const jobs::JobRecord& job, int setting);
+absl::StatusOr<served::AcceptanceCurve> CurveFromJob(const types::JobRecord& job, int setting);
 
 }  // namespace dflash::core

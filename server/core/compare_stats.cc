@@ -14,9 +14,9 @@
 namespace dflash::core {
 namespace {
 
-int64_t CommonPositions(const std::vector<jobs::JobRecord>& jobs) {
+int64_t CommonPositions(const std::vector<types::JobRecord>& jobs) {
   size_t common = jobs.front().result->positions.size();
-  for (const jobs::JobRecord& j : jobs) common = std::min(common, j.result->positions.size());
+  for (const types::JobRecord& j : jobs) common = std::min(common, j.result->positions.size());
   return static_cast<int64_t>(common);
 }
 
@@ -27,19 +27,19 @@ std::string Fmt(double v) {
 }  // namespace
 
 absl::StatusOr<std::vector<MetricDifference>> PairedDifferences(
-    const std::vector<jobs::JobRecord>& jobs, int64_t resamples, uint64_t seed) {
+    const std::vector<types::JobRecord>& jobs, int64_t resamples, uint64_t seed) {
   std::vector<MetricDifference> out;
   if (jobs.size() < 2) return out;
   const std::vector<eval::MetricId> metrics = eval::AllMetrics(CommonPositions(jobs));
-  const eval::EvalResult& base = *jobs.front().result;
+  const types::EvalResult& base = *jobs.front().result;
   const std::vector<int64_t> ones_base(eval::Units(base).size(), 1);
   const std::vector<double> base_values = eval::MetricValues(metrics, eval::Units(base), ones_base);
   for (size_t k = 1; k < jobs.size(); ++k) {
-    const eval::EvalResult& r = *jobs[k].result;
+    const types::EvalResult& r = *jobs[k].result;
     ASSIGN_OR_RETURN(eval::PairedUnits p, eval::PairSamples(base, jobs.front().id, r, jobs[k].id));
     const std::vector<double> values =
         eval::MetricValues(metrics, eval::Units(r), std::vector<int64_t>(eval::Units(r).size(), 1));
-    const std::vector<std::optional<eval::Interval>> ci =
+    const std::vector<std::optional<types::Interval>> ci =
         eval::PairedIntervals(metrics, p.a, p.b, resamples, seed);
     for (size_t m = 0; m < metrics.size(); ++m) {
       MetricDifference d;
@@ -59,11 +59,11 @@ absl::StatusOr<std::vector<MetricDifference>> PairedDifferences(
   return out;
 }
 
-eval::GateVerdict GateVerdictFor(const jobs::JobRecord& job, const eval::EvalResult& result,
-                                 const absl::StatusOr<std::optional<jobs::JobRecord>>& found,
-                                 const std::string& why_none) {
-  const jobs::GateSpec& spec = job.request.gate;
-  eval::GateVerdict v;
+types::GateVerdict GateVerdictFor(const types::JobRecord& job, const types::EvalResult& result,
+                                  const absl::StatusOr<std::optional<types::JobRecord>>& found,
+                                  const std::string& why_none) {
+  const types::GateSpec& spec = job.request.gate;
+  types::GateVerdict v;
   v.metric = spec.metric;
   v.min_delta = spec.min_delta;
   const auto error = [&](const std::string& why) {
@@ -77,28 +77,28 @@ eval::GateVerdict GateVerdictFor(const jobs::JobRecord& job, const eval::EvalRes
     return error(absl::StrCat(absl::StatusCodeToString(found.status().code()), ": ",
                               found.status().message()));
   }
-  const std::optional<jobs::JobRecord>& reference = *found;
+  const std::optional<types::JobRecord>& reference = *found;
   if (!reference) {
     v.verdict = "no reference";
     v.text = absl::StrCat("gate: pass (no reference: ", why_none, ")");
     return v;
   }
   v.reference_job = reference->id;
-  const eval::EvalResult& ref = *reference->result;
+  const types::EvalResult& ref = *reference->result;
   if (metric->position > static_cast<int64_t>(ref.positions.size())) {
     return error(absl::StrCat("reference ", reference->id, " has only ", ref.positions.size(),
                               " positions; metric is ", spec.metric));
   }
   auto paired = eval::PairSamples(ref, reference->id, result, absl::StrCat(job.id, " (this job)"));
   if (!paired.ok()) return error(std::string(paired.status().message()));
-  const auto value_of = [&](const eval::EvalResult& r) {
-    const std::vector<const eval::SampleSummary*> u = eval::Units(r);
+  const auto value_of = [&](const types::EvalResult& r) {
+    const std::vector<const types::SampleSummary*> u = eval::Units(r);
     return eval::MetricValues({*metric}, u, std::vector<int64_t>(u.size(), 1))[0];
   };
   v.value = value_of(result);
   v.reference_value = value_of(ref);
   v.delta = v.value - v.reference_value;
-  const eval::EvalOptions& o = job.request.params.options;
+  const types::EvalOptions& o = job.request.params.options;
   v.delta_ci = eval::PairedIntervals({*metric}, paired->a, paired->b,
                                      o.ci_resamples > 0 ? o.ci_resamples : 1000, o.seed)[0];
   if (!v.delta_ci)
@@ -129,10 +129,10 @@ eval::GateVerdict GateVerdictFor(const jobs::JobRecord& job, const eval::EvalRes
   return v;
 }
 
-std::optional<SliceDrop> WorstSlice(const eval::EvalResult& result, const eval::EvalResult& ref) {
+std::optional<SliceDrop> WorstSlice(const types::EvalResult& result, const types::EvalResult& ref) {
   std::optional<SliceDrop> worst;
-  for (const eval::SliceResult& s : result.slices) {
-    for (const eval::SliceResult& r : ref.slices) {
+  for (const types::SliceResult& s : result.slices) {
+    for (const types::SliceResult& r : ref.slices) {
       if (r.kind != s.kind || r.value != s.value) continue;
       const double delta = s.accept_length - r.accept_length;
       if (!worst || delta < worst->delta) {

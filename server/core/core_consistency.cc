@@ -12,7 +12,7 @@
 
 namespace dflash::core {
 
-absl::StatusOr<eval::TargetConsistency> EvalCoreImpl::TargetConsistencyOf(
+absl::StatusOr<types::TargetConsistency> EvalCoreImpl::TargetConsistencyOf(
     const std::string& dataset_name, const std::shared_ptr<const data::EvalDataset>& dataset,
     const std::shared_ptr<const weights::TargetTensors>& target) {
   {
@@ -23,7 +23,7 @@ absl::StatusOr<eval::TargetConsistency> EvalCoreImpl::TargetConsistencyOf(
       if (c != it->second.consistency.end()) return c->second;
     }
   }
-  ASSIGN_OR_RETURN(eval::TargetConsistency c, eval::ComputeTargetConsistency(*target, *dataset));
+  ASSIGN_OR_RETURN(types::TargetConsistency c, eval::ComputeTargetConsistency(*target, *dataset));
   std::lock_guard<std::mutex> lock(resident_->mu);
   auto it = resident_->datasets.find(dataset_name);
   if (it != resident_->datasets.end() && it->second.dataset == dataset) {

@@ -58,8 +58,8 @@ struct EvalCoreImpl::EvalInputs {
   }
 };
 
-absl::StatusOr<eval::EvalResult> EvalCoreImpl::DoRunEval(const EvalParams& params,
-                                                         const eval::ProgressFn& progress) {
+absl::StatusOr<types::EvalResult> EvalCoreImpl::DoRunEval(const types::EvalParams& params,
+                                                          const types::ProgressFn& progress) {
   const auto start = std::chrono::steady_clock::now();
   RETURN_IF_ERROR(CheckEvalRequest(params));
   EvalInputs in;
@@ -67,21 +67,21 @@ absl::StatusOr<eval::EvalResult> EvalCoreImpl::DoRunEval(const EvalParams& param
   if (!in.drafter) RETURN_IF_ERROR(DrafterFromCheckpoint(params, in));
   RETURN_IF_ERROR(in.CheckMappedFiles());
   RETURN_IF_ERROR(eval::CheckCompatible(*in.drafter, *in.target, *in.dataset, params.options));
-  eval::TargetConsistency consistency;
+  types::TargetConsistency consistency;
   if (!params.options.sampling.empty()) {
     ASSIGN_OR_RETURN(consistency, RequireConsistentPair(in));
   }
   const double setup =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  ASSIGN_OR_RETURN(eval::EvalResult result, EvaluateWithinLimit(params, in, progress));
+  ASSIGN_OR_RETURN(types::EvalResult result, EvaluateWithinLimit(params, in, progress));
   result.setup_seconds += setup;
   StampResult(params, in, consistency, result);
   return result;
 }
 
-void EvalCoreImpl::StampResult(const EvalParams& params, const EvalInputs& in,
-                               const eval::TargetConsistency& consistency,
-                               eval::EvalResult& result) const {
+void EvalCoreImpl::StampResult(const types::EvalParams& params, const EvalInputs& in,
+                               const types::TargetConsistency& consistency,
+                               types::EvalResult& result) const {
   result.device = in.device;
   result.dtype = in.dtype;
   result.drafter_fingerprint = in.drafter_fingerprint;
@@ -91,7 +91,7 @@ void EvalCoreImpl::StampResult(const EvalParams& params, const EvalInputs& in,
   eval::AddIntervals(params.options, &result);
 }
 
-absl::StatusOr<ShardPlan> EvalCoreImpl::PlanShards(const EvalParams& params) {
+absl::StatusOr<ShardPlan> EvalCoreImpl::PlanShards(const types::EvalParams& params) {
   RETURN_IF_ERROR(CheckEvalRequest(params));
   EvalInputs in;
   RETURN_IF_ERROR(PickInputs(params, in));
@@ -107,35 +107,34 @@ absl::StatusOr<ShardPlan> EvalCoreImpl::PlanShards(const EvalParams& params) {
   return plan;
 }
 
-absl::StatusOr<eval::EvalResult> EvalCoreImpl::FinishShards(const EvalParams& params,
-                                                            std::vector<eval::EvalPart> parts,
-                                                            std::vector<eval::ShardPlacement> where,
-                                                            double seconds) {
+absl::StatusOr<types::EvalResult> EvalCoreImpl::FinishShards(
+    const types::EvalParams& params, std::vector<eval::EvalPart> parts,
+    std::vector<types::ShardPlacement> where, double seconds) {
   // The same inputs RunEval would pick here: the finish reads the drafter
   // (family, layer-numbering check) and the dataset (slices, notes).
   EvalInputs in;
   RETURN_IF_ERROR(PickInputs(params, in));
   if (!in.drafter) RETURN_IF_ERROR(DrafterFromCheckpoint(params, in));
   RETURN_IF_ERROR(in.CheckMappedFiles());
-  eval::TargetConsistency consistency;
+  types::TargetConsistency consistency;
   if (!params.options.sampling.empty()) {
     ASSIGN_OR_RETURN(consistency, RequireConsistentPair(in));
   }
-  eval::EvalOptions options = params.options;
+  types::EvalOptions options = params.options;
   options.logits_budget_bytes = options_.logits_budget_bytes;
   ASSIGN_OR_RETURN(EvalSlots slots,
                    MakeEvalSlots({}, in.drafter, in.target, options_.threads, ThisServer()));
   const auto start = std::chrono::steady_clock::now() -
                      std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                          std::chrono::duration<double>(seconds));
-  ASSIGN_OR_RETURN(eval::EvalResult result,
+  ASSIGN_OR_RETURN(types::EvalResult result,
                    eval::FinishParts(slots.placement, *in.dataset, options, std::move(parts),
                                      std::move(where), start));
   StampResult(params, in, consistency, result);
   return result;
 }
 
-absl::Status EvalCoreImpl::PickInputs(const EvalParams& params, EvalInputs& in) {
+absl::Status EvalCoreImpl::PickInputs(const types::EvalParams& params, EvalInputs& in) {
   std::lock_guard<std::mutex> lock(resident_->mu);
   ASSIGN_OR_RETURN(auto t, PickEntry(resident_->targets, params.target, ResourceKind::kTarget));
   in.target = t->second.tensors;
@@ -155,7 +154,7 @@ absl::Status EvalCoreImpl::PickInputs(const EvalParams& params, EvalInputs& in) 
   return absl::OkStatus();
 }
 
-absl::Status EvalCoreImpl::DrafterFromCheckpoint(const EvalParams& params, EvalInputs& in) {
+absl::Status EvalCoreImpl::DrafterFromCheckpoint(const types::EvalParams& params, EvalInputs& in) {
   // A resident drafter loaded from the same unchanged files, in the
   // target's placement, is the same weights: use it, load nothing.
   ASSIGN_OR_RETURN(std::string resolved, roots_.Resolve(params.checkpoint_path, "checkpoint_path"));
@@ -186,23 +185,24 @@ absl::Status EvalCoreImpl::DrafterFromCheckpoint(const EvalParams& params, EvalI
   return absl::OkStatus();
 }
 
-absl::StatusOr<eval::TargetConsistency> EvalCoreImpl::RequireConsistentPair(const EvalInputs& in) {
-  ASSIGN_OR_RETURN(eval::TargetConsistency c,
+absl::StatusOr<types::TargetConsistency> EvalCoreImpl::RequireConsistentPair(const EvalInputs& in) {
+  ASSIGN_OR_RETURN(types::TargetConsistency c,
                    TargetConsistencyOf(in.dataset_name, in.dataset, in.target));
   RETURN_IF_ERROR(eval::RequireTargetConsistency(c, options_.min_target_consistency, in.target_name,
                                                  in.dataset_name));
   return c;
 }
 
-absl::StatusOr<eval::EvalResult> EvalCoreImpl::EvaluateWithinLimit(
-    const EvalParams& params, const EvalInputs& in, const eval::ProgressFn& progress) const {
+absl::StatusOr<types::EvalResult> EvalCoreImpl::EvaluateWithinLimit(
+    const types::EvalParams& params, const EvalInputs& in,
+    const types::ProgressFn& progress) const {
   // The evaluator reports its totals before scoring anything: refuse there.
   // Replay's first total is the most its walks can take: refused on that,
   // since it is what the evaluation may cost.
   int64_t too_many_blocks = 0;
   bool up_to = false;
   const int64_t max_blocks = options_.max_eval_blocks;
-  auto limited = [&](const eval::EvalProgress& p) {
+  auto limited = [&](const types::EvalProgress& p) {
     if (max_blocks > 0 && p.blocks_total > max_blocks) {
       too_many_blocks = p.blocks_total;
       up_to = p.blocks_total_is_bound;
@@ -210,12 +210,12 @@ absl::StatusOr<eval::EvalResult> EvalCoreImpl::EvaluateWithinLimit(
     }
     return progress ? progress(p) : true;
   };
-  eval::EvalOptions options = params.options;
+  types::EvalOptions options = params.options;
   options.logits_budget_bytes = options_.logits_budget_bytes;
   ASSIGN_OR_RETURN(EvalSlots slots, MakeEvalSlots(options_.eval_devices, in.drafter, in.target,
                                                   options_.threads, ThisServer()));
   slots.placement.compatibility_checked = true;  // DoRunEval checked the pair
-  absl::StatusOr<eval::EvalResult> evaluated =
+  absl::StatusOr<types::EvalResult> evaluated =
       eval::Evaluate(slots.placement, *in.dataset, options, limited);
   if (too_many_blocks > 0) {
     return WithFixHint(absl::ResourceExhaustedError(absl::StrCat(

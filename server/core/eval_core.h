@@ -80,7 +80,7 @@ struct LoadResult {
   std::vector<std::string> warnings;
   std::vector<std::string> facts;
   // LoadDataset with a target: the pair's consistency (positions 0: none).
-  eval::TargetConsistency target_consistency;
+  types::TargetConsistency target_consistency;
   std::string consistency_target;
 };
 
@@ -106,13 +106,13 @@ class EvalCore {
   // kind empty = every kind.
   virtual std::vector<ResourceInfo> ListResources(std::optional<ResourceKind> kind) const = 0;
 
-  virtual absl::StatusOr<eval::EvalResult> RunEval(const EvalParams& params,
-                                                   const eval::ProgressFn& progress) = 0;
+  virtual absl::StatusOr<types::EvalResult> RunEval(const types::EvalParams& params,
+                                                    const types::ProgressFn& progress) = 0;
 
   // Fleet shards (issue 30). The evaluation `params` names split into
   // params.options.shards contiguous ranges sized by tokens, as Evaluate
   // splits its own samples.
-  virtual absl::StatusOr<ShardPlan> PlanShards(const EvalParams& params) {
+  virtual absl::StatusOr<ShardPlan> PlanShards(const types::EvalParams& params) {
     (void)params;
     return absl::UnimplementedError("this core does not split evaluations into fleet shards");
   }
@@ -120,10 +120,10 @@ class EvalCore {
   // order, each from a RunEval with a shard range: EvalResult::part_state)
   // and where they ran, finished as RunEval finishes its own; `seconds`
   // since the evaluation began.
-  virtual absl::StatusOr<eval::EvalResult> FinishShards(const EvalParams& params,
-                                                        std::vector<eval::EvalPart> parts,
-                                                        std::vector<eval::ShardPlacement> where,
-                                                        double seconds) {
+  virtual absl::StatusOr<types::EvalResult> FinishShards(const types::EvalParams& params,
+                                                         std::vector<eval::EvalPart> parts,
+                                                         std::vector<types::ShardPlacement> where,
+                                                         double seconds) {
     (void)params, (void)parts, (void)where, (void)seconds;
     return absl::UnimplementedError("this core does not merge fleet shards");
   }

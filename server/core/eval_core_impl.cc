@@ -172,10 +172,10 @@ absl::StatusOr<LoadResult> EvalCoreImpl::LoadDataset(const LoadDatasetParams& pa
   return ReportLoad(ResourceKind::kDataset, start, std::move(loaded));
 }
 
-absl::StatusOr<eval::EvalResult> EvalCoreImpl::RunEval(const EvalParams& params,
-                                                       const eval::ProgressFn& progress) {
+absl::StatusOr<types::EvalResult> EvalCoreImpl::RunEval(const types::EvalParams& params,
+                                                        const types::ProgressFn& progress) {
   const Clock::time_point start = Clock::now();
-  absl::StatusOr<eval::EvalResult> result = DoRunEval(params, progress);
+  absl::StatusOr<types::EvalResult> result = DoRunEval(params, progress);
   const double seconds = SecondsSince(start);
   if (result.ok()) {
     const EvalCounts counts{result->blocks, result->tokens_scored, result->compute_seconds};

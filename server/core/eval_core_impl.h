@@ -62,13 +62,13 @@ class EvalCoreImpl final : public EvalCore {
   absl::StatusOr<LoadResult> LoadDataset(const LoadDatasetParams& params) override;
   absl::StatusOr<ResourceInfo> Unload(ResourceKind kind, const std::string& name) override;
   std::vector<ResourceInfo> ListResources(std::optional<ResourceKind> kind) const override;
-  absl::StatusOr<eval::EvalResult> RunEval(const EvalParams& params,
-                                           const eval::ProgressFn& progress) override;
-  absl::StatusOr<ShardPlan> PlanShards(const EvalParams& params) override;
-  absl::StatusOr<eval::EvalResult> FinishShards(const EvalParams& params,
-                                                std::vector<eval::EvalPart> parts,
-                                                std::vector<eval::ShardPlacement> where,
-                                                double seconds) override;
+  absl::StatusOr<types::EvalResult> RunEval(const types::EvalParams& params,
+                                            const types::ProgressFn& progress) override;
+  absl::StatusOr<ShardPlan> PlanShards(const types::EvalParams& params) override;
+  absl::StatusOr<types::EvalResult> FinishShards(const types::EvalParams& params,
+                                                 std::vector<eval::EvalPart> parts,
+                                                 std::vector<types::ShardPlacement> where,
+                                                 double seconds) override;
 
   // The server's default dtype on its device: fp32 on CPU, bf16 on CUDA.
   std::string default_dtype() const;
@@ -81,30 +81,30 @@ class EvalCoreImpl final : public EvalCore {
   absl::StatusOr<LoadResult> DoLoadDrafter(const LoadDrafterParams& params);
   absl::StatusOr<LoadResult> DoLoadTarget(const LoadTargetParams& params);
   absl::StatusOr<LoadResult> DoLoadDataset(const LoadDatasetParams& params);
-  absl::StatusOr<eval::EvalResult> DoRunEval(const EvalParams& params,
-                                             const eval::ProgressFn& progress);
+  absl::StatusOr<types::EvalResult> DoRunEval(const types::EvalParams& params,
+                                              const types::ProgressFn& progress);
   // DoRunEval's steps (core_eval.cc): the resident objects it names, the
   // drafter from its checkpoint (a resident copy of the same files, else a
   // one-shot load), and the evaluation within the server's block limit.
   struct EvalInputs;
-  absl::Status PickInputs(const EvalParams& params, EvalInputs& in);
-  absl::Status DrafterFromCheckpoint(const EvalParams& params, EvalInputs& in);
+  absl::Status PickInputs(const types::EvalParams& params, EvalInputs& in);
+  absl::Status DrafterFromCheckpoint(const types::EvalParams& params, EvalInputs& in);
   // What every finished result carries of its inputs: device, dtype,
   // fingerprints, the target consistency and the intervals.
-  void StampResult(const EvalParams& params, const EvalInputs& in,
-                   const eval::TargetConsistency& consistency, eval::EvalResult& result) const;
-  absl::StatusOr<eval::EvalResult> EvaluateWithinLimit(const EvalParams& params,
-                                                       const EvalInputs& in,
-                                                       const eval::ProgressFn& progress) const;
+  void StampResult(const types::EvalParams& params, const EvalInputs& in,
+                   const types::TargetConsistency& consistency, types::EvalResult& result) const;
+  absl::StatusOr<types::EvalResult> EvaluateWithinLimit(const types::EvalParams& params,
+                                                        const EvalInputs& in,
+                                                        const types::ProgressFn& progress) const;
   // The target consistency of a resident dataset (by name) with a target,
   // computed once per target fingerprint (core_consistency.cc).
-  absl::StatusOr<eval::TargetConsistency> TargetConsistencyOf(
+  absl::StatusOr<types::TargetConsistency> TargetConsistencyOf(
       const std::string& dataset_name, const std::shared_ptr<const data::EvalDataset>& dataset,
       const std::shared_ptr<const weights::TargetTensors>& target);
   // LoadDataset --target: the consistency of the loaded dataset with it.
   absl::Status AddTargetConsistency(const std::string& target, LoadResult& loaded);
   // Sampled acceptance needs a consistent pair: FailedPrecondition otherwise.
-  absl::StatusOr<eval::TargetConsistency> RequireConsistentPair(const EvalInputs& in);
+  absl::StatusOr<types::TargetConsistency> RequireConsistentPair(const EvalInputs& in);
 
   CoreOptions options_;
   DataRoots roots_;

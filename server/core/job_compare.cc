@@ -12,8 +12,8 @@
 
 namespace dflash::core {
 
-using jobs::JobRecord;
-using jobs::JobState;
+using types::JobRecord;
+using types::JobState;
 
 absl::StatusOr<Comparison> JobServiceImpl::Compare(const std::vector<std::string>& ids,
                                                    const CompareOptions& options) {
@@ -26,7 +26,7 @@ absl::StatusOr<Comparison> JobServiceImpl::Compare(const std::vector<std::string
     ASSIGN_OR_RETURN(JobRecord job, queue_->Get(id));
     if (job.state != JobState::kSucceeded || !job.result) {
       return absl::FailedPreconditionError(absl::StrCat("job ", id, " is ",
-                                                        jobs::JobStateName(job.state),
+                                                        types::JobStateName(job.state),
                                                         "; only SUCCEEDED jobs can be compared"));
     }
     c.jobs.push_back(std::move(job));
@@ -41,10 +41,10 @@ absl::StatusOr<Comparison> JobServiceImpl::Compare(const std::vector<std::string
     }
   }
 
-  const eval::EvalResult& base = *jobs.front().result;
+  const types::EvalResult& base = *jobs.front().result;
   size_t common = base.positions.size();
   for (const JobRecord& j : jobs) {
-    const eval::EvalResult& r = *j.result;
+    const types::EvalResult& r = *j.result;
     c.accept_length.push_back(r.accept_length_pooled);
     c.accept_length_delta.push_back(r.accept_length_pooled - base.accept_length_pooled);
     c.tau.push_back(r.tau);
@@ -54,7 +54,7 @@ absl::StatusOr<Comparison> JobServiceImpl::Compare(const std::vector<std::string
     PositionComparison pc;
     pc.position = base.positions[p].position;
     for (const JobRecord& j : jobs) {
-      const eval::PositionMetrics& m = j.result->positions[p];
+      const types::PositionMetrics& m = j.result->positions[p];
       pc.accuracy.push_back(m.accuracy);
       pc.accuracy_delta.push_back(m.accuracy - base.positions[p].accuracy);
       pc.acceptance.push_back(m.acceptance);

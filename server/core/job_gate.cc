@@ -13,13 +13,13 @@
 
 namespace dflash::core {
 
-using jobs::JobRecord;
-using jobs::JobState;
+using types::JobRecord;
+using types::JobState;
 
 absl::StatusOr<std::optional<JobRecord>> JobServiceImpl::GateReference(const JobRecord& job,
                                                                        std::string* why) {
-  const jobs::GateSpec& gate = job.request.gate;
-  const eval::EvalResult& result = *job.result;
+  const types::GateSpec& gate = job.request.gate;
+  const types::EvalResult& result = *job.result;
   const Recipe recipe = RecipeOf(job);
   if (gate.reference != "best" && gate.reference != "previous") {
     auto ref = queue_->Get(gate.reference);
@@ -31,7 +31,7 @@ absl::StatusOr<std::optional<JobRecord>> JobServiceImpl::GateReference(const Job
     return *ref;
   }
   // Earlier steps of the same run, scored on the same data.
-  jobs::ListQuery q;
+  types::ListQuery q;
   q.state = JobState::kSucceeded;
   q.run = job.request.run;
   q.dataset = result.dataset_fingerprint;

@@ -25,14 +25,16 @@ class JobPlacement {
   // lock): whether `record` may run, and where. Sets what is known of it
   // now: fingerprints, suite datasets, device or placement. The error
   // refuses the job before it is queued.
-  virtual absl::Status Place(jobs::JobRecord& record, jobs::JobQueue& queue) = 0;
+  virtual absl::Status Place(types::JobRecord& record, jobs::JobQueue& queue) = 0;
   // On the runner that took `job`: its parameters, naming objects resident
   // here.
-  virtual absl::StatusOr<EvalParams> Prepare(const jobs::JobRecord& job, jobs::JobQueue& queue) = 0;
+  virtual absl::StatusOr<types::EvalParams> Prepare(const types::JobRecord& job,
+                                                    jobs::JobQueue& queue) = 0;
   // Runs `job` (one dataset) with `params` from Prepare.
-  virtual absl::StatusOr<eval::EvalResult> Run(const jobs::JobRecord& job, const EvalParams& params,
-                                               const eval::ProgressFn& progress,
-                                               jobs::JobQueue& queue) = 0;
+  virtual absl::StatusOr<types::EvalResult> Run(const types::JobRecord& job,
+                                                const types::EvalParams& params,
+                                                const types::ProgressFn& progress,
+                                                jobs::JobQueue& queue) = 0;
 };
 
 }  // namespace dflash::core

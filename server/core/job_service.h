@@ -27,7 +27,7 @@ struct PositionComparison {
 
 // Two or more SUCCEEDED jobs side by side; deltas are against jobs[0].
 struct Comparison {
-  std::vector<jobs::JobRecord> jobs;
+  std::vector<types::JobRecord> jobs;
   std::vector<std::string> warnings;
   std::vector<double> accept_length, accept_length_delta, tau;
   std::vector<PositionComparison> positions;
@@ -46,7 +46,7 @@ struct CompareOptions {
 };
 
 struct WatchStart {
-  jobs::JobRecord current;
+  types::JobRecord current;
   int64_t handle = 0;  // 0: the job had already finished; nothing follows
 };
 
@@ -55,14 +55,14 @@ class JobService {
   virtual ~JobService() = default;
 
   // Checks the request against what is resident and queues it (QUEUED).
-  virtual absl::StatusOr<jobs::JobRecord> Submit(jobs::JobRequest request) = 0;
+  virtual absl::StatusOr<types::JobRecord> Submit(types::JobRequest request) = 0;
   // A new job with a finished job's request; resubmitted_from names the old.
-  virtual absl::StatusOr<jobs::JobRecord> Resubmit(const std::string& id) = 0;
-  virtual absl::StatusOr<jobs::JobRecord> Get(const std::string& id) = 0;
-  virtual absl::StatusOr<jobs::JobPage> List(const jobs::ListQuery& query) = 0;
+  virtual absl::StatusOr<types::JobRecord> Resubmit(const std::string& id) = 0;
+  virtual absl::StatusOr<types::JobRecord> Get(const std::string& id) = 0;
+  virtual absl::StatusOr<types::JobPage> List(const types::ListQuery& query) = 0;
   // Returns the record once the job has stopped (or, for a long chunk, still
   // RUNNING with the stop requested).
-  virtual absl::StatusOr<jobs::JobRecord> Cancel(const std::string& id) = 0;
+  virtual absl::StatusOr<types::JobRecord> Cancel(const std::string& id) = 0;
   virtual absl::StatusOr<Comparison> Compare(const std::vector<std::string>& ids,
                                              const CompareOptions& options) = 0;
 
@@ -83,7 +83,7 @@ class JobService {
   // the calibration is stored with the job. Nothing is stored on an error.
   struct CalibrationResult {
     served::Calibration calibration;
-    jobs::JobRecord job;
+    types::JobRecord job;
   };
   virtual absl::StatusOr<CalibrationResult> Calibrate(
       const std::string& id, const std::vector<std::pair<std::string, std::string>>& files,

@@ -12,8 +12,8 @@
 
 namespace dflash::core {
 
-using jobs::JobRecord;
-using jobs::JobState;
+using types::JobRecord;
+using types::JobState;
 
 absl::StatusOr<std::unique_ptr<JobServiceImpl>> JobServiceImpl::Create(
     EvalCore& core, store::ResultStore& store, jobs::JobQueueOptions options,
@@ -24,7 +24,7 @@ absl::StatusOr<std::unique_ptr<JobServiceImpl>> JobServiceImpl::Create(
   ASSIGN_OR_RETURN(service->queue_,
                    jobs::JobQueue::Create(
                        store,
-                       [self](const JobRecord& job, const eval::ProgressFn& progress) {
+                       [self](const JobRecord& job, const types::ProgressFn& progress) {
                          return self->RunJob(job, progress);
                        },
                        std::move(options), std::move(backend)));
@@ -35,16 +35,16 @@ JobServiceImpl::~JobServiceImpl() {
   Shutdown(std::chrono::milliseconds(0));
 }
 
-absl::StatusOr<eval::EvalResult> JobServiceImpl::RunJob(const JobRecord& job,
-                                                        const eval::ProgressFn& progress) {
-  ASSIGN_OR_RETURN(const EvalParams r, placement_->Prepare(job, *queue_));
-  absl::StatusOr<eval::EvalResult> result = !job.request.suite_datasets.empty()
-                                                ? RunSuite(job, progress)
-                                                : placement_->Run(job, r, progress, *queue_);
+absl::StatusOr<types::EvalResult> JobServiceImpl::RunJob(const JobRecord& job,
+                                                         const types::ProgressFn& progress) {
+  ASSIGN_OR_RETURN(const types::EvalParams r, placement_->Prepare(job, *queue_));
+  absl::StatusOr<types::EvalResult> result = !job.request.suite_datasets.empty()
+                                                 ? RunSuite(job, progress)
+                                                 : placement_->Run(job, r, progress, *queue_);
   if (job.request.unload_after && !r.drafter.empty()) {
     std::lock_guard<std::mutex> lock(resource_mu_);
     std::vector<std::string> others = queue_->UnfinishedJobsWhere(
-        [&r](const jobs::JobRequest& o) { return o.params.drafter == r.drafter; }, job.id);
+        [&r](const types::JobRequest& o) { return o.params.drafter == r.drafter; }, job.id);
     std::string note;
     if (!others.empty()) {
       note = absl::StrCat("unload_after: drafter '", r.drafter, "' kept resident; jobs ",
@@ -64,22 +64,22 @@ absl::StatusOr<eval::EvalResult> JobServiceImpl::RunJob(const JobRecord& job,
   return result;
 }
 
-absl::StatusOr<eval::EvalResult> JobServiceImpl::RunSuite(const JobRecord& job,
-                                                          const eval::ProgressFn& progress) {
-  std::vector<eval::DatasetResult> parts;
-  eval::EvalProgress done;  // the datasets already finished
+absl::StatusOr<types::EvalResult> JobServiceImpl::RunSuite(const JobRecord& job,
+                                                           const types::ProgressFn& progress) {
+  std::vector<types::DatasetResult> parts;
+  types::EvalProgress done;  // the datasets already finished
   for (const std::string& dataset : job.request.suite_datasets) {
-    EvalParams params = job.request.params;
+    types::EvalParams params = job.request.params;
     params.dataset = dataset;
-    const eval::ProgressFn offset = [&](const eval::EvalProgress& p) {
-      eval::EvalProgress all = p;
+    const types::ProgressFn offset = [&](const types::EvalProgress& p) {
+      types::EvalProgress all = p;
       all.blocks_done += done.blocks_done;
       all.blocks_total += done.blocks_total;
       all.samples_done += done.samples_done;
       all.samples_total += done.samples_total;
       return progress ? progress(all) : true;
     };
-    ASSIGN_OR_RETURN(eval::EvalResult r, core_.RunEval(params, offset), "suite dataset '", dataset,
+    ASSIGN_OR_RETURN(types::EvalResult r, core_.RunEval(params, offset), "suite dataset '", dataset,
                      "'");
     done.blocks_done += r.blocks;
     done.blocks_total += r.blocks;
@@ -91,7 +91,7 @@ absl::StatusOr<eval::EvalResult> JobServiceImpl::RunSuite(const JobRecord& job,
 }
 
 absl::StatusOr<JobRecord> JobServiceImpl::SubmitRecord(JobRecord record) {
-  const EvalParams& r = record.request.params;
+  const types::EvalParams& r = record.request.params;
   // The request's rules (core/request_check.h), the ones RunEval applies,
   // now: a bad request is never queued. Whether the drafter has a selector
   // is known here only when it is resident.
@@ -107,7 +107,7 @@ absl::StatusOr<JobRecord> JobServiceImpl::SubmitRecord(JobRecord record) {
   return queue_->Submit(std::move(record));
 }
 
-absl::StatusOr<JobRecord> JobServiceImpl::Submit(jobs::JobRequest request) {
+absl::StatusOr<JobRecord> JobServiceImpl::Submit(types::JobRequest request) {
   JobRecord record;
   record.request = std::move(request);
   return SubmitRecord(std::move(record));
@@ -115,9 +115,9 @@ absl::StatusOr<JobRecord> JobServiceImpl::Submit(jobs::JobRequest request) {
 
 absl::StatusOr<JobRecord> JobServiceImpl::Resubmit(const std::string& id) {
   ASSIGN_OR_RETURN(JobRecord old, queue_->Get(id));
-  if (!jobs::IsTerminal(old.state)) {
+  if (!types::IsTerminal(old.state)) {
     return absl::FailedPreconditionError(
-        absl::StrCat("job ", id, " is ", jobs::JobStateName(old.state),
+        absl::StrCat("job ", id, " is ", types::JobStateName(old.state),
                      "; only finished jobs can be resubmitted (cancel it first)"));
   }
   JobRecord record;
@@ -130,7 +130,7 @@ absl::StatusOr<JobRecord> JobServiceImpl::Get(const std::string& id) {
   return queue_->Get(id);
 }
 
-absl::StatusOr<jobs::JobPage> JobServiceImpl::List(const jobs::ListQuery& query) {
+absl::StatusOr<types::JobPage> JobServiceImpl::List(const types::ListQuery& query) {
   return queue_->List(query);
 }
 
@@ -150,8 +150,8 @@ void JobServiceImpl::Unwatch(int64_t handle) {
 absl::StatusOr<ResourceInfo> JobServiceImpl::Unload(ResourceKind kind, const std::string& name) {
   std::lock_guard<std::mutex> lock(resource_mu_);
   std::vector<std::string> users =
-      queue_->UnfinishedJobsWhere([kind, &name](const jobs::JobRequest& request) {
-        const EvalParams& r = request.params;
+      queue_->UnfinishedJobsWhere([kind, &name](const types::JobRequest& request) {
+        const types::EvalParams& r = request.params;
         switch (kind) {
           case ResourceKind::kDrafter: return r.drafter == name;
           case ResourceKind::kDataset:

@@ -30,11 +30,11 @@ class JobServiceImpl final : public JobService {
       std::unique_ptr<jobs::JobBackend> backend, std::unique_ptr<JobPlacement> placement);
   ~JobServiceImpl() override;
 
-  absl::StatusOr<jobs::JobRecord> Submit(jobs::JobRequest request) override;
-  absl::StatusOr<jobs::JobRecord> Resubmit(const std::string& id) override;
-  absl::StatusOr<jobs::JobRecord> Get(const std::string& id) override;
-  absl::StatusOr<jobs::JobPage> List(const jobs::ListQuery& query) override;
-  absl::StatusOr<jobs::JobRecord> Cancel(const std::string& id) override;
+  absl::StatusOr<types::JobRecord> Submit(types::JobRequest request) override;
+  absl::StatusOr<types::JobRecord> Resubmit(const std::string& id) override;
+  absl::StatusOr<types::JobRecord> Get(const std::string& id) override;
+  absl::StatusOr<types::JobPage> List(const types::ListQuery& query) override;
+  absl::StatusOr<types::JobRecord> Cancel(const std::string& id) override;
   absl::StatusOr<Comparison> Compare(const std::vector<std::string>& ids,
                                      const CompareOptions& options) override;
   absl::StatusOr<WatchStart> Watch(const std::string& id, jobs::WatchFn fn) override;
@@ -54,16 +54,16 @@ class JobServiceImpl final : public JobService {
  private:
   JobServiceImpl(EvalCore& core, std::unique_ptr<JobPlacement> placement)
       : core_(core), placement_(std::move(placement)) {}
-  absl::StatusOr<eval::EvalResult> RunJob(const jobs::JobRecord& job,
-                                          const eval::ProgressFn& progress);
-  absl::StatusOr<jobs::JobRecord> SubmitRecord(jobs::JobRecord record);
+  absl::StatusOr<types::EvalResult> RunJob(const types::JobRecord& job,
+                                          const types::ProgressFn& progress);
+  absl::StatusOr<types::JobRecord> SubmitRecord(types::JobRecord record);
   // A suite job: each dataset in turn, then the macro average.
-  absl::StatusOr<eval::EvalResult> RunSuite(const jobs::JobRecord& job,
-                                            const eval::ProgressFn& progress);
+  absl::StatusOr<types::EvalResult> RunSuite(const types::JobRecord& job,
+                                            const types::ProgressFn& progress);
   // The regression gate's reference for a finished job (`job.result` set):
   // nullopt + why when there is none yet; FailedPrecondition when the
   // reference's recipe differs (core/recipe.h) and the gate does not allow it.
-  absl::StatusOr<std::optional<jobs::JobRecord>> GateReference(const jobs::JobRecord& job,
+  absl::StatusOr<std::optional<types::JobRecord>> GateReference(const types::JobRecord& job,
                                                                std::string* why);
 
   EvalCore& core_;

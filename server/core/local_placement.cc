@@ -10,11 +10,11 @@
 
 namespace dflash::core {
 
-using jobs::JobRecord;
-using jobs::JobState;
+using types::JobRecord;
+using types::JobState;
 
 absl::Status LocalPlacement::Place(JobRecord& record, jobs::JobQueue& queue) {
-  const EvalParams& r = record.request.params;
+  const types::EvalParams& r = record.request.params;
   if (!(record.request.dataset_path.empty() && record.request.target_path.empty())) {
     return absl::FailedPreconditionError(
         "dataset_path and target_path name objects for a fleet's servers to load on demand; this "
@@ -47,12 +47,12 @@ absl::Status LocalPlacement::Place(JobRecord& record, jobs::JobQueue& queue) {
     record.drafter_fingerprint = drafter.fingerprint;
   }
   record.device = target.device;
-  const jobs::GateSpec& gate = record.request.gate;
+  const types::GateSpec& gate = record.request.gate;
   if (!gate.reference.empty() && gate.reference != "best" && gate.reference != "previous") {
     ASSIGN_OR_RETURN(JobRecord ref, queue.Get(gate.reference), "gate reference");
     if (ref.state != JobState::kSucceeded) {
       return absl::FailedPreconditionError(absl::StrCat("gate reference ", gate.reference, " is ",
-                                                        jobs::JobStateName(ref.state),
+                                                        types::JobStateName(ref.state),
                                                         "; the reference must have SUCCEEDED"));
     }
   }

@@ -20,12 +20,13 @@ class LocalPlacement final : public JobPlacement {
 
   // FailedPrecondition for objects named by path (a fleet's), and for a
   // gate reference that has not SUCCEEDED; the pick's errors for the rest.
-  absl::Status Place(jobs::JobRecord& record, jobs::JobQueue& queue) override;
-  absl::StatusOr<EvalParams> Prepare(const jobs::JobRecord& job, jobs::JobQueue&) override {
+  absl::Status Place(types::JobRecord& record, jobs::JobQueue& queue) override;
+  absl::StatusOr<types::EvalParams> Prepare(const types::JobRecord& job, jobs::JobQueue&) override {
     return job.request.params;
   }
-  absl::StatusOr<eval::EvalResult> Run(const jobs::JobRecord&, const EvalParams& params,
-                                       const eval::ProgressFn& progress, jobs::JobQueue&) override {
+  absl::StatusOr<types::EvalResult> Run(const types::JobRecord&, const types::EvalParams& params,
+                                        const types::ProgressFn& progress,
+                                        jobs::JobQueue&) override {
     return core_.RunEval(params, progress);
   }
 

@@ -13,13 +13,13 @@
 namespace dflash::core {
 namespace {
 
-std::string AnchorsText(const eval::EvalOptions& o) {
-  const char* name = o.anchors == eval::AnchorStrategy::kEven     ? "even"
-                     : o.anchors == eval::AnchorStrategy::kRandom ? "random"
-                                                                  : "all";
+std::string AnchorsText(const types::EvalOptions& o) {
+  const char* name = o.anchors == types::AnchorStrategy::kEven     ? "even"
+                     : o.anchors == types::AnchorStrategy::kRandom ? "random"
+                                                                   : "all";
   return absl::StrCat(
       name, o.max_blocks > 0 ? absl::StrCat(", max_blocks ", o.max_blocks) : "",
-      o.anchors == eval::AnchorStrategy::kRandom ? absl::StrCat(", seed ", o.seed) : "");
+      o.anchors == types::AnchorStrategy::kRandom ? absl::StrCat(", seed ", o.seed) : "");
 }
 
 std::string OrAbsent(const std::string& s, const char* absent) {
@@ -28,29 +28,29 @@ std::string OrAbsent(const std::string& s, const char* absent) {
 
 }  // namespace
 
-Recipe RecipeOf(const jobs::JobRecord& job) {
-  const eval::EvalOptions& o = job.request.params.options;
-  const eval::EvalResult* r = job.result ? &*job.result : nullptr;
+Recipe RecipeOf(const types::JobRecord& job) {
+  const types::EvalOptions& o = job.request.params.options;
+  const types::EvalResult* r = job.result ? &*job.result : nullptr;
   Recipe recipe;
   auto add = [&](const char* name, std::string value) {
     recipe.fields.push_back({name, std::move(value)});
   };
   add("dataset", OrAbsent(r ? r->dataset_fingerprint : job.dataset_fingerprint, "(not recorded)"));
   add("target", OrAbsent(r ? r->target_fingerprint : "", "(not recorded)"));
-  add("semantics", r ? r->semantics : model::SemanticsName(o.semantics));
-  const eval::Mode mode = r ? r->mode : o.mode;  // what was scored
-  add("mode", mode == eval::Mode::kAnchor ? "anchor" : "replay");
+  add("semantics", r ? r->semantics : types::SemanticsName(o.semantics));
+  const types::Mode mode = r ? r->mode : o.mode;  // what was scored
+  add("mode", mode == types::Mode::kAnchor ? "anchor" : "replay");
   add("block size", r ? absl::StrCat(r->block_size) : absl::StrCat(o.block_size));
   add("samples", o.max_samples > 0 ? absl::StrCat("at most ", o.max_samples) : "all");
-  if (mode == eval::Mode::kAnchor) {
+  if (mode == types::Mode::kAnchor) {
     add("anchors", AnchorsText(o));
     std::vector<std::string> settings;
-    for (const eval::SamplingSetting& s : o.sampling) {
+    for (const types::SamplingSetting& s : o.sampling) {
       settings.push_back(eval::SamplingSettingText(s));
     }
     add("sampling", settings.empty() ? "greedy only" : absl::StrJoin(settings, "; "));
     std::vector<std::string> policies;
-    for (eval::ProposalPolicy p : o.policies) policies.push_back(eval::PolicyName(p));
+    for (types::ProposalPolicy p : o.policies) policies.push_back(types::PolicyName(p));
     add("policies", policies.empty() ? "the drafter's default" : absl::StrJoin(policies, ","));
     add("engine", OrAbsent(o.engine, "none"));
   } else {
@@ -85,7 +85,7 @@ std::vector<std::string> RecipeDifferences(const Recipe& a, const Recipe& b) {
   return out;
 }
 
-absl::Status RequireSameRecipe(const std::vector<jobs::JobRecord>& jobs, const std::string& what) {
+absl::Status RequireSameRecipe(const std::vector<types::JobRecord>& jobs, const std::string& what) {
   if (jobs.empty()) return absl::OkStatus();
   const Recipe base = RecipeOf(jobs.front());
   std::vector<std::string> why;

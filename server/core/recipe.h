@@ -24,7 +24,7 @@ struct Recipe {
 // The recipe of a finished job (`job.result` set): the dataset and target
 // fingerprints, semantics, mode, block size, sample limit, anchors or replay
 // limit, sampling settings, policies and engine preset.
-Recipe RecipeOf(const jobs::JobRecord& job);
+Recipe RecipeOf(const types::JobRecord& job);
 
 // "name: a vs b" for each field where `b` differs from `a`; empty when equal.
 std::vector<std::string> RecipeDifferences(const Recipe& a, const Recipe& b);
@@ -32,6 +32,6 @@ std::vector<std::string> RecipeDifferences(const Recipe& a, const Recipe& b);
 // OK when every job has jobs[0]'s recipe; else FailedPrecondition naming each
 // differing job and field, and the flag that accepts it (`what` starts the
 // message: "compare", "gate").
-absl::Status RequireSameRecipe(const std::vector<jobs::JobRecord>& jobs, const std::string& what);
+absl::Status RequireSameRecipe(const std::vector<types::JobRecord>& jobs, const std::string& what);
 
 }  // namespace dflash::core

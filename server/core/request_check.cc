@@ -8,26 +8,26 @@
 
 namespace dflash::core {
 
-absl::Status CheckDrafterSource(const EvalParams& params) {
+absl::Status CheckDrafterSource(const types::EvalParams& params) {
   if (params.drafter.empty() != params.checkpoint_path.empty()) return absl::OkStatus();
   return absl::InvalidArgumentError(
       params.drafter.empty() ? "give a resident drafter name or a checkpoint path"
                              : "give a resident drafter name or a checkpoint path, not both");
 }
 
-absl::Status CheckDatasetNamed(const EvalParams& params, bool dataset_by_path) {
+absl::Status CheckDatasetNamed(const types::EvalParams& params, bool dataset_by_path) {
   if (params.dataset.empty() && !dataset_by_path) {
     return absl::InvalidArgumentError("dataset is required");
   }
   return absl::OkStatus();
 }
 
-absl::Status CheckModeOptions(const eval::EvalOptions& options) {
-  if (!options.sampling.empty() && options.mode != eval::Mode::kAnchor) {
+absl::Status CheckModeOptions(const types::EvalOptions& options) {
+  if (!options.sampling.empty() && options.mode != types::Mode::kAnchor) {
     return absl::InvalidArgumentError(
         "sampling settings need mode anchor (sampled acceptance is teacher-forced)");
   }
-  if (options.max_new_tokens > 0 && options.mode != eval::Mode::kReplay) {
+  if (options.max_new_tokens > 0 && options.mode != types::Mode::kReplay) {
     return absl::InvalidArgumentError(
         absl::StrCat("max_new_tokens (", options.max_new_tokens,
                      ") needs mode replay (it cuts replay's walk; anchor mode scores fixed "
@@ -36,7 +36,7 @@ absl::Status CheckModeOptions(const eval::EvalOptions& options) {
   return absl::OkStatus();
 }
 
-absl::Status CheckSampling(const eval::EvalOptions& options,
+absl::Status CheckSampling(const types::EvalOptions& options,
                            std::optional<bool> drafter_has_selector) {
   // The rules that hold for any drafter first, so their words do not depend
   // on whether it is resident (RunEval and SubmitEval by path or by name
@@ -46,16 +46,16 @@ absl::Status CheckSampling(const eval::EvalOptions& options,
   return eval::ResolveSampling(options, drafter_has_selector).status();
 }
 
-absl::Status CheckEvalRequest(const EvalParams& params, const RequestFacts& facts) {
+absl::Status CheckEvalRequest(const types::EvalParams& params, const RequestFacts& facts) {
   RETURN_IF_ERROR(CheckDrafterSource(params));
   RETURN_IF_ERROR(CheckDatasetNamed(params, facts.dataset_by_path));
   RETURN_IF_ERROR(CheckModeOptions(params.options));
   return CheckSampling(params.options, facts.drafter_has_selector);
 }
 
-absl::Status CheckGate(const jobs::GateSpec& gate, const std::string& run) {
+absl::Status CheckGate(const types::GateSpec& gate, const std::string& run) {
   if (gate.reference.empty()) {
-    const jobs::GateSpec none;
+    const types::GateSpec none;
     if (gate.metric != none.metric || gate.min_delta != none.min_delta ||
         gate.allow_recipe_mismatch || gate.has_floor) {
       return absl::InvalidArgumentError(
@@ -72,7 +72,7 @@ absl::Status CheckGate(const jobs::GateSpec& gate, const std::string& run) {
   return eval::ParseMetric(gate.metric, 1 << 20).status();
 }
 
-absl::Status CheckJobRequest(const jobs::JobRequest& request,
+absl::Status CheckJobRequest(const types::JobRequest& request,
                              std::optional<bool> drafter_has_selector) {
   RequestFacts facts;
   facts.dataset_by_path = !request.dataset_path.empty();

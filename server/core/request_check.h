@@ -32,36 +32,36 @@ struct RequestFacts {
 
 // InvalidArgument "give a resident drafter name or a checkpoint path" (none)
 // or "..., not both" (both): exactly one names the drafter.
-absl::Status CheckDrafterSource(const EvalParams& params);
+absl::Status CheckDrafterSource(const types::EvalParams& params);
 
 // InvalidArgument "dataset is required" unless a name or a path is given.
-absl::Status CheckDatasetNamed(const EvalParams& params, bool dataset_by_path);
+absl::Status CheckDatasetNamed(const types::EvalParams& params, bool dataset_by_path);
 
 // Options that belong to one mode: sampling settings need mode anchor
 // (sampled acceptance is teacher-forced); max_new_tokens needs mode replay
 // (it cuts replay's walk; anchor mode has none). InvalidArgument.
-absl::Status CheckModeOptions(const eval::EvalOptions& options);
+absl::Status CheckModeOptions(const types::EvalOptions& options);
 
 // The sampling settings, policies and engine preset by the rules the
 // evaluator applies (eval/sampling_policy.h: ranges via
 // eval::CheckSamplingSetting, presets' conventions). InvalidArgument; the
 // rules that need no drafter are checked first, so their words are the
 // same whether or not the drafter is known.
-absl::Status CheckSampling(const eval::EvalOptions& options,
+absl::Status CheckSampling(const types::EvalOptions& options,
                            std::optional<bool> drafter_has_selector);
 
 // All of the above, in that order: the first broken rule's status.
-absl::Status CheckEvalRequest(const EvalParams& params, const RequestFacts& facts = {});
+absl::Status CheckEvalRequest(const types::EvalParams& params, const RequestFacts& facts = {});
 
 // The regression gate's request rules (InvalidArgument): gate_metric,
 // gate_min_delta, gate_allow_recipe_mismatch and gate_floor need a gate;
 // "best" and "previous" need the run; the metric parses. Whether the
 // reference job exists and succeeded is the job service's (it needs the
 // queue).
-absl::Status CheckGate(const jobs::GateSpec& gate, const std::string& run);
+absl::Status CheckGate(const types::GateSpec& gate, const std::string& run);
 
 // CheckEvalRequest and CheckGate for a job's request.
-absl::Status CheckJobRequest(const jobs::JobRequest& request,
+absl::Status CheckJobRequest(const types::JobRequest& request,
                              std::optional<bool> drafter_has_selector);
 
 }  // namespace dflash::core

@@ -34,7 +34,7 @@ struct ResidentSet {
     ResourceInfo info;
     std::shared_ptr<const data::EvalDataset> dataset;
     // Target consistency per target fingerprint, computed once (under mu).
-    std::map<std::string, eval::TargetConsistency> consistency;
+    std::map<std::string, types::TargetConsistency> consistency;
   };
 
   mutable std::mutex mu;  // guards the maps

@@ -28,7 +28,7 @@ absl::StatusOr<JobService::ProfileExport> JobServiceImpl::ExportProfile(const st
                                                                         const std::string& format,
                                                                         int setting) {
   ASSIGN_OR_RETURN(served::ProfileFormat f, served::ParseProfileFormat(format));
-  ASSIGN_OR_RETURN(jobs::JobRecord job, queue_->Get(id));
+  ASSIGN_OR_RETURN(types::JobRecord job, queue_->Get(id));
   ASSIGN_OR_RETURN(served::AcceptanceCurve curve, CurveFromJob(job, setting));
   ASSIGN_OR_RETURN(std::string text, served::ExportProfile(curve, f));
   return ProfileExport{std::move(text), curve.label};
@@ -43,11 +43,11 @@ absl::StatusOr<JobService::CalibrationResult> JobServiceImpl::Calibrate(
         "or z-lab's benchmark output");
   }
   ASSIGN_OR_RETURN(served::ServedCounters counters, served::ParseServedFiles(files));
-  ASSIGN_OR_RETURN(jobs::JobRecord job, queue_->Get(id));
+  ASSIGN_OR_RETURN(types::JobRecord job, queue_->Get(id));
   ASSIGN_OR_RETURN(served::AcceptanceCurve curve, CurveFromJob(job, setting));
   ASSIGN_OR_RETURN(served::Calibration c, served::Calibrate(curve, counters));
   c.created = NowRfc3339();
-  ASSIGN_OR_RETURN(jobs::JobRecord stored,
+  ASSIGN_OR_RETURN(types::JobRecord stored,
                    queue_->AddCalibration(id, served::CalibrationToJson(c).dump()));
   return CalibrationResult{std::move(c), std::move(stored)};
 }

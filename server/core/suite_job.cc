@@ -45,11 +45,11 @@ absl::StatusOr<std::vector<std::string>> ResolveSuite(const std::string& dataset
   return parts;
 }
 
-eval::EvalResult MacroAverage(const std::string& suite, std::vector<eval::DatasetResult> parts) {
-  eval::EvalResult m;
+types::EvalResult MacroAverage(const std::string& suite, std::vector<types::DatasetResult> parts) {
+  types::EvalResult m;
   m.suite = suite;
   if (parts.empty()) return m;
-  const eval::EvalResult& first = parts.front().result;
+  const types::EvalResult& first = parts.front().result;
   m.mode = first.mode;
   m.family = first.family;
   m.semantics = first.semantics;
@@ -62,8 +62,8 @@ eval::EvalResult MacroAverage(const std::string& suite, std::vector<eval::Datase
   std::vector<std::string> fingerprints;
   std::vector<int> with_position;
   const double n = static_cast<double>(parts.size());
-  for (const eval::DatasetResult& d : parts) {
-    const eval::EvalResult& r = d.result;
+  for (const types::DatasetResult& d : parts) {
+    const types::EvalResult& r = d.result;
     fingerprints.push_back(r.dataset_fingerprint);
     m.samples += r.samples;
     m.blocks += r.blocks;
@@ -79,8 +79,8 @@ eval::EvalResult MacroAverage(const std::string& suite, std::vector<eval::Datase
       with_position.resize(r.positions.size(), 0);
     }
     for (size_t j = 0; j < r.positions.size(); ++j) {
-      eval::PositionMetrics& p = m.positions[j];
-      const eval::PositionMetrics& q = r.positions[j];
+      types::PositionMetrics& p = m.positions[j];
+      const types::PositionMetrics& q = r.positions[j];
       p.position = q.position;
       p.counted += q.counted;
       p.correct += q.correct;
@@ -94,13 +94,13 @@ eval::EvalResult MacroAverage(const std::string& suite, std::vector<eval::Datase
     for (const std::string& w : r.warnings) m.warnings.push_back(absl::StrCat(d.dataset, ": ", w));
     // Each dataset is a slice of the suite, so a gate's floor sees one fall
     // that the macro average hides.
-    eval::SliceResult slice{
+    types::SliceResult slice{
         "dataset", d.dataset,          r.samples, r.blocks, r.accept_length_pooled,
         r.tau,     r.accept_length_ci, r.tau_ci};
     m.slices.push_back(std::move(slice));
   }
   for (size_t j = 0; j < m.positions.size(); ++j) {
-    eval::PositionMetrics& p = m.positions[j];
+    types::PositionMetrics& p = m.positions[j];
     p.accuracy /= with_position[j];
     p.acceptance /= with_position[j];
     p.conditional /= with_position[j];

@@ -26,6 +26,6 @@ absl::StatusOr<std::vector<std::string>> ResolveSuite(const std::string& dataset
 // The macro average of the parts (in order): accept length, tau and each
 // position's accuracy/acceptance/conditional are unweighted means over the
 // datasets that have them; counts, samples, blocks and tokens are sums.
-eval::EvalResult MacroAverage(const std::string& suite, std::vector<eval::DatasetResult> parts);
+types::EvalResult MacroAverage(const std::string& suite, std::vector<types::DatasetResult> parts);
 
 }  // namespace dflash::core

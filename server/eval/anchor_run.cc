@@ -51,7 +51,8 @@ size_t GroupEnd(const BlockScorer& scorer, const AnchorPlan& plan, size_t begin)
 absl::StatusOr<std::vector<BlockScore>> ScoreGroup(const BlockScorer& scorer,
                                                    const data::EvalDataset& dataset,
                                                    AnchorPlan& plan, size_t begin, size_t end,
-                                                   EvalProgress& prog, const ProgressFn& progress) {
+                                                   types::EvalProgress& prog,
+                                                   const types::ProgressFn& progress) {
   std::vector<size_t> members;
   std::vector<int64_t> needed;  // context positions each member's blocks can see
   std::vector<int64_t> lowest;  // each member's smallest anchor
@@ -95,7 +96,8 @@ absl::StatusOr<std::vector<BlockScore>> ScoreGroup(const BlockScorer& scorer,
 }  // namespace
 
 absl::StatusOr<EvalPart> RunAnchor(const BlockScorer& scorer, const data::EvalDataset& dataset,
-                                   const EvalOptions& options, const ProgressFn& progress) {
+                                   const types::EvalOptions& options,
+                                   const types::ProgressFn& progress) {
   const int64_t B = scorer.block_size();
   const size_t n = NumSamples(dataset, options);
   EvalPart part(B, options.sampling);
@@ -105,10 +107,10 @@ absl::StatusOr<EvalPart> RunAnchor(const BlockScorer& scorer, const data::EvalDa
   AnchorPlan plan;
   plan.positions = ScoredPositions(options);
   plan.slice = options.first_miss_slice;
-  if (options.metrics == MetricSet::kAcceptance) plan.cross_entropy = CrossEntropy::kSkip;
+  if (options.metrics == types::MetricSet::kAcceptance) plan.cross_entropy = CrossEntropy::kSkip;
   plan.sampling = !options.sampling.empty();
   plan.anchors.resize(n);
-  EvalProgress prog;
+  types::EvalProgress prog;
   prog.samples_total = static_cast<int64_t>(n);
   plan.masks.resize(n);
   for (size_t i = 0; i < n; ++i) {

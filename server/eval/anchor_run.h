@@ -15,6 +15,7 @@ namespace dflash::eval {
 
 // The samples of `dataset` (up to options.max_samples) in anchor mode.
 absl::StatusOr<EvalPart> RunAnchor(const BlockScorer& scorer, const data::EvalDataset& dataset,
-                                   const EvalOptions& options, const ProgressFn& progress);
+                                   const types::EvalOptions& options,
+                                   const types::ProgressFn& progress);
 
 }  // namespace dflash::eval

@@ -36,19 +36,19 @@ std::vector<int64_t> EligibleAnchors(const uint8_t* loss_mask, int64_t length) {
 }
 
 std::vector<int64_t> SelectAnchors(const uint8_t* loss_mask, int64_t length,
-                                   AnchorStrategy strategy, int64_t max_blocks, uint64_t seed,
-                                   int64_t sample_index) {
+                                   types::AnchorStrategy strategy, int64_t max_blocks,
+                                   uint64_t seed, int64_t sample_index) {
   std::vector<int64_t> eligible = EligibleAnchors(loss_mask, length);
   const int64_t n = static_cast<int64_t>(eligible.size());
   const int64_t m = max_blocks > 0 ? std::min(max_blocks, n) : n;
   if (m == n) return eligible;  // every strategy takes them all
-  if (strategy == AnchorStrategy::kAll) {
+  if (strategy == types::AnchorStrategy::kAll) {
     eligible.resize(m);  // max_blocks caps "all" to the first m
     return eligible;
   }
   std::vector<int64_t> out;
   out.reserve(m);
-  if (strategy == AnchorStrategy::kEven) {
+  if (strategy == types::AnchorStrategy::kEven) {
     for (int64_t k = 0; k < m; ++k) out.push_back(eligible[k * n / m]);
     return out;
   }

@@ -23,7 +23,7 @@ namespace dflash::eval {
 std::vector<int64_t> EligibleAnchors(const uint8_t* loss_mask, int64_t length);
 
 std::vector<int64_t> SelectAnchors(const uint8_t* loss_mask, int64_t length,
-                                   AnchorStrategy strategy, int64_t max_blocks, uint64_t seed,
-                                   int64_t sample_index);
+                                   types::AnchorStrategy strategy, int64_t max_blocks,
+                                   uint64_t seed, int64_t sample_index);
 
 }  // namespace dflash::eval

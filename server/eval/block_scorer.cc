@@ -13,7 +13,7 @@ namespace dflash::eval {
 
 BlockScorer::BlockScorer(const model::DrafterModel& drafter, const weights::TargetTensors& target,
                          const data::EvalDataset& dataset, int64_t block_size,
-                         int64_t max_chunk_elements, model::Semantics semantics,
+                         int64_t max_chunk_elements, types::Semantics semantics,
                          int64_t logits_budget_bytes)
     : drafter_(drafter),
       target_(target),
@@ -72,9 +72,9 @@ struct HostBlockInputs {
 };
 
 HostBlockInputs MakeBlockInputs(const std::vector<BlockRequest>& blocks, int64_t B, int64_t mask,
-                                model::Semantics semantics) {
+                                types::Semantics semantics) {
   const int64_t nb = static_cast<int64_t>(blocks.size());
-  const bool current = semantics == model::Semantics::kZlabCurrent;
+  const bool current = semantics == types::Semantics::kZlabCurrent;
   HostBlockInputs h;
   h.inputs = at::full({nb, B}, mask, at::kLong);
   h.labels = at::full({nb, B - 1}, -1, at::kLong);

@@ -30,13 +30,13 @@ class BlockScorer {
   // under zlab-2025 always B.
   BlockScorer(const model::DrafterModel& drafter, const weights::TargetTensors& target,
               const data::EvalDataset& dataset, int64_t block_size, int64_t max_chunk_elements,
-              model::Semantics semantics, int64_t logits_budget_bytes = kDefaultLogitsBudgetBytes);
+              types::Semantics semantics, int64_t logits_budget_bytes = kDefaultLogitsBudgetBytes);
 
   int64_t block_size() const { return block_size_; }
 
   // Score also computes the alphas of these settings (sampling_distributions.h)
   // for blocks that carry a final hidden state.
-  void EnableSampling(std::vector<SamplingSetting> settings, bool final_norm_applied) {
+  void EnableSampling(std::vector<types::SamplingSetting> settings, bool final_norm_applied) {
     sampling_ = std::move(settings);
     final_norm_applied_ = final_norm_applied;
   }
@@ -84,10 +84,10 @@ class BlockScorer {
   const data::EvalDataset& dataset_;
   int64_t block_size_;
   int64_t max_chunk_elements_;
-  model::Semantics semantics_;
+  types::Semantics semantics_;
   int64_t logits_budget_bytes_;
   std::vector<int> layer_ids_;  // empty: the drafter's target_layer_ids
-  std::vector<SamplingSetting> sampling_;
+  std::vector<types::SamplingSetting> sampling_;
   bool final_norm_applied_ = false;
 
   // The projector over the head drafts are read from (the drafter's own

@@ -33,7 +33,7 @@ struct Sums {
   std::vector<double> counted, correct, accepted, conditional_counted;
 };
 
-Sums Sum(const std::vector<const SampleSummary*>& units, const std::vector<int64_t>& weights,
+Sums Sum(const std::vector<const types::SampleSummary*>& units, const std::vector<int64_t>& weights,
          int positions) {
   Sums s;
   for (auto* v : {&s.counted, &s.correct, &s.accepted, &s.conditional_counted}) {
@@ -42,7 +42,7 @@ Sums Sum(const std::vector<const SampleSummary*>& units, const std::vector<int64
   for (size_t i = 0; i < units.size(); ++i) {
     const double w = static_cast<double>(weights[i]);
     if (w == 0) continue;
-    const SampleSummary& u = *units[i];
+    const types::SampleSummary& u = *units[i];
     s.blocks += w * u.blocks;
     s.accept += w * u.accepted_total;
     s.tau_sum += w * Ratio(static_cast<double>(u.accepted_total), u.blocks);
@@ -87,13 +87,13 @@ void Draw(size_t n, int64_t resamples, uint64_t seed, Fn fn) {
   }
 }
 
-std::vector<std::optional<Interval>> Intervals(std::vector<std::vector<double>>& draws) {
-  std::vector<std::optional<Interval>> out(draws.size());
+std::vector<std::optional<types::Interval>> Intervals(std::vector<std::vector<double>>& draws) {
+  std::vector<std::optional<types::Interval>> out(draws.size());
   for (size_t m = 0; m < draws.size(); ++m) {
     std::vector<double>& v = draws[m];
     if (v.empty()) continue;
     std::sort(v.begin(), v.end());
-    out[m] = Interval{Percentile(v, kLow), Percentile(v, kHigh)};
+    out[m] = types::Interval{Percentile(v, kLow), Percentile(v, kHigh)};
   }
   return out;
 }
@@ -153,16 +153,16 @@ uint64_t SplitMix64::Below(uint64_t n) {
   return static_cast<uint64_t>((static_cast<unsigned __int128>(Next()) * n) >> 64);
 }
 
-std::vector<const SampleSummary*> Units(const EvalResult& result) {
-  std::vector<const SampleSummary*> out;
-  for (const SampleSummary& s : result.per_sample) {
+std::vector<const types::SampleSummary*> Units(const types::EvalResult& result) {
+  std::vector<const types::SampleSummary*> out;
+  for (const types::SampleSummary& s : result.per_sample) {
     if (s.blocks > 0) out.push_back(&s);
   }
   return out;
 }
 
 std::vector<double> MetricValues(const std::vector<MetricId>& metrics,
-                                 const std::vector<const SampleSummary*>& units,
+                                 const std::vector<const types::SampleSummary*>& units,
                                  const std::vector<int64_t>& weights) {
   const Sums s = Sum(units, weights, MaxPosition(metrics));
   std::vector<double> out;
@@ -179,8 +179,8 @@ double Percentile(const std::vector<double>& sorted, double q) {
   return sorted[lo] + (h - static_cast<double>(lo)) * (sorted[hi] - sorted[lo]);
 }
 
-std::vector<std::optional<Interval>> BootstrapIntervals(
-    const std::vector<MetricId>& metrics, const std::vector<const SampleSummary*>& units,
+std::vector<std::optional<types::Interval>> BootstrapIntervals(
+    const std::vector<MetricId>& metrics, const std::vector<const types::SampleSummary*>& units,
     int64_t resamples, uint64_t seed) {
   std::vector<std::vector<double>> draws(metrics.size());
   if (!units.empty()) {
@@ -194,10 +194,9 @@ std::vector<std::optional<Interval>> BootstrapIntervals(
   return Intervals(draws);
 }
 
-std::vector<std::optional<Interval>> PairedIntervals(const std::vector<MetricId>& metrics,
-                                                     const std::vector<const SampleSummary*>& a,
-                                                     const std::vector<const SampleSummary*>& b,
-                                                     int64_t resamples, uint64_t seed) {
+std::vector<std::optional<types::Interval>> PairedIntervals(
+    const std::vector<MetricId>& metrics, const std::vector<const types::SampleSummary*>& a,
+    const std::vector<const types::SampleSummary*>& b, int64_t resamples, uint64_t seed) {
   std::vector<std::vector<double>> draws(metrics.size());
   if (!a.empty() && a.size() == b.size()) {
     Draw(a.size(), resamples, seed, [&](const std::vector<int64_t>& w) {
@@ -212,8 +211,8 @@ std::vector<std::optional<Interval>> PairedIntervals(const std::vector<MetricId>
   return Intervals(draws);
 }
 
-absl::StatusOr<PairedUnits> PairSamples(const EvalResult& a, absl::string_view a_name,
-                                        const EvalResult& b, absl::string_view b_name) {
+absl::StatusOr<PairedUnits> PairSamples(const types::EvalResult& a, absl::string_view a_name,
+                                        const types::EvalResult& b, absl::string_view b_name) {
   for (const auto& [r, name] : {std::pair{&a, a_name}, std::pair{&b, b_name}}) {
     if (!r->suite_results.empty()) {
       return absl::FailedPreconditionError(
@@ -233,10 +232,10 @@ absl::StatusOr<PairedUnits> PairSamples(const EvalResult& a, absl::string_view a
                                                       a_name,
                                                       " has no sample with a scored block"));
   }
-  std::map<int64_t, const SampleSummary*> in_b;
-  for (const SampleSummary* s : Units(b)) in_b.emplace(s->sample_index, s);
+  std::map<int64_t, const types::SampleSummary*> in_b;
+  for (const types::SampleSummary* s : Units(b)) in_b.emplace(s->sample_index, s);
   std::vector<std::string> only_a, only_b;
-  for (const SampleSummary* s : p.a) {
+  for (const types::SampleSummary* s : p.a) {
     auto it = in_b.find(s->sample_index);
     if (it == in_b.end()) {
       only_a.push_back(absl::StrCat(s->sample_index));
@@ -258,7 +257,7 @@ absl::StatusOr<PairedUnits> PairSamples(const EvalResult& a, absl::string_view a
         "]); compare jobs with the same max_samples on the same dataset"));
   }
   for (const auto* side : {&p.a, &p.b}) {
-    for (const SampleSummary* s : *side) {
+    for (const types::SampleSummary* s : *side) {
       if (s->counted.empty()) {
         return absl::FailedPreconditionError(absl::StrCat(
             "cannot pair ", side == &p.a ? a_name : b_name, ": its record has no per-sample ",
@@ -269,16 +268,16 @@ absl::StatusOr<PairedUnits> PairSamples(const EvalResult& a, absl::string_view a
   return p;
 }
 
-void AddIntervals(const EvalOptions& options, EvalResult* result) {
-  if (options.ci == CiMethod::kNone || options.ci_resamples <= 0) return;
+void AddIntervals(const types::EvalOptions& options, types::EvalResult* result) {
+  if (options.ci == types::CiMethod::kNone || options.ci_resamples <= 0) return;
   const std::vector<MetricId> metrics = AllMetrics(static_cast<int64_t>(result->positions.size()));
-  std::vector<std::optional<Interval>> ci =
+  std::vector<std::optional<types::Interval>> ci =
       BootstrapIntervals(metrics, Units(*result), options.ci_resamples, options.seed);
   result->ci_resamples = options.ci_resamples;
   result->accept_length_ci = ci[0];
   result->tau_ci = ci[1];
   for (size_t j = 0; j < result->positions.size(); ++j) {
-    PositionMetrics& p = result->positions[j];
+    types::PositionMetrics& p = result->positions[j];
     // Scored to the first miss, per-position accuracy was not measured.
     if (!result->positions_to_first_miss) p.accuracy_ci = ci[2 + 3 * j];
     p.acceptance_ci = ci[3 + 3 * j];
@@ -286,7 +285,7 @@ void AddIntervals(const EvalOptions& options, EvalResult* result) {
   }
 }
 
-const char* DifferenceVerdict(const std::optional<Interval>& delta_ci) {
+const char* DifferenceVerdict(const std::optional<types::Interval>& delta_ci) {
   if (delta_ci && delta_ci->lo > 0) return "better";
   if (delta_ci && delta_ci->hi < 0) return "worse";
   return "no detectable difference";

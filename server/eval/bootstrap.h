@@ -48,13 +48,13 @@ class SplitMix64 {
 };
 
 // The resampling units of a result: its samples with at least one block.
-std::vector<const SampleSummary*> Units(const EvalResult& result);
+std::vector<const types::SampleSummary*> Units(const types::EvalResult& result);
 
 // Each metric on the units weighted by `weights` (a resample's
 // multiplicities; all ones = the point estimate). NaN where the metric's
 // denominator is zero.
 std::vector<double> MetricValues(const std::vector<MetricId>& metrics,
-                                 const std::vector<const SampleSummary*>& units,
+                                 const std::vector<const types::SampleSummary*>& units,
                                  const std::vector<int64_t>& weights);
 
 // numpy's default percentile (linear between closest ranks) of sorted values.
@@ -63,31 +63,30 @@ double Percentile(const std::vector<double>& sorted, double q);
 // The 2.5th and 97.5th percentiles of each metric over `resamples`
 // resamples; resamples where a metric is undefined are left out of its
 // percentiles; nullopt when no resample defines it or there are no units.
-std::vector<std::optional<Interval>> BootstrapIntervals(
-    const std::vector<MetricId>& metrics, const std::vector<const SampleSummary*>& units,
+std::vector<std::optional<types::Interval>> BootstrapIntervals(
+    const std::vector<MetricId>& metrics, const std::vector<const types::SampleSummary*>& units,
     int64_t resamples, uint64_t seed);
 
 // The same for metric(b) - metric(a), where a[i] and b[i] are the same
 // sample in two results: each resample draws one index set for both.
-std::vector<std::optional<Interval>> PairedIntervals(const std::vector<MetricId>& metrics,
-                                                     const std::vector<const SampleSummary*>& a,
-                                                     const std::vector<const SampleSummary*>& b,
-                                                     int64_t resamples, uint64_t seed);
+std::vector<std::optional<types::Interval>> PairedIntervals(
+    const std::vector<MetricId>& metrics, const std::vector<const types::SampleSummary*>& a,
+    const std::vector<const types::SampleSummary*>& b, int64_t resamples, uint64_t seed);
 
 // Pairs the units of two results by sample index. FailedPrecondition, with
 // why, when they were scored on different datasets, on different samples, or
 // lack the per-sample counts (records from before them). `a_name`/`b_name`
 // name the results in messages (job ids).
 struct PairedUnits {
-  std::vector<const SampleSummary*> a, b;
+  std::vector<const types::SampleSummary*> a, b;
 };
-absl::StatusOr<PairedUnits> PairSamples(const EvalResult& a, absl::string_view a_name,
-                                        const EvalResult& b, absl::string_view b_name);
+absl::StatusOr<PairedUnits> PairSamples(const types::EvalResult& a, absl::string_view a_name,
+                                        const types::EvalResult& b, absl::string_view b_name);
 
 // Sets result->*_ci from options.ci / ci_resamples / seed.
-void AddIntervals(const EvalOptions& options, EvalResult* result);
+void AddIntervals(const types::EvalOptions& options, types::EvalResult* result);
 
 // "better" (interval above zero), "worse" (below) or "no detectable difference".
-const char* DifferenceVerdict(const std::optional<Interval>& delta_ci);
+const char* DifferenceVerdict(const std::optional<types::Interval>& delta_ci);
 
 }  // namespace dflash::eval

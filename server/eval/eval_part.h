@@ -17,7 +17,7 @@
 namespace dflash::eval {
 
 struct EvalPart {
-  EvalPart(int64_t block_size, const std::vector<SamplingSetting>& settings)
+  EvalPart(int64_t block_size, const std::vector<types::SamplingSetting>& settings)
       : metrics(block_size), sampled(settings, block_size) {}
   MetricsAccumulator metrics;
   SampledAccumulator sampled;

@@ -35,7 +35,7 @@ using Clock = std::chrono::steady_clock;
 
 absl::Status CheckCompatible(const model::DrafterModel& drafter,
                              const weights::TargetTensors& target, const data::EvalDataset& dataset,
-                             const EvalOptions& options) {
+                             const types::EvalOptions& options) {
   const config::DrafterConfig& cfg = drafter.config();
   RETURN_IF_ERROR(dataset.CheckLayers(cfg.target_layer_ids));
   const int64_t k = cfg.num_target_features();
@@ -66,7 +66,7 @@ absl::Status CheckCompatible(const model::DrafterModel& drafter,
     return absl::InvalidArgumentError(absl::StrCat("block_size ", B, " must be in [2, ",
                                                    cfg.block_size, "] (the drafter's block size)"));
   }
-  if (cfg.is_dflash2() && options.semantics == model::Semantics::kZlab2025) {
+  if (cfg.is_dflash2() && options.semantics == types::Semantics::kZlab2025) {
     return absl::FailedPreconditionError(
         "semantics 'zlab-2025' predates DFlash 2; evaluate a DFlash 2 drafter under "
         "'zlab-current'");
@@ -90,17 +90,20 @@ absl::Status CheckCompatible(const model::DrafterModel& drafter,
   return absl::OkStatus();
 }
 
-absl::StatusOr<EvalResult> Evaluate(const model::DrafterModel& drafter,
-                                    const weights::TargetTensors& target,
-                                    const data::EvalDataset& dataset, const EvalOptions& options,
-                                    const ProgressFn& progress) {
+absl::StatusOr<types::EvalResult> Evaluate(const model::DrafterModel& drafter,
+                                           const weights::TargetTensors& target,
+                                           const data::EvalDataset& dataset,
+                                           const types::EvalOptions& options,
+                                           const types::ProgressFn& progress) {
   Placement placement;
   placement.slots.push_back({&drafter, &target, drafter.device().str()});
   return Evaluate(placement, dataset, options, progress);
 }
 
-absl::StatusOr<EvalResult> Evaluate(const Placement& placement, const data::EvalDataset& dataset,
-                                    const EvalOptions& options, const ProgressFn& progress) {
+absl::StatusOr<types::EvalResult> Evaluate(const Placement& placement,
+                                           const data::EvalDataset& dataset,
+                                           const types::EvalOptions& options,
+                                           const types::ProgressFn& progress) {
   if (placement.slots.empty()) return absl::InvalidArgumentError("no device slot to evaluate on");
   const model::DrafterModel& drafter = *placement.slots[0].drafter;
   const weights::TargetTensors& target = *placement.slots[0].target;
@@ -108,10 +111,10 @@ absl::StatusOr<EvalResult> Evaluate(const Placement& placement, const data::Eval
     RETURN_IF_ERROR(CheckCompatible(drafter, target, dataset, options));
   }
   const Clock::time_point start = Clock::now();
-  EvalOptions resolved = options;
+  types::EvalOptions resolved = options;
   ASSIGN_OR_RETURN(resolved.sampling, ResolveSampling(options, drafter.selector() != nullptr));
   if (!resolved.sampling.empty()) {
-    if (options.mode != Mode::kAnchor) {
+    if (options.mode != types::Mode::kAnchor) {
       return absl::InvalidArgumentError(
           "sampled acceptance is computed in anchor mode only (teacher-forced positions); "
           "drop the sampling settings or use mode anchor");
@@ -142,8 +145,9 @@ absl::StatusOr<EvalResult> Evaluate(const Placement& placement, const data::Eval
     run.parts.clear();
     run.parts.push_back(std::move(merged));
   }
-  ASSIGN_OR_RETURN(EvalResult result, FinishParts(placement, dataset, options, std::move(run.parts),
-                                                  std::move(run.where), start));
+  ASSIGN_OR_RETURN(
+      types::EvalResult result,
+      FinishParts(placement, dataset, options, std::move(run.parts), std::move(run.where), start));
   result.part_state = std::move(part_state);
   return result;
 }
@@ -159,20 +163,22 @@ absl::StatusOr<EvalPart> MergeParts(std::vector<EvalPart> parts) {
   return merged;
 }
 
-absl::StatusOr<EvalResult> FinishParts(const Placement& placement, const data::EvalDataset& dataset,
-                                       const EvalOptions& options, std::vector<EvalPart> parts,
-                                       std::vector<ShardPlacement> where,
-                                       std::chrono::steady_clock::time_point start) {
+absl::StatusOr<types::EvalResult> FinishParts(const Placement& placement,
+                                              const data::EvalDataset& dataset,
+                                              const types::EvalOptions& options,
+                                              std::vector<EvalPart> parts,
+                                              std::vector<types::ShardPlacement> where,
+                                              std::chrono::steady_clock::time_point start) {
   if (placement.slots.empty()) return absl::InvalidArgumentError("no device slot to finish on");
   const model::DrafterModel& drafter = *placement.slots[0].drafter;
   const weights::TargetTensors& target = *placement.slots[0].target;
   ASSIGN_OR_RETURN(EvalPart merged, MergeParts(std::move(parts)));
-  absl::StatusOr<EvalResult> result = merged.metrics.Finish(options.mode);
+  absl::StatusOr<types::EvalResult> result = merged.metrics.Finish(options.mode);
   result->context_positions = merged.context_positions;
-  if (options.mode == Mode::kAnchor) {
+  if (options.mode == types::Mode::kAnchor) {
     result->draft_length_curve = DraftLengthCurve(result->accepted_histogram);
     result->sampling = merged.sampled.Finish(
-        options.ci == CiMethod::kNone ? 0 : options.ci_resamples, options.seed);
+        options.ci == types::CiMethod::kNone ? 0 : options.ci_resamples, options.seed);
   }
   result->shards = std::move(where);
   absl::StatusOr<absl::StatusOr<std::vector<std::string>>> offset =
@@ -197,8 +203,8 @@ absl::StatusOr<EvalResult> FinishParts(const Placement& placement, const data::E
   result->device = drafter.device().str();
   const config::DrafterConfig& cfg = drafter.config();
   result->family = config::FamilyName(cfg.family);
-  result->semantics = model::SemanticsName(options.semantics);
-  result->semantics_reference = model::SemanticsReference(options.semantics);
+  result->semantics = types::SemanticsName(options.semantics);
+  result->semantics_reference = types::SemanticsReference(options.semantics);
   result->selector_top_k = cfg.selector_top_k;
   if (const model::DraftVocab* v = drafter.draft_vocab(); v != nullptr) {
     result->draft_vocab_size = v->size();
@@ -208,12 +214,12 @@ absl::StatusOr<EvalResult> FinishParts(const Placement& placement, const data::E
   if (ScoredPositions(options) == Positions::kToFirstMiss) {
     MetricsAccumulator::MarkPositionsToFirstMiss(*result);
   }
-  if (options.semantics == model::Semantics::kZlab2025 && cfg.is_causal.has_value()) {
+  if (options.semantics == types::Semantics::kZlab2025 && cfg.is_causal.has_value()) {
     result->warnings.push_back(
         absl::StrCat("config sets is_causal ", *cfg.is_causal ? "true" : "false",
                      "; zlab-2025 ignores it (every layer bidirectional in the block)"));
   }
-  for (SampledAcceptance& s : result->sampling) {
+  for (types::SampledAcceptance& s : result->sampling) {
     s.approximations = {"teacher-forced prefix (position j sees the data's tokens, not the drafts)",
                         "independent positions (a block's acceptance is the product of alphas)"};
     s.greedy_equivalent = GreedyEquivalent(s.setting.policy, drafter.selector() != nullptr);

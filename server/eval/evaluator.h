@@ -30,7 +30,7 @@ namespace dflash::eval {
 // request must change, not the server's state).
 absl::Status CheckCompatible(const model::DrafterModel& drafter,
                              const weights::TargetTensors& target, const data::EvalDataset& dataset,
-                             const EvalOptions& options);
+                             const types::EvalOptions& options);
 
 // The samples split into contiguous ranges (options.shards, else one per
 // slot; a streamed dataset in chunks within its budget, each read while the
@@ -40,9 +40,10 @@ absl::Status CheckCompatible(const model::DrafterModel& drafter,
 // A fleet shard (options.sample_end > 0) evaluates only the samples
 // [sample_begin, sample_end) and its result also holds its merged part
 // (EvalResult::part_state) for the parent job to merge.
-absl::StatusOr<EvalResult> Evaluate(const Placement& placement, const data::EvalDataset& dataset,
-                                    const EvalOptions& options,
-                                    const ProgressFn& progress = nullptr);
+absl::StatusOr<types::EvalResult> Evaluate(const Placement& placement,
+                                           const data::EvalDataset& dataset,
+                                           const types::EvalOptions& options,
+                                           const types::ProgressFn& progress = nullptr);
 
 // Parts of contiguous sample ranges, in sample order, merged into one.
 // InvalidArgument when there is none or two hold the same sample.
@@ -53,15 +54,18 @@ absl::StatusOr<EvalPart> MergeParts(std::vector<EvalPart> parts);
 // Evaluate finishes its own, against the first slot's drafter and target
 // (layer-numbering check, slices, invariants); `where` lists the shards,
 // `start` is when the evaluation began (compute_seconds).
-absl::StatusOr<EvalResult> FinishParts(const Placement& placement, const data::EvalDataset& dataset,
-                                       const EvalOptions& options, std::vector<EvalPart> parts,
-                                       std::vector<ShardPlacement> where,
-                                       std::chrono::steady_clock::time_point start);
+absl::StatusOr<types::EvalResult> FinishParts(const Placement& placement,
+                                              const data::EvalDataset& dataset,
+                                              const types::EvalOptions& options,
+                                              std::vector<EvalPart> parts,
+                                              std::vector<types::ShardPlacement> where,
+                                              std::chrono::steady_clock::time_point start);
 
 // One slot, the caller's threads.
-absl::StatusOr<EvalResult> Evaluate(const model::DrafterModel& drafter,
-                                    const weights::TargetTensors& target,
-                                    const data::EvalDataset& dataset, const EvalOptions& options,
-                                    const ProgressFn& progress = nullptr);
+absl::StatusOr<types::EvalResult> Evaluate(const model::DrafterModel& drafter,
+                                           const weights::TargetTensors& target,
+                                           const data::EvalDataset& dataset,
+                                           const types::EvalOptions& options,
+                                           const types::ProgressFn& progress = nullptr);
 
 }  // namespace dflash::eval

@@ -15,14 +15,14 @@ namespace dflash::eval {
 absl::StatusOr<std::vector<std::string>> LayerOffsetWarnings(const model::DrafterModel& drafter,
                                                              const weights::TargetTensors& target,
                                                              const data::EvalDataset& dataset,
-                                                             const EvalOptions& options) {
+                                                             const types::EvalOptions& options) {
   const std::vector<int>& ids = drafter.config().target_layer_ids;
-  EvalOptions small = options;
-  small.mode = Mode::kAnchor;
+  types::EvalOptions small = options;
+  small.mode = types::Mode::kAnchor;
   small.max_samples = 4;
   small.max_blocks = 8;
-  small.anchors = AnchorStrategy::kEven;
-  small.metrics = MetricSet::kAcceptance;
+  small.anchors = types::AnchorStrategy::kEven;
+  small.metrics = types::MetricSet::kAcceptance;
   small.full_positions = false;
   small.sampling.clear();
   std::vector<std::string> out;
@@ -40,9 +40,9 @@ absl::StatusOr<std::vector<std::string>> LayerOffsetWarnings(const model::Drafte
                          small.max_chunk_elements, small.semantics, small.logits_budget_bytes);
       if (k == 1) scorer.UseLayerIds(other);
       ASSIGN_OR_RETURN(EvalPart part, RunAnchor(scorer, dataset, small, nullptr));
-      const EvalResult r = part.metrics.Finish(Mode::kAnchor);
+      const types::EvalResult r = part.metrics.Finish(types::Mode::kAnchor);
       // Scored to the first miss: position 1's accuracy is its accepted rate.
-      const PositionMetrics* p1 = r.positions.empty() ? nullptr : &r.positions[0];
+      const types::PositionMetrics* p1 = r.positions.empty() ? nullptr : &r.positions[0];
       accuracy[k] = p1 != nullptr && p1->counted > 0
                         ? static_cast<double>(p1->accepted) / static_cast<double>(p1->counted)
                         : 0;

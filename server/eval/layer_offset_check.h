@@ -21,6 +21,6 @@ namespace dflash::eval {
 absl::StatusOr<std::vector<std::string>> LayerOffsetWarnings(const model::DrafterModel& drafter,
                                                              const weights::TargetTensors& target,
                                                              const data::EvalDataset& dataset,
-                                                             const EvalOptions& options);
+                                                             const types::EvalOptions& options);
 
 }  // namespace dflash::eval

@@ -17,7 +17,7 @@ double Ratio(double num, int64_t den) {
 
 int ContextBucket(int64_t anchor) {
   int b = 0;
-  while (b + 1 < kContextBuckets && anchor >= kContextBucketStarts[b + 1]) ++b;
+  while (b + 1 < types::kContextBuckets && anchor >= types::kContextBucketStarts[b + 1]) ++b;
   return b;
 }
 
@@ -42,24 +42,24 @@ int64_t MetricsAccumulator::AcceptValue(int64_t n, int64_t accept_cap) {
   return accept_cap >= 0 ? std::min(n + 1, accept_cap) : n + 1;
 }
 
-SampleSummary& MetricsAccumulator::Slot(int64_t sample) {
+types::SampleSummary& MetricsAccumulator::Slot(int64_t sample) {
   auto it = sample_slot_.find(sample);
   if (it != sample_slot_.end()) return samples_[it->second];
   sample_slot_.emplace(sample, samples_.size());
-  samples_.push_back(SampleSummary{});
-  SampleSummary& s = samples_.back();
+  samples_.push_back(types::SampleSummary{});
+  types::SampleSummary& s = samples_.back();
   s.sample_index = sample;
   // The sample's own per-position counts: what intervals resample.
   for (auto* v : {&s.counted, &s.correct, &s.accepted, &s.conditional_counted}) {
     v->assign(positions_.size(), 0);
   }
-  s.context_blocks.assign(kContextBuckets, 0);
-  s.context_accepted.assign(kContextBuckets, 0);
+  s.context_blocks.assign(types::kContextBuckets, 0);
+  s.context_accepted.assign(types::kContextBuckets, 0);
   return s;
 }
 
 void MetricsAccumulator::BeginSample(int64_t sample, int64_t length, int64_t first_response) {
-  SampleSummary& s = Slot(sample);
+  types::SampleSummary& s = Slot(sample);
   s.length = length;
   s.first_response_position = first_response;
   s.response_tokens = first_response >= 0 ? std::max<int64_t>(0, length - first_response) : 0;
@@ -72,7 +72,7 @@ void MetricsAccumulator::SetLoops(int64_t sample, std::vector<uint8_t> loop_mask
 
 void MetricsAccumulator::SetLabels(int64_t sample, const std::string& category,
                                    const std::string& language, const std::string& thinking) {
-  SampleSummary& s = Slot(sample);
+  types::SampleSummary& s = Slot(sample);
   s.category = category;
   s.language = language;
   s.thinking = thinking;
@@ -83,15 +83,15 @@ absl::Status MetricsAccumulator::Merge(const MetricsAccumulator& shard) {
     return absl::InvalidArgumentError(
         absl::StrCat("shard block size ", shard.block_size_, " differs from ", block_size_));
   }
-  for (const SampleSummary& s : shard.samples_) {
+  for (const types::SampleSummary& s : shard.samples_) {
     if (sample_slot_.count(s.sample_index)) {
       return absl::InvalidArgumentError(
           absl::StrCat("sample ", s.sample_index, " is in two shards"));
     }
   }
   for (size_t j = 0; j < positions_.size(); ++j) {
-    PositionMetrics& p = positions_[j];
-    const PositionMetrics& q = shard.positions_[j];
+    types::PositionMetrics& p = positions_[j];
+    const types::PositionMetrics& q = shard.positions_[j];
     p.counted += q.counted;
     p.correct += q.correct;
     p.accepted += q.accepted;
@@ -103,7 +103,7 @@ absl::Status MetricsAccumulator::Merge(const MetricsAccumulator& shard) {
     ce_sum_[j] += shard.ce_sum_[j];
   }
   for (size_t n = 0; n < histogram_.size(); ++n) histogram_[n] += shard.histogram_[n];
-  for (const SampleSummary& s : shard.samples_) {
+  for (const types::SampleSummary& s : shard.samples_) {
     sample_slot_.emplace(s.sample_index, samples_.size());
     samples_.push_back(s);
   }
@@ -130,9 +130,9 @@ void MetricsAccumulator::Add(const BlockOutcome& block) {
       std::min<int64_t>(block.positions >= 0 ? block.positions : measured, block_size_ - 1);
   // Scored to the first miss, `correct` stops after it: n is still exact.
   const int64_t n = std::min(LeadingMatches(block.correct), exists);
-  SampleSummary& s = Slot(block.sample);
+  types::SampleSummary& s = Slot(block.sample);
   for (int64_t j = 1; j <= exists; ++j) {
-    PositionMetrics& p = positions_[j - 1];
+    types::PositionMetrics& p = positions_[j - 1];
     // Past the measured slots (scored to the first miss) nothing is counted.
     const int64_t correct = j <= measured && block.correct[j - 1] != 0;
     const int64_t conditional = n >= j - 1;  // 1..j-1 all correct
@@ -192,7 +192,7 @@ void MetricsAccumulator::AddSelector(const BlockOutcome& block, int64_t n, int64
   unary_accept_sum_ += AcceptValue(leading(block.unary_correct), block.accept_cap);
   oracle_accept_sum_ += AcceptValue(leading(block.covered), block.accept_cap);
   for (int64_t j = 1; j <= measured; ++j) {
-    PositionMetrics& p = positions_[j - 1];
+    types::PositionMetrics& p = positions_[j - 1];
     p.unary_correct += block.unary_correct[j - 1] != 0;
     p.covered += block.covered[j - 1] != 0;
     p.tf_correct += block.tf_correct[j - 1] != 0;
@@ -207,9 +207,9 @@ void MetricsAccumulator::AddSelector(const BlockOutcome& block, int64_t n, int64
   near_ties_ += block.near_ties;
 }
 
-void MetricsAccumulator::MarkPositionsToFirstMiss(EvalResult& result) {
+void MetricsAccumulator::MarkPositionsToFirstMiss(types::EvalResult& result) {
   result.positions_to_first_miss = true;
-  for (PositionMetrics& p : result.positions) {
+  for (types::PositionMetrics& p : result.positions) {
     p.correct = p.unary_correct = p.covered = p.tf_correct = 0;
     p.accuracy = p.unary_accuracy = p.coverage = p.tf_accuracy = 0;
   }
@@ -221,8 +221,8 @@ void MetricsAccumulator::MarkPositionsToFirstMiss(EvalResult& result) {
       "ask for --full-positions to compute every position");
 }
 
-EvalResult MetricsAccumulator::Finish(Mode mode) const {
-  EvalResult r;
+types::EvalResult MetricsAccumulator::Finish(types::Mode mode) const {
+  types::EvalResult r;
   r.mode = mode;
   r.block_size = block_size_;
   r.blocks = blocks_;
@@ -232,7 +232,7 @@ EvalResult MetricsAccumulator::Finish(Mode mode) const {
   r.accepted_histogram = histogram_;
   r.positions = positions_;
   for (size_t j = 0; j < r.positions.size(); ++j) {
-    PositionMetrics& p = r.positions[j];
+    types::PositionMetrics& p = r.positions[j];
     p.accuracy = Ratio(static_cast<double>(p.correct), p.counted);
     p.acceptance = Ratio(static_cast<double>(p.accepted), p.counted);
     p.conditional = Ratio(static_cast<double>(p.accepted), p.conditional_counted);
@@ -250,7 +250,7 @@ EvalResult MetricsAccumulator::Finish(Mode mode) const {
   double tau_sum = 0;
   int64_t response = 0, loop = 0, loop_accepted = 0;
   r.per_sample = samples_;
-  for (SampleSummary& s : r.per_sample) {
+  for (types::SampleSummary& s : r.per_sample) {
     s.mean_accept_length = Ratio(static_cast<double>(s.accepted_total), s.blocks);
     if (s.blocks > 0) {
       ++r.samples;

@@ -69,29 +69,29 @@ class MetricsAccumulator {
   // per_sample lists every registered sample in BeginSample order, including
   // those without blocks; EvalResult::samples and tau count only samples with
   // at least one block.
-  EvalResult Finish(Mode mode) const;
+  types::EvalResult Finish(types::Mode mode) const;
   int64_t blocks() const { return blocks_; }
 
   // For results scored to each block's first miss: the per-position
   // marginals past it (correct, accuracy, and DFlash 2's unary, coverage,
   // teacher-forced and near-tie counts) were not measured; they are cleared
   // and the result says so (positions_to_first_miss and a warning).
-  static void MarkPositionsToFirstMiss(EvalResult& result);
+  static void MarkPositionsToFirstMiss(types::EvalResult& result);
 
  private:
   // Reads and rebuilds the counts below (part_state.cc: a fleet shard's
   // part stored and merged elsewhere).
   friend struct PartStateAccess;
-  SampleSummary& Slot(int64_t sample);
+  types::SampleSummary& Slot(int64_t sample);
   // DFlash 2's counts of a block with n leading path matches and `measured`
   // scored positions.
   void AddSelector(const BlockOutcome& block, int64_t n, int64_t measured);
 
   int64_t block_size_;
-  std::vector<PositionMetrics> positions_;
+  std::vector<types::PositionMetrics> positions_;
   std::vector<double> ce_sum_;
   std::vector<int64_t> histogram_;
-  std::vector<SampleSummary> samples_;                       // in BeginSample order
+  std::vector<types::SampleSummary> samples_;                // in BeginSample order
   std::unordered_map<int64_t, size_t> sample_slot_;          // sample -> samples_ index
   std::unordered_map<int64_t, std::vector<uint8_t>> loops_;  // sample -> loop mask
   int64_t blocks_ = 0, tokens_ = 0, accept_sum_ = 0;
@@ -99,7 +99,7 @@ class MetricsAccumulator {
   // DFlash 2.
   bool dflash2_ = false;
   int64_t unary_accept_sum_ = 0, oracle_accept_sum_ = 0, near_ties_ = 0;
-  FirstMissSplit first_miss_;
+  types::FirstMissSplit first_miss_;
 };
 
 }  // namespace dflash::eval

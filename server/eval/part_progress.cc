@@ -4,7 +4,7 @@
 
 namespace dflash::eval {
 
-PartProgress::PartProgress(std::vector<EvalProgress> initial, ProgressFn outer)
+PartProgress::PartProgress(std::vector<types::EvalProgress> initial, types::ProgressFn outer)
     : parts_(std::move(initial)), outer_(std::move(outer)) {}
 
 bool PartProgress::Start() {
@@ -12,16 +12,16 @@ bool PartProgress::Start() {
   return Report(0, parts_[0]);
 }
 
-ProgressFn PartProgress::For(size_t k) {
-  return [this, k](const EvalProgress& p) { return Report(k, p); };
+types::ProgressFn PartProgress::For(size_t k) {
+  return [this, k](const types::EvalProgress& p) { return Report(k, p); };
 }
 
-bool PartProgress::Report(size_t k, const EvalProgress& p) {
+bool PartProgress::Report(size_t k, const types::EvalProgress& p) {
   std::lock_guard<std::mutex> lock(mu_);
   if (cancelled_) return false;
   parts_[k] = p;
-  EvalProgress sum;
-  for (const EvalProgress& q : parts_) {
+  types::EvalProgress sum;
+  for (const types::EvalProgress& q : parts_) {
     sum.blocks_done += q.blocks_done;
     sum.blocks_total += q.blocks_total;
     sum.samples_done += q.samples_done;

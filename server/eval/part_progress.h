@@ -17,12 +17,12 @@ class PartProgress {
  public:
   // `initial`: each part's totals before it starts (counted in the sum
   // until the part reports its own).
-  PartProgress(std::vector<EvalProgress> initial, ProgressFn outer);
+  PartProgress(std::vector<types::EvalProgress> initial, types::ProgressFn outer);
 
   // Reports the summed totals before any part starts; false: refused.
   bool Start();
   // Part k's progress function.
-  ProgressFn For(size_t k);
+  types::ProgressFn For(size_t k);
   // Stops every part at its next report (another part failed).
   void Cancel() { cancelled_ = true; }
   bool cancelled() const { return cancelled_; }
@@ -30,11 +30,11 @@ class PartProgress {
   bool refused() const { return refused_; }
 
  private:
-  bool Report(size_t k, const EvalProgress& p);
+  bool Report(size_t k, const types::EvalProgress& p);
 
   std::mutex mu_;
-  std::vector<EvalProgress> parts_;
-  ProgressFn outer_;
+  std::vector<types::EvalProgress> parts_;
+  types::ProgressFn outer_;
   std::atomic<bool> cancelled_{false};
   std::atomic<bool> refused_{false};
 };

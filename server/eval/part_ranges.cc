@@ -11,14 +11,14 @@ namespace {
 
 // A range's totals before it starts: anchor mode's selected anchors,
 // replay's bound on its walks.
-EvalProgress InitialProgress(const data::EvalDataset& dataset, const EvalOptions& options,
-                             const SampleRange& range) {
-  EvalProgress p;
+types::EvalProgress InitialProgress(const data::EvalDataset& dataset,
+                                    const types::EvalOptions& options, const SampleRange& range) {
+  types::EvalProgress p;
   p.samples_total = static_cast<int64_t>(range.size());
   for (size_t i = range.begin; i < range.end; ++i) {
     const data::DatasetSample& sample = dataset.sample(i);
     const std::vector<uint8_t> mask = MaskOnHost(sample.loss_mask);
-    if (options.mode == Mode::kAnchor) {
+    if (options.mode == types::Mode::kAnchor) {
       p.blocks_total += static_cast<int64_t>(
           SelectAnchors(mask.data(), static_cast<int64_t>(mask.size()), options.anchors,
                         options.max_blocks, options.seed, sample.index)
@@ -30,7 +30,7 @@ EvalProgress InitialProgress(const data::EvalDataset& dataset, const EvalOptions
     if (P < 0) continue;
     p.blocks_total += ReplayBlocksBound(L, P, options);
   }
-  p.blocks_total_is_bound = options.mode == Mode::kReplay && p.blocks_total > 0;
+  p.blocks_total_is_bound = options.mode == types::Mode::kReplay && p.blocks_total > 0;
   return p;
 }
 
@@ -46,7 +46,7 @@ int64_t ContextBytesPerToken(const model::DrafterModel& drafter) {
 }  // namespace
 
 std::vector<SampleRange> PartRanges(const Placement& placement, const data::EvalDataset& dataset,
-                                    const EvalOptions& options, const SampleRange& within) {
+                                    const types::EvalOptions& options, const SampleRange& within) {
   const size_t n = within.size();
   const int64_t shards =
       options.shards > 0 ? options.shards : static_cast<int64_t>(placement.slots.size());
@@ -81,13 +81,13 @@ std::vector<SampleRange> PartRanges(const Placement& placement, const data::Eval
   return ranges;
 }
 
-std::vector<EvalProgress> InitialTotals(const data::EvalDataset& dataset,
-                                        const EvalOptions& options,
-                                        const std::vector<SampleRange>& ranges) {
-  std::vector<EvalProgress> initial(ranges.size());
+std::vector<types::EvalProgress> InitialTotals(const data::EvalDataset& dataset,
+                                               const types::EvalOptions& options,
+                                               const std::vector<SampleRange>& ranges) {
+  std::vector<types::EvalProgress> initial(ranges.size());
   for (size_t k = 0; k < ranges.size(); ++k) {
     initial[k] = dataset.streamed() || ranges.size() == 1
-                     ? EvalProgress{0, 0, 0, static_cast<int64_t>(ranges[k].size()), false}
+                     ? types::EvalProgress{0, 0, 0, static_cast<int64_t>(ranges[k].size()), false}
                      : InitialProgress(dataset, options, ranges[k]);
   }
   return initial;

@@ -18,14 +18,14 @@ namespace dflash::eval {
 // chunks within each worker's share of the stream budget (it holds the
 // chunk it scores, its context K/V and the chunk it reads ahead).
 std::vector<SampleRange> PartRanges(const Placement& placement, const data::EvalDataset& dataset,
-                                    const EvalOptions& options, const SampleRange& within);
+                                    const types::EvalOptions& options, const SampleRange& within);
 
 // Each range's totals before it starts, as its own first report will give
 // them (anchor mode's selected anchors, replay's bound on its walks); only
 // the sample count for a streamed dataset or a single range, which report
 // their own before any work.
-std::vector<EvalProgress> InitialTotals(const data::EvalDataset& dataset,
-                                        const EvalOptions& options,
-                                        const std::vector<SampleRange>& ranges);
+std::vector<types::EvalProgress> InitialTotals(const data::EvalDataset& dataset,
+                                               const types::EvalOptions& options,
+                                               const std::vector<SampleRange>& ranges);
 
 }  // namespace dflash::eval

@@ -19,12 +19,12 @@ using json = nlohmann::json;
 struct PartStateAccess {
   static json Metrics(const MetricsAccumulator& m) {
     json positions = json::array();
-    for (const PositionMetrics& p : m.positions_) {
+    for (const types::PositionMetrics& p : m.positions_) {
       positions.push_back({p.position, p.counted, p.correct, p.accepted, p.conditional_counted,
                            p.cross_entropy_counted, p.unary_correct, p.covered, p.tf_correct});
     }
     json samples = json::array();
-    for (const SampleSummary& s : m.samples_) {
+    for (const types::SampleSummary& s : m.samples_) {
       samples.push_back({{"i", s.sample_index},
                          {"blocks", s.blocks},
                          {"mean", s.mean_accept_length},
@@ -71,7 +71,7 @@ struct PartStateAccess {
     }
     for (size_t k = 0; k < positions.size(); ++k) {
       const json& q = positions[k];
-      PositionMetrics& p = m.positions_[k];
+      types::PositionMetrics& p = m.positions_[k];
       p.position = q.at(0).get<int>();
       p.counted = q.at(1).get<int64_t>();
       p.correct = q.at(2).get<int64_t>();
@@ -85,7 +85,7 @@ struct PartStateAccess {
     m.ce_sum_ = j.at("ce_sum").get<std::vector<double>>();
     m.histogram_ = j.at("histogram").get<std::vector<int64_t>>();
     for (const json& q : j.at("samples")) {
-      SampleSummary s;
+      types::SampleSummary s;
       s.sample_index = q.at("i").get<int64_t>();
       s.blocks = q.at("blocks").get<int64_t>();
       s.mean_accept_length = q.at("mean").get<double>();
@@ -122,16 +122,16 @@ struct PartStateAccess {
     m.first_miss_ = {fm.at(0).get<int64_t>(), fm.at(1).get<int64_t>(), fm.at(2).get<int64_t>()};
   }
 
-  static json Setting(const SamplingSetting& s) {
+  static json Setting(const types::SamplingSetting& s) {
     return {s.temperature,    s.top_p, s.top_k, static_cast<int>(s.policy),
             s.truncate_draft, s.engine};
   }
-  static SamplingSetting Setting(const json& j) {
-    SamplingSetting s;
+  static types::SamplingSetting Setting(const json& j) {
+    types::SamplingSetting s;
     s.temperature = j.at(0).get<double>();
     s.top_p = j.at(1).get<double>();
     s.top_k = j.at(2).get<int64_t>();
-    s.policy = static_cast<ProposalPolicy>(j.at(3).get<int>());
+    s.policy = static_cast<types::ProposalPolicy>(j.at(3).get<int>());
     s.truncate_draft = j.at(4).get<bool>();
     s.engine = j.at(5).get<std::string>();
     return s;
@@ -153,12 +153,12 @@ struct PartStateAccess {
                      {"samples", samples}});
     }
     json settings = json::array();
-    for (const SamplingSetting& s : a.settings_) settings.push_back(Setting(s));
+    for (const types::SamplingSetting& s : a.settings_) settings.push_back(Setting(s));
     return {{"settings", settings}, {"blocks", a.blocks_}, {"per", per}};
   }
 
-  static std::vector<SamplingSetting> Settings(const json& j) {
-    std::vector<SamplingSetting> out;
+  static std::vector<types::SamplingSetting> Settings(const json& j) {
+    std::vector<types::SamplingSetting> out;
     for (const json& s : j.at("settings")) out.push_back(Setting(s));
     return out;
   }

@@ -32,7 +32,8 @@ void ReleaseFreedMemory() {
 
 // One range's evaluation on one slot: its own scorer over its own samples.
 absl::StatusOr<EvalPart> RunPart(const DeviceSlot& slot, const data::EvalDataset& part,
-                                 const EvalOptions& options, const ProgressFn& progress) {
+                                 const types::EvalOptions& options,
+                                 const types::ProgressFn& progress) {
   absl::StatusOr<absl::StatusOr<EvalPart>> guarded =
       TorchGuard("evaluating", [&]() -> absl::StatusOr<EvalPart> {
         BlockScorer scorer(*slot.drafter, *slot.target, part, BlockSize(*slot.drafter, options),
@@ -41,8 +42,8 @@ absl::StatusOr<EvalPart> RunPart(const DeviceSlot& slot, const data::EvalDataset
         if (!options.sampling.empty()) {
           scorer.EnableSampling(options.sampling, part.final_hidden()->norm_applied);
         }
-        return options.mode == Mode::kAnchor ? RunAnchor(scorer, part, options, progress)
-                                             : RunReplay(scorer, part, options, progress);
+        return options.mode == types::Mode::kAnchor ? RunAnchor(scorer, part, options, progress)
+                                                    : RunReplay(scorer, part, options, progress);
       });
   if (!guarded.ok()) return guarded.status();
   return std::move(*guarded);
@@ -53,7 +54,7 @@ struct RangeRun {
   SampleRange range;
   std::optional<EvalPart> part;
   absl::Status status;
-  ShardPlacement where;
+  types::ShardPlacement where;
 };
 
 // Restores the server's thread count when a multi-slot run ends.
@@ -80,7 +81,7 @@ class ThreadShare {
 class PartsRunner {
  public:
   PartsRunner(const Placement& placement, const data::EvalDataset& dataset,
-              const EvalOptions& options, std::vector<SampleRange> ranges, bool whole,
+              const types::EvalOptions& options, std::vector<SampleRange> ranges, bool whole,
               PartProgress& agg, size_t workers)
       : placement_(placement),
         dataset_(dataset),
@@ -161,7 +162,8 @@ class PartsRunner {
   // Range k scored on `slot`; `part` is null when reading it failed with
   // `read`. A failure stops the other parts at their next report.
   void Evaluate(size_t k, const DeviceSlot& slot, const data::EvalDataset* part,
-                const absl::Status& read, const EvalOptions& part_opts, double load_seconds) {
+                const absl::Status& read, const types::EvalOptions& part_opts,
+                double load_seconds) {
     RangeRun& run = runs_[k];
     const Clock::time_point t0 = Clock::now();
     run.where.first = static_cast<int64_t>(run.range.begin);
@@ -186,8 +188,8 @@ class PartsRunner {
 
   const Placement& placement_;
   const data::EvalDataset& dataset_;
-  const EvalOptions& options_;
-  EvalOptions part_options_;
+  const types::EvalOptions& options_;
+  types::EvalOptions part_options_;
   const std::vector<SampleRange> ranges_;
   const bool whole_;  // the whole dataset in one range: run on it as it is
   PartProgress& agg_;
@@ -198,8 +200,8 @@ class PartsRunner {
 }  // namespace
 
 absl::StatusOr<PartsRun> RunParts(const Placement& placement, const data::EvalDataset& dataset,
-                                  const EvalOptions& options, const SampleRange& within,
-                                  const ProgressFn& progress) {
+                                  const types::EvalOptions& options, const SampleRange& within,
+                                  const types::ProgressFn& progress) {
   std::vector<SampleRange> ranges = PartRanges(placement, dataset, options, within);
   // The whole dataset (up to max_samples) in one piece runs on it as it is.
   const bool whole = within.begin == 0 && within.end == NumSamples(dataset, options);

@@ -21,13 +21,13 @@ namespace dflash::eval {
 // What RunParts gives: the parts in sample order and where each ran.
 struct PartsRun {
   std::vector<EvalPart> parts;
-  std::vector<ShardPlacement> where;
+  std::vector<types::ShardPlacement> where;
 };
 
 // The ranges of the samples `within` (all of them, or a fleet shard's
 // range), how they run (see Evaluate in evaluator.h), in sample order.
 absl::StatusOr<PartsRun> RunParts(const Placement& placement, const data::EvalDataset& dataset,
-                                  const EvalOptions& options, const SampleRange& within,
-                                  const ProgressFn& progress);
+                                  const types::EvalOptions& options, const SampleRange& within,
+                                  const types::ProgressFn& progress);
 
 }  // namespace dflash::eval

@@ -50,14 +50,14 @@ int64_t LastAnchorBound(const Walk& w, int64_t B, int64_t max_blocks) {
 
 // One replay run: its walks, its counts and what every step reads.
 struct ReplayState {
-  ReplayState(const BlockScorer& s, const data::EvalDataset& d, const EvalOptions& o,
-              const ProgressFn& p, MetricsAccumulator& a)
+  ReplayState(const BlockScorer& s, const data::EvalDataset& d, const types::EvalOptions& o,
+              const types::ProgressFn& p, MetricsAccumulator& a)
       : scorer(s),
         dataset(d),
         options(o),
         progress(p),
         acc(a),
-        current(o.semantics == model::Semantics::kZlabCurrent),
+        current(o.semantics == types::Semantics::kZlabCurrent),
         positions(ScoredPositions(o)) {}
 
   // The total is a bound until every walk ends (a walk stops early when its
@@ -91,12 +91,12 @@ struct ReplayState {
 
   const BlockScorer& scorer;
   const data::EvalDataset& dataset;
-  const EvalOptions& options;
-  const ProgressFn& progress;
+  const types::EvalOptions& options;
+  const types::ProgressFn& progress;
   MetricsAccumulator& acc;
   const bool current;  // zlab-current semantics
   const Positions positions;
-  EvalProgress prog;
+  types::EvalProgress prog;
   std::vector<Walk> walks;
   int64_t context_positions = 0;
 };
@@ -203,7 +203,8 @@ absl::Status WalkGroup(ReplayState& st, size_t g, size_t g_end) {
 }  // namespace
 
 absl::StatusOr<EvalPart> RunReplay(const BlockScorer& scorer, const data::EvalDataset& dataset,
-                                   const EvalOptions& options, const ProgressFn& progress) {
+                                   const types::EvalOptions& options,
+                                   const types::ProgressFn& progress) {
   const size_t n = NumSamples(dataset, options);
   EvalPart part(scorer.block_size(), {});
   ReplayState st(scorer, dataset, options, progress, part.metrics);
@@ -219,8 +220,8 @@ absl::StatusOr<EvalPart> RunReplay(const BlockScorer& scorer, const data::EvalDa
   return part;
 }
 
-int64_t ReplayBlocksBound(int64_t L, int64_t P, const EvalOptions& options) {
-  const bool current = options.semantics == model::Semantics::kZlabCurrent;
+int64_t ReplayBlocksBound(int64_t L, int64_t P, const types::EvalOptions& options) {
+  const bool current = options.semantics == types::Semantics::kZlabCurrent;
   Walk w;
   StartWalk(w, L, P, options.max_new_tokens, current);
   return w.active ? MostBlocksLeft(w, current, options.max_blocks) : 0;

@@ -17,11 +17,12 @@ namespace dflash::eval {
 
 // The samples of `dataset` (up to options.max_samples) in replay mode.
 absl::StatusOr<EvalPart> RunReplay(const BlockScorer& scorer, const data::EvalDataset& dataset,
-                                   const EvalOptions& options, const ProgressFn& progress);
+                                   const types::EvalOptions& options,
+                                   const types::ProgressFn& progress);
 
 // An upper bound on the blocks the walk of a sequence of L tokens whose
 // response starts at P >= 0 drafts (0 when it drafts none): a range's
 // total before it runs (part_ranges.h), as its own first report gives it.
-int64_t ReplayBlocksBound(int64_t L, int64_t P, const EvalOptions& options);
+int64_t ReplayBlocksBound(int64_t L, int64_t P, const types::EvalOptions& options);
 
 }  // namespace dflash::eval

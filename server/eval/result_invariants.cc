@@ -22,7 +22,7 @@ absl::Status Broken(const std::string& what) {
                                           "it with the request)"));
 }
 
-absl::Status CheckCounts(const EvalResult& r) {
+absl::Status CheckCounts(const types::EvalResult& r) {
   int64_t total = 0;
   for (int64_t h : r.accepted_histogram) total += h;
   if (total != r.blocks) {
@@ -42,7 +42,7 @@ absl::Status CheckCounts(const EvalResult& r) {
   }
   if (r.blocks == 0) return absl::OkStatus();
   const double from_marginals = 1 + marginal_sum;
-  const bool capped = r.mode == Mode::kReplay;
+  const bool capped = r.mode == types::Mode::kReplay;
   if (capped ? r.accept_length_pooled > from_marginals + 1e-9
              : !Near(r.accept_length_pooled, from_marginals)) {
     return Broken(absl::StrCat(
@@ -53,10 +53,10 @@ absl::Status CheckCounts(const EvalResult& r) {
   return absl::OkStatus();
 }
 
-absl::Status CheckTau(const EvalResult& r) {
+absl::Status CheckTau(const types::EvalResult& r) {
   double sum = 0;
   int64_t n = 0;
-  for (const SampleSummary& s : r.per_sample) {
+  for (const types::SampleSummary& s : r.per_sample) {
     if (s.blocks == 0) continue;
     sum += s.mean_accept_length;
     ++n;
@@ -69,9 +69,9 @@ absl::Status CheckTau(const EvalResult& r) {
 }
 
 // Every partition of the blocks adds up: context buckets and loop / no loop.
-absl::Status CheckSlices(const EvalResult& r) {
+absl::Status CheckSlices(const types::EvalResult& r) {
   std::map<std::string, int64_t> blocks_by_kind;
-  for (const SliceResult& s : r.slices) blocks_by_kind[s.kind] += s.blocks;
+  for (const types::SliceResult& s : r.slices) blocks_by_kind[s.kind] += s.blocks;
   for (const char* kind : {"context", "continuation"}) {
     auto it = blocks_by_kind.find(kind);
     if (it != blocks_by_kind.end() && it->second != r.blocks) {
@@ -82,7 +82,7 @@ absl::Status CheckSlices(const EvalResult& r) {
   return absl::OkStatus();
 }
 
-absl::Status CheckSampled(const SampledAcceptance& s) {
+absl::Status CheckSampled(const types::SampledAcceptance& s) {
   const std::string name = SamplingSettingText(s.setting);
   if (s.marginal_accept.empty()) return absl::OkStatus();  // no blocks
   double sum = 1, hist = 0, prev = 1;
@@ -107,15 +107,15 @@ absl::Status CheckSampled(const SampledAcceptance& s) {
 
 }  // namespace
 
-absl::Status CheckResultInvariants(const EvalResult& r) {
+absl::Status CheckResultInvariants(const types::EvalResult& r) {
   // A suite's own fields are macro averages; each dataset's result is checked.
   if (r.suite_results.empty()) {
     RETURN_IF_ERROR(CheckCounts(r));
     RETURN_IF_ERROR(CheckTau(r));
     RETURN_IF_ERROR(CheckSlices(r));
   }
-  for (const SampledAcceptance& s : r.sampling) RETURN_IF_ERROR(CheckSampled(s));
-  for (const DatasetResult& d : r.suite_results) {
+  for (const types::SampledAcceptance& s : r.sampling) RETURN_IF_ERROR(CheckSampled(s));
+  for (const types::DatasetResult& d : r.suite_results) {
     RETURN_IF_ERROR(CheckResultInvariants(d.result), "suite dataset '", d.dataset, "'");
   }
   return absl::OkStatus();

@@ -14,6 +14,6 @@
 
 namespace dflash::eval {
 
-absl::Status CheckResultInvariants(const EvalResult& r);
+absl::Status CheckResultInvariants(const types::EvalResult& r);
 
 }  // namespace dflash::eval

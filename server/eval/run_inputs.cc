@@ -7,7 +7,7 @@
 
 namespace dflash::eval {
 
-int64_t BlockSize(const model::DrafterModel& drafter, const EvalOptions& options) {
+int64_t BlockSize(const model::DrafterModel& drafter, const types::EvalOptions& options) {
   return options.block_size > 0 ? options.block_size : drafter.config().block_size;
 }
 
@@ -28,7 +28,7 @@ std::vector<int64_t> TokensOnHost(const at::Tensor& ids) {
   return std::vector<int64_t>(t.data_ptr<int64_t>(), t.data_ptr<int64_t>() + t.numel());
 }
 
-size_t NumSamples(const data::EvalDataset& dataset, const EvalOptions& options) {
+size_t NumSamples(const data::EvalDataset& dataset, const types::EvalOptions& options) {
   return options.max_samples > 0
              ? std::min(dataset.size(), static_cast<size_t>(options.max_samples))
              : dataset.size();
@@ -50,10 +50,10 @@ BlockOutcome Outcome(int64_t sample, int64_t anchor, BlockScore&& score, int64_t
   return o;
 }
 
-Positions ScoredPositions(const EvalOptions& options) {
+Positions ScoredPositions(const types::EvalOptions& options) {
   // Sampled acceptance reads every slot's alpha, so it scores every slot.
   if (options.full_positions || !options.sampling.empty()) return Positions::kAll;
-  return options.mode == Mode::kReplay || options.metrics == MetricSet::kAcceptance
+  return options.mode == types::Mode::kReplay || options.metrics == types::MetricSet::kAcceptance
              ? Positions::kToFirstMiss
              : Positions::kAll;
 }

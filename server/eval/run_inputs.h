@@ -20,7 +20,7 @@
 namespace dflash::eval {
 
 // The request's block size, else the drafter's.
-int64_t BlockSize(const model::DrafterModel& drafter, const EvalOptions& options);
+int64_t BlockSize(const model::DrafterModel& drafter, const types::EvalOptions& options);
 
 // First position with loss_mask == 1, or -1.
 int64_t FirstResponse(const std::vector<uint8_t>& mask);
@@ -29,7 +29,7 @@ std::vector<uint8_t> MaskOnHost(const at::Tensor& mask);
 std::vector<int64_t> TokensOnHost(const at::Tensor& ids);
 
 // The samples evaluated: the dataset's, up to max_samples.
-size_t NumSamples(const data::EvalDataset& dataset, const EvalOptions& options);
+size_t NumSamples(const data::EvalDataset& dataset, const types::EvalOptions& options);
 
 // The metrics' view of a scored block.
 BlockOutcome Outcome(int64_t sample, int64_t anchor, BlockScore&& score, int64_t accept_cap);
@@ -38,7 +38,7 @@ BlockOutcome Outcome(int64_t sample, int64_t anchor, BlockScore&& score, int64_t
 // replay reads only acceptance, so it stops at each block's first miss
 // unless every position is asked for; anchor mode does when only
 // acceptance is asked for.
-Positions ScoredPositions(const EvalOptions& options);
+Positions ScoredPositions(const types::EvalOptions& options);
 
 // Registers a sample with its length, response start, loops and labels.
 void BeginSample(MetricsAccumulator& acc, const data::DatasetSample& sample,

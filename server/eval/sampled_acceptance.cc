@@ -11,16 +11,17 @@
 
 namespace dflash::eval {
 
-std::string SamplingSettingText(const SamplingSetting& s) {
+std::string SamplingSettingText(const types::SamplingSetting& s) {
   std::string out = absl::StrCat("t=", s.temperature);
   if (s.top_p != 1.0) absl::StrAppend(&out, ",p=", s.top_p);
   if (s.top_k > 0) absl::StrAppend(&out, ",k=", s.top_k);
-  if (s.policy != ProposalPolicy::kDefault) absl::StrAppend(&out, " policy=", PolicyName(s.policy));
+  if (s.policy != types::ProposalPolicy::kDefault)
+    absl::StrAppend(&out, " policy=", types::PolicyName(s.policy));
   if (!s.engine.empty()) absl::StrAppend(&out, " engine=", s.engine);
   return out;
 }
 
-absl::Status CheckSamplingSetting(const SamplingSetting& s) {
+absl::Status CheckSamplingSetting(const types::SamplingSetting& s) {
   if (!std::isfinite(s.temperature) || s.temperature < 0) {
     return absl::InvalidArgumentError(absl::StrCat("sampling '", SamplingSettingText(s),
                                                    "': temperature must be >= 0 (0 = greedy)"));
@@ -59,7 +60,8 @@ std::vector<double> ExpectedAcceptByDraftLength(const std::vector<float>& alpha,
   return out;
 }
 
-SampledAccumulator::SampledAccumulator(std::vector<SamplingSetting> settings, int64_t block_size)
+SampledAccumulator::SampledAccumulator(std::vector<types::SamplingSetting> settings,
+                                       int64_t block_size)
     : settings_(std::move(settings)), block_size_(block_size), per_(settings_.size()) {
   for (PerSetting& p : per_) {
     p.alpha_sum.assign(block_size_ - 1, 0);
@@ -123,8 +125,8 @@ absl::Status SampledAccumulator::Merge(const SampledAccumulator& shard) {
 namespace {
 
 // 95% percentile bootstrap of sum(E) / sum(blocks) over samples.
-std::optional<Interval> PooledInterval(const std::vector<std::pair<double, int64_t>>& units,
-                                       int64_t resamples, uint64_t seed) {
+std::optional<types::Interval> PooledInterval(const std::vector<std::pair<double, int64_t>>& units,
+                                              int64_t resamples, uint64_t seed) {
   if (resamples <= 0 || units.size() < 2) return std::nullopt;
   SplitMix64 rng(seed);
   std::vector<double> values;
@@ -141,16 +143,17 @@ std::optional<Interval> PooledInterval(const std::vector<std::pair<double, int64
   }
   if (values.empty()) return std::nullopt;
   std::sort(values.begin(), values.end());
-  return Interval{Percentile(values, 0.025), Percentile(values, 0.975)};  // fractions
+  return types::Interval{Percentile(values, 0.025), Percentile(values, 0.975)};  // fractions
 }
 
 }  // namespace
 
-std::vector<SampledAcceptance> SampledAccumulator::Finish(int64_t resamples, uint64_t seed) const {
-  std::vector<SampledAcceptance> out;
+std::vector<types::SampledAcceptance> SampledAccumulator::Finish(int64_t resamples,
+                                                                 uint64_t seed) const {
+  std::vector<types::SampledAcceptance> out;
   for (size_t s = 0; s < per_.size(); ++s) {
     const PerSetting& p = per_[s];
-    SampledAcceptance r;
+    types::SampledAcceptance r;
     r.setting = settings_[s];
     r.counted = p.counted;
     for (size_t j = 0; j < p.alpha_sum.size(); ++j) {

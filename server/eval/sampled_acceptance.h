@@ -16,11 +16,11 @@ namespace dflash::eval {
 
 // InvalidArgument unless temperature >= 0, 0 < top_p <= 1 and top_k >= 0
 // (all finite), naming the setting "t=0.6,p=0.95,k=20".
-absl::Status CheckSamplingSetting(const SamplingSetting& s);
+absl::Status CheckSamplingSetting(const types::SamplingSetting& s);
 // "t=0.6,p=0.95,k=20" (p only when not 1, k only when not 0), then
 // " policy=argmax" when the policy is not the default and " engine=vllm"
 // with a preset.
-std::string SamplingSettingText(const SamplingSetting& s);
+std::string SamplingSettingText(const types::SamplingSetting& s);
 
 // 1 + sum_{k=1..m} prod_{i<=k} alpha_i for a block whose first m = size()
 // positions exist; the expected number of tokens one verification yields
@@ -34,7 +34,7 @@ std::vector<double> ExpectedAcceptByDraftLength(const std::vector<float>& alpha,
 
 class SampledAccumulator {
  public:
-  SampledAccumulator(std::vector<SamplingSetting> settings, int64_t block_size);
+  SampledAccumulator(std::vector<types::SamplingSetting> settings, int64_t block_size);
 
   // alpha[s][j - 1] for setting s and the block's existing positions j.
   void Add(int64_t sample, const std::vector<std::vector<float>>& alpha);
@@ -48,7 +48,7 @@ class SampledAccumulator {
   // resamples > 0, each expected accept length gets a 95% percentile
   // bootstrap interval over samples (SplitMix64 seeded with `seed`, as
   // eval/bootstrap.h draws).
-  std::vector<SampledAcceptance> Finish(int64_t resamples = 0, uint64_t seed = 0) const;
+  std::vector<types::SampledAcceptance> Finish(int64_t resamples = 0, uint64_t seed = 0) const;
 
  private:
   friend struct PartStateAccess;  // part_state.cc, as MetricsAccumulator's
@@ -59,7 +59,7 @@ class SampledAccumulator {
     std::unordered_map<int64_t, std::pair<double, int64_t>> per_sample;  // sum, blocks
     std::vector<int64_t> sample_order;
   };
-  std::vector<SamplingSetting> settings_;
+  std::vector<types::SamplingSetting> settings_;
   int64_t block_size_;
   int64_t blocks_ = 0;
   std::vector<PerSetting> per_;

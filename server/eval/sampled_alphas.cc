@@ -10,7 +10,7 @@ namespace dflash::eval {
 
 void AddSampledAlphas(const std::vector<BlockRequest>& blocks, const at::Tensor& h,
                       const model::DrafterModel& drafter, const weights::TargetTensors& target,
-                      const std::vector<SamplingSetting>& settings, bool norm_applied,
+                      const std::vector<types::SamplingSetting>& settings, bool norm_applied,
                       std::vector<BlockScore>& scores) {
   const int64_t nb = static_cast<int64_t>(blocks.size());
   if (nb == 0) return;

@@ -21,7 +21,7 @@ namespace dflash::eval {
 // them. Blocks without a final hidden state get no alphas. Throws c10::Error.
 void AddSampledAlphas(const std::vector<BlockRequest>& blocks, const at::Tensor& h,
                       const model::DrafterModel& drafter, const weights::TargetTensors& target,
-                      const std::vector<SamplingSetting>& settings, bool norm_applied,
+                      const std::vector<types::SamplingSetting>& settings, bool norm_applied,
                       std::vector<BlockScore>& scores);
 
 }  // namespace dflash::eval

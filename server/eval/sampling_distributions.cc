@@ -44,16 +44,16 @@ at::Tensor SelectorChoice(const SelectorRows& r) {
 
 // q over the k candidates [n, k]: one-hot at the selector's choice for
 // T = 0, else softmax(S / T).
-at::Tensor SelectorQ(const SelectorRows& r, const SamplingSetting& s) {
+at::Tensor SelectorQ(const SelectorRows& r, const types::SamplingSetting& s) {
   if (s.temperature <= 0) return r.cand.eq(SelectorChoice(r).unsqueeze(-1)).to(at::kFloat);
   return at::softmax(r.scores / s.temperature, -1);
 }
 
 // The drafter's processed q over the vocabulary: the request's truncation
 // applies to it unless the preset truncates the target's p only.
-at::Tensor DraftQ(const at::Tensor& dl, const SamplingSetting& s) {
+at::Tensor DraftQ(const at::Tensor& dl, const types::SamplingSetting& s) {
   if (s.truncate_draft) return ProcessedProbs(dl, s);
-  SamplingSetting plain = s;
+  types::SamplingSetting plain = s;
   plain.top_p = 1.0;
   plain.top_k = 0;
   return ProcessedProbs(dl, plain);
@@ -72,7 +72,7 @@ struct SliceRows {
 // sort is the costliest step after the projections).
 class LazyQ {
  public:
-  LazyQ(const at::Tensor& dl, const SamplingSetting& s) : dl_(dl), s_(s) {}
+  LazyQ(const at::Tensor& dl, const types::SamplingSetting& s) : dl_(dl), s_(s) {}
   const at::Tensor& get() {
     if (!q_.defined()) q_ = DraftQ(dl_, s_);
     return q_;
@@ -80,37 +80,38 @@ class LazyQ {
 
  private:
   const at::Tensor& dl_;
-  SamplingSetting s_;
+  types::SamplingSetting s_;
   at::Tensor q_;
 };
 
 // alpha [n] of one setting and policy given the target's processed p [n, V].
-at::Tensor PolicyAlpha(SliceRows& r, const at::Tensor& p, const SamplingSetting& s, LazyQ& q) {
+at::Tensor PolicyAlpha(SliceRows& r, const at::Tensor& p, const types::SamplingSetting& s,
+                       LazyQ& q) {
   switch (s.policy) {
-    case ProposalPolicy::kArgmax: {
+    case types::ProposalPolicy::kArgmax: {
       if (!r.proposal.defined()) {
         r.proposal = r.has_selector ? SelectorChoice(r.sel) : r.dl.argmax(-1);
       }
       return p.gather(-1, r.proposal.unsqueeze(-1)).squeeze(-1);
     }
-    case ProposalPolicy::kMatch:
+    case types::ProposalPolicy::kMatch:
       if (r.has_selector) return (p.gather(-1, r.sel.cand) * SelectorQ(r.sel, s)).sum(-1);
       return (p * q.get()).sum(-1);
-    case ProposalPolicy::kSelector:
+    case types::ProposalPolicy::kSelector:
       return at::minimum(p.gather(-1, r.sel.cand), SelectorQ(r.sel, s)).sum(-1);
-    case ProposalPolicy::kSample:
-    case ProposalPolicy::kDefault: break;
+    case types::ProposalPolicy::kSample:
+    case types::ProposalPolicy::kDefault: break;
   }
   return at::minimum(p, q.get()).sum(-1);
 }
 
-bool SameTruncation(const SamplingSetting& a, const SamplingSetting& b) {
+bool SameTruncation(const types::SamplingSetting& a, const types::SamplingSetting& b) {
   return a.temperature == b.temperature && a.top_p == b.top_p && a.top_k == b.top_k;
 }
 
 }  // namespace
 
-at::Tensor ProcessedProbs(const at::Tensor& logits, const SamplingSetting& s) {
+at::Tensor ProcessedProbs(const at::Tensor& logits, const types::SamplingSetting& s) {
   if (s.temperature <= 0) return OneHotArgmax(logits);
   at::Tensor x = logits.to(at::kFloat) / s.temperature;
   const int64_t V = x.size(-1);
@@ -133,7 +134,7 @@ at::Tensor ProcessedProbs(const at::Tensor& logits, const SamplingSetting& s) {
 }
 
 at::Tensor Dflash1Alpha(const at::Tensor& target_probs, const at::Tensor& drafter_logits,
-                        const SamplingSetting& s) {
+                        const types::SamplingSetting& s) {
   SliceRows r;
   r.dl = drafter_logits.to(at::kFloat);
   LazyQ q(r.dl, s);
@@ -142,7 +143,8 @@ at::Tensor Dflash1Alpha(const at::Tensor& target_probs, const at::Tensor& drafte
 
 at::Tensor SlotAlphas(const SlotAlphaInputs& in, const model::DrafterModel& drafter,
                       const weights::TargetTensors& target,
-                      const std::vector<SamplingSetting>& settings, int64_t max_logit_elements) {
+                      const std::vector<types::SamplingSetting>& settings,
+                      int64_t max_logit_elements) {
   const int64_t rows = in.drafter_hidden.size(0);
   const int64_t S = static_cast<int64_t>(settings.size());
   const model::SelectorWeights* selector = drafter.selector();

@@ -17,13 +17,13 @@
 namespace dflash::eval {
 
 // probs [n, V] of logits [n, V] under `s`. Throws c10::Error.
-at::Tensor ProcessedProbs(const at::Tensor& logits, const SamplingSetting& s);
+at::Tensor ProcessedProbs(const at::Tensor& logits, const types::SamplingSetting& s);
 
 // alpha [n] of DFlash 1 rows under s.policy (kSample, kArgmax, kMatch) from
 // the target's processed p [n, V] and the drafter's logits [n, V]: the
 // formulas of docs/served-acceptance.md, for the hand-computed tests.
 at::Tensor Dflash1Alpha(const at::Tensor& target_probs, const at::Tensor& drafter_logits,
-                        const SamplingSetting& s);
+                        const types::SamplingSetting& s);
 
 // What the alphas of a set of drafted slots (rows) need.
 struct SlotAlphaInputs {
@@ -46,7 +46,7 @@ struct SlotAlphaInputs {
 // max_logit_elements logits, for every setting and policy. Throws c10::Error.
 at::Tensor SlotAlphas(const SlotAlphaInputs& in, const model::DrafterModel& drafter,
                       const weights::TargetTensors& target,
-                      const std::vector<SamplingSetting>& settings,
+                      const std::vector<types::SamplingSetting>& settings,
                       int64_t max_logit_elements = 8 << 20);
 
 }  // namespace dflash::eval

@@ -11,13 +11,16 @@ namespace dflash::eval {
 const std::vector<EnginePreset>& EnginePresets() {
   // Each row is sourced in docs/served-acceptance.md (file and commit).
   static const std::vector<EnginePreset> kPresets = {
-      {"vllm", ProposalPolicy::kArgmax, ProposalPolicy::kArgmax, /*truncate_draft=*/false,
+      {"vllm", types::ProposalPolicy::kArgmax, types::ProposalPolicy::kArgmax,
+       /*truncate_draft=*/false,
        /*negative_top_k_off=*/true, /*top_p_top_k=*/true,
        "greedy drafts, no draft probabilities: accept x with the target's processed p(x)"},
-      {"sglang", ProposalPolicy::kArgmax, ProposalPolicy::kArgmax, /*truncate_draft=*/false,
+      {"sglang", types::ProposalPolicy::kArgmax, types::ProposalPolicy::kArgmax,
+       /*truncate_draft=*/false,
        /*negative_top_k_off=*/true, /*top_p_top_k=*/true,
        "target-only verification of the drafter's top-1 chain: accept x with p(x)"},
-      {"zlab", ProposalPolicy::kMatch, ProposalPolicy::kMatch, /*truncate_draft=*/true,
+      {"zlab", types::ProposalPolicy::kMatch, types::ProposalPolicy::kMatch,
+       /*truncate_draft=*/true,
        /*negative_top_k_off=*/false, /*top_p_top_k=*/false,
        "drafts and the target's tokens sampled apart at T, accepted while they are equal"},
   };
@@ -34,14 +37,14 @@ absl::StatusOr<const EnginePreset*> FindEnginePreset(absl::string_view name) {
       absl::StrCat("unknown engine '", name, "' (known: ", absl::StrJoin(known, ", "), ")"));
 }
 
-const char* GreedyEquivalent(ProposalPolicy p, bool has_selector) {
-  return has_selector && p == ProposalPolicy::kSample ? "unary" : "greedy";
+const char* GreedyEquivalent(types::ProposalPolicy p, bool has_selector) {
+  return has_selector && p == types::ProposalPolicy::kSample ? "unary" : "greedy";
 }
 
 namespace {
 
 // The preset's top-k/top-p conventions on one setting.
-absl::Status ApplyConventions(const EnginePreset* preset, SamplingSetting& s) {
+absl::Status ApplyConventions(const EnginePreset* preset, types::SamplingSetting& s) {
   if (s.top_k < 0) {
     if (preset == nullptr || !preset->negative_top_k_off) {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -65,13 +68,13 @@ absl::Status ApplyConventions(const EnginePreset* preset, SamplingSetting& s) {
 
 }  // namespace
 
-absl::StatusOr<std::vector<SamplingSetting>> ResolveSampling(const EvalOptions& options,
-                                                             std::optional<bool> has_selector) {
+absl::StatusOr<std::vector<types::SamplingSetting>> ResolveSampling(
+    const types::EvalOptions& options, std::optional<bool> has_selector) {
   const EnginePreset* preset = nullptr;
   if (!options.engine.empty()) {
     ASSIGN_OR_RETURN(preset, FindEnginePreset(options.engine));
   }
-  std::vector<SamplingSetting> out;
+  std::vector<types::SamplingSetting> out;
   if (options.sampling.empty()) {
     if (!options.policies.empty() || preset != nullptr) {
       return absl::InvalidArgumentError(
@@ -80,29 +83,31 @@ absl::StatusOr<std::vector<SamplingSetting>> ResolveSampling(const EvalOptions& 
     }
     return out;
   }
-  std::vector<ProposalPolicy> policies = options.policies;
+  std::vector<types::ProposalPolicy> policies = options.policies;
   for (size_t i = 0; i < policies.size(); ++i) {
     for (size_t k = 0; k < i; ++k) {
       if (policies[k] == policies[i]) {
         return absl::InvalidArgumentError(
-            absl::StrCat("policy ", PolicyName(policies[i]), " is given twice"));
+            absl::StrCat("policy ", types::PolicyName(policies[i]), " is given twice"));
       }
     }
   }
   if (policies.empty()) {
-    policies.push_back(preset == nullptr || !has_selector.has_value() ? ProposalPolicy::kDefault
-                       : *has_selector                                ? preset->dflash2
-                                                                      : preset->dflash1);
+    policies.push_back(preset == nullptr || !has_selector.has_value()
+                           ? types::ProposalPolicy::kDefault
+                       : *has_selector ? preset->dflash2
+                                       : preset->dflash1);
   }
-  for (const SamplingSetting& in : options.sampling) {
-    for (ProposalPolicy policy : policies) {
-      SamplingSetting s = in;
+  for (const types::SamplingSetting& in : options.sampling) {
+    for (types::ProposalPolicy policy : policies) {
+      types::SamplingSetting s = in;
       s.policy = policy;
-      if (policy == ProposalPolicy::kDefault && has_selector.has_value()) {
-        s.policy = *has_selector ? ProposalPolicy::kSelector : ProposalPolicy::kSample;
+      if (policy == types::ProposalPolicy::kDefault && has_selector.has_value()) {
+        s.policy =
+            *has_selector ? types::ProposalPolicy::kSelector : types::ProposalPolicy::kSample;
         if (preset != nullptr) s.policy = *has_selector ? preset->dflash2 : preset->dflash1;
       }
-      if (s.policy == ProposalPolicy::kSelector && has_selector == false) {
+      if (s.policy == types::ProposalPolicy::kSelector && has_selector == false) {
         return absl::InvalidArgumentError(
             "policy selector needs a DFlash 2 drafter (its candidate selector proposes); this "
             "drafter is DFlash 1: use sample, argmax or match");

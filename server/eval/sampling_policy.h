@@ -21,11 +21,11 @@ namespace dflash::eval {
 // from its source (docs/served-acceptance.md cites file and commit).
 struct EnginePreset {
   const char* name;
-  ProposalPolicy dflash1, dflash2;  // the policy it serves each family with
-  bool truncate_draft;              // top-k/top-p also truncate q (else p only)
-  bool negative_top_k_off;          // top_k -1 means off, as its API allows
-  bool top_p_top_k;                 // it applies top-p/top-k at all
-  const char* rule;                 // one line: what the engine does
+  types::ProposalPolicy dflash1, dflash2;  // the policy it serves each family with
+  bool truncate_draft;                     // top-k/top-p also truncate q (else p only)
+  bool negative_top_k_off;                 // top_k -1 means off, as its API allows
+  bool top_p_top_k;                        // it applies top-p/top-k at all
+  const char* rule;                        // one line: what the engine does
 };
 
 // InvalidArgument "unknown engine 'x' (known: vllm, sglang, zlab)".
@@ -37,11 +37,11 @@ const std::vector<EnginePreset>& EnginePresets();
 // adjacent). `has_selector`: the drafter is DFlash 2; nullopt when not yet
 // known (a checkpoint named by path at submit), which skips the checks that
 // need it. InvalidArgument names the setting and what is wrong.
-absl::StatusOr<std::vector<SamplingSetting>> ResolveSampling(const EvalOptions& options,
-                                                             std::optional<bool> has_selector);
+absl::StatusOr<std::vector<types::SamplingSetting>> ResolveSampling(
+    const types::EvalOptions& options, std::optional<bool> has_selector);
 
 // The greedy equivalent a policy's T = 0 numbers equal: "greedy" (the drafts
 // the result reports) or, for DFlash 2's sample policy, "unary".
-const char* GreedyEquivalent(ProposalPolicy p, bool has_selector);
+const char* GreedyEquivalent(types::ProposalPolicy p, bool has_selector);
 
 }  // namespace dflash::eval

@@ -13,20 +13,20 @@
 namespace dflash::eval {
 namespace {
 
-SampleSummary Unit(int64_t blocks, int64_t accepted) {
-  SampleSummary u;
+types::SampleSummary Unit(int64_t blocks, int64_t accepted) {
+  types::SampleSummary u;
   u.blocks = blocks;
   u.accepted_total = accepted;
   return u;
 }
 
 // The slice of `units` (samples without one of its blocks left out).
-std::optional<SliceResult> MakeSlice(const std::string& kind, const std::string& value,
-                                     const std::vector<SampleSummary>& units, int64_t resamples,
-                                     uint64_t seed) {
-  std::vector<const SampleSummary*> kept;
-  SliceResult s{kind, value};
-  for (const SampleSummary& u : units) {
+std::optional<types::SliceResult> MakeSlice(const std::string& kind, const std::string& value,
+                                            const std::vector<types::SampleSummary>& units,
+                                            int64_t resamples, uint64_t seed) {
+  std::vector<const types::SampleSummary*> kept;
+  types::SliceResult s{kind, value};
+  for (const types::SampleSummary& u : units) {
     if (u.blocks <= 0) continue;
     kept.push_back(&u);
     s.blocks += u.blocks;
@@ -39,7 +39,7 @@ std::optional<SliceResult> MakeSlice(const std::string& kind, const std::string&
   s.accept_length = point[0];
   s.tau = point[1];
   if (resamples > 0 && kept.size() > 1) {
-    const std::vector<std::optional<Interval>> ci =
+    const std::vector<std::optional<types::Interval>> ci =
         BootstrapIntervals(metrics, kept, resamples, seed);
     s.accept_length_ci = ci[0];
     s.tau_ci = ci[1];
@@ -50,38 +50,40 @@ std::optional<SliceResult> MakeSlice(const std::string& kind, const std::string&
 }  // namespace
 
 std::string ContextBucketName(int bucket) {
-  static const char* const kNames[kContextBuckets] = {"0-512", "512-2k", "2k-8k", "8k+"};
-  return bucket >= 0 && bucket < kContextBuckets ? kNames[bucket] : "?";
+  static const char* const kNames[types::kContextBuckets] = {"0-512", "512-2k", "2k-8k", "8k+"};
+  return bucket >= 0 && bucket < types::kContextBuckets ? kNames[bucket] : "?";
 }
 
-std::vector<SliceResult> Slices(const EvalResult& result, int64_t resamples, uint64_t seed) {
-  std::vector<SliceResult> out;
+std::vector<types::SliceResult> Slices(const types::EvalResult& result, int64_t resamples,
+                                       uint64_t seed) {
+  std::vector<types::SliceResult> out;
   const auto add = [&](const std::string& kind, const std::string& value,
-                       const std::vector<SampleSummary>& units) {
+                       const std::vector<types::SampleSummary>& units) {
     if (auto s = MakeSlice(kind, value, units, resamples, seed)) out.push_back(*std::move(s));
   };
-  using Field = std::string SampleSummary::*;
-  for (auto [kind, field] : {std::pair<const char*, Field>{"category", &SampleSummary::category},
-                             {"language", &SampleSummary::language},
-                             {"thinking", &SampleSummary::thinking}}) {
-    std::map<std::string, std::vector<SampleSummary>> by_value;
-    for (const SampleSummary& s : result.per_sample) {
+  using Field = std::string types::SampleSummary::*;
+  for (auto [kind, field] :
+       {std::pair<const char*, Field>{"category", &types::SampleSummary::category},
+        {"language", &types::SampleSummary::language},
+        {"thinking", &types::SampleSummary::thinking}}) {
+    std::map<std::string, std::vector<types::SampleSummary>> by_value;
+    for (const types::SampleSummary& s : result.per_sample) {
       if (!(s.*field).empty()) by_value[s.*field].push_back(Unit(s.blocks, s.accepted_total));
     }
     for (const auto& [value, units] : by_value) add(kind, value, units);
   }
-  for (int b = 0; b < kContextBuckets; ++b) {
-    std::vector<SampleSummary> units;
-    for (const SampleSummary& s : result.per_sample) {
+  for (int b = 0; b < types::kContextBuckets; ++b) {
+    std::vector<types::SampleSummary> units;
+    for (const types::SampleSummary& s : result.per_sample) {
       if (b < static_cast<int>(s.context_blocks.size())) {
         units.push_back(Unit(s.context_blocks[b], s.context_accepted[b]));
       }
     }
     add("context", ContextBucketName(b), units);
   }
-  std::vector<SampleSummary> loop, other;
+  std::vector<types::SampleSummary> loop, other;
   bool any_loop = false;
-  for (const SampleSummary& s : result.per_sample) {
+  for (const types::SampleSummary& s : result.per_sample) {
     any_loop = any_loop || s.loop_blocks > 0;
     loop.push_back(Unit(s.loop_blocks, s.loop_accepted_total));
     other.push_back(Unit(s.blocks - s.loop_blocks, s.accepted_total - s.loop_accepted_total));
@@ -93,12 +95,12 @@ std::vector<SliceResult> Slices(const EvalResult& result, int64_t resamples, uin
   return out;
 }
 
-void AddSlices(const EvalOptions& options, EvalResult* result) {
-  const int64_t resamples = options.ci == CiMethod::kNone ? 0 : options.ci_resamples;
+void AddSlices(const types::EvalOptions& options, types::EvalResult* result) {
+  const int64_t resamples = options.ci == types::CiMethod::kNone ? 0 : options.ci_resamples;
   result->slices = Slices(*result, resamples, options.seed);
   if (result->loop_accept_share < kLoopWarnShare) return;
   std::string without = "none without them (every block is in a loop)";
-  for (const SliceResult& s : result->slices) {
+  for (const types::SliceResult& s : result->slices) {
     if (s.kind == "continuation" && s.value == "no loop") {
       without = absl::StrFormat("%.3f without", s.accept_length);
     }

@@ -21,11 +21,12 @@ std::string ContextBucketName(int bucket);
 // thinking (values sorted), context (bucket order), continuation ("loop",
 // "no loop"; only when some block is a loop block). Intervals when
 // resamples > 0 and the slice has two or more samples.
-std::vector<SliceResult> Slices(const EvalResult& result, int64_t resamples, uint64_t seed);
+std::vector<types::SliceResult> Slices(const types::EvalResult& result, int64_t resamples,
+                                       uint64_t seed);
 
 // Sets result->slices from options.ci / ci_resamples / seed, and warns when
 // loop blocks carry a large share (>= kLoopWarnShare) of the accept values.
 inline constexpr double kLoopWarnShare = 0.2;
-void AddSlices(const EvalOptions& options, EvalResult* result);
+void AddSlices(const types::EvalOptions& options, types::EvalResult* result);
 
 }  // namespace dflash::eval

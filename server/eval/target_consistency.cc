@@ -63,11 +63,11 @@ at::Tensor TargetLogits(const weights::TargetTensors& target, const at::Tensor& 
   return at::mm(x, target.lm_head.t()).to(at::kFloat);  // [n, V]
 }
 
-absl::StatusOr<TargetConsistency> ComputeTargetConsistency(const weights::TargetTensors& target,
-                                                           const data::EvalDataset& dataset,
-                                                           int64_t max_logit_elements) {
+absl::StatusOr<types::TargetConsistency> ComputeTargetConsistency(
+    const weights::TargetTensors& target, const data::EvalDataset& dataset,
+    int64_t max_logit_elements) {
   RETURN_IF_ERROR(CheckTargetDistributionInputs(target, dataset));
-  TargetConsistency out;
+  types::TargetConsistency out;
   out.norm_applied = dataset.final_hidden()->norm_applied;
   const int64_t slice =
       std::max<int64_t>(1, max_logit_elements / std::max<int64_t>(1, target.vocab_size));
@@ -78,7 +78,7 @@ absl::StatusOr<TargetConsistency> ComputeTargetConsistency(const weights::Target
     for (const SampleRange& r : SplitUnderCap(bytes, dataset.stream_budget_bytes())) {
       ASSIGN_OR_RETURN(data::EvalDataset part,
                        dataset.Part(r.begin, r.end, target.lm_head.device()));
-      ASSIGN_OR_RETURN(TargetConsistency c,
+      ASSIGN_OR_RETURN(types::TargetConsistency c,
                        ComputeTargetConsistency(target, part, max_logit_elements));
       out.positions += c.positions;
       out.matches += c.matches;
@@ -114,7 +114,7 @@ absl::StatusOr<TargetConsistency> ComputeTargetConsistency(const weights::Target
   return out;
 }
 
-absl::Status RequireTargetConsistency(const TargetConsistency& c, double min_fraction,
+absl::Status RequireTargetConsistency(const types::TargetConsistency& c, double min_fraction,
                                       const std::string& target_name,
                                       const std::string& dataset_name) {
   if (c.positions > 0 && c.fraction >= min_fraction) return absl::OkStatus();

@@ -39,14 +39,14 @@ at::Tensor TargetLogits(const weights::TargetTensors& target, const at::Tensor& 
 // loss_mask[p + 1] = 1, and those where argmax of TargetLogits(h[p]) is
 // t[p + 1]. Rows go through the vocabulary projection in slices of at most
 // max_logit_elements logits.
-absl::StatusOr<TargetConsistency> ComputeTargetConsistency(const weights::TargetTensors& target,
-                                                           const data::EvalDataset& dataset,
-                                                           int64_t max_logit_elements = 8 << 20);
+absl::StatusOr<types::TargetConsistency> ComputeTargetConsistency(
+    const weights::TargetTensors& target, const data::EvalDataset& dataset,
+    int64_t max_logit_elements = 8 << 20);
 
 // FailedPrecondition naming the fraction, the pair and the likely causes when
 // consistency.fraction < min_fraction; OK otherwise.
-absl::Status RequireTargetConsistency(const TargetConsistency& consistency, double min_fraction,
-                                      const std::string& target_name,
+absl::Status RequireTargetConsistency(const types::TargetConsistency& consistency,
+                                      double min_fraction, const std::string& target_name,
                                       const std::string& dataset_name);
 
 }  // namespace dflash::eval

@@ -19,8 +19,8 @@
 namespace dflash::fleet {
 namespace {
 
-using jobs::JobRecord;
-using jobs::JobState;
+using types::JobRecord;
+using types::JobState;
 using Clock = std::chrono::steady_clock;
 
 int64_t NowMicros() {
@@ -152,7 +152,7 @@ absl::StatusOr<JobRecord> FleetBackend::CancelElsewhere(const std::string& id,
   // its next heartbeat.
   ASSIGN_OR_RETURN(JobRecord r, store_.RequestCancel(id, NowMicros()));
   const Clock::time_point until = Clock::now() + wait;
-  while (!jobs::IsTerminal(r.state) && Clock::now() < until) {
+  while (!types::IsTerminal(r.state) && Clock::now() < until) {
     std::this_thread::sleep_for(options_.poll);
     ASSIGN_OR_RETURN(r, store_.Get(id));
   }
@@ -170,7 +170,7 @@ std::optional<std::string> FleetBackend::HandBack(const absl::Status& status, bo
 void FleetBackend::FailIfEveryServerRefused(JobRecord& record) {
   std::set<std::string> refused;
   std::vector<std::string> why;
-  for (const jobs::JobAttempt& a : record.attempts) {
+  for (const types::JobAttempt& a : record.attempts) {
     if (!absl::StartsWith(a.outcome, kRefusedPrefix)) continue;
     refused.insert(a.server);
     why.push_back(a.outcome.substr(std::strlen(kRefusedPrefix)));

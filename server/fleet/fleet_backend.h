@@ -47,15 +47,15 @@ class FleetBackend final : public jobs::JobBackend {
   // the fleet (a first heartbeat).
   absl::Status Open() override;
   void Attach(jobs::JobQueue& queue) override;
-  absl::StatusOr<bool> Record(jobs::JobRecord& job, int queued_here) override;
+  absl::StatusOr<bool> Record(types::JobRecord& job, int queued_here) override;
   void RunLoop() override;
   void WakeRunners() override;
-  void StoreStarted(const jobs::JobRecord&) override {}  // the claim stored it
-  absl::Status StoreFinal(jobs::JobRecord& record, bool lease_lost) override;
+  void StoreStarted(const types::JobRecord&) override {}  // the claim stored it
+  absl::Status StoreFinal(types::JobRecord& record, bool lease_lost) override;
   std::optional<std::string> HandBack(const absl::Status& status, bool stopping) override;
-  absl::StatusOr<jobs::JobRecord> CancelElsewhere(const std::string& id,
+  absl::StatusOr<types::JobRecord> CancelElsewhere(const std::string& id,
                                                   std::chrono::milliseconds wait) override;
-  bool WatchElsewhere(const jobs::JobRecord& stored) override;
+  bool WatchElsewhere(const types::JobRecord& stored) override;
   void Close() override;
   bool store_reachable() const override { return store_reachable_; }
   absl::StatusOr<std::vector<store::FleetServer>> LiveServers() override;
@@ -64,7 +64,7 @@ class FleetBackend final : public jobs::JobBackend {
   // Records `shard` (its id chosen by the caller) QUEUED unless a job with
   // that id exists already (a parent job run again finds its shards);
   // returns the stored record.
-  absl::StatusOr<jobs::JobRecord> CreateShard(jobs::JobRecord shard);
+  absl::StatusOr<types::JobRecord> CreateShard(types::JobRecord shard);
   // Claims one job whose id starts with `prefix` (QUEUED, or its lease
   // expired) and runs it on the caller's thread as a runner would, under
   // its own lease; it also stops (CANCELLED) when job `with_job`, running
@@ -78,7 +78,7 @@ class FleetBackend final : public jobs::JobBackend {
   store::ClaimRequest Claim(const std::string& prefix) const;
   void WakeIdleRunners();  // a job was recorded
   // A refused job becomes FAILED when every live server has refused it.
-  void FailIfEveryServerRefused(jobs::JobRecord& record);
+  void FailIfEveryServerRefused(types::JobRecord& record);
   void Loop();  // heartbeats, lease renewals, remote watches
   void Heartbeat();
   void RenewLeases();

@@ -12,7 +12,7 @@
 namespace dflash::fleet {
 namespace {
 
-using jobs::JobRecord;
+using types::JobRecord;
 using Clock = std::chrono::steady_clock;
 
 int64_t Micros(std::chrono::milliseconds d) {
@@ -46,7 +46,7 @@ void FleetBackend::Heartbeat() {
 
 void FleetBackend::RenewLeases() {
   for (const JobRecord& record : queue_->Active()) {
-    if (record.state != jobs::JobState::kRunning) continue;
+    if (record.state != types::JobState::kRunning) continue;
     // Progress goes to the store with the renewal, for the fleet's viewers.
     absl::StatusOr<bool> cancel = store_.PutLeased(record, Micros(options_.lease));
     if (absl::IsFailedPrecondition(cancel.status())) {
@@ -81,7 +81,7 @@ void FleetBackend::PollRemoteWatches() {
     }
     if (!queue_->DeliverIfNotHere(*r)) continue;
     std::lock_guard<std::mutex> lock(seen_mu_);
-    if (jobs::IsTerminal(r->state)) {
+    if (types::IsTerminal(r->state)) {
       remote_seen_.erase(id);  // its watches ended with it
     } else {
       remote_seen_[id] = Seen{std::move(text), false};

@@ -12,7 +12,7 @@ namespace {
 
 using core::DefaultName;
 using core::EvalCore;
-using core::EvalParams;
+using types::EvalParams;
 using core::LoadDatasetParams;
 using core::LoadResult;
 using core::LoadTargetParams;
@@ -101,18 +101,19 @@ FleetObjects MakeFleetObjects(const std::vector<LoadTargetParams>& targets,
   return objects;
 }
 
-absl::Status RecordFleetPaths(const FleetObjects& objects, jobs::JobRequest& request) {
-  EvalParams& p = request.params;
+absl::Status RecordFleetPaths(const FleetObjects& objects, types::JobRequest& request) {
+  types::EvalParams& p = request.params;
   RETURN_IF_ERROR(RecordOne("target_path", ConfigPath(objects.targets, p.target), p.target,
                             request.target_path));
   return RecordOne("dataset_path", ConfigPath(objects.datasets, p.dataset), p.dataset,
                    request.dataset_path);
 }
 
-absl::StatusOr<EvalParams> LoadOnDemand(EvalCore& core, const FleetObjects& objects,
-                                        const jobs::JobRequest& request, const std::string& server,
-                                        const OnDemandHooks& hooks) {
-  EvalParams p = request.params;
+absl::StatusOr<types::EvalParams> LoadOnDemand(EvalCore& core, const FleetObjects& objects,
+                                               const types::JobRequest& request,
+                                               const std::string& server,
+                                               const OnDemandHooks& hooks) {
+  types::EvalParams p = request.params;
   // The target first: a dataset load checks its token ids against it.
   ASSIGN_OR_RETURN(p.target, Ensure(core, ResourceKind::kTarget, p.target, request.target_path,
                                     objects.targets, server, hooks,
@@ -137,9 +138,9 @@ absl::StatusOr<EvalParams> LoadOnDemand(EvalCore& core, const FleetObjects& obje
   return p;
 }
 
-bool UsesObject(const jobs::JobRequest& request, ResourceKind kind, const std::string& name,
+bool UsesObject(const types::JobRequest& request, ResourceKind kind, const std::string& name,
                 const std::string& path) {
-  const EvalParams& p = request.params;
+  const types::EvalParams& p = request.params;
   switch (kind) {
     case ResourceKind::kTarget:
       return p.target.empty() || p.target == name || request.target_path == path;

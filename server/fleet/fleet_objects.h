@@ -32,7 +32,7 @@ FleetObjects MakeFleetObjects(const std::vector<core::LoadTargetParams>& targets
 // system) and is recorded canonical; a missing name becomes the folder's
 // name; a name the config maps gets the config's path. InvalidArgument for a
 // relative path.
-absl::Status RecordFleetPaths(const FleetObjects& objects, jobs::JobRequest& request);
+absl::Status RecordFleetPaths(const FleetObjects& objects, types::JobRequest& request);
 
 // What the server does around on-demand loads: `loaded` hears of each new
 // object; `free_space`, called when a load would pass the budget, unloads
@@ -48,8 +48,8 @@ struct OnDemandHooks {
 // resident object from the same path is used whatever its name). A failed
 // load keeps its code (ResourceExhausted over the budget, with the bytes
 // needed and in use) and says which object, path and server.
-absl::StatusOr<core::EvalParams> LoadOnDemand(core::EvalCore& core, const FleetObjects& objects,
-                                              const jobs::JobRequest& request,
+absl::StatusOr<types::EvalParams> LoadOnDemand(core::EvalCore& core, const FleetObjects& objects,
+                                              const types::JobRequest& request,
                                               const std::string& server,
                                               const OnDemandHooks& hooks);
 
@@ -58,7 +58,7 @@ absl::StatusOr<core::EvalParams> LoadOnDemand(core::EvalCore& core, const FleetO
 store::ClaimRequest ResidentNames(const core::EvalCore& core);
 
 // Whether `request` uses the resident object `name` loaded from `path`.
-bool UsesObject(const jobs::JobRequest& request, core::ResourceKind kind, const std::string& name,
+bool UsesObject(const types::JobRequest& request, core::ResourceKind kind, const std::string& name,
                 const std::string& path);
 
 }  // namespace dflash::fleet

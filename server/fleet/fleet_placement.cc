@@ -23,7 +23,7 @@ using core::FleetMember;
 using core::ResourceInfo;
 using core::ResourceKind;
 
-using jobs::JobRecord;
+using types::JobRecord;
 
 // Names of the live servers holding `name` of `kind` ("" for the target: the
 // servers holding exactly one).
@@ -45,7 +45,7 @@ std::vector<std::string> Holders(const std::vector<FleetMember>& fleet, Resource
 
 absl::Status FleetPlacement::Place(JobRecord& record, jobs::JobQueue& queue) {
   RETURN_IF_ERROR(RecordFleetPaths(objects_, record.request));
-  const core::EvalParams& r = record.request.params;
+  const types::EvalParams& r = record.request.params;
   ASSIGN_OR_RETURN(std::vector<store::FleetServer> servers, queue.FleetServers());
   ASSIGN_OR_RETURN(std::vector<FleetMember> fleet, core::ParseFleetMembers(servers));
   std::vector<std::string> needs, loads;

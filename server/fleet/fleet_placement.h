@@ -27,12 +27,12 @@ class FleetPlacement final : public core::JobPlacement {
 
   // Records the paths a job names (fleet_objects.h); FailedPrecondition when
   // no live server holds every object it names by name alone.
-  absl::Status Place(jobs::JobRecord& record, jobs::JobQueue& queue) override;
+  absl::Status Place(types::JobRecord& record, jobs::JobQueue& queue) override;
   // Loads what the job names by path and lacks here.
-  absl::StatusOr<core::EvalParams> Prepare(const jobs::JobRecord& job,
+  absl::StatusOr<types::EvalParams> Prepare(const types::JobRecord& job,
                                            jobs::JobQueue& queue) override;
-  absl::StatusOr<eval::EvalResult> Run(const jobs::JobRecord& job, const core::EvalParams& params,
-                                       const eval::ProgressFn& progress,
+  absl::StatusOr<types::EvalResult> Run(const types::JobRecord& job, const types::EvalParams& params,
+                                       const types::ProgressFn& progress,
                                        jobs::JobQueue& queue) override;
 
  private:

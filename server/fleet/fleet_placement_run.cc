@@ -13,7 +13,7 @@ namespace dflash::fleet {
 using core::ResourceInfo;
 using core::ResourceKind;
 
-absl::StatusOr<core::EvalParams> FleetPlacement::Prepare(const jobs::JobRecord& job,
+absl::StatusOr<types::EvalParams> FleetPlacement::Prepare(const types::JobRecord& job,
                                                          jobs::JobQueue& queue) {
   OnDemandHooks hooks;
   hooks.loaded = [this](ResourceKind kind, const std::string& name) {
@@ -21,16 +21,16 @@ absl::StatusOr<core::EvalParams> FleetPlacement::Prepare(const jobs::JobRecord& 
     on_demand_.insert({kind, name});
   };
   hooks.free_space = [this, &queue] { return FreeOnDemand(queue); };
-  absl::StatusOr<core::EvalParams> loaded =
+  absl::StatusOr<types::EvalParams> loaded =
       LoadOnDemand(core_, objects_, job.request, job.server, hooks);
   // Over this server's budget: another server of the fleet may hold it.
   if (absl::IsResourceExhausted(loaded.status())) return Refusal(loaded.status());
   return loaded;
 }
 
-absl::StatusOr<eval::EvalResult> FleetPlacement::Run(const jobs::JobRecord& job,
-                                                     const core::EvalParams& params,
-                                                     const eval::ProgressFn& progress,
+absl::StatusOr<types::EvalResult> FleetPlacement::Run(const types::JobRecord& job,
+                                                     const types::EvalParams& params,
+                                                     const types::ProgressFn& progress,
                                                      jobs::JobQueue& queue) {
   if (SplitsIntoShards(job.request)) {
     return RunFleetShards(core_, queue, backend_, job, params, progress);
@@ -48,7 +48,7 @@ int FleetPlacement::FreeOnDemand(jobs::JobQueue& queue) {
     for (const ResourceInfo& r : core_.ListResources(kind)) {
       if (r.name == name) path = r.source_path;
     }
-    const auto uses = [&](const jobs::JobRequest& q) { return UsesObject(q, kind, name, path); };
+    const auto uses = [&](const types::JobRequest& q) { return UsesObject(q, kind, name, path); };
     if (!path.empty() && !queue.UnfinishedJobsWhere(uses).empty()) {
       ++it;  // a job running here uses it (this one included)
       continue;

@@ -15,8 +15,8 @@
 namespace dflash::fleet {
 namespace {
 
-using jobs::JobRecord;
-using jobs::JobState;
+using types::JobRecord;
+using types::JobState;
 using Clock = std::chrono::steady_clock;
 
 // Every shard still QUEUED or RUNNING asked to stop (a finished one says
@@ -35,7 +35,7 @@ void WaitShardsEnded(jobs::JobQueue& queue, FleetBackend& fleet, const std::stri
     bool running = false;
     for (const std::string& id : ids) {
       absl::StatusOr<JobRecord> r = queue.Get(id);
-      running = running || !r.ok() || !jobs::IsTerminal(r->state);
+      running = running || !r.ok() || !types::IsTerminal(r->state);
     }
     if (!running) return;
     // A claim also ends abandoned jobs whose cancel was asked for.
@@ -43,14 +43,14 @@ void WaitShardsEnded(jobs::JobQueue& queue, FleetBackend& fleet, const std::stri
   }
 }
 
-std::string RangeText(const eval::EvalOptions& o) {
+std::string RangeText(const types::EvalOptions& o) {
   return absl::StrCat("samples [", o.sample_begin, ", ", o.sample_end, ")");
 }
 
 // What the shards add up to at one poll: their summed progress and how
 // many have SUCCEEDED.
 struct ShardTally {
-  eval::EvalProgress sum;
+  types::EvalProgress sum;
   size_t succeeded = 0;
 };
 
@@ -64,7 +64,7 @@ absl::Status TallyShards(jobs::JobQueue& queue, const std::string& server,
   for (size_t k = 0; k < ids.size(); ++k) {
     absl::StatusOr<JobRecord> r = queue.Get(ids[k]);
     if (!r.ok()) continue;  // the store answers at the next poll
-    const eval::EvalOptions& o = r->request.params.options;
+    const types::EvalOptions& o = r->request.params.options;
     if (r->state == JobState::kSucceeded) {
       const std::string& theirs = r->result->dataset_fingerprint;
       if (theirs != fingerprint) {
@@ -80,13 +80,13 @@ absl::Status TallyShards(jobs::JobQueue& queue, const std::string& server,
       done[k] = *std::move(r);
       continue;
     }
-    if (jobs::IsTerminal(r->state)) {
+    if (types::IsTerminal(r->state)) {
       const absl::StatusCode code = r->state == JobState::kFailed
                                         ? static_cast<absl::StatusCode>(r->error_code)
                                         : absl::StatusCode::kAborted;
       return absl::Status(
           code == absl::StatusCode::kOk ? absl::StatusCode::kUnknown : code,
-          absl::StrCat("shard ", k, " (", RangeText(o), ") ", jobs::JobStateName(r->state),
+          absl::StrCat("shard ", k, " (", RangeText(o), ") ", types::JobStateName(r->state),
                        r->server.empty() ? "" : absl::StrCat(" on server ", r->server), ": ",
                        r->error_message));
     }
@@ -102,8 +102,8 @@ absl::Status TallyShards(jobs::JobQueue& queue, const std::string& server,
 
 }  // namespace
 
-bool SplitsIntoShards(const jobs::JobRequest& request) {
-  const eval::EvalOptions& o = request.params.options;
+bool SplitsIntoShards(const types::JobRequest& request) {
+  const types::EvalOptions& o = request.params.options;
   return !request.dataset_path.empty() && o.shards > 1 && o.sample_end == 0 &&
          request.suite_datasets.empty();
 }
@@ -112,7 +112,7 @@ JobRecord ShardJob(const JobRecord& parent, size_t k, const eval::SampleRange& r
   JobRecord shard;
   shard.id = absl::StrCat(parent.id, ".s", k);
   shard.request = parent.request;
-  eval::EvalOptions& o = shard.request.params.options;
+  types::EvalOptions& o = shard.request.params.options;
   o.shards = 0;  // on its server: one per device slot
   o.sample_begin = static_cast<int64_t>(range.begin);
   o.sample_end = static_cast<int64_t>(range.end);
@@ -130,10 +130,10 @@ JobRecord ShardJob(const JobRecord& parent, size_t k, const eval::SampleRange& r
   return shard;
 }
 
-absl::StatusOr<eval::EvalResult> RunFleetShards(core::EvalCore& core, jobs::JobQueue& queue,
+absl::StatusOr<types::EvalResult> RunFleetShards(core::EvalCore& core, jobs::JobQueue& queue,
                                                 FleetBackend& fleet, const JobRecord& parent,
-                                                const core::EvalParams& params,
-                                                const eval::ProgressFn& progress) {
+                                                const types::EvalParams& params,
+                                                const types::ProgressFn& progress) {
   const Clock::time_point start = Clock::now();
   ASSIGN_OR_RETURN(core::ShardPlan plan, core.PlanShards(params), "splitting job ", parent.id,
                    " into shards");
@@ -163,7 +163,7 @@ absl::StatusOr<eval::EvalResult> RunFleetShards(core::EvalCore& core, jobs::JobQ
     tally.sum.samples_total = samples_total;
     absl::Status failure =
         TallyShards(queue, fleet.server(), ids, plan.dataset_fingerprint, parent, done, tally);
-    const eval::EvalProgress& sum = tally.sum;
+    const types::EvalProgress& sum = tally.sum;
     if (!failure.ok()) {
       CancelShards(queue, ids);
       return failure;
@@ -181,12 +181,12 @@ absl::StatusOr<eval::EvalResult> RunFleetShards(core::EvalCore& core, jobs::JobQ
     if (!ran) std::this_thread::sleep_for(fleet.poll());
   }
   std::vector<eval::EvalPart> parts;
-  std::vector<eval::ShardPlacement> where;
+  std::vector<types::ShardPlacement> where;
   for (JobRecord& r : done) {
     ASSIGN_OR_RETURN(eval::EvalPart part, eval::PartFromJson(r.result->part_state), "shard job ",
                      r.id);
     parts.push_back(std::move(part));
-    for (eval::ShardPlacement p : r.result->shards) {
+    for (types::ShardPlacement p : r.result->shards) {
       p.server = r.server;  // the fleet's name for the server
       where.push_back(std::move(p));
     }

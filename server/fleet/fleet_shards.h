@@ -22,10 +22,10 @@ namespace dflash::fleet {
 
 // Whether `request` is split into shard jobs: its dataset named by path
 // (a fleet job), shards > 1, one dataset, and not itself a shard.
-bool SplitsIntoShards(const jobs::JobRequest& request);
+bool SplitsIntoShards(const types::JobRequest& request);
 
 // The shard job `k` of `parent` over dataset positions `range`.
-jobs::JobRecord ShardJob(const jobs::JobRecord& parent, size_t k, const eval::SampleRange& range);
+types::JobRecord ShardJob(const types::JobRecord& parent, size_t k, const eval::SampleRange& range);
 
 // Runs `parent` (claimed here; `params` name the objects loaded for it) as
 // its shard jobs and returns the merged result. Fails with a shard's error
@@ -35,9 +35,9 @@ jobs::JobRecord ShardJob(const jobs::JobRecord& parent, size_t k, const eval::Sa
 // cancelled every shard is, and it returns once none is left running.
 // `fleet` claims and creates the shards; `queue` (its queue) reads and
 // cancels them.
-absl::StatusOr<eval::EvalResult> RunFleetShards(core::EvalCore& core, jobs::JobQueue& queue,
-                                                FleetBackend& fleet, const jobs::JobRecord& parent,
-                                                const core::EvalParams& params,
-                                                const eval::ProgressFn& progress);
+absl::StatusOr<types::EvalResult> RunFleetShards(core::EvalCore& core, jobs::JobQueue& queue,
+                                                FleetBackend& fleet, const types::JobRecord& parent,
+                                                const types::EvalParams& params,
+                                                const types::ProgressFn& progress);
 
 }  // namespace dflash::fleet

@@ -5,7 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 
-namespace dflash::weights {
+namespace dflash::formats {
 namespace {
 
 constexpr std::array<std::pair<DType, absl::string_view>, 10> kNames = {{
@@ -59,4 +59,4 @@ bool IsFloatingPoint(DType dtype) {
          dtype == DType::kBF16;
 }
 
-}  // namespace dflash::weights
+}  // namespace dflash::formats

@@ -8,7 +8,7 @@
 
 #include "absl/status/statusor.h"
 
-namespace dflash::weights {
+namespace dflash::formats {
 
 enum class DType { kF64, kF32, kF16, kBF16, kI64, kI32, kI16, kI8, kU8, kBool };
 
@@ -23,4 +23,4 @@ int64_t DTypeSize(DType dtype);
 
 bool IsFloatingPoint(DType dtype);
 
-}  // namespace dflash::weights
+}  // namespace dflash::formats

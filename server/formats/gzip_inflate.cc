@@ -9,7 +9,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 
-namespace dflash::weights {
+namespace dflash::formats {
 namespace {
 
 constexpr size_t kChunk = size_t{1} << 30;  // z_stream counts are 32-bit
@@ -89,4 +89,4 @@ absl::StatusOr<std::string> Gunzip(absl::string_view data, absl::string_view wha
   return out;
 }
 
-}  // namespace dflash::weights
+}  // namespace dflash::formats

@@ -9,7 +9,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 
-namespace dflash::weights {
+namespace dflash::formats {
 
 // 16 GiB: larger than any capture file we expect, small enough to refuse bombs.
 inline constexpr int64_t kMaxGunzipBytes = int64_t{16} << 30;
@@ -23,4 +23,4 @@ bool IsGzip(absl::string_view data);
 absl::StatusOr<std::string> Gunzip(absl::string_view data, absl::string_view what,
                                    int64_t max_output = kMaxGunzipBytes);
 
-}  // namespace dflash::weights
+}  // namespace dflash::formats

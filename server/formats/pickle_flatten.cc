@@ -10,7 +10,7 @@
 #include "common/status_macros.h"
 #include "formats/dtype.h"
 
-namespace dflash::weights {
+namespace dflash::formats {
 namespace {
 
 constexpr int64_t kMaxFlattenVisits = int64_t{1} << 22;
@@ -193,4 +193,4 @@ absl::StatusOr<FlatCheckpoint> FlattenPickle(const PickleValue& root) {
   return out;
 }
 
-}  // namespace dflash::weights
+}  // namespace dflash::formats

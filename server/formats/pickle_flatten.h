@@ -32,7 +32,7 @@
 #include "absl/status/statusor.h"
 #include "formats/pickle_reader.h"
 
-namespace dflash::weights {
+namespace dflash::formats {
 
 struct FlatTensor {
   std::string name;  // flattened with '.', after unwrapping
@@ -52,4 +52,4 @@ const std::vector<std::string>& TrainingWrapperKeys();
 
 absl::StatusOr<FlatCheckpoint> FlattenPickle(const PickleValue& root);
 
-}  // namespace dflash::weights
+}  // namespace dflash::formats

@@ -10,7 +10,7 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto value =
-      dflash::weights::ParsePickle(absl::string_view(reinterpret_cast<const char*>(data), size));
-  if (value.ok()) (void)dflash::weights::FlattenPickle(**value);
+      dflash::formats::ParsePickle(absl::string_view(reinterpret_cast<const char*>(data), size));
+  if (value.ok()) (void)dflash::formats::FlattenPickle(**value);
   return 0;
 }

@@ -5,7 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 
-namespace dflash::weights {
+namespace dflash::formats {
 namespace {
 
 constexpr absl::string_view kOrderedDict = "collections.OrderedDict";
@@ -130,4 +130,4 @@ absl::StatusOr<PickleValuePtr> StorageFromPersistentId(const PickleValue& pid) {
   return v;
 }
 
-}  // namespace dflash::weights
+}  // namespace dflash::formats

@@ -17,7 +17,7 @@
 #include "formats/dtype.h"
 #include "formats/pickle_value.h"
 
-namespace dflash::weights {
+namespace dflash::formats {
 
 struct AllowedGlobal {
   absl::string_view name;  // "module.name"
@@ -40,4 +40,4 @@ absl::StatusOr<PickleValuePtr> CallAllowedGlobal(const PickleValue& fn,
 // key, location, numel).
 absl::StatusOr<PickleValuePtr> StorageFromPersistentId(const PickleValue& pid);
 
-}  // namespace dflash::weights
+}  // namespace dflash::formats

@@ -6,7 +6,7 @@
 
 #include <cstdint>
 
-namespace dflash::weights {
+namespace dflash::formats {
 
 struct PickleLimits {
   int max_depth = 1000;                  // nesting of containers
@@ -15,4 +15,4 @@ struct PickleLimits {
   int64_t max_stack_size = 1 << 24;      // stack plus mark stack
 };
 
-}  // namespace dflash::weights
+}  // namespace dflash::formats

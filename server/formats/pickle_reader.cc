@@ -12,7 +12,7 @@
 #include "common/status_macros.h"
 #include "formats/unpickler.h"
 
-namespace dflash::weights {
+namespace dflash::formats {
 
 // The opcode table: one case per supported opcode, each a few lines that
 // read the opcode's arguments and call the machine's bounded operations
@@ -243,4 +243,4 @@ absl::StatusOr<PickleValuePtr> ParsePickle(absl::string_view data, const PickleL
   return Unpickler(data, limits).Run();
 }
 
-}  // namespace dflash::weights
+}  // namespace dflash::formats

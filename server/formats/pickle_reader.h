@@ -28,7 +28,7 @@
 #include "formats/pickle_limits.h"
 #include "formats/pickle_value.h"
 
-namespace dflash::weights {
+namespace dflash::formats {
 
 // Parses one pickle, up to STOP (later bytes are ignored, as in Python). Bad or
 // unsupported input -> InvalidArgument starting with "pickle: ", e.g.
@@ -36,4 +36,4 @@ namespace dflash::weights {
 // "pickle: unknown opcode 0xff at byte 12", "pickle: truncated at byte 40".
 absl::StatusOr<PickleValuePtr> ParsePickle(absl::string_view data, const PickleLimits& limits = {});
 
-}  // namespace dflash::weights
+}  // namespace dflash::formats

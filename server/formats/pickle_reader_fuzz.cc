@@ -8,7 +8,7 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto result =
-      dflash::weights::ParsePickle(absl::string_view(reinterpret_cast<const char*>(data), size));
-  if (result.ok()) (void)dflash::weights::DescribePickleValue(**result);
+      dflash::formats::ParsePickle(absl::string_view(reinterpret_cast<const char*>(data), size));
+  if (result.ok()) (void)dflash::formats::DescribePickleValue(**result);
   return 0;
 }

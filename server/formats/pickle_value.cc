@@ -2,7 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 
-namespace dflash::weights {
+namespace dflash::formats {
 
 PickleValuePtr MakePickleValue(PickleKind kind) {
   auto v = std::make_shared<PickleValue>();
@@ -52,4 +52,4 @@ std::string DescribePickleValue(const PickleValue& value) {
   }
 }
 
-}  // namespace dflash::weights
+}  // namespace dflash::formats

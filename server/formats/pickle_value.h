@@ -16,7 +16,7 @@
 #include "absl/strings/string_view.h"
 #include "formats/dtype.h"
 
-namespace dflash::weights {
+namespace dflash::formats {
 
 enum class PickleKind {
   kNone,
@@ -84,4 +84,4 @@ PickleValuePtr MakePickleValue(PickleKind kind);
 // "int", "dict with 3 entries", ...: a short description for messages.
 std::string DescribePickleValue(const PickleValue& value);
 
-}  // namespace dflash::weights
+}  // namespace dflash::formats

@@ -12,7 +12,7 @@
 #include "common/shape_text.h"
 #include "nlohmann/json.hpp"
 
-namespace dflash::weights {
+namespace dflash::formats {
 namespace {
 
 using Json = nlohmann::json;
@@ -286,4 +286,4 @@ absl::StatusOr<SafetensorsLayout> ParseSafetensorsBytes(absl::string_view file) 
   return layout;
 }
 
-}  // namespace dflash::weights
+}  // namespace dflash::formats

@@ -27,7 +27,7 @@
 #include "absl/strings/string_view.h"
 #include "formats/dtype.h"
 
-namespace dflash::weights {
+namespace dflash::formats {
 
 // Largest header accepted (safetensors' own limit is 100 MB).
 inline constexpr uint64_t kMaxSafetensorsHeaderBytes = 100ull << 20;
@@ -63,4 +63,4 @@ struct SafetensorsLayout {
 // so a memory map of a large file stays unread.
 absl::StatusOr<SafetensorsLayout> ParseSafetensorsBytes(absl::string_view file);
 
-}  // namespace dflash::weights
+}  // namespace dflash::formats

@@ -15,8 +15,8 @@
 
 namespace {
 
-using dflash::weights::DTypeSize;
-using dflash::weights::SafetensorsEntry;
+using dflash::formats::DTypeSize;
+using dflash::formats::SafetensorsEntry;
 
 void CheckError(const absl::Status& status) {
   if (status.code() != absl::StatusCode::kInvalidArgument || status.message().empty()) {
@@ -41,7 +41,7 @@ void CheckEntries(const std::vector<SafetensorsEntry>& entries, uint64_t data_by
 }
 
 void TryHeader(absl::string_view json, uint64_t data_bytes) {
-  auto entries = dflash::weights::ParseSafetensorsHeader(json, data_bytes);
+  auto entries = dflash::formats::ParseSafetensorsHeader(json, data_bytes);
   if (entries.ok())
     CheckEntries(*entries, data_bytes);
   else
@@ -53,7 +53,7 @@ void TryHeader(absl::string_view json, uint64_t data_bytes) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const absl::string_view bytes(reinterpret_cast<const char*>(data), size);
 
-  auto layout = dflash::weights::ParseSafetensorsBytes(bytes);
+  auto layout = dflash::formats::ParseSafetensorsBytes(bytes);
   if (layout.ok()) {
     if (layout->data_start != 8 + layout->header_bytes ||
         layout->data_start + layout->data_bytes != size) {

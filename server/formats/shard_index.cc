@@ -8,7 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
 
-namespace dflash::weights {
+namespace dflash::formats {
 namespace {
 
 namespace fs = std::filesystem;
@@ -66,4 +66,4 @@ absl::StatusOr<ShardIndex> ParseShardIndex(absl::string_view json_text,
   return index;
 }
 
-}  // namespace dflash::weights
+}  // namespace dflash::formats

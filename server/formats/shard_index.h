@@ -11,7 +11,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 
-namespace dflash::weights {
+namespace dflash::formats {
 
 struct ShardIndex {
   // shard -> the tensors the index puts there (both sorted).
@@ -29,4 +29,4 @@ struct ShardIndex {
 absl::StatusOr<ShardIndex> ParseShardIndex(absl::string_view json_text,
                                            const std::string& index_path);
 
-}  // namespace dflash::weights
+}  // namespace dflash::formats

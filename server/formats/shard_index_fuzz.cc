@@ -11,7 +11,7 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);
-  auto index = dflash::weights::ParseShardIndex(text, "fuzz/model.safetensors.index.json");
+  auto index = dflash::formats::ParseShardIndex(text, "fuzz/model.safetensors.index.json");
   if (!index.ok()) {
     if (index.status().code() != absl::StatusCode::kInvalidArgument ||
         index.status().message().empty()) {

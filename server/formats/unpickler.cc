@@ -7,7 +7,7 @@
 #include "absl/strings/str_format.h"
 #include "formats/pickle_globals.h"
 
-namespace dflash::weights {
+namespace dflash::formats {
 namespace {
 
 constexpr size_t kMaxGlobalLine = 256;
@@ -257,4 +257,4 @@ absl::Status Unpickler::PushBool(bool v) {
   return Push(std::move(p));
 }
 
-}  // namespace dflash::weights
+}  // namespace dflash::formats

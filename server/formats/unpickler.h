@@ -17,7 +17,7 @@
 #include "formats/pickle_limits.h"
 #include "formats/pickle_value.h"
 
-namespace dflash::weights {
+namespace dflash::formats {
 
 // The opcode machine: a stack, a mark stack and a memo, every one bounded.
 class Unpickler {
@@ -93,4 +93,4 @@ class Unpickler {
   std::unordered_map<uint64_t, PickleValuePtr> memo_;
 };
 
-}  // namespace dflash::weights
+}  // namespace dflash::formats

@@ -8,7 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 
-namespace dflash::weights {
+namespace dflash::formats {
 namespace {
 
 constexpr uint32_t kEndSig = 0x06054b50;       // end of central directory
@@ -283,4 +283,4 @@ absl::Status ZipArchive::ReadInto(const ZipEntry& e, char* out, uint64_t size) c
   return absl::OkStatus();
 }
 
-}  // namespace dflash::weights
+}  // namespace dflash::formats

@@ -19,7 +19,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 
-namespace dflash::weights {
+namespace dflash::formats {
 
 // Limits on what a central directory may list (a torch.save file has a few
 // records per tensor; a million entries or 256 MiB of directory is abuse).
@@ -63,4 +63,4 @@ class ZipArchive {
   std::unordered_map<std::string, size_t> index_;
 };
 
-}  // namespace dflash::weights
+}  // namespace dflash::formats

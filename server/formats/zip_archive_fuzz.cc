@@ -18,7 +18,7 @@ bool Refused(const absl::Status& st) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  using dflash::weights::ZipArchive;
+  using dflash::formats::ZipArchive;
   const absl::string_view bytes(reinterpret_cast<const char*>(data), size);
   absl::StatusOr<ZipArchive> zip = ZipArchive::Open(bytes);
   if (!zip.ok()) {

@@ -37,29 +37,29 @@ class JobBackend {
   // records it. Returns whether it waits in this process (the queue's FIFO)
   // rather than in the store. ResourceExhausted when the queue is full;
   // `queued_here` is the FIFO's length.
-  virtual absl::StatusOr<bool> Record(JobRecord& job, int queued_here) = 0;
+  virtual absl::StatusOr<bool> Record(types::JobRecord& job, int queued_here) = 0;
   // The body of one runner thread; returns once the queue stops.
   virtual void RunLoop() = 0;
   // Wakes runners blocked in RunLoop: the queue is stopping.
   virtual void WakeRunners() {}
 
   // The RUNNING record as a job starts here.
-  virtual void StoreStarted(const JobRecord& record) = 0;
+  virtual void StoreStarted(const types::JobRecord& record) = 0;
   // The record as this server ended the job (`lease_lost`: another server
   // took it over). FailedPrecondition: not written, and not this server's
   // to report. A refused job may become FAILED here.
-  virtual absl::Status StoreFinal(JobRecord& record, bool lease_lost) = 0;
+  virtual absl::Status StoreFinal(types::JobRecord& record, bool lease_lost) = 0;
   // A job that ended here with `status` (not OK) goes back to wait for
   // another server: the outcome its attempt records; nullopt ends it here.
   // `stopping`: the server is stopping.
   virtual std::optional<std::string> HandBack(const absl::Status& status, bool stopping) = 0;
 
   // Cancel of a job not QUEUED or RUNNING in this process.
-  virtual absl::StatusOr<JobRecord> CancelElsewhere(const std::string& id,
-                                                    std::chrono::milliseconds wait) = 0;
+  virtual absl::StatusOr<types::JobRecord> CancelElsewhere(const std::string& id,
+                                                           std::chrono::milliseconds wait) = 0;
   // A watch of unfinished `stored`, not in this process: true when the
   // backend follows it (JobQueue::DeliverIfNotHere) so the queue subscribes.
-  virtual bool WatchElsewhere(const JobRecord& stored) = 0;
+  virtual bool WatchElsewhere(const types::JobRecord& stored) = 0;
 
   // After the runners have stopped: a fleet's server leaves the fleet.
   virtual void Close() {}

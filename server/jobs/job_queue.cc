@@ -14,8 +14,8 @@ namespace dflash::jobs {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-using jobs::JobRecord;
-using jobs::JobState;
+using types::JobRecord;
+using types::JobState;
 
 int64_t NowMicros() {
   return std::chrono::duration_cast<std::chrono::microseconds>(
@@ -60,7 +60,7 @@ JobQueue::~JobQueue() {
   Shutdown(std::chrono::milliseconds(0));
 }
 
-absl::StatusOr<JobRecord> JobQueue::Submit(JobRecord job) {
+absl::StatusOr<types::JobRecord> JobQueue::Submit(types::JobRecord job) {
   std::lock_guard<std::mutex> lock(mu_);
   if (!accepting_) return absl::UnavailableError("the server is shutting down; no new jobs");
   ResetAsQueued(job);
@@ -75,7 +75,7 @@ absl::StatusOr<JobRecord> JobQueue::Submit(JobRecord job) {
   return job;
 }
 
-absl::StatusOr<JobRecord> JobQueue::Get(const std::string& id) {
+absl::StatusOr<types::JobRecord> JobQueue::Get(const std::string& id) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = active_.find(id);
@@ -85,7 +85,7 @@ absl::StatusOr<JobRecord> JobQueue::Get(const std::string& id) {
   return store_.Get(id);
 }
 
-absl::StatusOr<JobRecord> JobQueue::AddCalibration(const std::string& id, std::string json) {
+absl::StatusOr<types::JobRecord> JobQueue::AddCalibration(const std::string& id, std::string json) {
   // Serialised with other record writes of this server; a finished record
   // is written by no one else.
   std::lock_guard<std::mutex> lock(mu_);
@@ -93,28 +93,29 @@ absl::StatusOr<JobRecord> JobQueue::AddCalibration(const std::string& id, std::s
     return absl::FailedPreconditionError(
         absl::StrCat("job ", id, " has not finished; calibrate a SUCCEEDED job"));
   }
-  ASSIGN_OR_RETURN(JobRecord record, store_.Get(id));
-  if (record.state != JobState::kSucceeded) {
+  ASSIGN_OR_RETURN(types::JobRecord record, store_.Get(id));
+  if (record.state != types::JobState::kSucceeded) {
     return absl::FailedPreconditionError(absl::StrCat(
-        "job ", id, " is ", jobs::JobStateName(record.state), "; calibrate a SUCCEEDED job"));
+        "job ", id, " is ", types::JobStateName(record.state), "; calibrate a SUCCEEDED job"));
   }
   record.calibrations.push_back(std::move(json));
   RETURN_IF_ERROR(store_.Put(record), "storing the calibration of job ", id);
   return record;
 }
 
-absl::StatusOr<jobs::JobPage> JobQueue::List(const jobs::ListQuery& query) {
-  ASSIGN_OR_RETURN(jobs::JobPage page, store_.List(query));
+absl::StatusOr<types::JobPage> JobQueue::List(const types::ListQuery& query) {
+  ASSIGN_OR_RETURN(types::JobPage page, store_.List(query));
   // Unfinished jobs: show live progress rather than the stored snapshot.
   std::lock_guard<std::mutex> lock(mu_);
-  for (JobRecord& r : page.jobs) {
+  for (types::JobRecord& r : page.jobs) {
     auto it = active_.find(r.id);
     if (it != active_.end()) r = it->second->record;
   }
   return page;
 }
 
-absl::StatusOr<JobRecord> JobQueue::Cancel(const std::string& id, std::chrono::milliseconds wait) {
+absl::StatusOr<types::JobRecord> JobQueue::Cancel(const std::string& id,
+                                                  std::chrono::milliseconds wait) {
   std::unique_lock<std::mutex> lock(mu_);
   auto it = active_.find(id);
   if (it == active_.end()) {
@@ -122,9 +123,9 @@ absl::StatusOr<JobRecord> JobQueue::Cancel(const std::string& id, std::chrono::m
     return backend_->CancelElsewhere(id, wait);  // finished, or waiting or running elsewhere
   }
   std::shared_ptr<Job> job = it->second;
-  if (job->record.state == JobState::kQueued) {
-    JobRecord r = job->record;
-    r.state = JobState::kCancelled;
+  if (job->record.state == types::JobState::kQueued) {
+    types::JobRecord r = job->record;
+    r.state = types::JobState::kCancelled;
     r.end_unix_micros = NowMicros();
     r.error_code = static_cast<int>(absl::StatusCode::kCancelled);
     r.error_message = "cancelled before it started";
@@ -159,8 +160,8 @@ absl::StatusOr<JobQueue::Watch> JobQueue::Subscribe(const std::string& id, Watch
       return w;
     }
   }
-  ASSIGN_OR_RETURN(JobRecord done, store_.Get(id));
-  if (!jobs::IsTerminal(done.state) && backend_->WatchElsewhere(done)) {
+  ASSIGN_OR_RETURN(types::JobRecord done, store_.Get(id));
+  if (!types::IsTerminal(done.state) && backend_->WatchElsewhere(done)) {
     // Queued in the store or running on another server: the backend polls it.
     std::lock_guard<std::mutex> wlock(watch_mu_);
     const int64_t handle = next_handle_++;
@@ -180,24 +181,24 @@ void JobQueue::ReportStates() const {
                      {"running", static_cast<int64_t>(running_)}});
 }
 
-void JobQueue::Publish(const JobRecord& record) {
+void JobQueue::Publish(const types::JobRecord& record) {
   ReportStates();
-  if (jobs::IsTerminal(record.state)) {
+  if (types::IsTerminal(record.state)) {
     const double ran = record.start_unix_micros > 0 && record.end_unix_micros > 0
                            ? (record.end_unix_micros - record.start_unix_micros) / 1e6
                            : 0.0;
-    Ops().OnJobFinished(jobs::JobStateName(record.state), ran);
+    Ops().OnJobFinished(types::JobStateName(record.state), ran);
   }
   std::lock_guard<std::mutex> wlock(watch_mu_);
   DeliverLocked(record);
 }
 
-void JobQueue::DeliverLocked(const JobRecord& record) {
+void JobQueue::DeliverLocked(const types::JobRecord& record) {
   for (const auto& [_, w] : watchers_) {
     if (w.id == record.id) w.fn(record);
   }
   // Final states end every subscription to the job.
-  if (jobs::IsTerminal(record.state)) {
+  if (types::IsTerminal(record.state)) {
     for (auto it = watchers_.begin(); it != watchers_.end();) {
       it = it->second.id == record.id ? watchers_.erase(it) : std::next(it);
     }
@@ -205,7 +206,7 @@ void JobQueue::DeliverLocked(const JobRecord& record) {
 }
 
 std::vector<std::string> JobQueue::UnfinishedJobsWhere(
-    const std::function<bool(const jobs::JobRequest&)>& uses, const std::string& except_id) const {
+    const std::function<bool(const types::JobRequest&)>& uses, const std::string& except_id) const {
   std::vector<std::string> ids;
   std::lock_guard<std::mutex> lock(mu_);
   for (const auto& [id, job] : active_) {
@@ -224,9 +225,9 @@ int JobQueue::running() const {
   return running_;
 }
 
-void JobQueue::ResetAsQueued(JobRecord& job) const {
+void JobQueue::ResetAsQueued(types::JobRecord& job) const {
   job.create_unix_micros = NowMicros();
-  job.state = JobState::kQueued;
+  job.state = types::JobState::kQueued;
   job.server_version = options_.server_version;
   job.progress = {};
   job.result.reset();
@@ -248,7 +249,7 @@ void JobQueue::RunQueued() {
       job = active_.at(queue_.front());
       queue_.pop_front();
       ++running_;
-      job->record.state = JobState::kRunning;
+      job->record.state = types::JobState::kRunning;
       job->record.start_unix_micros = NowMicros();
       job->started = job->last_publish = Clock::now();
       Publish(job->record);
@@ -257,9 +258,9 @@ void JobQueue::RunQueued() {
   }
 }
 
-bool JobQueue::OnProgress(Job& job, const eval::EvalProgress& p) {
+bool JobQueue::OnProgress(Job& job, const types::EvalProgress& p) {
   std::lock_guard<std::mutex> lock(mu_);
-  jobs::JobProgress& out = job.record.progress;
+  types::JobProgress& out = job.record.progress;
   const Clock::time_point now = Clock::now();
   out.blocks_done = p.blocks_done;
   out.blocks_total = p.blocks_total;
@@ -284,19 +285,19 @@ bool JobQueue::OnProgress(Job& job, const eval::EvalProgress& p) {
 }
 
 void JobQueue::RunOne(const std::shared_ptr<Job>& job) {
-  JobRecord record;
+  types::JobRecord record;
   {
     std::lock_guard<std::mutex> lock(mu_);
     record = job->record;
   }
   backend_->StoreStarted(record);
-  absl::StatusOr<eval::EvalResult> result =
-      runner_(record, [this, job](const eval::EvalProgress& p) { return OnProgress(*job, p); });
+  absl::StatusOr<types::EvalResult> result =
+      runner_(record, [this, job](const types::EvalProgress& p) { return OnProgress(*job, p); });
   record = Finish(*job, std::move(result));
   // Committed (and, for SUCCEEDED, synced) before anyone can see the state.
   absl::Status stored = backend_->StoreFinal(record, LeaseLost(*job));
   if (!stored.ok() && !absl::IsFailedPrecondition(stored)) {
-    record.state = JobState::kFailed;
+    record.state = types::JobState::kFailed;
     record.result.reset();
     record.error_code = static_cast<int>(absl::StatusCode::kInternal);
     record.error_message = absl::StrCat("the result could not be stored: ", stored.message());
@@ -307,14 +308,15 @@ void JobQueue::RunOne(const std::shared_ptr<Job>& job) {
   active_.erase(record.id);
   --running_;
   // A fleet job this server lost (or handed back) is followed from the store.
-  if (!absl::IsFailedPrecondition(stored) && record.state != JobState::kQueued) Publish(record);
+  if (!absl::IsFailedPrecondition(stored) && record.state != types::JobState::kQueued)
+    Publish(record);
   ReportStates();
   cv_.notify_all();
 }
 
-JobRecord JobQueue::Finish(Job& job, absl::StatusOr<eval::EvalResult> result) {
+types::JobRecord JobQueue::Finish(Job& job, absl::StatusOr<types::EvalResult> result) {
   std::lock_guard<std::mutex> lock(mu_);
-  JobRecord record = job.record;  // with the latest progress
+  types::JobRecord record = job.record;  // with the latest progress
   record.end_unix_micros = NowMicros();
   record.progress.elapsed_seconds = Seconds(Clock::now() - job.started);
   record.progress.eta_seconds = 0;
@@ -323,7 +325,7 @@ JobRecord JobQueue::Finish(Job& job, absl::StatusOr<eval::EvalResult> result) {
   const std::optional<std::string> hand_back =
       result.ok() ? std::nullopt : backend_->HandBack(result.status(), interrupt_);
   if (result.ok()) {
-    record.state = JobState::kSucceeded;
+    record.state = types::JobState::kSucceeded;
     // Done is done: the last progress report may precede the last sample.
     record.progress.blocks_done = record.progress.blocks_total;
     record.progress.samples_done = record.progress.samples_total;
@@ -335,24 +337,24 @@ JobRecord JobQueue::Finish(Job& job, absl::StatusOr<eval::EvalResult> result) {
     record.dtype = result->dtype;
     record.result = *std::move(result);
   } else if (job.cancel_requested && absl::IsCancelled(result.status())) {
-    record.state = JobState::kCancelled;
+    record.state = types::JobState::kCancelled;
     record.error_code = static_cast<int>(absl::StatusCode::kCancelled);
     record.error_message = "cancelled while running";
   } else if (hand_back) {
-    record.state = JobState::kQueued;  // the backend stores it as waiting
+    record.state = types::JobState::kQueued;  // the backend stores it as waiting
   } else if (interrupt_ && absl::IsCancelled(result.status())) {
-    record.state = JobState::kInterrupted;
+    record.state = types::JobState::kInterrupted;
     record.interrupted_by_restart = true;
     record.error_message = "the server stopped while this job was RUNNING; resubmit it";
   } else {
-    record.state = JobState::kFailed;
+    record.state = types::JobState::kFailed;
     record.error_code = static_cast<int>(result.status().code());
     record.error_message = std::string(result.status().message());
   }
   if (!record.attempts.empty()) {
     record.attempts.back().end_unix_micros = record.end_unix_micros;
     record.attempts.back().outcome =
-        record.state != JobState::kQueued ? JobStateName(record.state) : *hand_back;
+        record.state != types::JobState::kQueued ? types::JobStateName(record.state) : *hand_back;
   }
   return record;
 }
@@ -365,8 +367,8 @@ void JobQueue::Shutdown(std::chrono::milliseconds grace) {
     for (const std::string& id : queue_) {
       auto it = active_.find(id);
       if (it == active_.end()) continue;
-      JobRecord r = it->second->record;
-      r.state = JobState::kInterrupted;
+      types::JobRecord r = it->second->record;
+      r.state = types::JobState::kInterrupted;
       r.interrupted_by_restart = true;
       r.end_unix_micros = NowMicros();
       r.error_message = "the server stopped before this job ran; resubmit it";

@@ -33,12 +33,12 @@ namespace dflash::jobs {
 // Runs one job. `progress` is the evaluator's ProgressFn: it records progress
 // and returns false when the job must stop (cancelled, or the server is
 // stopping); the runner then returns CancelledError.
-using Runner = std::function<absl::StatusOr<eval::EvalResult>(const jobs::JobRecord& job,
-                                                              const eval::ProgressFn& progress)>;
+using Runner = std::function<absl::StatusOr<types::EvalResult>(const types::JobRecord& job,
+                                                              const types::ProgressFn& progress)>;
 
 // Called with a copy of the record on every change. Runs under the queue's
 // lock: it must be quick and must not call back into the queue.
-using WatchFn = std::function<void(const jobs::JobRecord&)>;
+using WatchFn = std::function<void(const types::JobRecord&)>;
 
 struct JobQueueOptions {
   int max_queued = 64;      // QUEUED jobs at most; more is RESOURCE_EXHAUSTED
@@ -62,23 +62,23 @@ class JobQueue {
   // `job` carries the request and, when known, fingerprints and
   // resubmitted_from; the queue sets id, state, times and server version.
   // ResourceExhausted when the queue is full, Unavailable once shutting down.
-  absl::StatusOr<jobs::JobRecord> Submit(jobs::JobRecord job);
+  absl::StatusOr<types::JobRecord> Submit(types::JobRecord job);
   // Live record for unfinished jobs, the store's for the others.
-  absl::StatusOr<jobs::JobRecord> Get(const std::string& id);
-  absl::StatusOr<jobs::JobPage> List(const jobs::ListQuery& query);
+  absl::StatusOr<types::JobRecord> Get(const std::string& id);
+  absl::StatusOr<types::JobPage> List(const types::ListQuery& query);
   // QUEUED: CANCELLED at once. RUNNING: asked to stop at its next chunk
   // boundary; waits up to `wait` for it to end and returns the record as it
   // then stands. FailedPrecondition for a finished job, NotFound if unknown.
-  absl::StatusOr<jobs::JobRecord> Cancel(const std::string& id, std::chrono::milliseconds wait);
+  absl::StatusOr<types::JobRecord> Cancel(const std::string& id, std::chrono::milliseconds wait);
   // Appends a calibration (its JSON) to a SUCCEEDED job's stored record;
   // FailedPrecondition for a job in another state, NotFound if unknown.
-  absl::StatusOr<jobs::JobRecord> AddCalibration(const std::string& id, std::string json);
+  absl::StatusOr<types::JobRecord> AddCalibration(const std::string& id, std::string json);
 
   // The current record and, for an unfinished job, a subscription (handle
   // != 0): `fn` sees every later change, the final state last. A finished
   // job gets handle 0 and no calls.
   struct Watch {
-    jobs::JobRecord current;
+    types::JobRecord current;
     int64_t handle = 0;
   };
   absl::StatusOr<Watch> Subscribe(const std::string& id, WatchFn fn);
@@ -87,7 +87,7 @@ class JobQueue {
 
   // Ids of unfinished jobs (other than `except_id`) whose request `uses` says yes.
   std::vector<std::string> UnfinishedJobsWhere(
-      const std::function<bool(const jobs::JobRequest&)>& uses,
+      const std::function<bool(const types::JobRequest&)>& uses,
       const std::string& except_id = "") const;
   int queued() const;
   int running() const;
@@ -104,14 +104,14 @@ class JobQueue {
   bool accepting() const;
   // A record as it enters the queue: QUEUED now, this server's version, no
   // progress, result, times or error from an earlier life.
-  void ResetAsQueued(jobs::JobRecord& job) const;
+  void ResetAsQueued(types::JobRecord& job) const;
   // Runs the jobs of this process's FIFO until the queue stops.
   void RunQueued();
   // Runs `claimed` (RUNNING, taken from the store) on the caller's thread;
   // it also stops (CANCELLED) when job `stop_with`, running here, is.
-  void RunHere(jobs::JobRecord claimed, const std::string& stop_with);
+  void RunHere(types::JobRecord claimed, const std::string& stop_with);
   // Copies of the records of the jobs QUEUED or RUNNING here.
-  std::vector<jobs::JobRecord> Active() const;
+  std::vector<types::JobRecord> Active() const;
   // Job `id`, if running here, stops at its next chunk boundary: as
   // CANCELLED, or (`lease_lost`) writing nothing.
   void StopRunning(const std::string& id, bool lease_lost);
@@ -119,7 +119,7 @@ class JobQueue {
   std::vector<std::string> WatchedElsewhere() const;
   // Gives `record` (read from the store) to its watchers unless the job is
   // active here (Publish reports it then); whether it did.
-  bool DeliverIfNotHere(const jobs::JobRecord& record);
+  bool DeliverIfNotHere(const types::JobRecord& record);
 
   // Stops accepting; QUEUED jobs become INTERRUPTED; RUNNING jobs get
   // `grace` to finish, then stop at their next chunk boundary as INTERRUPTED.
@@ -128,7 +128,7 @@ class JobQueue {
 
  private:
   struct Job {
-    jobs::JobRecord record;
+    types::JobRecord record;
     bool cancel_requested = false;
     bool lease_lost = false;  // fleet: another server took the job over
     std::string stop_with;    // fleet shard run inline: stops when this job is cancelled
@@ -139,13 +139,13 @@ class JobQueue {
            std::unique_ptr<JobBackend> backend);
   void RunOne(const std::shared_ptr<Job>& job);
   // The final record as this server ended the job, from the runner's result.
-  jobs::JobRecord Finish(Job& job, absl::StatusOr<eval::EvalResult> result);
-  bool OnProgress(Job& job, const eval::EvalProgress& p);
+  types::JobRecord Finish(Job& job, absl::StatusOr<types::EvalResult> result);
+  bool OnProgress(Job& job, const types::EvalProgress& p);
   bool LeaseLost(const Job& job) const;
   // Tells the operators' observer (metrics) the queued/running counts;
   // requires mu_.
   void ReportStates() const;
-  void Publish(const jobs::JobRecord& record);  // under mu_
+  void Publish(const types::JobRecord& record);  // under mu_
 
   store::ResultStore& store_;
   Runner runner_;
@@ -169,7 +169,7 @@ class JobQueue {
   };
   // Calls the watchers of `record`'s job (ending them at a final state);
   // under watch_mu_.
-  void DeliverLocked(const jobs::JobRecord& record);
+  void DeliverLocked(const types::JobRecord& record);
   std::map<int64_t, Watcher> watchers_;
   int64_t next_handle_ = 1;
 };

@@ -14,7 +14,7 @@ bool JobQueue::accepting() const {
   return accepting_;
 }
 
-void JobQueue::RunHere(JobRecord claimed, const std::string& stop_with) {
+void JobQueue::RunHere(types::JobRecord claimed, const std::string& stop_with) {
   auto job = std::make_shared<Job>();
   job->record = std::move(claimed);
   job->stop_with = stop_with;
@@ -28,8 +28,8 @@ void JobQueue::RunHere(JobRecord claimed, const std::string& stop_with) {
   RunOne(job);
 }
 
-std::vector<JobRecord> JobQueue::Active() const {
-  std::vector<JobRecord> records;
+std::vector<types::JobRecord> JobQueue::Active() const {
+  std::vector<types::JobRecord> records;
   std::lock_guard<std::mutex> lock(mu_);
   for (const auto& [_, job] : active_) records.push_back(job->record);
   return records;
@@ -63,7 +63,7 @@ std::vector<std::string> JobQueue::WatchedElsewhere() const {
   return ids;
 }
 
-bool JobQueue::DeliverIfNotHere(const JobRecord& record) {
+bool JobQueue::DeliverIfNotHere(const types::JobRecord& record) {
   std::lock_guard<std::mutex> lock(mu_);
   if (active_.count(record.id)) return false;  // claimed here meanwhile: Publish reports it
   std::lock_guard<std::mutex> wlock(watch_mu_);

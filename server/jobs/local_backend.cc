@@ -14,7 +14,7 @@ absl::Status LocalBackend::Open() {
   return absl::OkStatus();
 }
 
-absl::StatusOr<bool> LocalBackend::Record(JobRecord& job, int queued_here) {
+absl::StatusOr<bool> LocalBackend::Record(types::JobRecord& job, int queued_here) {
   const int limit = queue_->options().max_queued;
   if (queued_here >= limit) {
     return absl::ResourceExhaustedError(absl::StrCat(
@@ -29,21 +29,21 @@ void LocalBackend::RunLoop() {
   queue_->RunQueued();
 }
 
-void LocalBackend::StoreStarted(const JobRecord& record) {
+void LocalBackend::StoreStarted(const types::JobRecord& record) {
   // Not fatal: the final Put rewrites the whole record.
   store_.Put(record).IgnoreError();
 }
 
-absl::Status LocalBackend::StoreFinal(JobRecord& record, bool /*lease_lost*/) {
+absl::Status LocalBackend::StoreFinal(types::JobRecord& record, bool /*lease_lost*/) {
   return store_.Put(record);
 }
 
-absl::StatusOr<JobRecord> LocalBackend::CancelElsewhere(const std::string& id,
-                                                        std::chrono::milliseconds /*wait*/) {
+absl::StatusOr<types::JobRecord> LocalBackend::CancelElsewhere(const std::string& id,
+                                                               std::chrono::milliseconds /*wait*/) {
   // Not QUEUED or RUNNING here, and there is no elsewhere: finished, or unknown.
-  ASSIGN_OR_RETURN(JobRecord done, store_.Get(id));
+  ASSIGN_OR_RETURN(types::JobRecord done, store_.Get(id));
   return absl::FailedPreconditionError(absl::StrCat(
-      "job ", id, " already finished (", JobStateName(done.state), "); nothing to cancel"));
+      "job ", id, " already finished (", types::JobStateName(done.state), "); nothing to cancel"));
 }
 
 absl::StatusOr<std::vector<store::FleetServer>> LocalBackend::LiveServers() {

@@ -17,14 +17,14 @@ class LocalBackend final : public JobBackend {
 
   absl::Status Open() override;
   void Attach(JobQueue& queue) override { queue_ = &queue; }
-  absl::StatusOr<bool> Record(JobRecord& job, int queued_here) override;
+  absl::StatusOr<bool> Record(types::JobRecord& job, int queued_here) override;
   void RunLoop() override;
-  void StoreStarted(const JobRecord& record) override;
-  absl::Status StoreFinal(JobRecord& record, bool lease_lost) override;
+  void StoreStarted(const types::JobRecord& record) override;
+  absl::Status StoreFinal(types::JobRecord& record, bool lease_lost) override;
   std::optional<std::string> HandBack(const absl::Status&, bool) override { return std::nullopt; }
-  absl::StatusOr<JobRecord> CancelElsewhere(const std::string& id,
-                                            std::chrono::milliseconds wait) override;
-  bool WatchElsewhere(const JobRecord&) override { return false; }
+  absl::StatusOr<types::JobRecord> CancelElsewhere(const std::string& id,
+                                                   std::chrono::milliseconds wait) override;
+  bool WatchElsewhere(const types::JobRecord&) override { return false; }
   absl::StatusOr<std::vector<store::FleetServer>> LiveServers() override;
 
  private:

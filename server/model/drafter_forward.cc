@@ -277,13 +277,14 @@ at::Tensor DecoderLayer(const config::DrafterConfig& c, const LayerWeights& l, i
 
 }  // namespace
 
-std::vector<AttentionRule> AttentionRules(const config::DrafterConfig& c, Semantics semantics) {
+std::vector<AttentionRule> AttentionRules(const config::DrafterConfig& c,
+                                          types::Semantics semantics) {
   std::vector<AttentionRule> rules(c.num_hidden_layers);
   for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
     const bool sliding = c.sliding[i];
     AttentionRule& r = rules[i];
-    r.window = sliding ? c.sliding_window : 0;  // 0 when use_sliding_window is false
-    if (semantics == Semantics::kZlab2025) {    // bidirectional, context-only window
+    r.window = sliding ? c.sliding_window : 0;       // 0 when use_sliding_window is false
+    if (semantics == types::Semantics::kZlab2025) {  // bidirectional, context-only window
       r.window_in_block = false;
       continue;
     }

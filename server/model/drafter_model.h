@@ -55,14 +55,15 @@ struct AttentionRule {
 // sliding layers causal) and use_sliding_window; zlab-2025 is bidirectional
 // everywhere, its windows one-sided and on context keys only (§4 of
 // dflash-semantics.md).
-std::vector<AttentionRule> AttentionRules(const config::DrafterConfig& config, Semantics semantics);
+std::vector<AttentionRule> AttentionRules(const config::DrafterConfig& config,
+                                          types::Semantics semantics);
 
 // Options of one ForwardBlocks call.
 struct BlockOptions {
   // [nb] int64: block b has lengths[b] <= B slots; slots past it do not
   // exist (no block query sees them). Undefined: every block has B slots.
   at::Tensor lengths;
-  Semantics semantics = kDefaultSemantics;
+  types::Semantics semantics = types::kDefaultSemantics;
 };
 
 // DFlash 2's candidate selector (dflash2-semantics §3), in the model dtype.

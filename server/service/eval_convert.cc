@@ -11,12 +11,12 @@
 namespace dflash::service {
 namespace {
 
-void SetInterval(const std::optional<eval::Interval>& in, pb::Interval* out) {
+void SetInterval(const std::optional<types::Interval>& in, pb::Interval* out) {
   out->set_lo(in->lo);
   out->set_hi(in->hi);
 }
 
-void GateToProto(const eval::GateVerdict& in, pb::GateVerdict* out) {
+void GateToProto(const types::GateVerdict& in, pb::GateVerdict* out) {
   out->set_reference_job(in.reference_job);
   out->set_metric(in.metric);
   out->set_min_delta(in.min_delta);
@@ -30,8 +30,8 @@ void GateToProto(const eval::GateVerdict& in, pb::GateVerdict* out) {
   out->set_worst_slice_delta(in.worst_slice_delta);
 }
 
-void SlicesToProto(const eval::EvalResult& in, pb::EvalResult* out) {
-  for (const eval::SliceResult& s : in.slices) {
+void SlicesToProto(const types::EvalResult& in, pb::EvalResult* out) {
+  for (const types::SliceResult& s : in.slices) {
     pb::SliceResult* ps = out->add_slices();
     ps->set_kind(s.kind);
     ps->set_value(s.value);
@@ -46,19 +46,19 @@ void SlicesToProto(const eval::EvalResult& in, pb::EvalResult* out) {
   out->set_loop_accept_share(in.loop_accept_share);
 }
 
-void SettingToProto(const eval::SamplingSetting& s, pb::SamplingSetting* out) {
+void SettingToProto(const types::SamplingSetting& s, pb::SamplingSetting* out) {
   out->set_temperature(s.temperature);
   out->set_top_p(s.top_p);
   out->set_top_k(static_cast<int32_t>(s.top_k));
-  if (s.policy != eval::ProposalPolicy::kDefault) out->set_policy(eval::PolicyName(s.policy));
+  if (s.policy != types::ProposalPolicy::kDefault) out->set_policy(types::PolicyName(s.policy));
   out->set_engine(s.engine);
   out->set_target_only_truncation(!s.truncate_draft);
 }
 
 // The draft-length curve, sampled acceptance and target consistency.
-void SampledToProto(const eval::EvalResult& in, pb::EvalResult* out) {
+void SampledToProto(const types::EvalResult& in, pb::EvalResult* out) {
   for (double v : in.draft_length_curve) out->add_draft_length_curve(v);
-  for (const eval::SampledAcceptance& s : in.sampling) {
+  for (const types::SampledAcceptance& s : in.sampling) {
     pb::SampledAcceptance* ps = out->add_sampling();
     SettingToProto(s.setting, ps->mutable_setting());
     for (double a : s.mean_alpha) ps->add_mean_alpha(a);
@@ -77,7 +77,7 @@ void SampledToProto(const eval::EvalResult& in, pb::EvalResult* out) {
   }
 }
 
-void PositionToProto(const eval::PositionMetrics& p, pb::PositionMetrics* pp) {
+void PositionToProto(const types::PositionMetrics& p, pb::PositionMetrics* pp) {
   pp->set_position(p.position);
   pp->set_counted(p.counted);
   pp->set_correct(p.correct);
@@ -99,7 +99,7 @@ void PositionToProto(const eval::PositionMetrics& p, pb::PositionMetrics* pp) {
   pp->set_unavailable(p.counted == 0);
 }
 
-void SampleToProto(const eval::SampleSummary& s, pb::SampleSummary* ps) {
+void SampleToProto(const types::SampleSummary& s, pb::SampleSummary* ps) {
   ps->set_sample_index(static_cast<int32_t>(s.sample_index));
   ps->set_blocks(static_cast<int32_t>(s.blocks));
   ps->set_mean_accept_length(s.mean_accept_length);
@@ -121,7 +121,7 @@ void SampleToProto(const eval::SampleSummary& s, pb::SampleSummary* ps) {
   ps->set_thinking(s.thinking);
 }
 
-void ShardToProto(const eval::ShardPlacement& sh, pb::ShardPlacement* p) {
+void ShardToProto(const types::ShardPlacement& sh, pb::ShardPlacement* p) {
   p->set_first(sh.first);
   p->set_end(sh.end);
   p->set_blocks(sh.blocks);
@@ -133,8 +133,8 @@ void ShardToProto(const eval::ShardPlacement& sh, pb::ShardPlacement* p) {
 
 // The wire's one convention (top_p 0 = off); ranges, policies and presets
 // are eval/sampling_policy.h's, checked at submit and at run.
-eval::SamplingSetting SettingFromProto(const pb::SamplingSetting& in) {
-  eval::SamplingSetting s;
+types::SamplingSetting SettingFromProto(const pb::SamplingSetting& in) {
+  types::SamplingSetting s;
   s.temperature = in.temperature();
   s.top_p = in.top_p() == 0 ? 1.0 : in.top_p();
   s.top_k = in.top_k();
@@ -142,20 +142,20 @@ eval::SamplingSetting SettingFromProto(const pb::SamplingSetting& in) {
 }
 
 // The mode and the anchor strategy (unspecified: anchor, even).
-absl::Status ModeFromProto(const pb::EvalRequest& in, eval::EvalOptions& o) {
+absl::Status ModeFromProto(const pb::EvalRequest& in, types::EvalOptions& o) {
   switch (in.mode()) {
     case pb::EVAL_MODE_UNSPECIFIED:
-    case pb::EVAL_MODE_ANCHOR: o.mode = eval::Mode::kAnchor; break;
-    case pb::EVAL_MODE_REPLAY: o.mode = eval::Mode::kReplay; break;
+    case pb::EVAL_MODE_ANCHOR: o.mode = types::Mode::kAnchor; break;
+    case pb::EVAL_MODE_REPLAY: o.mode = types::Mode::kReplay; break;
     default:
       return absl::InvalidArgumentError(
           absl::StrCat("mode ", static_cast<int>(in.mode()), " is not anchor or replay"));
   }
   switch (in.anchors()) {
     case pb::ANCHOR_STRATEGY_UNSPECIFIED:
-    case pb::ANCHOR_STRATEGY_EVEN: o.anchors = eval::AnchorStrategy::kEven; break;
-    case pb::ANCHOR_STRATEGY_RANDOM: o.anchors = eval::AnchorStrategy::kRandom; break;
-    case pb::ANCHOR_STRATEGY_ALL: o.anchors = eval::AnchorStrategy::kAll; break;
+    case pb::ANCHOR_STRATEGY_EVEN: o.anchors = types::AnchorStrategy::kEven; break;
+    case pb::ANCHOR_STRATEGY_RANDOM: o.anchors = types::AnchorStrategy::kRandom; break;
+    case pb::ANCHOR_STRATEGY_ALL: o.anchors = types::AnchorStrategy::kAll; break;
     default:
       return absl::InvalidArgumentError(
           absl::StrCat("anchors ", static_cast<int>(in.anchors()), " is not even, random or all"));
@@ -164,9 +164,9 @@ absl::Status ModeFromProto(const pb::EvalRequest& in, eval::EvalOptions& o) {
 }
 
 // The intervals (ci, ci_resamples) and the shards, each within its range.
-absl::Status IntervalsAndShardsFromProto(const pb::EvalRequest& in, eval::EvalOptions& o) {
+absl::Status IntervalsAndShardsFromProto(const pb::EvalRequest& in, types::EvalOptions& o) {
   if (in.ci() == "none") {
-    o.ci = eval::CiMethod::kNone;
+    o.ci = types::CiMethod::kNone;
   } else if (!in.ci().empty() && in.ci() != "bootstrap") {
     return absl::InvalidArgumentError(
         absl::StrCat("ci must be bootstrap or none (empty = bootstrap); got '", in.ci(), "'"));
@@ -189,15 +189,15 @@ absl::Status IntervalsAndShardsFromProto(const pb::EvalRequest& in, eval::EvalOp
 
 }  // namespace
 
-void ToProto(const eval::TargetConsistency& in, pb::TargetConsistency* out) {
+void ToProto(const types::TargetConsistency& in, pb::TargetConsistency* out) {
   out->set_positions(in.positions);
   out->set_matches(in.matches);
   out->set_fraction(in.fraction);
   out->set_norm_applied(in.norm_applied);
 }
 
-void ToProto(const eval::EvalResult& in, pb::EvalResult* out) {
-  out->set_mode(in.mode == eval::Mode::kAnchor ? pb::EVAL_MODE_ANCHOR : pb::EVAL_MODE_REPLAY);
+void ToProto(const types::EvalResult& in, pb::EvalResult* out) {
+  out->set_mode(in.mode == types::Mode::kAnchor ? pb::EVAL_MODE_ANCHOR : pb::EVAL_MODE_REPLAY);
   out->set_block_size(static_cast<int32_t>(in.block_size));
   out->set_samples(in.samples);
   out->set_blocks(in.blocks);
@@ -206,9 +206,9 @@ void ToProto(const eval::EvalResult& in, pb::EvalResult* out) {
   out->set_labels_in_draft_vocab(in.labels_in_draft_vocab);
   out->set_accept_length_pooled(in.accept_length_pooled);
   out->set_tau(in.tau);
-  for (const eval::PositionMetrics& p : in.positions) PositionToProto(p, out->add_positions());
+  for (const types::PositionMetrics& p : in.positions) PositionToProto(p, out->add_positions());
   for (int64_t h : in.accepted_histogram) out->add_accepted_histogram(h);
-  for (const eval::SampleSummary& x : in.per_sample) SampleToProto(x, out->add_per_sample());
+  for (const types::SampleSummary& x : in.per_sample) SampleToProto(x, out->add_per_sample());
   out->set_setup_seconds(in.setup_seconds);
   out->set_compute_seconds(in.compute_seconds);
   out->set_tokens_per_second(in.tokens_per_second);
@@ -233,7 +233,7 @@ void ToProto(const eval::EvalResult& in, pb::EvalResult* out) {
   out->set_selector_near_ties(in.selector_near_ties);
   out->set_positions_to_first_miss(in.positions_to_first_miss);
   out->set_context_positions(in.context_positions);
-  for (const eval::ShardPlacement& sh : in.shards) ShardToProto(sh, out->add_shards());
+  for (const types::ShardPlacement& sh : in.shards) ShardToProto(sh, out->add_shards());
   SampledToProto(in, out);
   SlicesToProto(in, out);
   if (in.accept_length_ci) SetInterval(in.accept_length_ci, out->mutable_accept_length_ci());
@@ -241,15 +241,15 @@ void ToProto(const eval::EvalResult& in, pb::EvalResult* out) {
   out->set_ci_resamples(static_cast<int32_t>(in.ci_resamples));
   if (in.gate) GateToProto(*in.gate, out->mutable_gate());
   out->set_suite(in.suite);
-  for (const eval::DatasetResult& d : in.suite_results) {
+  for (const types::DatasetResult& d : in.suite_results) {
     pb::DatasetResult* pd = out->add_suite_results();
     pd->set_dataset(d.dataset);
     ToProto(d.result, pd->mutable_result());
   }
 }
 
-absl::StatusOr<core::EvalParams> FromProto(const pb::EvalRequest& in) {
-  core::EvalParams p;
+absl::StatusOr<types::EvalParams> FromProto(const pb::EvalRequest& in) {
+  types::EvalParams p;
   RETURN_IF_ERROR(CheckName("drafter", in.drafter()));
   RETURN_IF_ERROR(CheckName("dataset", in.dataset()));
   RETURN_IF_ERROR(CheckName("target", in.target()));
@@ -257,7 +257,7 @@ absl::StatusOr<core::EvalParams> FromProto(const pb::EvalRequest& in) {
   p.checkpoint_path = in.checkpoint_path();
   p.dataset = in.dataset();
   p.target = in.target();
-  eval::EvalOptions& o = p.options;
+  types::EvalOptions& o = p.options;
   RETURN_IF_ERROR(ModeFromProto(in, o));
   for (auto [field, v] : {std::pair<const char*, int64_t>{"max_samples", in.max_samples()},
                           {"max_blocks", in.max_blocks()},
@@ -270,7 +270,7 @@ absl::StatusOr<core::EvalParams> FromProto(const pb::EvalRequest& in) {
   o.seed = in.seed();
   o.block_size = in.block_size();
   o.max_new_tokens = in.max_new_tokens();
-  auto semantics = model::ParseSemantics(in.semantics());
+  auto semantics = types::ParseSemantics(in.semantics());
   if (!semantics.ok()) {
     return absl::InvalidArgumentError(
         absl::StrCat("semantics must be zlab-current or zlab-2025 (empty = zlab-current); got '",
@@ -278,9 +278,9 @@ absl::StatusOr<core::EvalParams> FromProto(const pb::EvalRequest& in) {
   }
   o.semantics = *semantics;
   if (in.metrics().empty() || in.metrics() == "all") {
-    o.metrics = eval::MetricSet::kAll;
+    o.metrics = types::MetricSet::kAll;
   } else if (in.metrics() == "acceptance") {
-    o.metrics = eval::MetricSet::kAcceptance;
+    o.metrics = types::MetricSet::kAcceptance;
   } else {
     return absl::InvalidArgumentError(
         absl::StrCat("metrics must be all or acceptance (empty = all); got '", in.metrics(), "'"));
@@ -293,7 +293,7 @@ absl::StatusOr<core::EvalParams> FromProto(const pb::EvalRequest& in) {
   }
   for (const pb::SamplingSetting& s : in.sampling()) o.sampling.push_back(SettingFromProto(s));
   for (const std::string& name : in.policies()) {
-    ASSIGN_OR_RETURN(eval::ProposalPolicy policy, eval::ParsePolicy(name));
+    ASSIGN_OR_RETURN(types::ProposalPolicy policy, types::ParsePolicy(name));
     o.policies.push_back(policy);
   }
   o.engine = in.engine();

@@ -14,8 +14,8 @@ namespace dflash::service {
 // Most bootstrap resamples one request may ask for (intervals and compare).
 inline constexpr int kMaxCiResamples = 100000;
 
-absl::StatusOr<core::EvalParams> FromProto(const pb::EvalRequest& in);
-void ToProto(const eval::EvalResult& in, pb::EvalResult* out);
-void ToProto(const eval::TargetConsistency& in, pb::TargetConsistency* out);
+absl::StatusOr<types::EvalParams> FromProto(const pb::EvalRequest& in);
+void ToProto(const types::EvalResult& in, pb::EvalResult* out);
+void ToProto(const types::TargetConsistency& in, pb::TargetConsistency* out);
 
 }  // namespace dflash::service

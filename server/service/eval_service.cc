@@ -299,11 +299,11 @@ absl::Status EvalService::HandleListResources(Ctx*, const pb::ListResourcesReque
 absl::Status EvalService::HandleRunEval(Ctx* ctx, const pb::RunEvalRequest& req,
                                         pb::EvalResult* resp) {
   if (!req.has_request()) return absl::InvalidArgumentError("request is required");
-  ASSIGN_OR_RETURN(core::EvalParams params, FromProto(req.request()));
+  ASSIGN_OR_RETURN(types::EvalParams params, FromProto(req.request()));
   // A client that hangs up stops the evaluation at the next chunk.
-  ASSIGN_OR_RETURN(eval::EvalResult result, core_.RunEval(params, [ctx](const eval::EvalProgress&) {
-    return !ctx->IsCancelled();
-  }));
+  ASSIGN_OR_RETURN(
+      types::EvalResult result,
+      core_.RunEval(params, [ctx](const types::EvalProgress&) { return !ctx->IsCancelled(); }));
   ToProto(result, resp);
   return absl::OkStatus();
 }
@@ -311,24 +311,24 @@ absl::Status EvalService::HandleRunEval(Ctx* ctx, const pb::RunEvalRequest& req,
 absl::Status EvalService::HandleSubmitEval(Ctx*, const pb::SubmitEvalRequest& req,
                                            pb::EvalJob* resp) {
   if (!req.has_request()) return absl::InvalidArgumentError("request is required");
-  ASSIGN_OR_RETURN(jobs::JobRequest request, JobRequestFromProto(req.request()));
-  ASSIGN_OR_RETURN(jobs::JobRecord job, jobs_->Submit(std::move(request)));
+  ASSIGN_OR_RETURN(types::JobRequest request, JobRequestFromProto(req.request()));
+  ASSIGN_OR_RETURN(types::JobRecord job, jobs_->Submit(std::move(request)));
   ToProto(job, resp);
   return absl::OkStatus();
 }
 
 absl::Status EvalService::HandleGetEval(Ctx*, const pb::GetEvalRequest& req, pb::EvalJob* resp) {
   RETURN_IF_ERROR(CheckId("id", req.id()));
-  ASSIGN_OR_RETURN(jobs::JobRecord job, jobs_->Get(req.id()));
+  ASSIGN_OR_RETURN(types::JobRecord job, jobs_->Get(req.id()));
   ToProto(job, resp);
   return absl::OkStatus();
 }
 
 absl::Status EvalService::HandleListEvals(Ctx*, const pb::ListEvalsRequest& req,
                                           pb::ListEvalsResponse* resp) {
-  ASSIGN_OR_RETURN(jobs::ListQuery query, FromProto(req));
-  ASSIGN_OR_RETURN(jobs::JobPage page, jobs_->List(query));
-  for (const jobs::JobRecord& j : page.jobs) ToProto(j, resp->add_jobs());
+  ASSIGN_OR_RETURN(types::ListQuery query, FromProto(req));
+  ASSIGN_OR_RETURN(types::JobPage page, jobs_->List(query));
+  for (const types::JobRecord& j : page.jobs) ToProto(j, resp->add_jobs());
   resp->set_next_page_token(page.next_page_token);
   return absl::OkStatus();
 }
@@ -336,7 +336,7 @@ absl::Status EvalService::HandleListEvals(Ctx*, const pb::ListEvalsRequest& req,
 absl::Status EvalService::HandleCancelEval(Ctx*, const pb::CancelEvalRequest& req,
                                            pb::EvalJob* resp) {
   RETURN_IF_ERROR(CheckId("id", req.id()));
-  ASSIGN_OR_RETURN(jobs::JobRecord job, jobs_->Cancel(req.id()));
+  ASSIGN_OR_RETURN(types::JobRecord job, jobs_->Cancel(req.id()));
   ToProto(job, resp);
   return absl::OkStatus();
 }
@@ -344,7 +344,7 @@ absl::Status EvalService::HandleCancelEval(Ctx*, const pb::CancelEvalRequest& re
 absl::Status EvalService::HandleResubmitEval(Ctx*, const pb::ResubmitEvalRequest& req,
                                              pb::EvalJob* resp) {
   RETURN_IF_ERROR(CheckId("id", req.id()));
-  ASSIGN_OR_RETURN(jobs::JobRecord job, jobs_->Resubmit(req.id()));
+  ASSIGN_OR_RETURN(types::JobRecord job, jobs_->Resubmit(req.id()));
   ToProto(job, resp);
   return absl::OkStatus();
 }

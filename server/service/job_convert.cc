@@ -15,25 +15,25 @@
 
 namespace dflash::service {
 
-pb::JobState JobStateToProto(jobs::JobState state) {
+pb::JobState JobStateToProto(types::JobState state) {
   switch (state) {
-    case jobs::JobState::kQueued: return pb::JOB_STATE_QUEUED;
-    case jobs::JobState::kRunning: return pb::JOB_STATE_RUNNING;
-    case jobs::JobState::kSucceeded: return pb::JOB_STATE_SUCCEEDED;
-    case jobs::JobState::kFailed: return pb::JOB_STATE_FAILED;
-    case jobs::JobState::kCancelled: return pb::JOB_STATE_CANCELLED;
-    case jobs::JobState::kInterrupted: return pb::JOB_STATE_INTERRUPTED;
+    case types::JobState::kQueued: return pb::JOB_STATE_QUEUED;
+    case types::JobState::kRunning: return pb::JOB_STATE_RUNNING;
+    case types::JobState::kSucceeded: return pb::JOB_STATE_SUCCEEDED;
+    case types::JobState::kFailed: return pb::JOB_STATE_FAILED;
+    case types::JobState::kCancelled: return pb::JOB_STATE_CANCELLED;
+    case types::JobState::kInterrupted: return pb::JOB_STATE_INTERRUPTED;
   }
   return pb::JOB_STATE_UNSPECIFIED;
 }
 
-absl::StatusOr<jobs::JobRequest> JobRequestFromProto(const pb::EvalRequest& in) {
+absl::StatusOr<types::JobRequest> JobRequestFromProto(const pb::EvalRequest& in) {
   auto params = FromProto(in);
   if (!params.ok()) return params.status();
   RETURN_IF_ERROR(CheckName("run", in.run()));
   RETURN_IF_ERROR(NonNegative("step", in.step()));
   RETURN_IF_ERROR(CheckLabels(in.labels()));
-  jobs::JobRequest r;
+  types::JobRequest r;
   r.params = *std::move(params);
   r.run = in.run();
   r.step = in.step();
@@ -65,41 +65,41 @@ absl::StatusOr<jobs::JobRequest> JobRequestFromProto(const pb::EvalRequest& in) 
   return r;
 }
 
-void ToProto(const jobs::JobRequest& in, pb::EvalRequest* out) {
+void ToProto(const types::JobRequest& in, pb::EvalRequest* out) {
   out->set_drafter(in.params.drafter);
   out->set_checkpoint_path(in.params.checkpoint_path);
   out->set_dataset(in.params.dataset);
   out->set_target(in.params.target);
-  const eval::EvalOptions& o = in.params.options;
-  out->set_mode(o.mode == eval::Mode::kAnchor ? pb::EVAL_MODE_ANCHOR : pb::EVAL_MODE_REPLAY);
+  const types::EvalOptions& o = in.params.options;
+  out->set_mode(o.mode == types::Mode::kAnchor ? pb::EVAL_MODE_ANCHOR : pb::EVAL_MODE_REPLAY);
   out->set_max_samples(static_cast<int32_t>(o.max_samples));
   out->set_max_blocks(static_cast<int32_t>(o.max_blocks));
   switch (o.anchors) {
-    case eval::AnchorStrategy::kEven: out->set_anchors(pb::ANCHOR_STRATEGY_EVEN); break;
-    case eval::AnchorStrategy::kRandom: out->set_anchors(pb::ANCHOR_STRATEGY_RANDOM); break;
-    case eval::AnchorStrategy::kAll: out->set_anchors(pb::ANCHOR_STRATEGY_ALL); break;
+    case types::AnchorStrategy::kEven: out->set_anchors(pb::ANCHOR_STRATEGY_EVEN); break;
+    case types::AnchorStrategy::kRandom: out->set_anchors(pb::ANCHOR_STRATEGY_RANDOM); break;
+    case types::AnchorStrategy::kAll: out->set_anchors(pb::ANCHOR_STRATEGY_ALL); break;
   }
   out->set_seed(o.seed);
   out->set_block_size(static_cast<int32_t>(o.block_size));
   out->set_max_new_tokens(static_cast<int32_t>(o.max_new_tokens));
-  out->set_semantics(model::SemanticsName(o.semantics));
-  out->set_metrics(o.metrics == eval::MetricSet::kAcceptance ? "acceptance" : "");
+  out->set_semantics(types::SemanticsName(o.semantics));
+  out->set_metrics(o.metrics == types::MetricSet::kAcceptance ? "acceptance" : "");
   out->set_full_positions(o.full_positions);
-  for (const eval::SamplingSetting& s : o.sampling) {
+  for (const types::SamplingSetting& s : o.sampling) {
     pb::SamplingSetting* ps = out->add_sampling();
     ps->set_temperature(s.temperature);
     ps->set_top_p(s.top_p);
     ps->set_top_k(static_cast<int32_t>(s.top_k));
   }
-  for (eval::ProposalPolicy p : o.policies) out->add_policies(eval::PolicyName(p));
+  for (types::ProposalPolicy p : o.policies) out->add_policies(types::PolicyName(p));
   out->set_engine(o.engine);
   out->set_run(in.run);
   out->set_step(in.step);
   for (const auto& [k, v] : in.labels) (*out->mutable_labels())[k] = v;
   out->set_unload_after(in.unload_after);
-  if (o.ci == eval::CiMethod::kNone) out->set_ci("none");
+  if (o.ci == types::CiMethod::kNone) out->set_ci("none");
   // 0 on the wire means the default; keep it 0 so requests round-trip.
-  if (o.ci_resamples != eval::EvalOptions{}.ci_resamples) {
+  if (o.ci_resamples != types::EvalOptions{}.ci_resamples) {
     out->set_ci_resamples(static_cast<int32_t>(o.ci_resamples));
   }
   out->set_shards(static_cast<int32_t>(o.shards));
@@ -115,7 +115,7 @@ void ToProto(const jobs::JobRequest& in, pb::EvalRequest* out) {
   }
 }
 
-void ToProto(const jobs::JobRecord& in, pb::EvalJob* out) {
+void ToProto(const types::JobRecord& in, pb::EvalJob* out) {
   out->set_id(in.id);
   out->set_state(JobStateToProto(in.state));
   ToProto(in.request, out->mutable_request());
@@ -153,7 +153,7 @@ void ToProto(const jobs::JobRecord& in, pb::EvalJob* out) {
   out->set_server_version(in.server_version);
   out->set_interrupted_by_restart(in.interrupted_by_restart);
   out->set_resubmitted_from(in.resubmitted_from);
-  for (const jobs::JobAttempt& a : in.attempts) {
+  for (const types::JobAttempt& a : in.attempts) {
     pb::EvalAttempt* attempt = out->add_attempts();
     attempt->set_server(a.server);
     if (a.start_unix_micros) *attempt->mutable_start_time() = FromUnixMicros(a.start_unix_micros);
@@ -175,16 +175,16 @@ void ToProto(const jobs::JobRecord& in, pb::EvalJob* out) {
   }
 }
 
-absl::StatusOr<jobs::ListQuery> FromProto(const pb::ListEvalsRequest& in) {
-  jobs::ListQuery q;
+absl::StatusOr<types::ListQuery> FromProto(const pb::ListEvalsRequest& in) {
+  types::ListQuery q;
   switch (in.state()) {
     case pb::JOB_STATE_UNSPECIFIED: break;
-    case pb::JOB_STATE_QUEUED: q.state = jobs::JobState::kQueued; break;
-    case pb::JOB_STATE_RUNNING: q.state = jobs::JobState::kRunning; break;
-    case pb::JOB_STATE_SUCCEEDED: q.state = jobs::JobState::kSucceeded; break;
-    case pb::JOB_STATE_FAILED: q.state = jobs::JobState::kFailed; break;
-    case pb::JOB_STATE_CANCELLED: q.state = jobs::JobState::kCancelled; break;
-    case pb::JOB_STATE_INTERRUPTED: q.state = jobs::JobState::kInterrupted; break;
+    case pb::JOB_STATE_QUEUED: q.state = types::JobState::kQueued; break;
+    case pb::JOB_STATE_RUNNING: q.state = types::JobState::kRunning; break;
+    case pb::JOB_STATE_SUCCEEDED: q.state = types::JobState::kSucceeded; break;
+    case pb::JOB_STATE_FAILED: q.state = types::JobState::kFailed; break;
+    case pb::JOB_STATE_CANCELLED: q.state = types::JobState::kCancelled; break;
+    case pb::JOB_STATE_INTERRUPTED: q.state = types::JobState::kInterrupted; break;
     default:
       return absl::InvalidArgumentError(
           absl::StrCat("state ", static_cast<int>(in.state()), " is not a job state"));
@@ -251,7 +251,7 @@ absl::StatusOr<core::CompareOptions> CompareOptionsFromProto(const pb::CompareEv
 }
 
 void ToProto(const core::Comparison& in, pb::CompareEvalsResponse* out) {
-  for (const jobs::JobRecord& j : in.jobs) ToProto(j, out->add_jobs());
+  for (const types::JobRecord& j : in.jobs) ToProto(j, out->add_jobs());
   for (const std::string& w : in.warnings) out->add_warnings(w);
   for (double v : in.accept_length) out->add_accept_length(v);
   for (double v : in.accept_length_delta) out->add_accept_length_delta(v);

@@ -19,12 +19,12 @@ namespace dflash::service {
 inline constexpr int kMaxCompareJobs = 100;
 inline constexpr int kMaxPageSize = 1000;
 
-pb::JobState JobStateToProto(jobs::JobState state);
+pb::JobState JobStateToProto(types::JobState state);
 // The EvalRequest as FromProto reads it, and the job's run, step and labels.
-absl::StatusOr<jobs::JobRequest> JobRequestFromProto(const pb::EvalRequest& in);
-void ToProto(const jobs::JobRequest& in, pb::EvalRequest* out);
-void ToProto(const jobs::JobRecord& in, pb::EvalJob* out);
-absl::StatusOr<jobs::ListQuery> FromProto(const pb::ListEvalsRequest& in);
+absl::StatusOr<types::JobRequest> JobRequestFromProto(const pb::EvalRequest& in);
+void ToProto(const types::JobRequest& in, pb::EvalRequest* out);
+void ToProto(const types::JobRecord& in, pb::EvalJob* out);
+absl::StatusOr<types::ListQuery> FromProto(const pb::ListEvalsRequest& in);
 // CompareEvals' ids: at most kMaxCompareJobs, each a well-formed id, none twice.
 absl::StatusOr<std::vector<std::string>> JobIdsFromProto(const pb::CompareEvalsRequest& in);
 // CompareEvals' pairing options: resamples in [0, kMaxCiResamples] (0 = 1000).

@@ -29,7 +29,7 @@ WatchReactor::WatchReactor(core::JobService* jobs, grpc::CallbackServerContext* 
   // OnChange may run (on a runner thread) before Watch returns; until
   // started_ it only keeps the newest change.
   lock.unlock();
-  auto start = jobs_->Watch(id, [this](const jobs::JobRecord& r) { OnChange(r); });
+  auto start = jobs_->Watch(id, [this](const types::JobRecord& r) { OnChange(r); });
   lock.lock();
   if (!start.ok()) {
     FinishLocked(ToGrpcStatus(start.status()));
@@ -42,7 +42,7 @@ WatchReactor::WatchReactor(core::JobService* jobs, grpc::CallbackServerContext* 
   WriteNextLocked();
 }
 
-void WatchReactor::OnChange(const jobs::JobRecord& record) {
+void WatchReactor::OnChange(const types::JobRecord& record) {
   std::lock_guard<std::mutex> lock(mu_);
   if (finished_) return;
   pending_ = record;
@@ -54,7 +54,7 @@ void WatchReactor::WriteNextLocked() {
   ::dflash::eval::v1::EvalJob job;
   ToProto(*pending_, &job);
   message_ = ToByteBuffer(job);
-  wrote_final_ = jobs::IsTerminal(pending_->state);
+  wrote_final_ = types::IsTerminal(pending_->state);
   pending_.reset();
   writing_ = true;
   ++writes_;

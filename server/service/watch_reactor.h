@@ -34,7 +34,7 @@ class WatchReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
   void OnDone() override;
 
  private:
-  void OnChange(const jobs::JobRecord& record);
+  void OnChange(const types::JobRecord& record);
   void WriteNextLocked();  // under mu_
   void FinishLocked(const grpc::Status& status);
 
@@ -46,8 +46,8 @@ class WatchReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
   std::atomic<int>* open_streams_;
 
   std::mutex mu_;
-  std::optional<jobs::JobRecord> pending_;  // newest change not yet written
-  grpc::ByteBuffer message_;                // the write in flight (an EvalJob)
+  std::optional<types::JobRecord> pending_;  // newest change not yet written
+  grpc::ByteBuffer message_;                 // the write in flight (an EvalJob)
   bool started_ = false;
   bool writing_ = false;
   bool wrote_final_ = false;

@@ -10,40 +10,40 @@ namespace dflash::store {
 
 using json = nlohmann::json;
 
-json SettingToJson(const eval::SamplingSetting& s) {
+json SettingToJson(const types::SamplingSetting& s) {
   json out = {{"temperature", s.temperature}, {"top_p", s.top_p}, {"top_k", s.top_k}};
-  if (s.policy != eval::ProposalPolicy::kDefault) out["policy"] = eval::PolicyName(s.policy);
+  if (s.policy != types::ProposalPolicy::kDefault) out["policy"] = types::PolicyName(s.policy);
   if (!s.engine.empty()) out["engine"] = s.engine;
   if (!s.truncate_draft) out["truncate_draft"] = false;
   return out;
 }
 
-eval::SamplingSetting SettingFromJson(const json& j) {
-  eval::SamplingSetting s;
+types::SamplingSetting SettingFromJson(const json& j) {
+  types::SamplingSetting s;
   s.temperature = j.at("temperature").get<double>();
   s.top_p = j.at("top_p").get<double>();
   s.top_k = j.at("top_k").get<int64_t>();
-  s.policy = eval::ParsePolicy(j.value("policy", "")).value_or(eval::ProposalPolicy::kDefault);
+  s.policy = types::ParsePolicy(j.value("policy", "")).value_or(types::ProposalPolicy::kDefault);
   s.engine = j.value("engine", "");
   s.truncate_draft = j.value("truncate_draft", true);
   return s;
 }
 
-json IntervalToJson(const std::optional<eval::Interval>& i) {
+json IntervalToJson(const std::optional<types::Interval>& i) {
   return i ? json::array({i->lo, i->hi}) : json(nullptr);
 }
 
-std::optional<eval::Interval> IntervalFromJson(const json& j, const char* key) {
+std::optional<types::Interval> IntervalFromJson(const json& j, const char* key) {
   if (!j.contains(key) || j.at(key).is_null()) return std::nullopt;
   const json& i = j.at(key);
-  return eval::Interval{i.at(0).get<double>(), i.at(1).get<double>()};
+  return types::Interval{i.at(0).get<double>(), i.at(1).get<double>()};
 }
 
-void AddDecisionMetrics(const eval::EvalResult& r, json& out) {
+void AddDecisionMetrics(const types::EvalResult& r, json& out) {
   if (!r.draft_length_curve.empty()) out["draft_length_curve"] = r.draft_length_curve;
   if (!r.sampling.empty()) {
     json list = json::array();
-    for (const eval::SampledAcceptance& s : r.sampling) {
+    for (const types::SampledAcceptance& s : r.sampling) {
       list.push_back({{"setting", SettingToJson(s.setting)},
                       {"mean_alpha", s.mean_alpha},
                       {"counted", s.counted},
@@ -62,7 +62,7 @@ void AddDecisionMetrics(const eval::EvalResult& r, json& out) {
   }
   if (!r.slices.empty()) {
     json list = json::array();
-    for (const eval::SliceResult& x : r.slices) {
+    for (const types::SliceResult& x : r.slices) {
       list.push_back({{"kind", x.kind},
                       {"value", x.value},
                       {"samples", x.samples},
@@ -76,7 +76,7 @@ void AddDecisionMetrics(const eval::EvalResult& r, json& out) {
   }
   out["loop_token_share"] = r.loop_token_share;
   out["loop_accept_share"] = r.loop_accept_share;
-  const eval::TargetConsistency& c = r.target_consistency;
+  const types::TargetConsistency& c = r.target_consistency;
   if (c.positions > 0) {
     out["target_consistency"] = {{"positions", c.positions},
                                  {"matches", c.matches},
@@ -85,12 +85,12 @@ void AddDecisionMetrics(const eval::EvalResult& r, json& out) {
   }
 }
 
-void ReadDecisionMetrics(const json& j, eval::EvalResult& r) {
+void ReadDecisionMetrics(const json& j, types::EvalResult& r) {
   if (j.contains("draft_length_curve")) {
     r.draft_length_curve = j.at("draft_length_curve").get<std::vector<double>>();
   }
   for (const json& s : j.value("sampling", json::array())) {
-    eval::SampledAcceptance a;
+    types::SampledAcceptance a;
     a.setting = SettingFromJson(s.at("setting"));
     a.mean_alpha = s.at("mean_alpha").get<std::vector<double>>();
     a.counted = s.at("counted").get<std::vector<int64_t>>();
@@ -103,12 +103,12 @@ void ReadDecisionMetrics(const json& j, eval::EvalResult& r) {
     a.greedy_equivalent = s.value("greedy_equivalent", "");
     if (s.contains("accept_length_ci")) {
       const json& ci = s.at("accept_length_ci");
-      a.accept_length_ci = eval::Interval{ci.at(0).get<double>(), ci.at(1).get<double>()};
+      a.accept_length_ci = types::Interval{ci.at(0).get<double>(), ci.at(1).get<double>()};
     }
     r.sampling.push_back(std::move(a));
   }
   for (const json& x : j.value("slices", json::array())) {
-    eval::SliceResult sl;
+    types::SliceResult sl;
     sl.kind = x.at("kind").get<std::string>();
     sl.value = x.at("value").get<std::string>();
     sl.samples = x.at("samples").get<int64_t>();

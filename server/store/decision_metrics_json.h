@@ -15,17 +15,17 @@
 
 namespace dflash::store {
 
-nlohmann::json SettingToJson(const eval::SamplingSetting& s);
+nlohmann::json SettingToJson(const types::SamplingSetting& s);
 // Records from before policies hold none: kDefault, the drafter's own rule.
-eval::SamplingSetting SettingFromJson(const nlohmann::json& j);
+types::SamplingSetting SettingFromJson(const nlohmann::json& j);
 
 // Intervals as [lo, hi]; null when absent.
-nlohmann::json IntervalToJson(const std::optional<eval::Interval>& i);
-std::optional<eval::Interval> IntervalFromJson(const nlohmann::json& j, const char* key);
+nlohmann::json IntervalToJson(const std::optional<types::Interval>& i);
+std::optional<types::Interval> IntervalFromJson(const nlohmann::json& j, const char* key);
 
 // The result's sampled acceptance, draft-length curve, slices, loop shares
 // and target consistency, added to `out` / read from `j` into `r`.
-void AddDecisionMetrics(const eval::EvalResult& r, nlohmann::json& out);
-void ReadDecisionMetrics(const nlohmann::json& j, eval::EvalResult& r);
+void AddDecisionMetrics(const types::EvalResult& r, nlohmann::json& out);
+void ReadDecisionMetrics(const nlohmann::json& j, types::EvalResult& r);
 
 }  // namespace dflash::store

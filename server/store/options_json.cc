@@ -11,7 +11,7 @@ namespace {
 
 using json = nlohmann::json;
 
-json BaseOptionsToJson(const eval::EvalOptions& o) {
+json BaseOptionsToJson(const types::EvalOptions& o) {
   return {{"mode", static_cast<int>(o.mode)},
           {"max_samples", o.max_samples},
           {"max_blocks", o.max_blocks},
@@ -20,26 +20,26 @@ json BaseOptionsToJson(const eval::EvalOptions& o) {
           {"block_size", o.block_size},
           {"max_new_tokens", o.max_new_tokens},
           {"max_chunk_elements", o.max_chunk_elements},
-          {"semantics", model::SemanticsName(o.semantics)},
-          {"metrics", o.metrics == eval::MetricSet::kAcceptance ? "acceptance" : "all"},
+          {"semantics", types::SemanticsName(o.semantics)},
+          {"metrics", o.metrics == types::MetricSet::kAcceptance ? "acceptance" : "all"},
           {"full_positions", o.full_positions},
-          {"ci", o.ci == eval::CiMethod::kNone ? "none" : "bootstrap"},
+          {"ci", o.ci == types::CiMethod::kNone ? "none" : "bootstrap"},
           {"ci_resamples", o.ci_resamples},
           {"shards", o.shards}};
 }
 
 }  // namespace
 
-json OptionsToJson(const eval::EvalOptions& o) {
+json OptionsToJson(const types::EvalOptions& o) {
   json out = BaseOptionsToJson(o);
   if (!o.sampling.empty()) {
     json list = json::array();
-    for (const eval::SamplingSetting& s : o.sampling) list.push_back(SettingToJson(s));
+    for (const types::SamplingSetting& s : o.sampling) list.push_back(SettingToJson(s));
     out["sampling"] = list;
   }
   if (!o.policies.empty()) {
     json list = json::array();
-    for (eval::ProposalPolicy p : o.policies) list.push_back(eval::PolicyName(p));
+    for (types::ProposalPolicy p : o.policies) list.push_back(types::PolicyName(p));
     out["policies"] = list;
   }
   if (!o.engine.empty()) out["engine"] = o.engine;
@@ -52,30 +52,30 @@ json OptionsToJson(const eval::EvalOptions& o) {
   return out;
 }
 
-eval::EvalOptions OptionsFromJson(const json& j) {
-  eval::EvalOptions o;
-  o.mode = static_cast<eval::Mode>(j.at("mode").get<int>());
+types::EvalOptions OptionsFromJson(const json& j) {
+  types::EvalOptions o;
+  o.mode = static_cast<types::Mode>(j.at("mode").get<int>());
   o.max_samples = j.at("max_samples").get<int64_t>();
   o.max_blocks = j.at("max_blocks").get<int64_t>();
-  o.anchors = static_cast<eval::AnchorStrategy>(j.at("anchors").get<int>());
+  o.anchors = static_cast<types::AnchorStrategy>(j.at("anchors").get<int>());
   o.seed = j.at("seed").get<uint64_t>();
   o.block_size = j.at("block_size").get<int64_t>();
   o.max_new_tokens = j.at("max_new_tokens").get<int64_t>();
   o.max_chunk_elements = j.at("max_chunk_elements").get<int64_t>();
   // Records written before semantics existed ran the older rules.
-  o.semantics = model::ParseSemantics(j.value("semantics", "zlab-2025"))
-                    .value_or(model::Semantics::kZlab2025);
-  o.metrics = j.value("metrics", "all") == "acceptance" ? eval::MetricSet::kAcceptance
-                                                        : eval::MetricSet::kAll;
+  o.semantics = types::ParseSemantics(j.value("semantics", "zlab-2025"))
+                    .value_or(types::Semantics::kZlab2025);
+  o.metrics = j.value("metrics", "all") == "acceptance" ? types::MetricSet::kAcceptance
+                                                        : types::MetricSet::kAll;
   o.full_positions = j.value("full_positions", false);
   for (const json& s : j.value("sampling", json::array())) o.sampling.push_back(SettingFromJson(s));
   for (const json& p : j.value("policies", json::array())) {
     o.policies.push_back(
-        eval::ParsePolicy(p.get<std::string>()).value_or(eval::ProposalPolicy::kDefault));
+        types::ParsePolicy(p.get<std::string>()).value_or(types::ProposalPolicy::kDefault));
   }
   o.engine = j.value("engine", "");
   // Records from before intervals existed: no intervals were asked for.
-  o.ci = j.value("ci", "none") == "none" ? eval::CiMethod::kNone : eval::CiMethod::kBootstrap;
+  o.ci = j.value("ci", "none") == "none" ? types::CiMethod::kNone : types::CiMethod::kBootstrap;
   o.ci_resamples = j.value("ci_resamples", int64_t{0});
   o.shards = j.value("shards", int64_t{0});
   if (j.contains("shard")) {

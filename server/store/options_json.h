@@ -1,5 +1,5 @@
 // File: options_json.h
-// eval::EvalOptions <-> JSON, the options of a stored job's request
+// types::EvalOptions <-> JSON, the options of a stored job's request
 // (record_json.h). Fields added since the first records are written only
 // when set and read back with the defaults older records ran under.
 #pragma once
@@ -10,9 +10,9 @@
 
 namespace dflash::store {
 
-nlohmann::json OptionsToJson(const eval::EvalOptions& o);
+nlohmann::json OptionsToJson(const types::EvalOptions& o);
 // Throws nlohmann::json::exception when a field the first records already
 // held is missing or of the wrong type (RecordFromJson catches it).
-eval::EvalOptions OptionsFromJson(const nlohmann::json& j);
+types::EvalOptions OptionsFromJson(const nlohmann::json& j);
 
 }  // namespace dflash::store

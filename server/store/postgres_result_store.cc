@@ -17,12 +17,12 @@ namespace {
 
 // The datasets a server must hold to claim the job: a suite's, comma-joined
 // (the claim matches them as a set), or the one dataset named.
-std::string NeedDatasets(const jobs::JobRequest& r) {
+std::string NeedDatasets(const types::JobRequest& r) {
   return r.suite_datasets.empty() ? r.params.dataset : absl::StrJoin(r.suite_datasets, ",");
 }
 
-using jobs::JobRecord;
-using jobs::JobState;
+using types::JobRecord;
+using types::JobState;
 
 // The database's clock in microseconds: leases never compare two hosts' clocks.
 constexpr char kNow[] = "(extract(epoch from clock_timestamp()) * 1000000)::bigint";
@@ -135,7 +135,7 @@ absl::Status PostgresResultStore::Migrate() {
 }
 
 absl::Status PostgresResultStore::Write(const JobRecord& r, bool create) {
-  const core::EvalParams& p = r.request.params;
+  const types::EvalParams& p = r.request.params;
   std::string sql =
       "INSERT INTO jobs (id, state, create_micros, run, step, drafter, checkpoint_path, dataset, "
       "drafter_fingerprint, dataset_fingerprint, labels, need_target, need_dataset, need_drafter, "
@@ -149,7 +149,7 @@ absl::Status PostgresResultStore::Write(const JobRecord& r, bool create) {
   }
   std::lock_guard<std::mutex> lock(mu_);
   return db_
-      ->Exec(sql, {r.id, jobs::JobStateName(r.state), Str(r.create_unix_micros), r.request.run,
+      ->Exec(sql, {r.id, types::JobStateName(r.state), Str(r.create_unix_micros), r.request.run,
                    Str(r.request.step), p.drafter, p.checkpoint_path, p.dataset,
                    r.drafter_fingerprint, r.dataset_fingerprint, LabelsJson(r.request.labels),
                    p.target, NeedDatasets(r.request), p.drafter, RecordToJson(r),
@@ -174,13 +174,13 @@ absl::StatusOr<JobRecord> PostgresResultStore::Get(const std::string& id) {
   return RecordFromJson(rows.Text(0, 0));
 }
 
-absl::StatusOr<jobs::JobPage> PostgresResultStore::List(const jobs::ListQuery& q) {
+absl::StatusOr<types::JobPage> PostgresResultStore::List(const types::ListQuery& q) {
   std::vector<std::string> where, args;
   auto arg = [&args](std::string v) {
     args.push_back(std::move(v));
     return absl::StrCat("$", args.size());
   };
-  if (q.state) where.push_back(absl::StrCat("state = ", arg(jobs::JobStateName(*q.state))));
+  if (q.state) where.push_back(absl::StrCat("state = ", arg(types::JobStateName(*q.state))));
   if (!q.drafter.empty()) {
     const std::string d = arg(q.drafter);
     where.push_back(absl::StrCat("(drafter = ", d, " OR checkpoint_path = ", d,
@@ -213,7 +213,7 @@ absl::StatusOr<jobs::JobPage> PostgresResultStore::List(const jobs::ListQuery& q
   const std::string sql = ListSql(where, q.order_by_step, page_size);
   std::lock_guard<std::mutex> lock(mu_);
   ASSIGN_OR_RETURN(PgRows rows, db_->Exec(sql, args));
-  jobs::JobPage page;
+  types::JobPage page;
   for (int i = 0; i < rows.size() && i < page_size; ++i) {
     ASSIGN_OR_RETURN(
         JobRecord record,
@@ -263,7 +263,7 @@ absl::Status PostgresResultStore::EndAbandoned(int max_attempts) {
     }
     RETURN_IF_ERROR(db_->Exec("UPDATE jobs SET state = $2, record = $3, owner = '', "
                               "lease_until = 0 WHERE id = $1",
-                              {r.id, jobs::JobStateName(r.state), RecordToJson(r)})
+                              {r.id, types::JobStateName(r.state), RecordToJson(r)})
                         .status());
   }
   return absl::OkStatus();
@@ -339,7 +339,7 @@ absl::StatusOr<bool> PostgresResultStore::PutLeased(const JobRecord& r, int64_t 
                        " + $8::bigint ELSE 0 END, owner = CASE WHEN $4 = 'QUEUED' THEN '' "
                        "ELSE owner END WHERE id = $1 AND owner = $2 AND attempt = $3::int AND "
                        "state = 'RUNNING' RETURNING cancel_requested"),
-          {r.id, r.attempts.back().server, Str(r.attempts.size()), jobs::JobStateName(r.state),
+          {r.id, r.attempts.back().server, Str(r.attempts.size()), types::JobStateName(r.state),
            RecordToJson(r), r.drafter_fingerprint, r.dataset_fingerprint, Str(lease_micros)}));
   if (rows.size() == 0) {
     return absl::FailedPreconditionError(
@@ -360,9 +360,9 @@ absl::StatusOr<JobRecord> PostgresResultStore::RequestCancel(const std::string& 
                      db_->Exec("SELECT record FROM jobs WHERE id = $1 FOR UPDATE", {id}));
     if (rows.size() == 0) return absl::NotFoundError(absl::StrCat("no job with id '", id, "'"));
     ASSIGN_OR_RETURN(r, RecordFromJson(rows.Text(0, 0)));
-    if (jobs::IsTerminal(r.state)) {
+    if (types::IsTerminal(r.state)) {
       return absl::FailedPreconditionError(absl::StrCat(
-          "job ", id, " already finished (", jobs::JobStateName(r.state), "); nothing to cancel"));
+          "job ", id, " already finished (", types::JobStateName(r.state), "); nothing to cancel"));
     }
     if (r.state == JobState::kRunning) {
       return db_->Exec("UPDATE jobs SET cancel_requested = true WHERE id = $1", {id}).status();

@@ -31,9 +31,9 @@ class PostgresResultStore final : public ResultStore {
   static absl::StatusOr<std::unique_ptr<PostgresResultStore>> Open(const std::string& url,
                                                                    const std::string& password);
 
-  absl::Status Put(const jobs::JobRecord& record) override;
-  absl::StatusOr<jobs::JobRecord> Get(const std::string& id) override;
-  absl::StatusOr<jobs::JobPage> List(const jobs::ListQuery& query) override;
+  absl::Status Put(const types::JobRecord& record) override;
+  absl::StatusOr<types::JobRecord> Get(const std::string& id) override;
+  absl::StatusOr<types::JobPage> List(const types::ListQuery& query) override;
   // Leases replace it: a dead server's jobs are taken over, not interrupted.
   absl::StatusOr<std::vector<std::string>> MarkInterruptedOnStartup(int64_t) override {
     return std::vector<std::string>{};
@@ -41,11 +41,11 @@ class PostgresResultStore final : public ResultStore {
   absl::StatusOr<std::string> MaxId() override;
 
   bool shared() const override { return true; }
-  absl::Status Create(const jobs::JobRecord& record) override;
-  absl::StatusOr<std::optional<jobs::JobRecord>> Claim(const ClaimRequest& c) override;
-  absl::StatusOr<bool> PutLeased(const jobs::JobRecord& record, int64_t lease_micros) override;
-  absl::StatusOr<jobs::JobRecord> RequestCancel(const std::string& id,
-                                                int64_t now_unix_micros) override;
+  absl::Status Create(const types::JobRecord& record) override;
+  absl::StatusOr<std::optional<types::JobRecord>> Claim(const ClaimRequest& c) override;
+  absl::StatusOr<bool> PutLeased(const types::JobRecord& record, int64_t lease_micros) override;
+  absl::StatusOr<types::JobRecord> RequestCancel(const std::string& id,
+                                                 int64_t now_unix_micros) override;
   absl::Status Heartbeat(const std::string& server, const std::string& info_json) override;
   absl::StatusOr<std::vector<FleetServer>> LiveServers(int64_t max_age_micros) override;
   absl::Status Leave(const std::string& server) override;
@@ -56,7 +56,7 @@ class PostgresResultStore final : public ResultStore {
  private:
   explicit PostgresResultStore(std::unique_ptr<PgConnection> db) : db_(std::move(db)) {}
   absl::Status Migrate();
-  absl::Status Write(const jobs::JobRecord& record, bool create);
+  absl::Status Write(const types::JobRecord& record, bool create);
   // Ends jobs whose lease expired too often or that were cancelled while
   // their server was gone (part of Claim's transaction).
   absl::Status EndAbandoned(int max_attempts);

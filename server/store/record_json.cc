@@ -16,10 +16,10 @@ namespace dflash::store {
 
 using json = nlohmann::json;
 
-std::string RecordToJson(const jobs::JobRecord& r) {
-  const jobs::JobRequest& q = r.request;
+std::string RecordToJson(const types::JobRecord& r) {
+  const types::JobRequest& q = r.request;
   json j = {{"id", r.id},
-            {"state", jobs::JobStateName(r.state)},
+            {"state", types::JobStateName(r.state)},
             {"request",
              {{"drafter", q.params.drafter},
               {"checkpoint_path", q.params.checkpoint_path},
@@ -55,7 +55,7 @@ std::string RecordToJson(const jobs::JobRecord& r) {
   if (r.result) j["result"] = ResultToJson(*r.result);
   if (!r.attempts.empty()) {
     json attempts = json::array();
-    for (const jobs::JobAttempt& a : r.attempts) {
+    for (const types::JobAttempt& a : r.attempts) {
       attempts.push_back({a.server, a.start_unix_micros, a.end_unix_micros, a.outcome});
     }
     j["attempts"] = attempts;
@@ -72,15 +72,15 @@ std::string RecordToJson(const jobs::JobRecord& r) {
   return j.dump();
 }
 
-absl::StatusOr<jobs::JobRecord> RecordFromJson(const std::string& text) {
+absl::StatusOr<types::JobRecord> RecordFromJson(const std::string& text) {
   json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object()) {
     return absl::InvalidArgumentError("stored job record is not a JSON object");
   }
   try {
-    jobs::JobRecord r;
+    types::JobRecord r;
     r.id = j.at("id").get<std::string>();
-    auto state = jobs::ParseJobState(j.at("state").get<std::string>());
+    auto state = types::ParseJobState(j.at("state").get<std::string>());
     if (!state.ok()) return state.status();
     r.state = *state;
     const json& q = j.at("request");

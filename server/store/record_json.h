@@ -1,5 +1,5 @@
 // File: record_json.h
-// jobs::JobRecord <-> JSON text, the form records take in a store's columns. Every
+// types::JobRecord <-> JSON text, the form records take in a store's columns. Every
 // field round-trips exactly (doubles are written with 17 significant digits).
 #pragma once
 
@@ -10,8 +10,8 @@
 
 namespace dflash::store {
 
-std::string RecordToJson(const jobs::JobRecord& record);
+std::string RecordToJson(const types::JobRecord& record);
 // InvalidArgument when the text is not a record this code wrote.
-absl::StatusOr<jobs::JobRecord> RecordFromJson(const std::string& text);
+absl::StatusOr<types::JobRecord> RecordFromJson(const std::string& text);
 
 }  // namespace dflash::store

@@ -12,9 +12,9 @@ namespace {
 
 using json = nlohmann::json;
 
-json ShardsToJson(const std::vector<eval::ShardPlacement>& shards) {
+json ShardsToJson(const std::vector<types::ShardPlacement>& shards) {
   json out = json::array();
-  for (const eval::ShardPlacement& s : shards) {
+  for (const types::ShardPlacement& s : shards) {
     out.push_back({{"first", s.first},
                    {"end", s.end},
                    {"blocks", s.blocks},
@@ -26,10 +26,10 @@ json ShardsToJson(const std::vector<eval::ShardPlacement>& shards) {
   return out;
 }
 
-std::vector<eval::ShardPlacement> ShardsFromJson(const json& j) {
-  std::vector<eval::ShardPlacement> out;
+std::vector<types::ShardPlacement> ShardsFromJson(const json& j) {
+  std::vector<types::ShardPlacement> out;
   for (const json& s : j.value("shards", json::array())) {
-    eval::ShardPlacement p;
+    types::ShardPlacement p;
     p.first = s.value("first", int64_t{0});
     p.end = s.value("end", int64_t{0});
     p.blocks = s.value("blocks", int64_t{0});
@@ -42,7 +42,7 @@ std::vector<eval::ShardPlacement> ShardsFromJson(const json& j) {
   return out;
 }
 
-json GateToJson(const eval::GateVerdict& g) {
+json GateToJson(const types::GateVerdict& g) {
   return {{"reference_job", g.reference_job},
           {"metric", g.metric},
           {"min_delta", g.min_delta},
@@ -56,8 +56,8 @@ json GateToJson(const eval::GateVerdict& g) {
           {"worst_slice_delta", g.worst_slice_delta}};
 }
 
-eval::GateVerdict GateFromJson(const json& j) {
-  eval::GateVerdict g;
+types::GateVerdict GateFromJson(const json& j) {
+  types::GateVerdict g;
   g.reference_job = j.at("reference_job").get<std::string>();
   g.metric = j.at("metric").get<std::string>();
   g.min_delta = j.at("min_delta").get<double>();
@@ -72,13 +72,13 @@ eval::GateVerdict GateFromJson(const json& j) {
   return g;
 }
 
-json SuiteToJson(const std::vector<eval::DatasetResult>& parts) {
+json SuiteToJson(const std::vector<types::DatasetResult>& parts) {
   json out = json::array();
-  for (const eval::DatasetResult& d : parts) out.push_back({d.dataset, ResultToJson(d.result)});
+  for (const types::DatasetResult& d : parts) out.push_back({d.dataset, ResultToJson(d.result)});
   return out;
 }
 
-json PositionToJson(const eval::PositionMetrics& p) {
+json PositionToJson(const types::PositionMetrics& p) {
   return {{"position", p.position},
           {"counted", p.counted},
           {"correct", p.correct},
@@ -102,7 +102,7 @@ json PositionToJson(const eval::PositionMetrics& p) {
 
 // Per-sample entries are arrays, in this order (records from before the
 // per-position counts hold six entries, from before slices ten).
-json SampleToJson(const eval::SampleSummary& s) {
+json SampleToJson(const types::SampleSummary& s) {
   return json::array({s.sample_index, s.blocks, s.mean_accept_length, s.length,
                       s.first_response_position, s.accepted_total, s.counted, s.correct, s.accepted,
                       s.conditional_counted, s.response_tokens, s.loop_tokens, s.loop_blocks,
@@ -110,11 +110,11 @@ json SampleToJson(const eval::SampleSummary& s) {
                       s.language, s.thinking});
 }
 
-json BaseResultToJson(const eval::EvalResult& r) {
+json BaseResultToJson(const types::EvalResult& r) {
   json positions = json::array();
-  for (const eval::PositionMetrics& p : r.positions) positions.push_back(PositionToJson(p));
+  for (const types::PositionMetrics& p : r.positions) positions.push_back(PositionToJson(p));
   json samples = json::array();
-  for (const eval::SampleSummary& s : r.per_sample) samples.push_back(SampleToJson(s));
+  for (const types::SampleSummary& s : r.per_sample) samples.push_back(SampleToJson(s));
   return {{"mode", static_cast<int>(r.mode)},
           {"block_size", r.block_size},
           {"samples", r.samples},
@@ -156,8 +156,8 @@ json BaseResultToJson(const eval::EvalResult& r) {
           {"shards", ShardsToJson(r.shards)}};
 }
 
-eval::PositionMetrics PositionFromJson(const json& p) {
-  eval::PositionMetrics m;
+types::PositionMetrics PositionFromJson(const json& p) {
+  types::PositionMetrics m;
   m.position = p.at("position").get<int>();
   m.counted = p.at("counted").get<int64_t>();
   m.correct = p.at("correct").get<int64_t>();
@@ -180,8 +180,8 @@ eval::PositionMetrics PositionFromJson(const json& p) {
   return m;
 }
 
-eval::SampleSummary SampleFromJson(const json& s) {
-  eval::SampleSummary x;
+types::SampleSummary SampleFromJson(const json& s) {
+  types::SampleSummary x;
   x.sample_index = s.at(0).get<int64_t>();
   x.blocks = s.at(1).get<int64_t>();
   x.mean_accept_length = s.at(2).get<double>();
@@ -210,16 +210,16 @@ eval::SampleSummary SampleFromJson(const json& s) {
 
 }  // namespace
 
-json ResultToJson(const eval::EvalResult& r) {
+json ResultToJson(const types::EvalResult& r) {
   json out = BaseResultToJson(r);
   if (!r.part_state.empty()) out["part_state"] = r.part_state;
   AddDecisionMetrics(r, out);
   return out;
 }
 
-eval::EvalResult ResultFromJson(const json& j) {
-  eval::EvalResult r;
-  r.mode = static_cast<eval::Mode>(j.at("mode").get<int>());
+types::EvalResult ResultFromJson(const json& j) {
+  types::EvalResult r;
+  r.mode = static_cast<types::Mode>(j.at("mode").get<int>());
   r.block_size = j.at("block_size").get<int64_t>();
   r.samples = j.at("samples").get<int64_t>();
   r.blocks = j.at("blocks").get<int64_t>();
@@ -244,7 +244,7 @@ eval::EvalResult ResultFromJson(const json& j) {
   r.family = j.value("family", "DFlash 1");
   r.semantics = j.value("semantics", "zlab-2025");
   r.semantics_reference =
-      j.value("semantics_reference", model::SemanticsReference(model::Semantics::kZlab2025));
+      j.value("semantics_reference", types::SemanticsReference(types::Semantics::kZlab2025));
   r.selector_top_k = j.value("selector_top_k", int64_t{0});
   r.unary_accept_length_pooled = j.value("unary_accept_length_pooled", 0.0);
   r.oracle_accept_length_pooled = j.value("oracle_accept_length_pooled", 0.0);

@@ -1,5 +1,5 @@
 // File: result_json.h
-// eval::EvalResult <-> JSON, a stored job's result (record_json.h): its
+// types::EvalResult <-> JSON, a stored job's result (record_json.h): its
 // counts, per-position and per-sample metrics, timing, provenance, gate
 // verdict, shards and a suite's per-dataset results. Fields added since the
 // first records are read back with their defaults when absent.
@@ -11,9 +11,9 @@
 
 namespace dflash::store {
 
-nlohmann::json ResultToJson(const eval::EvalResult& r);
+nlohmann::json ResultToJson(const types::EvalResult& r);
 // Throws nlohmann::json::exception when a field the first records already
 // held is missing or of the wrong type (RecordFromJson catches it).
-eval::EvalResult ResultFromJson(const nlohmann::json& j);
+types::EvalResult ResultFromJson(const nlohmann::json& j);
 
 }  // namespace dflash::store

@@ -12,13 +12,13 @@ absl::Status NotShared(const char* what) {
 
 }  // namespace
 
-absl::StatusOr<std::optional<jobs::JobRecord>> ResultStore::Claim(const ClaimRequest&) {
+absl::StatusOr<std::optional<types::JobRecord>> ResultStore::Claim(const ClaimRequest&) {
   return NotShared("claiming jobs");
 }
-absl::StatusOr<bool> ResultStore::PutLeased(const jobs::JobRecord&, int64_t) {
+absl::StatusOr<bool> ResultStore::PutLeased(const types::JobRecord&, int64_t) {
   return NotShared("leases");
 }
-absl::StatusOr<jobs::JobRecord> ResultStore::RequestCancel(const std::string&, int64_t) {
+absl::StatusOr<types::JobRecord> ResultStore::RequestCancel(const std::string&, int64_t) {
   return NotShared("cancelling through the store");
 }
 absl::Status ResultStore::Heartbeat(const std::string&, const std::string&) {

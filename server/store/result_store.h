@@ -47,11 +47,11 @@ class ResultStore {
 
   // Inserts or replaces the record with this id, in one transaction. A record
   // in state SUCCEEDED is on stable storage when this returns OK.
-  virtual absl::Status Put(const jobs::JobRecord& record) = 0;
+  virtual absl::Status Put(const types::JobRecord& record) = 0;
   // NotFound for an unknown id.
-  virtual absl::StatusOr<jobs::JobRecord> Get(const std::string& id) = 0;
+  virtual absl::StatusOr<types::JobRecord> Get(const std::string& id) = 0;
   // InvalidArgument for a malformed page token.
-  virtual absl::StatusOr<jobs::JobPage> List(const jobs::ListQuery& query) = 0;
+  virtual absl::StatusOr<types::JobPage> List(const types::ListQuery& query) = 0;
   // At startup: every QUEUED or RUNNING record (left by a crash) becomes
   // INTERRUPTED with interrupted_by_restart set. Returns the ids changed.
   virtual absl::StatusOr<std::vector<std::string>> MarkInterruptedOnStartup(
@@ -63,21 +63,21 @@ class ResultStore {
   virtual bool shared() const { return false; }
   // Inserts a new record; AlreadyExists when the id is taken (ids are made
   // by each server, so two may collide).
-  virtual absl::Status Create(const jobs::JobRecord& record) { return Put(record); }
+  virtual absl::Status Create(const types::JobRecord& record) { return Put(record); }
   // Takes the oldest job this server may run: QUEUED, or RUNNING with an
   // expired lease (the next attempt, from the start). The record comes back
   // RUNNING on `server` with the attempt appended. nullopt when none. Jobs
   // past max_attempts become FAILED naming each attempt's server.
-  virtual absl::StatusOr<std::optional<jobs::JobRecord>> Claim(const ClaimRequest& request);
+  virtual absl::StatusOr<std::optional<types::JobRecord>> Claim(const ClaimRequest& request);
   // Writes `record` (its last attempt must be this server's) only while this
   // server still holds the job, renewing the lease when RUNNING, ending it
   // otherwise (QUEUED hands the job back). Returns whether a cancel was
   // requested. FailedPrecondition "lease lost" when the job is no longer ours.
-  virtual absl::StatusOr<bool> PutLeased(const jobs::JobRecord& record, int64_t lease_micros);
+  virtual absl::StatusOr<bool> PutLeased(const types::JobRecord& record, int64_t lease_micros);
   // QUEUED: CANCELLED at once. RUNNING: flags it; its server stops it.
   // FailedPrecondition for a finished job, NotFound for an unknown one.
-  virtual absl::StatusOr<jobs::JobRecord> RequestCancel(const std::string& id,
-                                                        int64_t now_unix_micros);
+  virtual absl::StatusOr<types::JobRecord> RequestCancel(const std::string& id,
+                                                         int64_t now_unix_micros);
   // The servers table: this server's heartbeat, the live ones, leaving.
   virtual absl::Status Heartbeat(const std::string& server, const std::string& info_json);
   virtual absl::StatusOr<std::vector<FleetServer>> LiveServers(int64_t max_age_micros);

@@ -172,13 +172,13 @@ absl::Status SqliteResultStore::InitSchema() {
   return Exec(db_, "COMMIT");
 }
 
-absl::Status SqliteResultStore::PutLocked(const jobs::JobRecord& r) {
+absl::Status SqliteResultStore::PutLocked(const types::JobRecord& r) {
   Stmt put(db_,
            "INSERT OR REPLACE INTO jobs (id, state, create_micros, run, step, drafter, "
            "checkpoint_path, dataset, drafter_fingerprint, dataset_fingerprint, record) "
            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
   RETURN_IF_ERROR(put.status("insert"));
-  put.Bind({r.id, std::string(jobs::JobStateName(r.state)), r.create_unix_micros, r.request.run,
+  put.Bind({r.id, std::string(types::JobStateName(r.state)), r.create_unix_micros, r.request.run,
             r.request.step, r.request.params.drafter, r.request.params.checkpoint_path,
             r.request.params.dataset, r.drafter_fingerprint, r.dataset_fingerprint,
             RecordToJson(r)});
@@ -196,11 +196,11 @@ absl::Status SqliteResultStore::PutLocked(const jobs::JobRecord& r) {
   return absl::OkStatus();
 }
 
-absl::Status SqliteResultStore::Put(const jobs::JobRecord& record) {
+absl::Status SqliteResultStore::Put(const types::JobRecord& record) {
   if (record.id.empty()) return absl::InvalidArgumentError("job record has no id");
   std::lock_guard<std::mutex> lock(mu_);
   // A final result is fsync'ed with its commit; progress updates need not be.
-  RETURN_IF_ERROR(Exec(db_, record.state == jobs::JobState::kSucceeded
+  RETURN_IF_ERROR(Exec(db_, record.state == types::JobState::kSucceeded
                                 ? "PRAGMA synchronous=FULL"
                                 : "PRAGMA synchronous=NORMAL"));
   RETURN_IF_ERROR(Exec(db_, "BEGIN IMMEDIATE"));
@@ -212,7 +212,7 @@ absl::Status SqliteResultStore::Put(const jobs::JobRecord& record) {
   return Exec(db_, "COMMIT");
 }
 
-absl::StatusOr<jobs::JobRecord> SqliteResultStore::Get(const std::string& id) {
+absl::StatusOr<types::JobRecord> SqliteResultStore::Get(const std::string& id) {
   std::lock_guard<std::mutex> lock(mu_);
   Stmt get(db_, "SELECT record FROM jobs WHERE id = ?");
   RETURN_IF_ERROR(get.status("get"));
@@ -226,12 +226,12 @@ absl::StatusOr<jobs::JobRecord> SqliteResultStore::Get(const std::string& id) {
   return RecordFromJson(get.Text(0));
 }
 
-absl::StatusOr<jobs::JobPage> SqliteResultStore::List(const jobs::ListQuery& q) {
+absl::StatusOr<types::JobPage> SqliteResultStore::List(const types::ListQuery& q) {
   std::vector<std::string> where;
   std::vector<Value> args;
   if (q.state) {
     where.push_back("state = ?");
-    args.push_back(std::string(jobs::JobStateName(*q.state)));
+    args.push_back(std::string(types::JobStateName(*q.state)));
   }
   if (!q.drafter.empty()) {
     where.push_back("(drafter = ? OR checkpoint_path = ? OR drafter_fingerprint = ?)");
@@ -278,7 +278,7 @@ absl::StatusOr<jobs::JobPage> SqliteResultStore::List(const jobs::ListQuery& q) 
   Stmt list(db_, sql);
   RETURN_IF_ERROR(list.status("list"));
   list.Bind(args);
-  jobs::JobPage page;
+  types::JobPage page;
   int64_t last_key = 0;
   std::string last_id;
   int rc;
@@ -288,7 +288,7 @@ absl::StatusOr<jobs::JobPage> SqliteResultStore::List(const jobs::ListQuery& q) 
       break;
     }
     ASSIGN_OR_RETURN(
-        jobs::JobRecord record,
+        types::JobRecord record,
         RecordFromJson(q.without_per_sample ? WithoutPerSample(list.Text(0)) : list.Text(0)));
     page.jobs.push_back(std::move(record));
     last_key = q.order_by_step ? list.Int(1) : list.Int(2);
@@ -307,13 +307,13 @@ absl::StatusOr<std::vector<std::string>> SqliteResultStore::MarkInterruptedOnSta
   RETURN_IF_ERROR(Exec(db_, "BEGIN IMMEDIATE"));
   std::vector<std::string> ids;
   absl::Status status = [&]() -> absl::Status {
-    std::vector<jobs::JobRecord> records;
+    std::vector<types::JobRecord> records;
     {
       Stmt find(db_, "SELECT record FROM jobs WHERE state IN ('QUEUED', 'RUNNING') ORDER BY id");
       RETURN_IF_ERROR(find.status("interrupted"));
       int rc;
       while ((rc = find.Step()) == SQLITE_ROW) {
-        ASSIGN_OR_RETURN(jobs::JobRecord r, RecordFromJson(find.Text(0)));
+        ASSIGN_OR_RETURN(types::JobRecord r, RecordFromJson(find.Text(0)));
         records.push_back(std::move(r));
       }
       if (rc != SQLITE_DONE) {
@@ -321,10 +321,10 @@ absl::StatusOr<std::vector<std::string>> SqliteResultStore::MarkInterruptedOnSta
             absl::StrCat("results store: finding unfinished jobs: ", sqlite3_errmsg(db_)));
       }
     }
-    for (jobs::JobRecord& r : records) {
+    for (types::JobRecord& r : records) {
       r.error_message = absl::StrCat("the server stopped while this job was ",
-                                     jobs::JobStateName(r.state), "; resubmit it");
-      r.state = jobs::JobState::kInterrupted;
+                                     types::JobStateName(r.state), "; resubmit it");
+      r.state = types::JobState::kInterrupted;
       r.interrupted_by_restart = true;
       r.end_unix_micros = now_unix_micros;
       RETURN_IF_ERROR(PutLocked(r));

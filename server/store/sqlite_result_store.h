@@ -28,9 +28,9 @@ class SqliteResultStore final : public ResultStore {
   static absl::StatusOr<std::unique_ptr<SqliteResultStore>> Open(const std::string& path);
   ~SqliteResultStore() override;  // closes the database cleanly
 
-  absl::Status Put(const jobs::JobRecord& record) override;
-  absl::StatusOr<jobs::JobRecord> Get(const std::string& id) override;
-  absl::StatusOr<jobs::JobPage> List(const jobs::ListQuery& query) override;
+  absl::Status Put(const types::JobRecord& record) override;
+  absl::StatusOr<types::JobRecord> Get(const std::string& id) override;
+  absl::StatusOr<types::JobPage> List(const types::ListQuery& query) override;
   absl::StatusOr<std::vector<std::string>> MarkInterruptedOnStartup(
       int64_t now_unix_micros) override;
   absl::StatusOr<std::string> MaxId() override;
@@ -40,7 +40,7 @@ class SqliteResultStore final : public ResultStore {
  private:
   SqliteResultStore(std::string path, sqlite3* db) : path_(std::move(path)), db_(db) {}
   absl::Status InitSchema();
-  absl::Status PutLocked(const jobs::JobRecord& record);
+  absl::Status PutLocked(const types::JobRecord& record);
 
   std::string path_;
   std::mutex mu_;  // guards db_ (one statement at a time)

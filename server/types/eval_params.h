@@ -8,13 +8,13 @@
 
 #include "types/eval_types.h"
 
-namespace dflash::core {
+namespace dflash::types {
 
 struct EvalParams {
   std::string drafter;          // resident drafter, or
   std::string checkpoint_path;  // a checkpoint to load for this evaluation
   std::string dataset, target;
-  eval::EvalOptions options;
+  EvalOptions options;
 };
 
-}  // namespace dflash::core
+}  // namespace dflash::types

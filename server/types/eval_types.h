@@ -11,7 +11,7 @@
 
 #include "types/semantics.h"
 
-namespace dflash::eval {
+namespace dflash::types {
 
 enum class Mode { kAnchor, kReplay };
 enum class AnchorStrategy { kEven, kRandom, kAll };
@@ -59,7 +59,7 @@ struct EvalOptions {
   int64_t block_size = 0;      // 0 = the drafter's; must be <= the drafter's
   int64_t max_new_tokens = 0;  // replay only; 0 = no limit
   // Block masks, block lengths and the replay loop (model/semantics.h).
-  model::Semantics semantics = model::kDefaultSemantics;
+  Semantics semantics = kDefaultSemantics;
   // Memory budget for one batched forward, in attention-score elements
   // (blocks x heads x B x keys); chunks are sized to stay under it.
   int64_t max_chunk_elements = 64ll << 20;
@@ -327,4 +327,4 @@ struct EvalProgress {
 // evaluator then returns CancelledError).
 using ProgressFn = std::function<bool(const EvalProgress&)>;
 
-}  // namespace dflash::eval
+}  // namespace dflash::types

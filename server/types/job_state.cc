@@ -1,7 +1,7 @@
 #include "absl/strings/str_cat.h"
 #include "types/job_types.h"
 
-namespace dflash::jobs {
+namespace dflash::types {
 
 const char* JobStateName(JobState state) {
   switch (state) {
@@ -29,4 +29,4 @@ bool IsTerminal(JobState state) {
   return state != JobState::kQueued && state != JobState::kRunning;
 }
 
-}  // namespace dflash::jobs
+}  // namespace dflash::types

@@ -16,7 +16,7 @@
 #include "types/eval_params.h"
 #include "types/eval_types.h"
 
-namespace dflash::jobs {
+namespace dflash::types {
 
 enum class JobState { kQueued, kRunning, kSucceeded, kFailed, kCancelled, kInterrupted };
 
@@ -43,7 +43,7 @@ struct GateSpec {
 
 // What was asked: dflash.eval.v1.EvalRequest as plain C++.
 struct JobRequest {
-  core::EvalParams params;
+  EvalParams params;
   std::string run;
   int64_t step = 0;
   std::map<std::string, std::string> labels;
@@ -62,7 +62,7 @@ struct JobProgress {
   int64_t blocks_done = 0, blocks_total = 0;
   int64_t samples_done = 0, samples_total = 0;
   double elapsed_seconds = 0, eta_seconds = 0;
-  bool blocks_total_is_bound = false;  // see eval::EvalProgress
+  bool blocks_total_is_bound = false;  // see EvalProgress
 };
 
 // One run of a job by one server. A fleet job (shared PostgreSQL store) may
@@ -78,8 +78,8 @@ struct JobRecord {
   JobState state = JobState::kQueued;
   JobRequest request;
   JobProgress progress;
-  std::optional<eval::EvalResult> result;  // set when SUCCEEDED
-  int error_code = 0;                      // absl::StatusCode when FAILED
+  std::optional<EvalResult> result;  // set when SUCCEEDED
+  int error_code = 0;                // absl::StatusCode when FAILED
   std::string error_message;
   int64_t create_unix_micros = 0, start_unix_micros = 0, end_unix_micros = 0;
   std::string server_version, device, dtype;
@@ -120,4 +120,4 @@ struct JobPage {
   std::string next_page_token;  // empty on the last page
 };
 
-}  // namespace dflash::jobs
+}  // namespace dflash::types

@@ -2,7 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 
-namespace dflash::eval {
+namespace dflash::types {
 
 const char* PolicyName(ProposalPolicy p) {
   switch (p) {
@@ -24,4 +24,4 @@ absl::StatusOr<ProposalPolicy> ParsePolicy(absl::string_view name) {
       "unknown policy '", name, "' (known: sample, argmax, selector (DFlash 2), match)"));
 }
 
-}  // namespace dflash::eval
+}  // namespace dflash::types

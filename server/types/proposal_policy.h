@@ -8,11 +8,11 @@
 #include "absl/status/statusor.h"
 #include "types/eval_types.h"
 
-namespace dflash::eval {
+namespace dflash::types {
 
 // "sample", "argmax", "selector", "match"; "default" for kDefault.
 const char* PolicyName(ProposalPolicy p);
 // The four names above (not "default"); InvalidArgument names the known ones.
 absl::StatusOr<ProposalPolicy> ParsePolicy(absl::string_view name);
 
-}  // namespace dflash::eval
+}  // namespace dflash::types

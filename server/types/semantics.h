@@ -13,7 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 
-namespace dflash::model {
+namespace dflash::types {
 
 enum class Semantics {
   // z-lab dflash/model.py at 10129599: sliding layers causal inside the
@@ -51,4 +51,4 @@ inline absl::StatusOr<Semantics> ParseSemantics(absl::string_view name) {
       absl::StrCat("unknown semantics '", name, "' (known: zlab-current, zlab-2025)"));
 }
 
-}  // namespace dflash::model
+}  // namespace dflash::types

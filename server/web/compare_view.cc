@@ -22,7 +22,7 @@ WebPage CompareView(const core::Comparison& c) {
   std::vector<std::vector<std::string>> side;
   json jobs = json::array();
   for (size_t k = 0; k < c.jobs.size(); ++k) {
-    const jobs::JobRecord& j = c.jobs[k];
+    const types::JobRecord& j = c.jobs[k];
     side.push_back({Link(absl::StrCat("/jobs/", UrlEncode(j.id)), j.id),
                     Escape(j.request.params.drafter.empty() ? j.request.params.checkpoint_path
                                                             : j.request.params.drafter),
@@ -60,7 +60,7 @@ WebPage CompareView(const core::Comparison& c) {
     absl::StrAppend(&body, "<p class=\"note\">warning: ", Escape(w), "</p>");
   }
   std::string ids;
-  for (const jobs::JobRecord& j : c.jobs) absl::StrAppend(&ids, ids.empty() ? "" : ",", j.id);
+  for (const types::JobRecord& j : c.jobs) absl::StrAppend(&ids, ids.empty() ? "" : ",", j.id);
   page.json = {{"jobs", jobs}, {"differences", differences}, {"warnings", c.warnings}};
   page.html = PageShell("Compare", body, absl::StrCat("/api/compare?jobs=", UrlEncode(ids)));
   return page;

@@ -79,7 +79,7 @@ std::string Num(double v) {
   return std::isnan(v) ? "-" : absl::StrFormat("%.4g", v);
 }
 
-std::string WithInterval(double v, const std::optional<eval::Interval>& ci) {
+std::string WithInterval(double v, const std::optional<types::Interval>& ci) {
   if (!ci) return Num(v);
   return absl::StrFormat("%s [%s, %s]", Num(v), Num(ci->lo), Num(ci->hi));
 }
@@ -94,12 +94,12 @@ std::string Time(int64_t unix_micros) {
   return buf;
 }
 
-std::string SettingText(const eval::SamplingSetting& s) {
+std::string SettingText(const types::SamplingSetting& s) {
   std::string out = absl::StrFormat("t=%g", s.temperature);
   if (s.top_p > 0 && s.top_p < 1) absl::StrAppend(&out, absl::StrFormat(",p=%g", s.top_p));
   if (s.top_k > 0) absl::StrAppend(&out, ",k=", s.top_k);
-  if (s.policy != eval::ProposalPolicy::kDefault) {
-    absl::StrAppend(&out, " ", eval::PolicyName(s.policy));
+  if (s.policy != types::ProposalPolicy::kDefault) {
+    absl::StrAppend(&out, " ", types::PolicyName(s.policy));
   }
   if (!s.engine.empty()) absl::StrAppend(&out, " (", s.engine, ")");
   return out;

@@ -32,11 +32,11 @@ std::string Table(const std::vector<std::string>& header,
 // "2.3456" (4 significant digits); "-" for NaN.
 std::string Num(double v);
 // "2.346 [2.101, 2.512]" or "2.346" without an interval.
-std::string WithInterval(double v, const std::optional<eval::Interval>& ci);
+std::string WithInterval(double v, const std::optional<types::Interval>& ci);
 // "2026-12-04 03:31:51Z"; "-" for 0.
 std::string Time(int64_t unix_micros);
 // A sampling setting as the CLI's --sampling spells it: "t=0.6,p=0.95,k=20",
 // then the policy and the engine preset when set ("t=1 match (vllm)").
-std::string SettingText(const eval::SamplingSetting& s);
+std::string SettingText(const types::SamplingSetting& s);
 
 }  // namespace dflash::web

@@ -23,9 +23,9 @@ std::string Percent(int64_t part, int64_t blocks) {
 // DFlash 2 (docs/semantics.md): what the selector adds over the unary
 // argmax, how far the top-k oracle is, and why blocks end (coverage vs
 // ranking), as `dflash-eval results` prints it.
-std::string SelectorRows(const eval::EvalResult& r) {
+std::string SelectorRows(const types::EvalResult& r) {
   if (r.selector_top_k <= 0) return "";
-  const eval::FirstMissSplit& f = r.first_miss;
+  const types::FirstMissSplit& f = r.first_miss;
   const double lift = r.accept_length_pooled - r.unary_accept_length_pooled;
   return absl::StrCat(Row2("selector (top-k)", absl::StrCat(r.selector_top_k)),
                       Row2("accept length: unary argmax / top-k oracle",
@@ -39,7 +39,7 @@ std::string SelectorRows(const eval::EvalResult& r) {
                       Row2("near-tie selector slots (< 1e-4)", absl::StrCat(r.selector_near_ties)));
 }
 
-std::string Headline(const eval::EvalResult& r) {
+std::string Headline(const types::EvalResult& r) {
   std::string out = "<table>";
   absl::StrAppend(&out,
                   Row2("accept length (pooled over blocks)",
@@ -65,13 +65,13 @@ std::string Headline(const eval::EvalResult& r) {
 
 // Per position: the chart of acceptance and the table (DFlash 2 adds the
 // unary accuracy, the selector's coverage and its teacher-forced accuracy).
-std::string Positions(const eval::EvalResult& r) {
+std::string Positions(const types::EvalResult& r) {
   const bool dflash2 = r.selector_top_k > 0;
   const bool cut = r.positions_to_first_miss;  // marginal columns not measured
   std::vector<std::vector<std::string>> rows;
   std::vector<std::string> labels;
   std::vector<double> acceptance;
-  for (const eval::PositionMetrics& p : r.positions) {
+  for (const types::PositionMetrics& p : r.positions) {
     const bool reached = p.counted > 0;
     const auto marginal = [&](double v) { return reached && !cut ? Num(v) : std::string("-"); };
     rows.push_back({absl::StrCat(p.position), absl::StrCat(p.counted),
@@ -91,7 +91,7 @@ std::string Positions(const eval::EvalResult& r) {
   return absl::StrCat(BarPlot("acceptance by position", labels, acceptance), Table(header, rows));
 }
 
-std::string Histogram(const eval::EvalResult& r) {
+std::string Histogram(const types::EvalResult& r) {
   std::vector<std::string> ns;
   std::vector<double> hist;
   for (size_t n = 0; n < r.accepted_histogram.size(); ++n) {
@@ -102,7 +102,7 @@ std::string Histogram(const eval::EvalResult& r) {
 }
 
 // The draft-length curve: greedy, and one line per sampled setting.
-std::string DraftLengthCurve(const eval::EvalResult& r) {
+std::string DraftLengthCurve(const types::EvalResult& r) {
   std::vector<PlotSeries> lines;
   const auto add = [&lines](const std::string& name, const std::vector<double>& curve) {
     if (curve.empty()) return;
@@ -113,16 +113,16 @@ std::string DraftLengthCurve(const eval::EvalResult& r) {
     lines.push_back(std::move(s));
   };
   add("greedy", r.draft_length_curve);
-  for (const eval::SampledAcceptance& s : r.sampling) {
+  for (const types::SampledAcceptance& s : r.sampling) {
     add(absl::StrCat("expected at ", SettingText(s.setting)), s.draft_length_curve);
   }
   return LinePlot("draft-length curve: accept length if k positions are proposed", "k", lines);
 }
 
-std::string Sampled(const eval::EvalResult& r) {
+std::string Sampled(const types::EvalResult& r) {
   if (r.sampling.empty()) return "";
   std::vector<std::vector<std::string>> rows;
-  for (const eval::SampledAcceptance& s : r.sampling) {
+  for (const types::SampledAcceptance& s : r.sampling) {
     rows.push_back({Escape(SettingText(s.setting)),
                     WithInterval(s.expected_accept_length_pooled, s.accept_length_ci),
                     Num(s.expected_tau)});
@@ -131,10 +131,10 @@ std::string Sampled(const eval::EvalResult& r) {
                       Table({"setting", "expected accept length", "expected tau"}, rows));
 }
 
-std::string Slices(const eval::EvalResult& r) {
+std::string Slices(const types::EvalResult& r) {
   if (r.slices.empty()) return "";
   std::vector<std::vector<std::string>> rows;
-  for (const eval::SliceResult& s : r.slices) {
+  for (const types::SliceResult& s : r.slices) {
     rows.push_back({Escape(absl::StrCat(s.kind, "=", s.value)), absl::StrCat(s.samples),
                     absl::StrCat(s.blocks), WithInterval(s.accept_length, s.accept_length_ci),
                     WithInterval(s.tau, s.tau_ci)});
@@ -144,12 +144,12 @@ std::string Slices(const eval::EvalResult& r) {
 }
 
 // Where the samples ran (issue 30), when they were split or streamed.
-std::string Shards(const eval::EvalResult& r) {
+std::string Shards(const types::EvalResult& r) {
   bool read = false;
-  for (const eval::ShardPlacement& s : r.shards) read = read || s.bytes_read > 0;
+  for (const types::ShardPlacement& s : r.shards) read = read || s.bytes_read > 0;
   if (r.shards.size() < 2 && !read) return "";
   std::vector<std::vector<std::string>> rows;
-  for (const eval::ShardPlacement& s : r.shards) {
+  for (const types::ShardPlacement& s : r.shards) {
     rows.push_back({absl::StrCat("[", s.first, ", ", s.end, ")"), absl::StrCat(s.blocks),
                     Escape(s.device), Escape(s.server), absl::StrCat(s.bytes_read),
                     absl::StrFormat("%.3f", s.seconds)});
@@ -161,10 +161,10 @@ std::string Shards(const eval::EvalResult& r) {
 
 }  // namespace
 
-std::string ResultSections(const eval::EvalResult& r) {
+std::string ResultSections(const types::EvalResult& r) {
   std::string out = absl::StrCat("<h2>Result</h2>", Headline(r), Positions(r), Histogram(r),
                                  DraftLengthCurve(r), Sampled(r), Slices(r), Shards(r));
-  for (const eval::DatasetResult& d : r.suite_results) {
+  for (const types::DatasetResult& d : r.suite_results) {
     absl::StrAppend(&out, "<h2>Dataset ", Escape(d.dataset), "</h2>", ResultSections(d.result));
   }
   for (const std::string& w : r.warnings) {

@@ -12,6 +12,6 @@
 namespace dflash::web {
 
 // The whole result as HTML, suite datasets each in their own section.
-std::string ResultSections(const eval::EvalResult& r);
+std::string ResultSections(const types::EvalResult& r);
 
 }  // namespace dflash::web

@@ -13,10 +13,10 @@
 namespace dflash::web {
 namespace {
 
-using jobs::JobRecord;
+using types::JobRecord;
 
 bool Live(const JobRecord& j) {
-  return j.state == jobs::JobState::kRunning || j.state == jobs::JobState::kQueued;
+  return j.state == types::JobState::kRunning || j.state == types::JobState::kQueued;
 }
 
 std::string Row2(const std::string& k, const std::string& v_html) {
@@ -25,7 +25,7 @@ std::string Row2(const std::string& k, const std::string& v_html) {
 
 // "12 of 900 blocks, 3 of 300 samples": the script below writes the same
 // words from the twin's progress array.
-std::string ProgressText(const jobs::JobProgress& p) {
+std::string ProgressText(const types::JobProgress& p) {
   return absl::StrFormat("%d of %s%d blocks, %d of %d samples", p.blocks_done,
                          p.blocks_total_is_bound ? "&le;" : "", p.blocks_total, p.samples_done,
                          p.samples_total);
@@ -51,11 +51,11 @@ std::string PollScript(const std::string& id) {
 }
 
 std::string Summary(const JobRecord& j) {
-  const core::EvalParams& p = j.request.params;
+  const types::EvalParams& p = j.request.params;
   std::string out = "<table>";
   absl::StrAppend(&out,
                   Row2("state", absl::StrCat("<span id=\"state\">",
-                                             Escape(jobs::JobStateName(j.state)), "</span>")),
+                                             Escape(types::JobStateName(j.state)), "</span>")),
                   Row2("drafter", Escape(p.drafter.empty() ? p.checkpoint_path : p.drafter)),
                   Row2("dataset", Escape(p.dataset)), Row2("target", Escape(p.target)));
   if (!j.request.run.empty()) {

@@ -13,14 +13,14 @@ namespace dflash::web {
 namespace {
 
 using json = nlohmann::json;
-using jobs::JobRecord;
-using jobs::JobState;
+using types::JobRecord;
+using types::JobState;
 
 int64_t LastUpdate(const JobRecord& j) {
   return std::max({j.create_unix_micros, j.start_unix_micros, j.end_unix_micros});
 }
 
-json IntervalJson(const std::optional<eval::Interval>& ci) {
+json IntervalJson(const std::optional<types::Interval>& ci) {
   return ci ? json::array({ci->lo, ci->hi}) : json(nullptr);
 }
 
@@ -31,7 +31,7 @@ struct RunSeries {
 };
 
 void AddPoint(std::map<std::string, PlotSeries>& by_name, const std::string& name, double step,
-              double value, const std::optional<eval::Interval>& ci, bool marked,
+              double value, const std::optional<types::Interval>& ci, bool marked,
               const std::string& label) {
   PlotSeries& s = by_name[name];
   s.name = name;
@@ -52,7 +52,7 @@ RunSeries SeriesOf(const std::vector<JobRecord>& jobs) {
   std::map<std::string, PlotSeries> accept, tau;
   for (const JobRecord& j : jobs) {
     if (j.state != JobState::kSucceeded || !j.result) continue;
-    const eval::EvalResult& r = *j.result;
+    const types::EvalResult& r = *j.result;
     const double step = static_cast<double>(j.request.step);
     const bool worse = r.gate && r.gate->verdict == "worse";
     const std::string main = r.suite.empty() ? "accept length" : "macro mean";
@@ -60,13 +60,13 @@ RunSeries SeriesOf(const std::vector<JobRecord>& jobs) {
         absl::StrCat(j.id, " step ", j.request.step, worse ? " (gate: worse)" : "");
     AddPoint(accept, main, step, r.accept_length_pooled, r.accept_length_ci, worse, label);
     AddPoint(tau, r.suite.empty() ? "tau" : "macro mean", step, r.tau, r.tau_ci, worse, label);
-    for (const eval::DatasetResult& d : r.suite_results) {
+    for (const types::DatasetResult& d : r.suite_results) {
       AddPoint(accept, d.dataset, step, d.result.accept_length_pooled, d.result.accept_length_ci,
                false, label);
       AddPoint(tau, d.dataset, step, d.result.tau, d.result.tau_ci, false, label);
     }
     // Sampled acceptance: one extra line per setting, on both charts.
-    for (const eval::SampledAcceptance& s : r.sampling) {
+    for (const types::SampledAcceptance& s : r.sampling) {
       const std::string name = absl::StrCat("expected at ", SettingText(s.setting));
       AddPoint(accept, name, step, s.expected_accept_length_pooled, s.accept_length_ci, false,
                label);
@@ -156,7 +156,7 @@ WebPage RunView(const std::string& run, const std::vector<JobRecord>& jobs,
   if (chosen) {
     std::vector<std::string> labels;
     std::vector<double> values;
-    for (const eval::PositionMetrics& p : chosen->result->positions) {
+    for (const types::PositionMetrics& p : chosen->result->positions) {
       labels.push_back(absl::StrCat(p.position));
       values.push_back(p.acceptance);
     }
@@ -167,9 +167,9 @@ WebPage RunView(const std::string& run, const std::vector<JobRecord>& jobs,
   std::vector<std::vector<std::string>> rows;
   json list = json::array();
   for (const JobRecord& j : jobs) {
-    const eval::EvalResult* r = j.result ? &*j.result : nullptr;
+    const types::EvalResult* r = j.result ? &*j.result : nullptr;
     const std::string gate = r && r->gate ? r->gate->verdict : "";
-    rows.push_back({JobLink(j), absl::StrCat(j.request.step), jobs::JobStateName(j.state),
+    rows.push_back({JobLink(j), absl::StrCat(j.request.step), types::JobStateName(j.state),
                     r ? WithInterval(r->accept_length_pooled, r->accept_length_ci) : "-",
                     r ? WithInterval(r->tau, r->tau_ci) : "-",
                     gate.empty()
@@ -179,7 +179,7 @@ WebPage RunView(const std::string& run, const std::vector<JobRecord>& jobs,
                     Escape(j.request.params.dataset)});
     json row = {{"id", j.id},
                 {"step", j.request.step},
-                {"state", jobs::JobStateName(j.state)},
+                {"state", types::JobStateName(j.state)},
                 {"dataset", j.request.params.dataset}};
     if (r) {
       row["accept_length"] = r->accept_length_pooled;
@@ -188,7 +188,7 @@ WebPage RunView(const std::string& run, const std::vector<JobRecord>& jobs,
       row["tau_ci"] = IntervalJson(r->tau_ci);
       row["gate"] = gate.empty() ? json(nullptr) : json(gate);
       json per_dataset = json::object();
-      for (const eval::DatasetResult& d : r->suite_results) {
+      for (const types::DatasetResult& d : r->suite_results) {
         per_dataset[d.dataset] = d.result.accept_length_pooled;
       }
       if (!per_dataset.empty()) row["suite_accept_length"] = per_dataset;

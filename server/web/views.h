@@ -34,14 +34,14 @@ struct RunSummary {
   std::string best_job;
   int64_t last_update_micros = 0;
 };
-std::vector<RunSummary> SummarizeRuns(const std::vector<jobs::JobRecord>& jobs);
+std::vector<RunSummary> SummarizeRuns(const std::vector<types::JobRecord>& jobs);
 
 WebPage RunsView(const std::vector<RunSummary>& runs);
 // `jobs` in step order. The per-position chart shows `step` (default: the
 // latest SUCCEEDED step).
-WebPage RunView(const std::string& run, const std::vector<jobs::JobRecord>& jobs,
+WebPage RunView(const std::string& run, const std::vector<types::JobRecord>& jobs,
                 std::optional<int64_t> step);
-WebPage JobView(const jobs::JobRecord& job);
+WebPage JobView(const types::JobRecord& job);
 WebPage CompareView(const core::Comparison& comparison);
 WebPage ResourcesView(const std::vector<core::ResourceInfo>& resources,
                       const core::ServerInfo& info);

@@ -35,14 +35,15 @@ WebPage FromStatus(const absl::Status& s) {
 }
 
 // Every page of a listing, stopping once kMaxListed jobs are read.
-absl::StatusOr<std::vector<jobs::JobRecord>> ListAll(core::JobService& service, jobs::ListQuery q) {
-  std::vector<jobs::JobRecord> out;
+absl::StatusOr<std::vector<types::JobRecord>> ListAll(core::JobService& service,
+                                                      types::ListQuery q) {
+  std::vector<types::JobRecord> out;
   q.page_size = 1000;
   q.without_per_sample = true;  // no listing page shows them; parsing them was most of its time
   for (;;) {
-    absl::StatusOr<jobs::JobPage> page = service.List(q);
+    absl::StatusOr<types::JobPage> page = service.List(q);
     if (!page.ok()) return page.status();
-    for (jobs::JobRecord& j : page->jobs) out.push_back(std::move(j));
+    for (types::JobRecord& j : page->jobs) out.push_back(std::move(j));
     if (page->next_page_token.empty() || out.size() >= kMaxListed) return out;
     q.page_token = page->next_page_token;
   }
@@ -54,7 +55,7 @@ WebPage WebSite::Route(const std::string& path,
                        const std::multimap<std::string, std::string>& query) {
   absl::string_view rest = path;
   if (rest == "/" || rest == "/runs") {
-    absl::StatusOr<std::vector<jobs::JobRecord>> all = ListAll(jobs_, {});
+    absl::StatusOr<std::vector<types::JobRecord>> all = ListAll(jobs_, {});
     if (!all.ok()) return FromStatus(all.status());
     return RunsView(SummarizeRuns(*all));
   }
@@ -67,16 +68,16 @@ WebPage WebSite::Route(const std::string& path,
       }
       step = s;
     }
-    jobs::ListQuery q;
+    types::ListQuery q;
     q.run = std::string(rest);
     q.order_by_step = true;
-    absl::StatusOr<std::vector<jobs::JobRecord>> run = ListAll(jobs_, q);
+    absl::StatusOr<std::vector<types::JobRecord>> run = ListAll(jobs_, q);
     if (!run.ok()) return FromStatus(run.status());
     if (run->empty()) return ErrorView(404, absl::StrCat("no run named '", rest, "'"));
     return RunView(std::string(rest), *run, step);
   }
   if (absl::ConsumePrefix(&rest, "/jobs/") && !rest.empty()) {
-    absl::StatusOr<jobs::JobRecord> job = jobs_.Get(std::string(rest));
+    absl::StatusOr<types::JobRecord> job = jobs_.Get(std::string(rest));
     if (!job.ok()) return FromStatus(job.status());
     return JobView(*job);
   }

@@ -9,6 +9,6 @@
 
 namespace dflash::weights {
 
-c10::ScalarType ToScalarType(DType dtype);
+c10::ScalarType ToScalarType(formats::DType dtype);
 
 }  // namespace dflash::weights

@@ -32,13 +32,13 @@ namespace fs = std::filesystem;
 // outlives the TensorSource for as long as they live.
 struct OpenedFile {
   std::shared_ptr<MappedFile> map;
-  SafetensorsLayout layout;
+  formats::SafetensorsLayout layout;
 };
 
 absl::StatusOr<OpenedFile> OpenFile(const std::string& path) {
   OpenedFile out;
   ASSIGN_OR_RETURN(out.map, MappedFile::Open(path));
-  ASSIGN_OR_RETURN(out.layout, ParseSafetensorsBytes(out.map->bytes()), "'", path, "'");
+  ASSIGN_OR_RETURN(out.layout, formats::ParseSafetensorsBytes(out.map->bytes()), "'", path, "'");
   return out;
 }
 
@@ -46,14 +46,14 @@ absl::StatusOr<OpenedFile> OpenFile(const std::string& path) {
 struct Slot {
   std::shared_ptr<MappedFile> file;
   uint64_t data_start = 0;
-  SafetensorsEntry entry;
+  formats::SafetensorsEntry entry;
 };
 
 absl::StatusOr<at::Tensor> ReadSlot(const Slot& slot) {
-  const SafetensorsEntry& e = slot.entry;
+  const formats::SafetensorsEntry& e = slot.entry;
   const uint64_t offset = slot.data_start + e.begin;
   const char* src = slot.file->bytes().data() + offset;
-  if (e.dtype == DType::kBool) {
+  if (e.dtype == formats::DType::kBool) {
     // Any byte but 0 or 1 is undefined behaviour for a torch bool.
     for (uint64_t i = 0; i < e.nbytes(); ++i) {
       if (static_cast<unsigned char>(src[i]) > 1) {
@@ -66,7 +66,7 @@ absl::StatusOr<at::Tensor> ReadSlot(const Slot& slot) {
   return TorchGuard(absl::StrCat("reading tensor '", e.name, "'"), [&]() -> at::Tensor {
     auto options = at::TensorOptions().dtype(ToScalarType(e.dtype)).device(at::kCPU);
     if (e.nbytes() == 0) return at::empty(e.shape, options);
-    if (offset % static_cast<uint64_t>(DTypeSize(e.dtype)) != 0) {
+    if (offset % static_cast<uint64_t>(formats::DTypeSize(e.dtype)) != 0) {
       // Misaligned for its element type: kernels may not read it in place.
       at::Tensor t = at::empty(e.shape, options);
       std::memcpy(t.data_ptr(), src, e.nbytes());
@@ -84,7 +84,8 @@ class MappedSource final : public TensorSource {
   MappedSource(std::string format, std::string path)
       : format_(std::move(format)), path_(std::move(path)) {}
 
-  void Add(const std::shared_ptr<MappedFile>& file, uint64_t data_start, SafetensorsEntry entry) {
+  void Add(const std::shared_ptr<MappedFile>& file, uint64_t data_start,
+           formats::SafetensorsEntry entry) {
     TensorInfo info;
     info.name = entry.name;
     info.dtype = entry.dtype;
@@ -129,7 +130,7 @@ class MappedSource final : public TensorSource {
     const Slot& slot = slots_[it->second];
     const uint64_t offset = slot.data_start + slot.entry.begin;
     if (slot.entry.nbytes() == 0 ||
-        offset % static_cast<uint64_t>(DTypeSize(slot.entry.dtype)) != 0) {
+        offset % static_cast<uint64_t>(formats::DTypeSize(slot.entry.dtype)) != 0) {
       return std::nullopt;
     }
     return slot.file->stamp();
@@ -159,14 +160,14 @@ class MappedSource final : public TensorSource {
 };
 
 // The index file, read whole (it is small: one line per tensor).
-absl::StatusOr<ShardIndex> ReadIndex(const std::string& index_path) {
+absl::StatusOr<formats::ShardIndex> ReadIndex(const std::string& index_path) {
   ASSIGN_OR_RETURN(std::shared_ptr<MappedFile> file, MappedFile::Open(index_path));
-  if (file->size() > kMaxSafetensorsHeaderBytes) {
+  if (file->size() > formats::kMaxSafetensorsHeaderBytes) {
     return absl::InvalidArgumentError(absl::StrCat("'", index_path, "': index is ", file->size(),
                                                    " bytes; the limit is ",
-                                                   kMaxSafetensorsHeaderBytes));
+                                                   formats::kMaxSafetensorsHeaderBytes));
   }
-  return ParseShardIndex(file->bytes(), index_path);
+  return formats::ParseShardIndex(file->bytes(), index_path);
 }
 
 }  // namespace
@@ -174,7 +175,7 @@ absl::StatusOr<ShardIndex> ReadIndex(const std::string& index_path) {
 absl::StatusOr<TensorSourcePtr> OpenSafetensors(const std::string& path) {
   ASSIGN_OR_RETURN(OpenedFile opened, OpenFile(path));
   auto source = std::make_unique<MappedSource>("safetensors", path);
-  for (SafetensorsEntry& e : opened.layout.entries) {
+  for (formats::SafetensorsEntry& e : opened.layout.entries) {
     source->Add(opened.map, opened.layout.data_start, std::move(e));
   }
   return TensorSourcePtr(std::move(source));
@@ -182,7 +183,7 @@ absl::StatusOr<TensorSourcePtr> OpenSafetensors(const std::string& path) {
 
 absl::StatusOr<TensorSourcePtr> OpenShardedSafetensors(const std::string& index_path,
                                                        const std::vector<std::string>& names) {
-  ASSIGN_OR_RETURN(ShardIndex index, ReadIndex(index_path));
+  ASSIGN_OR_RETURN(formats::ShardIndex index, ReadIndex(index_path));
   const std::map<std::string, std::vector<std::string>>& by_shard = index.by_shard;
   const std::map<std::string, std::string>& shard_of = index.shard_of;
   std::vector<std::string>& all_names = index.all_names;
@@ -225,7 +226,7 @@ absl::StatusOr<TensorSourcePtr> OpenShardedSafetensors(const std::string& index_
       }
     }
     // File order within the shard; tensors the index does not name are left out.
-    for (SafetensorsEntry& e : opened->layout.entries) {
+    for (formats::SafetensorsEntry& e : opened->layout.entries) {
       auto it = shard_of.find(e.name);
       if (it != shard_of.end() && it->second == shard) {
         source->Add(opened->map, opened->layout.data_start, std::move(e));

@@ -244,10 +244,10 @@ absl::StatusOr<std::vector<const TensorInfo*>> FindNeeded(const TensorSource& so
       return absl::InvalidArgumentError(absl::StrCat("target '", model_dir, "': the index names '",
                                                      n, "' but its shard does not list it"));
     }
-    if (!IsFloatingPoint(info->dtype)) {
-      return absl::InvalidArgumentError(absl::StrCat("target '", model_dir, "': tensor '", n,
-                                                     "' has dtype ", DTypeName(info->dtype),
-                                                     "; expected a floating-point type"));
+    if (!formats::IsFloatingPoint(info->dtype)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("target '", model_dir, "': tensor '", n, "' has dtype ",
+                       formats::DTypeName(info->dtype), "; expected a floating-point type"));
     }
     infos.push_back(info);
   }
@@ -312,7 +312,7 @@ absl::StatusOr<std::vector<at::Tensor>> ReadTensors(const TensorSource& source,
     const std::string role = info->name == out->embed_name     ? "embed_tokens"
                              : info->name == out->lm_head_name ? "lm_head"
                                                                : "norm";
-    ByteHasher hash = fp.BeginTensor(role, DTypeName(info->dtype), info->shape);
+    ByteHasher hash = fp.BeginTensor(role, formats::DTypeName(info->dtype), info->shape);
     if (std::optional<FileStamp> file =
             MayAlias(source, info->name, t, options.dtype, options.device, options.map)) {
       // Stored as it stays resident: a view of the shard, hashed in place.
@@ -338,7 +338,7 @@ absl::StatusOr<std::vector<at::Tensor>> ReadTensors(const TensorSource& source,
     }
     out->bytes_read += info->nbytes;
     out->facts.push_back(absl::StrCat(role, " '", info->name, "' ", ShapeText(info->shape), " ",
-                                      DTypeName(info->dtype), " from ",
+                                      formats::DTypeName(info->dtype), " from ",
                                       fs::path(info->file).filename().string()));
   }
   RETURN_IF_ERROR(out->mapping.CheckUnchanged(), "target '", model_dir, "'");

@@ -25,7 +25,7 @@ namespace dflash::weights {
 
 struct TensorInfo {
   std::string name;  // as stored, after flattening nested dicts with '.'
-  DType dtype = DType::kF32;
+  formats::DType dtype = formats::DType::kF32;
   std::vector<int64_t> shape;
   std::string file;    // the file that holds the bytes
   int64_t nbytes = 0;  // numel * element size

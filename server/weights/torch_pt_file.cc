@@ -57,7 +57,7 @@ std::string ExceptionText(const std::exception& e) {
 
 struct Entry {
   TensorInfo info;
-  PickleTensorRef ref;
+  formats::PickleTensorRef ref;
 };
 
 // The archive's bytes: a private mapping of the file, or a buffer (a
@@ -70,15 +70,15 @@ struct ArchiveBytes {
 
 class TorchPtFile final : public TensorSource {
  public:
-  TorchPtFile(std::string path, ArchiveBytes bytes, ZipArchive zip, std::string prefix,
-              FlatCheckpoint flat)
+  TorchPtFile(std::string path, ArchiveBytes bytes, formats::ZipArchive zip, std::string prefix,
+              formats::FlatCheckpoint flat)
       : path_(std::move(path)),
         bytes_(std::move(bytes)),
         zip_(std::move(zip)),
         prefix_(std::move(prefix)),
         skipped_(std::move(flat.skipped)),
         wrapper_(std::move(flat.unwrapped)) {
-    for (FlatTensor& t : flat.tensors) {
+    for (formats::FlatTensor& t : flat.tensors) {
       Entry e;
       e.info.name = std::move(t.name);
       e.info.dtype = t.ref.storage.dtype;
@@ -122,21 +122,23 @@ class TorchPtFile final : public TensorSource {
   // place: a stored (not deflated) record of at least kMapMinBytes, aligned
   // for its element type, in a mapped (not gunzipped) archive. 0 otherwise:
   // the record is copied (no data starts at offset 0 of a zip).
-  uint64_t InPlaceOffset(const Entry& e, const ZipEntry& zipped) const {
-    const PickleTensorRef& t = e.ref;
-    const uint64_t want = static_cast<uint64_t>(t.storage.numel * DTypeSize(t.storage.dtype));
+  uint64_t InPlaceOffset(const Entry& e, const formats::ZipEntry& zipped) const {
+    const formats::PickleTensorRef& t = e.ref;
+    const uint64_t want =
+        static_cast<uint64_t>(t.storage.numel * formats::DTypeSize(t.storage.dtype));
     if (bytes_.map == nullptr || want < kMapMinBytes || zipped.method != 0 ||
         zipped.compressed_size != want) {
       return 0;
     }
     absl::StatusOr<uint64_t> offset = zip_.DataOffset(zipped);
-    if (!offset.ok() || *offset % static_cast<uint64_t>(DTypeSize(t.storage.dtype)) != 0) return 0;
+    if (!offset.ok() || *offset % static_cast<uint64_t>(formats::DTypeSize(t.storage.dtype)) != 0)
+      return 0;
     return *offset;
   }
 
   // Materialize returns the record's mapping itself (not a copy out of it)
   // when the tensor is its whole storage, contiguous.
-  static bool WholeStorage(const PickleTensorRef& t) {
+  static bool WholeStorage(const formats::PickleTensorRef& t) {
     int64_t expect = 1, numel = 1;
     for (size_t d = t.size.size(); d-- > 0;) {
       if (t.size[d] != 1 && t.stride[d] != expect) return false;
@@ -150,7 +152,7 @@ class TorchPtFile final : public TensorSource {
     auto it = index_.find(std::string(name));
     if (it == index_.end()) return std::nullopt;
     const Entry& e = entries_[it->second];
-    const ZipEntry* zipped = zip_.Find(prefix_ + absl::StrCat("data/", e.ref.storage.key));
+    const formats::ZipEntry* zipped = zip_.Find(prefix_ + absl::StrCat("data/", e.ref.storage.key));
     if (zipped == nullptr || zipped->uncompressed_size != zipped->compressed_size ||
         !WholeStorage(e.ref) || InPlaceOffset(e, *zipped) == 0) {
       return std::nullopt;
@@ -159,18 +161,18 @@ class TorchPtFile final : public TensorSource {
   }
 
   absl::StatusOr<at::Tensor> Materialize(const Entry& e) const {
-    const PickleTensorRef& t = e.ref;
+    const formats::PickleTensorRef& t = e.ref;
     const at::TensorOptions options = at::TensorOptions().dtype(ToScalarType(t.storage.dtype));
-    const int64_t want = t.storage.numel * DTypeSize(t.storage.dtype);
+    const int64_t want = t.storage.numel * formats::DTypeSize(t.storage.dtype);
     const std::string record = absl::StrCat("data/", t.storage.key);
-    const ZipEntry* zipped = zip_.Find(prefix_ + record);  // present: checked at open
+    const formats::ZipEntry* zipped = zip_.Find(prefix_ + record);  // present: checked at open
     // The declared size is checked before any memory is taken, so a small
     // deflated record cannot expand into more than the pickle asked for.
     if (zipped->uncompressed_size != static_cast<uint64_t>(want)) {
       return absl::InvalidArgumentError(
           absl::StrCat("tensor '", e.info.name, "': storage record '", record, "' in '", path_,
                        "' holds ", zipped->uncompressed_size, " bytes; expected ", want, " (",
-                       t.storage.numel, " elements of ", DTypeName(t.storage.dtype), ")"));
+                       t.storage.numel, " elements of ", formats::DTypeName(t.storage.dtype), ")"));
     }
     if (want == 0) return at::empty(t.size, options);
     at::Tensor storage;
@@ -198,7 +200,7 @@ class TorchPtFile final : public TensorSource {
 
   std::string path_;
   ArchiveBytes bytes_;  // what zip_ views: declared before it
-  ZipArchive zip_;
+  formats::ZipArchive zip_;
   std::string prefix_;  // the archive's top folder, with its '/'
   std::vector<Entry> entries_;
   std::vector<TensorInfo> infos_;
@@ -223,8 +225,8 @@ absl::Status NotZip(const std::string& path, absl::string_view head) {
 }
 
 // Reads a whole record of at most `max` bytes (checked before allocating).
-absl::StatusOr<std::string> ReadSmall(const ZipArchive& zip, const ZipEntry& e, uint64_t max,
-                                      const std::string& path) {
+absl::StatusOr<std::string> ReadSmall(const formats::ZipArchive& zip, const formats::ZipEntry& e,
+                                      uint64_t max, const std::string& path) {
   if (e.uncompressed_size > max) {
     return absl::InvalidArgumentError(absl::StrCat(
         "'", path, "': ", e.name, " is ", e.uncompressed_size, " bytes; the limit is ", max));
@@ -235,12 +237,12 @@ absl::StatusOr<std::string> ReadSmall(const ZipArchive& zip, const ZipEntry& e, 
 }
 
 absl::StatusOr<TensorSourcePtr> OpenArchive(const std::string& path, ArchiveBytes bytes) {
-  absl::StatusOr<ZipArchive> opened = ZipArchive::Open(bytes.view());
+  absl::StatusOr<formats::ZipArchive> opened = formats::ZipArchive::Open(bytes.view());
   if (!opened.ok()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "'", path, "' is not a valid torch.save zip archive: ", opened.status().message()));
   }
-  ZipArchive zip = *std::move(opened);
+  formats::ZipArchive zip = *std::move(opened);
   // torch.save puts every record in one top folder, named after the file
   // it was first saved as; the first entry names it (as libtorch reads it).
   if (zip.entries().empty() || zip.entries()[0].name.find('/') == std::string::npos) {
@@ -251,22 +253,24 @@ absl::StatusOr<TensorSourcePtr> OpenArchive(const std::string& path, ArchiveByte
             : absl::StrCat("its first entry '", zip.entries()[0].name, "' is not in a folder")));
   }
   const std::string prefix = zip.entries()[0].name.substr(0, zip.entries()[0].name.find('/') + 1);
-  if (const ZipEntry* order = zip.Find(prefix + "byteorder")) {
+  if (const formats::ZipEntry* order = zip.Find(prefix + "byteorder")) {
     ASSIGN_OR_RETURN(std::string text, ReadSmall(zip, *order, 16, path));
     if (text != "little") {
       return absl::InvalidArgumentError(
           absl::StrCat("'", path, "' was saved with byte order '", text, "'; expected 'little'"));
     }
   }
-  const ZipEntry* pkl = zip.Find(prefix + "data.pkl");
+  const formats::ZipEntry* pkl = zip.Find(prefix + "data.pkl");
   if (pkl == nullptr) {
     return absl::InvalidArgumentError(
         absl::StrCat("'", path, "' is a zip archive without data.pkl; not a torch.save file"));
   }
   ASSIGN_OR_RETURN(std::string pickle, ReadSmall(zip, *pkl, kMaxPickleBytes, path));
-  ASSIGN_OR_RETURN(PickleValuePtr root, ParsePickle(pickle), "reading '", path, "'");
-  ASSIGN_OR_RETURN(FlatCheckpoint flat, FlattenPickle(*root), "reading '", path, "'");
-  for (const FlatTensor& t : flat.tensors) {
+  ASSIGN_OR_RETURN(formats::PickleValuePtr root, formats::ParsePickle(pickle), "reading '", path,
+                   "'");
+  ASSIGN_OR_RETURN(formats::FlatCheckpoint flat, formats::FlattenPickle(*root), "reading '", path,
+                   "'");
+  for (const formats::FlatTensor& t : flat.tensors) {
     std::string record = absl::StrCat("data/", t.ref.storage.key);
     if (zip.Find(prefix + record) == nullptr) {
       return absl::InvalidArgumentError(absl::StrCat("reading '", path, "': tensor '", t.name,
@@ -308,9 +312,9 @@ absl::StatusOr<TensorSourcePtr> OpenTorchPt(const std::string& path) {
   }
   try {
     ArchiveBytes bytes;
-    if (IsGzip(head)) {
+    if (formats::IsGzip(head)) {
       ASSIGN_OR_RETURN(std::string compressed, ReadWholeFile(path));
-      ASSIGN_OR_RETURN(std::string raw, Gunzip(compressed, path));
+      ASSIGN_OR_RETURN(std::string raw, formats::Gunzip(compressed, path));
       if (!absl::StartsWith(raw, "PK")) return NotZip(path, raw.substr(0, 1));
       bytes.buffer = std::make_shared<const std::string>(std::move(raw));
       return OpenArchive(path, std::move(bytes));

@@ -124,7 +124,7 @@ TensorEntry EntryFor(const std::string& name, const TensorInfo& t) {
   TensorEntry e;
   e.name = name;
   e.stored_name = t.name;
-  e.dtype = std::string(DTypeName(t.dtype));
+  e.dtype = std::string(formats::DTypeName(t.dtype));
   e.shape = t.shape;
   e.source_file = t.file;
   return e;
@@ -146,7 +146,7 @@ void CheckPresent(const TensorSpec& s, const TensorInfo& t, TensorEntry& e, Weig
                             " (an index table, read as stored)");
     lines->dtype.push_back(absl::StrCat("tensor '", e.name, "'", StoredAs(e), " ", e.reason));
     ++report->dtype_mismatches;
-  } else if (s.exact_dtype.empty() && !IsFloatingPoint(t.dtype)) {
+  } else if (s.exact_dtype.empty() && !formats::IsFloatingPoint(t.dtype)) {
     e.status = EntryStatus::kDtypeMismatch;
     e.reason = absl::StrCat("has dtype ", e.dtype, "; expected a floating-point type");
     lines->dtype.push_back(absl::StrCat("tensor '", e.name, "'", StoredAs(e), " ", e.reason));

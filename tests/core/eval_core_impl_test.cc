@@ -80,12 +80,12 @@ class EvalCoreImplTest : public ::testing::Test {
     p.path = root_ + "/datasets/data";
     return p;
   }
-  static EvalParams Eval() {
-    EvalParams p;
+  static types::EvalParams Eval() {
+    types::EvalParams p;
     p.drafter = "m";
     p.dataset = "d";
-    p.options.mode = eval::Mode::kAnchor;
-    p.options.anchors = eval::AnchorStrategy::kAll;
+    p.options.mode = types::Mode::kAnchor;
+    p.options.anchors = types::AnchorStrategy::kAll;
     return p;
   }
   void LoadAll(EvalCoreImpl& core) {
@@ -196,7 +196,7 @@ TEST_F(EvalCoreImplTest, UnloadWhileAnEvaluationHoldsTheObject) {
   LoadAll(*core);
   std::vector<absl::Status> during;
   bool first = true;
-  auto progress = [&](const eval::EvalProgress&) {
+  auto progress = [&](const types::EvalProgress&) {
     if (first) {
       first = false;
       during.push_back(core->Unload(ResourceKind::kDrafter, "m").status());
@@ -205,7 +205,7 @@ TEST_F(EvalCoreImplTest, UnloadWhileAnEvaluationHoldsTheObject) {
     }
     return true;
   };
-  ASSERT_OK_AND_ASSIGN(eval::EvalResult r, core->RunEval(Eval(), progress));
+  ASSERT_OK_AND_ASSIGN(types::EvalResult r, core->RunEval(Eval(), progress));
   EXPECT_EQ(r.blocks, 29);
   ASSERT_EQ(during.size(), 3u);
   EXPECT_THAT(during[0], StatusIs(absl::StatusCode::kFailedPrecondition,
@@ -270,17 +270,17 @@ TEST_F(EvalCoreImplTest, MemoryBudgetRefusesBeforeReading) {
 
 TEST_F(EvalCoreImplTest, RunEvalArgumentErrors) {
   auto core = MakeCore();
-  EvalParams none = Eval();
+  types::EvalParams none = Eval();
   none.drafter.clear();
   EXPECT_THAT(core->RunEval(none, nullptr),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        Eq("give a resident drafter name or a checkpoint path")));
-  EvalParams both = Eval();
+  types::EvalParams both = Eval();
   both.checkpoint_path = root_ + "/models/drafter";
   EXPECT_THAT(core->RunEval(both, nullptr),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        Eq("give a resident drafter name or a checkpoint path, not both")));
-  EvalParams no_data = Eval();
+  types::EvalParams no_data = Eval();
   no_data.dataset.clear();
   EXPECT_THAT(core->RunEval(no_data, nullptr),
               StatusIs(absl::StatusCode::kInvalidArgument, Eq("dataset is required")));
@@ -291,13 +291,13 @@ TEST_F(EvalCoreImplTest, RunEvalArgumentErrors) {
   EXPECT_THAT(core->RunEval(Eval(), nullptr),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        Eq("several targets are resident (t, t2); name one")));
-  EvalParams unknown = Eval();
+  types::EvalParams unknown = Eval();
   unknown.target = "t";
   unknown.drafter = "x";
   EXPECT_THAT(
       core->RunEval(unknown, nullptr),
       StatusIs(absl::StatusCode::kNotFound, Eq("no resident drafter named 'x' (resident: m)")));
-  EvalParams outside = Eval();
+  types::EvalParams outside = Eval();
   outside.target = "t";
   outside.drafter.clear();
   outside.checkpoint_path = "/etc";
@@ -311,7 +311,7 @@ TEST_F(EvalCoreImplTest, BlockLimitRefusesBeforeScoring) {
   LoadAll(*core);
   int calls = 0;
   EXPECT_THAT(core->RunEval(Eval(),
-                            [&](const eval::EvalProgress&) {
+                            [&](const types::EvalProgress&) {
                               ++calls;
                               return true;
                             }),
@@ -321,31 +321,32 @@ TEST_F(EvalCoreImplTest, BlockLimitRefusesBeforeScoring) {
                           "max_blocks")));
   EXPECT_EQ(calls, 0);  // the caller's progress never saw the refused run
   // Replay is refused on the most its walks can take, and says so.
-  EvalParams replay = Eval();
-  replay.options.mode = eval::Mode::kReplay;
+  types::EvalParams replay = Eval();
+  replay.options.mode = types::Mode::kReplay;
   EXPECT_THAT(core->RunEval(replay, nullptr),
               StatusIs(absl::StatusCode::kResourceExhausted,
                        Eq("this evaluation would score up to 29 blocks; the server allows at "
                           "most 10 per evaluation; lower max_samples or max_blocks")));
-  EvalParams fewer = Eval();
+  types::EvalParams fewer = Eval();
   fewer.options.max_samples = 1;  // 10 blocks
-  ASSERT_OK_AND_ASSIGN(eval::EvalResult r, core->RunEval(fewer, nullptr));
+  ASSERT_OK_AND_ASSIGN(types::EvalResult r, core->RunEval(fewer, nullptr));
   EXPECT_EQ(r.blocks, 10);
 }
 
 TEST_F(EvalCoreImplTest, RunEvalEqualsEvaluateOnTheSameObjects) {
   auto core = MakeCore();
   LoadAll(*core);
-  for (eval::Mode mode : {eval::Mode::kAnchor, eval::Mode::kReplay}) {
-    EvalParams p = Eval();
+  for (types::Mode mode : {types::Mode::kAnchor, types::Mode::kReplay}) {
+    types::EvalParams p = Eval();
     p.options.mode = mode;
-    ASSERT_OK_AND_ASSIGN(eval::EvalResult got, core->RunEval(p, nullptr));
+    ASSERT_OK_AND_ASSIGN(types::EvalResult got, core->RunEval(p, nullptr));
     ASSERT_OK_AND_ASSIGN(model::DrafterModel m,
                          model::DrafterModel::Create(world_->cfg, world_->weights));
     data::DatasetLoadOptions lo;
     lo.path = root_ + "/datasets/data";
     ASSERT_OK_AND_ASSIGN(data::EvalDataset ds, data::EvalDataset::Load(lo));
-    ASSERT_OK_AND_ASSIGN(eval::EvalResult want, eval::Evaluate(m, world_->Target(), ds, p.options));
+    ASSERT_OK_AND_ASSIGN(types::EvalResult want,
+                         eval::Evaluate(m, world_->Target(), ds, p.options));
     EXPECT_EQ(got.blocks, want.blocks);
     EXPECT_EQ(got.accepted_histogram, want.accepted_histogram);
     EXPECT_DOUBLE_EQ(got.accept_length_pooled, want.accept_length_pooled);
@@ -365,16 +366,16 @@ TEST_F(EvalCoreImplTest, OneShotCheckpointLeavesNothingResident) {
   auto core = MakeCore();
   ASSERT_OK(core->LoadTarget(Target()));
   ASSERT_OK(core->LoadDataset(Dataset()));
-  EvalParams p = Eval();
+  types::EvalParams p = Eval();
   p.drafter.clear();
   p.checkpoint_path = root_ + "/models/drafter";
-  ASSERT_OK_AND_ASSIGN(eval::EvalResult r, core->RunEval(p, nullptr));
+  ASSERT_OK_AND_ASSIGN(types::EvalResult r, core->RunEval(p, nullptr));
   EXPECT_EQ(r.blocks, 29);
   EXPECT_THAT(r.drafter_fingerprint, ::testing::Not(::testing::IsEmpty()));
   EXPECT_TRUE(core->ListResources(ResourceKind::kDrafter).empty());
   // With the same checkpoint resident (same placement), that copy is used.
   ASSERT_OK(core->LoadDrafter(Drafter()));
-  ASSERT_OK_AND_ASSIGN(eval::EvalResult again, core->RunEval(p, nullptr));
+  ASSERT_OK_AND_ASSIGN(types::EvalResult again, core->RunEval(p, nullptr));
   EXPECT_EQ(again.drafter_fingerprint, r.drafter_fingerprint);
   EXPECT_EQ(core->ListResources(ResourceKind::kDrafter).size(), 1u);
 }

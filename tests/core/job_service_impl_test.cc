@@ -26,17 +26,17 @@ namespace {
 
 using ::dflash::testing::StatusIs;
 using ::dflash::testing::TempDir;
-using jobs::JobRecord;
-using jobs::JobState;
 using ::testing::ElementsAre;
 using ::testing::Eq;
 using ::testing::HasSubstr;
+using types::JobRecord;
+using types::JobState;
 
 // RunEval blocks until Release() when `hold` is set; records every call.
 class GatedCore : public dflash::testing::FakeEvalCore {
  public:
-  absl::StatusOr<eval::EvalResult> RunEval(const EvalParams& p,
-                                           const eval::ProgressFn& progress) override {
+  absl::StatusOr<types::EvalResult> RunEval(const types::EvalParams& p,
+                                            const types::ProgressFn& progress) override {
     std::unique_lock<std::mutex> lock(mu_);
     runs_.push_back(p);
     ++started_;
@@ -63,7 +63,7 @@ class GatedCore : public dflash::testing::FakeEvalCore {
     std::lock_guard<std::mutex> lock(mu_);
     return unloads_;
   }
-  std::vector<EvalParams> runs() {
+  std::vector<types::EvalParams> runs() {
     std::lock_guard<std::mutex> lock(mu_);
     return runs_;
   }
@@ -75,7 +75,7 @@ class GatedCore : public dflash::testing::FakeEvalCore {
   std::condition_variable cv_;
   int started_ = 0;
   bool released_ = false;
-  std::vector<EvalParams> runs_;
+  std::vector<types::EvalParams> runs_;
   std::vector<std::string> unloads_;
 };
 
@@ -95,7 +95,7 @@ class JobServiceImplTest : public ::testing::Test {
                        Resident(ResourceKind::kDataset, "d", "h64:d"),
                        Resident(ResourceKind::kDrafter, "m", "h64:m")};
     core_.eval_result.blocks = 7;
-    core_.eval_result.mode = eval::Mode::kReplay;
+    core_.eval_result.mode = types::Mode::kReplay;
     core_.eval_result.accept_length_pooled = 2.5;
     auto s = store::SqliteResultStore::Open(dir_.Join("results.sqlite3"));
     ASSERT_TRUE(s.ok()) << s.status();
@@ -113,11 +113,11 @@ class JobServiceImplTest : public ::testing::Test {
     service_.reset();
   }
 
-  static jobs::JobRequest Request(const std::string& drafter = "m") {
-    jobs::JobRequest r;
+  static types::JobRequest Request(const std::string& drafter = "m") {
+    types::JobRequest r;
     r.params.drafter = drafter;
     r.params.dataset = "d";
-    r.params.options.mode = eval::Mode::kReplay;
+    r.params.options.mode = types::Mode::kReplay;
     r.params.options.max_samples = 3;
     return r;
   }
@@ -129,7 +129,7 @@ class JobServiceImplTest : public ::testing::Test {
     std::optional<JobRecord> last;
     auto w = service_->Watch(id, [&](const JobRecord& r) {
       std::lock_guard<std::mutex> lock(mu);
-      if (jobs::IsTerminal(r.state)) last = r;
+      if (types::IsTerminal(r.state)) last = r;
       cv.notify_all();
     });
     EXPECT_TRUE(w.ok()) << w.status();
@@ -151,23 +151,23 @@ class JobServiceImplTest : public ::testing::Test {
 
 TEST_F(JobServiceImplTest, SubmitChecksAgainstWhatIsResident) {
   Start();
-  jobs::JobRequest none = Request("");
+  types::JobRequest none = Request("");
   EXPECT_THAT(service_->Submit(none),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        Eq("give a resident drafter name or a checkpoint path")));
-  jobs::JobRequest both = Request();
+  types::JobRequest both = Request();
   both.params.checkpoint_path = "/x";
   EXPECT_THAT(service_->Submit(both),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        Eq("give a resident drafter name or a checkpoint path, not both")));
-  jobs::JobRequest no_data = Request();
+  types::JobRequest no_data = Request();
   no_data.params.dataset.clear();
   EXPECT_THAT(service_->Submit(no_data),
               StatusIs(absl::StatusCode::kInvalidArgument, Eq("dataset is required")));
   EXPECT_THAT(
       service_->Submit(Request("x")),
       StatusIs(absl::StatusCode::kNotFound, Eq("no resident drafter named 'x' (resident: m)")));
-  jobs::JobRequest other_data = Request();
+  types::JobRequest other_data = Request();
   other_data.params.dataset = "e";
   EXPECT_THAT(
       service_->Submit(other_data),
@@ -175,12 +175,12 @@ TEST_F(JobServiceImplTest, SubmitChecksAgainstWhatIsResident) {
   // The pick is RunEval's (core/resident_pick.h): the flag that fixes it is
   // a FixHint the service words (" with --target"), not core's text.
   core_.resources.push_back(Resident(ResourceKind::kTarget, "t2", "h64:t2"));
-  absl::StatusOr<jobs::JobRecord> two = service_->Submit(Request());
+  absl::StatusOr<types::JobRecord> two = service_->Submit(Request());
   EXPECT_THAT(two, StatusIs(absl::StatusCode::kInvalidArgument,
                             Eq("several targets are resident (t, t2); name one")));
   EXPECT_EQ(GetFixHint(two.status()), FixHint::kNameTarget);
   core_.resources = {Resident(ResourceKind::kDataset, "d", "h64:d")};
-  absl::StatusOr<jobs::JobRecord> no_target = service_->Submit(Request());
+  absl::StatusOr<types::JobRecord> no_target = service_->Submit(Request());
   EXPECT_THAT(no_target, StatusIs(absl::StatusCode::kFailedPrecondition,
                                   Eq("no target is loaded; load one first")));
   EXPECT_EQ(GetFixHint(no_target.status()), FixHint::kLoadTarget);
@@ -197,10 +197,10 @@ TEST_F(JobServiceImplTest, JobRunsRunEvalWithTheRequest) {
   ASSERT_TRUE(done.result.has_value());
   EXPECT_EQ(done.result->blocks, 7);
   ASSERT_EQ(core_.runs().size(), 1u);
-  const EvalParams p = core_.runs()[0];
+  const types::EvalParams p = core_.runs()[0];
   EXPECT_EQ(p.drafter, "m");
   EXPECT_EQ(p.dataset, "d");
-  EXPECT_EQ(p.options.mode, eval::Mode::kReplay);
+  EXPECT_EQ(p.options.mode, types::Mode::kReplay);
   EXPECT_EQ(p.options.max_samples, 3);
   EXPECT_TRUE(core_.unloads().empty());  // no unload_after
 }
@@ -246,7 +246,7 @@ TEST_F(JobServiceImplTest, UnloadRefusedWhileAJobNamesTheObject) {
 TEST_F(JobServiceImplTest, UnloadAfterFreesTheDrafterUnlessAnotherJobUsesIt) {
   core_.hold = true;
   Start();
-  jobs::JobRequest r = Request();
+  types::JobRequest r = Request();
   r.unload_after = true;
   ASSERT_OK_AND_ASSIGN(JobRecord first, service_->Submit(r));
   core_.WaitStarted(1);
@@ -267,7 +267,7 @@ TEST_F(JobServiceImplTest, ResubmitAndCompare) {
   ASSERT_OK_AND_ASSIGN(JobRecord a, service_->Submit(Request()));
   ASSERT_EQ(WaitDone(a.id).state, JobState::kSucceeded);
   core_.eval_result.accept_length_pooled = 3.0;
-  core_.eval_result.mode = eval::Mode::kAnchor;
+  core_.eval_result.mode = types::Mode::kAnchor;
   ASSERT_OK_AND_ASSIGN(JobRecord b, service_->Resubmit(a.id));
   EXPECT_EQ(b.resubmitted_from, a.id);
   EXPECT_NE(b.id, a.id);

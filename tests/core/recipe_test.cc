@@ -12,11 +12,11 @@ namespace {
 using ::dflash::testing::StatusIs;
 using ::testing::ElementsAre;
 
-jobs::JobRecord Finished(const std::string& id) {
-  jobs::JobRecord j;
+types::JobRecord Finished(const std::string& id) {
+  types::JobRecord j;
   j.id = id;
   j.request.params.options.max_samples = 8;
-  eval::EvalResult r;
+  types::EvalResult r;
   r.dataset_fingerprint = "h64:00000000000000d1";
   r.target_fingerprint = "h64:00000000000000a1";
   r.semantics = "zlab-current";
@@ -26,13 +26,13 @@ jobs::JobRecord Finished(const std::string& id) {
 }
 
 TEST(RecipeTest, NamesEveryFieldInOrder) {
-  jobs::JobRecord j = Finished("ev-1");
-  eval::SamplingSetting s;
+  types::JobRecord j = Finished("ev-1");
+  types::SamplingSetting s;
   s.temperature = 1;
   s.top_p = 0.95;
   s.top_k = 20;
   j.request.params.options.sampling = {s};
-  j.request.params.options.policies = {eval::ProposalPolicy::kArgmax};
+  j.request.params.options.policies = {types::ProposalPolicy::kArgmax};
   const Recipe r = RecipeOf(j);
   std::vector<std::string> text;
   for (const RecipeField& f : r.fields) text.push_back(f.name + "=" + f.value);
@@ -44,13 +44,13 @@ TEST(RecipeTest, NamesEveryFieldInOrder) {
 }
 
 TEST(RecipeTest, TheFingerprintFollowsTheRecipeOnly) {
-  jobs::JobRecord a = Finished("ev-1"), b = Finished("ev-2");
+  types::JobRecord a = Finished("ev-1"), b = Finished("ev-2");
   b.request.params.drafter = "another";  // the drafter is what is compared
   b.request.run = "other-run";
   b.request.params.options.ci_resamples = 50;  // intervals, not the numbers
   b.result->tau = 3;
   EXPECT_EQ(RecipeOf(a).fingerprint, RecipeOf(b).fingerprint);
-  b.request.params.options.anchors = eval::AnchorStrategy::kRandom;
+  b.request.params.options.anchors = types::AnchorStrategy::kRandom;
   b.request.params.options.seed = 7;
   EXPECT_NE(RecipeOf(a).fingerprint, RecipeOf(b).fingerprint);
   EXPECT_THAT(RecipeDifferences(RecipeOf(a), RecipeOf(b)),
@@ -58,8 +58,8 @@ TEST(RecipeTest, TheFingerprintFollowsTheRecipeOnly) {
 }
 
 TEST(RecipeTest, ReplayHasItsOwnFields) {
-  jobs::JobRecord a = Finished("ev-1"), b = Finished("ev-2");
-  b.result->mode = eval::Mode::kReplay;
+  types::JobRecord a = Finished("ev-1"), b = Finished("ev-2");
+  b.result->mode = types::Mode::kReplay;
   b.request.params.options.max_new_tokens = 64;
   EXPECT_THAT(RecipeDifferences(RecipeOf(a), RecipeOf(b)),
               ElementsAre("mode: anchor vs replay", "anchors: even vs (not set)",
@@ -69,7 +69,7 @@ TEST(RecipeTest, ReplayHasItsOwnFields) {
 }
 
 TEST(RecipeTest, RequireSameRecipeNamesEachJobAndField) {
-  jobs::JobRecord a = Finished("ev-1"), b = Finished("ev-2"), c = Finished("ev-3");
+  types::JobRecord a = Finished("ev-1"), b = Finished("ev-2"), c = Finished("ev-3");
   c.result->target_fingerprint = "";  // a result stored before target fingerprints
   c.result->block_size = 8;
   EXPECT_OK(RequireSameRecipe({a, b}, "compare"));

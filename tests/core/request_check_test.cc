@@ -21,14 +21,14 @@ constexpr auto kInvalid = absl::StatusCode::kInvalidArgument;
 class RequestCheckTest : public ::testing::Test {
  protected:
   // A request that meets every rule: a resident drafter on a dataset.
-  static EvalParams Good() {
-    EvalParams p;
+  static types::EvalParams Good() {
+    types::EvalParams p;
     p.drafter = "m";
     p.dataset = "d";
     return p;
   }
-  static jobs::JobRequest GoodJob() {
-    jobs::JobRequest r;
+  static types::JobRequest GoodJob() {
+    types::JobRequest r;
     r.params = Good();
     return r;
   }
@@ -36,15 +36,15 @@ class RequestCheckTest : public ::testing::Test {
 
 TEST_F(RequestCheckTest, DrafterByNameOrCheckpointExactlyOnce) {
   EXPECT_THAT(CheckDrafterSource(Good()), IsOk());
-  EvalParams ckpt = Good();
+  types::EvalParams ckpt = Good();
   ckpt.drafter.clear();
   ckpt.checkpoint_path = "/x";
   EXPECT_THAT(CheckDrafterSource(ckpt), IsOk());
-  EvalParams none = Good();
+  types::EvalParams none = Good();
   none.drafter.clear();
   EXPECT_THAT(CheckDrafterSource(none),
               StatusIs(kInvalid, Eq("give a resident drafter name or a checkpoint path")));
-  EvalParams both = Good();
+  types::EvalParams both = Good();
   both.checkpoint_path = "/x";
   EXPECT_THAT(
       CheckDrafterSource(both),
@@ -53,17 +53,17 @@ TEST_F(RequestCheckTest, DrafterByNameOrCheckpointExactlyOnce) {
 
 TEST_F(RequestCheckTest, DatasetByNameOrFleetPath) {
   EXPECT_THAT(CheckDatasetNamed(Good(), false), IsOk());
-  EvalParams none = Good();
+  types::EvalParams none = Good();
   none.dataset.clear();
   EXPECT_THAT(CheckDatasetNamed(none, false), StatusIs(kInvalid, Eq("dataset is required")));
   EXPECT_THAT(CheckDatasetNamed(none, /*dataset_by_path=*/true), IsOk());
 }
 
 TEST_F(RequestCheckTest, SamplingNeedsAnchorModeAndMaxNewTokensReplay) {
-  eval::EvalOptions o;
+  types::EvalOptions o;
   o.sampling = {{0.7, 1, 0}};
   EXPECT_THAT(CheckModeOptions(o), IsOk());
-  o.mode = eval::Mode::kReplay;
+  o.mode = types::Mode::kReplay;
   EXPECT_THAT(
       CheckModeOptions(o),
       StatusIs(kInvalid,
@@ -71,14 +71,14 @@ TEST_F(RequestCheckTest, SamplingNeedsAnchorModeAndMaxNewTokensReplay) {
   o.sampling.clear();
   o.max_new_tokens = 64;
   EXPECT_THAT(CheckModeOptions(o), IsOk());
-  o.mode = eval::Mode::kAnchor;
+  o.mode = types::Mode::kAnchor;
   EXPECT_THAT(CheckModeOptions(o),
               StatusIs(kInvalid, Eq("max_new_tokens (64) needs mode replay (it cuts replay's "
                                     "walk; anchor mode scores fixed blocks)")));
 }
 
 TEST_F(RequestCheckTest, SamplingRangesArePolicyRules) {
-  eval::EvalOptions o;
+  types::EvalOptions o;
   EXPECT_THAT(CheckSampling(o, std::nullopt), IsOk());
   o.sampling = {{-1, 1, 0}};
   EXPECT_THAT(CheckSampling(o, std::nullopt),
@@ -96,7 +96,7 @@ TEST_F(RequestCheckTest, SamplingRangesArePolicyRules) {
   // The selector policy needs DFlash 2: known only once the drafter is.
   o.engine.clear();
   o.sampling = {{0.7, 1, 0}};
-  o.policies = {eval::ProposalPolicy::kSelector};
+  o.policies = {types::ProposalPolicy::kSelector};
   EXPECT_THAT(CheckSampling(o, std::nullopt), IsOk());
   EXPECT_THAT(CheckSampling(o, false),
               StatusIs(kInvalid, Eq("policy selector needs a DFlash 2 drafter (its candidate "
@@ -106,7 +106,7 @@ TEST_F(RequestCheckTest, SamplingRangesArePolicyRules) {
 
 TEST_F(RequestCheckTest, EvalRequestReportsTheFirstBrokenRule) {
   EXPECT_THAT(CheckEvalRequest(Good()), IsOk());
-  EvalParams p = Good();
+  types::EvalParams p = Good();
   p.drafter.clear();
   p.dataset.clear();
   EXPECT_THAT(CheckEvalRequest(p),
@@ -118,13 +118,13 @@ TEST_F(RequestCheckTest, EvalRequestReportsTheFirstBrokenRule) {
   by_path.dataset_by_path = true;
   EXPECT_THAT(CheckEvalRequest(p, by_path), IsOk());
   p = Good();
-  p.options.mode = eval::Mode::kReplay;
+  p.options.mode = types::Mode::kReplay;
   p.options.sampling = {{-1, 1, 0}};  // the mode rule comes before the ranges
   EXPECT_THAT(
       CheckEvalRequest(p),
       StatusIs(kInvalid,
                Eq("sampling settings need mode anchor (sampled acceptance is teacher-forced)")));
-  p.options.mode = eval::Mode::kAnchor;
+  p.options.mode = types::Mode::kAnchor;
   EXPECT_THAT(CheckEvalRequest(p),
               StatusIs(kInvalid, Eq("sampling 't=-1': temperature must be >= 0 (0 = greedy)")));
 }
@@ -133,7 +133,7 @@ TEST_F(RequestCheckTest, GateOptionsNeedAGateAndBestNeedsARun) {
   EXPECT_THAT(CheckGate({}, ""), IsOk());
   const std::string need_gate =
       "gate_metric, gate_min_delta, gate_allow_recipe_mismatch and gate_floor need gate";
-  jobs::GateSpec stray;
+  types::GateSpec stray;
   stray.min_delta = 1;
   EXPECT_THAT(CheckGate(stray, "run-a"), StatusIs(kInvalid, Eq(need_gate)));
   stray = {};
@@ -147,7 +147,7 @@ TEST_F(RequestCheckTest, GateOptionsNeedAGateAndBestNeedsARun) {
   EXPECT_THAT(CheckGate(stray, "run-a"), StatusIs(kInvalid, Eq(need_gate)));
 
   for (const char* reference : {"best", "previous"}) {
-    jobs::GateSpec gate;
+    types::GateSpec gate;
     gate.reference = reference;
     EXPECT_THAT(CheckGate(gate, "run-a"), IsOk());
     EXPECT_THAT(CheckGate(gate, ""),
@@ -155,7 +155,7 @@ TEST_F(RequestCheckTest, GateOptionsNeedAGateAndBestNeedsARun) {
                                                    "' looks for the reference among the run's "
                                                    "jobs; give run"))));
   }
-  jobs::GateSpec by_id;
+  types::GateSpec by_id;
   by_id.reference = "ev-1";
   EXPECT_THAT(CheckGate(by_id, ""), IsOk());  // a job id needs no run
   by_id.metric = "tua";
@@ -166,19 +166,19 @@ TEST_F(RequestCheckTest, GateOptionsNeedAGateAndBestNeedsARun) {
 
 TEST_F(RequestCheckTest, JobRequestChecksParamsThenGate) {
   EXPECT_THAT(CheckJobRequest(GoodJob(), std::nullopt), IsOk());
-  jobs::JobRequest fleet = GoodJob();
+  types::JobRequest fleet = GoodJob();
   fleet.params.dataset.clear();
   EXPECT_THAT(CheckJobRequest(fleet, std::nullopt), StatusIs(kInvalid, Eq("dataset is required")));
   fleet.dataset_path = "/srv/datasets/gsm8k";
   EXPECT_THAT(CheckJobRequest(fleet, std::nullopt), IsOk());
-  jobs::JobRequest gated = GoodJob();
+  types::JobRequest gated = GoodJob();
   gated.gate.reference = "best";
   EXPECT_THAT(
       CheckJobRequest(gated, std::nullopt),
       StatusIs(kInvalid, Eq("gate 'best' looks for the reference among the run's jobs; give run")));
-  jobs::JobRequest selector = GoodJob();
+  types::JobRequest selector = GoodJob();
   selector.params.options.sampling = {{0.7, 1, 0}};
-  selector.params.options.policies = {eval::ProposalPolicy::kSelector};
+  selector.params.options.policies = {types::ProposalPolicy::kSelector};
   EXPECT_THAT(CheckJobRequest(selector, true), IsOk());
   EXPECT_THAT(CheckJobRequest(selector, false).code(), Eq(kInvalid));
 }

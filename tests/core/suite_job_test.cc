@@ -31,14 +31,14 @@ TEST_F(SuiteJobTest, ResolvesCommaListsAndConfiguredSuites) {
       StatusIs(absl::StatusCode::kInvalidArgument, "suite 'a,b,a' names dataset 'a' twice"));
 }
 
-eval::EvalResult Part(double accept, double tau, int64_t blocks, std::vector<double> acceptance) {
-  eval::EvalResult r;
+types::EvalResult Part(double accept, double tau, int64_t blocks, std::vector<double> acceptance) {
+  types::EvalResult r;
   r.accept_length_pooled = accept;
   r.tau = tau;
   r.blocks = blocks;
   r.samples = 2;
   for (size_t j = 0; j < acceptance.size(); ++j) {
-    eval::PositionMetrics p;
+    types::PositionMetrics p;
     p.position = static_cast<int>(j + 1);
     p.counted = blocks;
     p.acceptance = acceptance[j];
@@ -49,7 +49,7 @@ eval::EvalResult Part(double accept, double tau, int64_t blocks, std::vector<dou
 
 TEST_F(SuiteJobTest, MacroAverageIsTheUnweightedMeanOverDatasets) {
   // d1: 3.0 over 100 blocks, d2: 2.0 over 10: macro 2.5 (pooled would be 2.91).
-  eval::EvalResult m = MacroAverage(
+  types::EvalResult m = MacroAverage(
       "d1,d2", {{"d1", Part(3.0, 2.8, 100, {0.8, 0.6})}, {"d2", Part(2.0, 2.2, 10, {0.4})}});
   EXPECT_EQ(m.suite, "d1,d2");
   EXPECT_DOUBLE_EQ(m.accept_length_pooled, 2.5);

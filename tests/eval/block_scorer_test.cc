@@ -27,8 +27,8 @@ using ::dflash::eval::testing::RefBlock;
 using ::dflash::eval::testing::ReferenceDrafts;
 using ::dflash::testing::StatusIs;
 using ::dflash::testing::TinyWorld;
-using model::Semantics;
 using ::testing::ElementsAre;
+using types::Semantics;
 
 class BlockScorerTest : public ::testing::Test {
  protected:

@@ -18,10 +18,10 @@ namespace {
 using ::dflash::testing::StatusIs;
 using ::testing::HasSubstr;
 
-SampleSummary Sample(int64_t index, int64_t blocks, int64_t accepted_total,
-                     std::vector<int64_t> counted, std::vector<int64_t> correct,
-                     std::vector<int64_t> accepted, std::vector<int64_t> conditional) {
-  SampleSummary s;
+types::SampleSummary Sample(int64_t index, int64_t blocks, int64_t accepted_total,
+                            std::vector<int64_t> counted, std::vector<int64_t> correct,
+                            std::vector<int64_t> accepted, std::vector<int64_t> conditional) {
+  types::SampleSummary s;
   s.sample_index = index;
   s.blocks = blocks;
   s.accepted_total = accepted_total;
@@ -34,8 +34,8 @@ SampleSummary Sample(int64_t index, int64_t blocks, int64_t accepted_total,
 
 // tools/dflash_ref/bootstrap.py's case (docs/decision-metrics-stats.md):
 // sample 3 has no block and is no resampling unit.
-EvalResult CaseA() {
-  EvalResult r;
+types::EvalResult CaseA() {
+  types::EvalResult r;
   r.dataset_fingerprint = "ds";
   r.positions.resize(2);
   r.per_sample = {Sample(0, 2, 5, {2, 2}, {2, 1}, {2, 1}, {2, 2}),
@@ -45,8 +45,8 @@ EvalResult CaseA() {
   return r;
 }
 
-EvalResult CaseB() {
-  EvalResult r = CaseA();
+types::EvalResult CaseB() {
+  types::EvalResult r = CaseA();
   r.per_sample = {Sample(0, 2, 6, {2, 2}, {2, 2}, {2, 2}, {2, 2}),
                   Sample(1, 1, 2, {1, 1}, {1, 0}, {1, 0}, {1, 1}),
                   Sample(2, 3, 9, {3, 3}, {3, 3}, {3, 3}, {3, 3}),
@@ -57,8 +57,8 @@ EvalResult CaseB() {
 class BootstrapTest : public ::testing::Test {};
 
 TEST_F(BootstrapTest, PointEstimatesByHand) {
-  const EvalResult a = CaseA();
-  const std::vector<const SampleSummary*> u = Units(a);
+  const types::EvalResult a = CaseA();
+  const std::vector<const types::SampleSummary*> u = Units(a);
   ASSERT_EQ(u.size(), 3u);  // sample 3 has no block
   const std::vector<double> v = MetricValues(AllMetrics(2), u, {1, 1, 1});
   // accept length = (5 + 1 + 6) / (2 + 1 + 3) = 2; tau = (2.5 + 1 + 2) / 3.
@@ -79,10 +79,10 @@ TEST_F(BootstrapTest, PointEstimatesByHand) {
 }
 
 TEST_F(BootstrapTest, IdenticalSamplesGiveZeroWidth) {
-  EvalResult r;
+  types::EvalResult r;
   r.positions.resize(1);
   for (int i = 0; i < 5; ++i) r.per_sample.push_back(Sample(i, 2, 5, {2}, {1}, {1}, {2}));
-  EvalOptions o;
+  types::EvalOptions o;
   AddIntervals(o, &r);
   ASSERT_TRUE(r.accept_length_ci.has_value());
   EXPECT_EQ(r.ci_resamples, 1000);
@@ -95,9 +95,9 @@ TEST_F(BootstrapTest, IdenticalSamplesGiveZeroWidth) {
 }
 
 TEST_F(BootstrapTest, NoneLeavesNoIntervals) {
-  EvalResult r = CaseA();
-  EvalOptions o;
-  o.ci = CiMethod::kNone;
+  types::EvalResult r = CaseA();
+  types::EvalOptions o;
+  o.ci = types::CiMethod::kNone;
   AddIntervals(o, &r);
   EXPECT_FALSE(r.accept_length_ci.has_value());
   EXPECT_FALSE(r.positions[0].accuracy_ci.has_value());
@@ -106,7 +106,7 @@ TEST_F(BootstrapTest, NoneLeavesNoIntervals) {
 
 TEST_F(BootstrapTest, MatchesPythonReference) {
   // python3 tools/dflash_ref/bootstrap.py case.json, resamples 1000, seed 7.
-  EvalResult r = CaseA();
+  types::EvalResult r = CaseA();
   const auto ci = BootstrapIntervals(AllMetrics(2), Units(r), 1000, 7);
   const std::vector<std::pair<double, double>> want = {{1.0, 2.5}, {1.0, 2.5}, {0.0, 1.0},
                                                        {0.0, 1.0}, {0.0, 1.0}, {0.5, 1.0},
@@ -120,7 +120,7 @@ TEST_F(BootstrapTest, MatchesPythonReference) {
 }
 
 TEST_F(BootstrapTest, PairedMatchesPythonReference) {
-  const EvalResult a = CaseA(), b = CaseB();
+  const types::EvalResult a = CaseA(), b = CaseB();
   ASSERT_OK_AND_ASSIGN(PairedUnits p, PairSamples(a, "ev-a", b, "ev-b"));
   const auto ci = PairedIntervals(AllMetrics(2), p.a, p.b, 1000, 7);
   const std::vector<std::pair<double, double>> want = {{0.5, 1.0}, {0.5, 1.0}, {0.0, 1.0},
@@ -133,11 +133,11 @@ TEST_F(BootstrapTest, PairedMatchesPythonReference) {
   }
   EXPECT_STREQ(DifferenceVerdict(ci[0]), "better");  // accept length: every sample gained
   EXPECT_STREQ(DifferenceVerdict(ci[5]), "no detectable difference");
-  EXPECT_STREQ(DifferenceVerdict(Interval{-0.3, -0.1}), "worse");
+  EXPECT_STREQ(DifferenceVerdict(types::Interval{-0.3, -0.1}), "worse");
 }
 
 TEST_F(BootstrapTest, PairedIdenticalResultsGiveZero) {
-  const EvalResult a = CaseA();
+  const types::EvalResult a = CaseA();
   ASSERT_OK_AND_ASSIGN(PairedUnits p, PairSamples(a, "ev-a", a, "ev-a2"));
   for (const auto& ci : PairedIntervals(AllMetrics(2), p.a, p.b, 200, 1)) {
     ASSERT_TRUE(ci.has_value());
@@ -147,7 +147,7 @@ TEST_F(BootstrapTest, PairedIdenticalResultsGiveZero) {
 }
 
 TEST_F(BootstrapTest, PairingRefusals) {
-  EvalResult a = CaseA(), b = CaseB();
+  types::EvalResult a = CaseA(), b = CaseB();
   b.dataset_fingerprint = "other";
   EXPECT_THAT(PairSamples(a, "ev-a", b, "ev-b").status(),
               StatusIs(absl::StatusCode::kFailedPrecondition,
@@ -162,7 +162,7 @@ TEST_F(BootstrapTest, PairingRefusals) {
                        "only ev-b: [3]); compare jobs with the same max_samples on the same "
                        "dataset"));
   b = CaseB();
-  for (SampleSummary& s : b.per_sample) s.counted.clear();
+  for (types::SampleSummary& s : b.per_sample) s.counted.clear();
   EXPECT_THAT(PairSamples(a, "ev-a", b, "ev-b").status(),
               StatusIs(absl::StatusCode::kFailedPrecondition,
                        HasSubstr("cannot pair ev-b: its record has no per-sample counts")));
@@ -190,9 +190,9 @@ TEST_F(BootstrapTest, AccumulatorKeepsPerSampleCounts) {
   acc.Add(b);
   b.correct = {0, 1};  // n = 0
   acc.Add(b);
-  const EvalResult r = acc.Finish(Mode::kAnchor);
+  const types::EvalResult r = acc.Finish(types::Mode::kAnchor);
   ASSERT_EQ(r.per_sample.size(), 1u);
-  const SampleSummary& s = r.per_sample[0];
+  const types::SampleSummary& s = r.per_sample[0];
   EXPECT_EQ(s.accepted_total, 3);
   EXPECT_EQ(s.counted, (std::vector<int64_t>{2, 2}));
   EXPECT_EQ(s.correct, (std::vector<int64_t>{1, 1}));

@@ -38,9 +38,9 @@ using ::dflash::eval::testing::ReferenceDrafts;
 using ::dflash::eval::testing::WalkOptions;
 using ::dflash::testing::StatusIs;
 using ::dflash::testing::TinyWorld;
-using model::Semantics;
 using ::testing::ElementsAre;
 using ::testing::Eq;
+using types::Semantics;
 
 constexpr int64_t kB = 4;
 
@@ -58,21 +58,22 @@ class EvaluatorTest : public ::testing::Test {
   }
   static void TearDownTestSuite() { delete all_; }
 
-  static absl::StatusOr<EvalResult> Run(const EvalOptions& o, const ProgressFn& p = nullptr) {
+  static absl::StatusOr<types::EvalResult> Run(const types::EvalOptions& o,
+                                               const types::ProgressFn& p = nullptr) {
     return Evaluate(*drafter_, *target_, *dataset_, o, p);
   }
 
-  static EvalOptions Options(Mode mode, Semantics s) {
-    EvalOptions o;
+  static types::EvalOptions Options(types::Mode mode, Semantics s) {
+    types::EvalOptions o;
     o.mode = mode;
     o.semantics = s;
-    o.anchors = AnchorStrategy::kAll;
+    o.anchors = types::AnchorStrategy::kAll;
     return o;
   }
 
   // Every count of `got` equals the expectation's, computed here from the
   // expected blocks without the server's accumulator.
-  static void ExpectMetrics(const EvalResult& got, const Expected& want, bool anchor) {
+  static void ExpectMetrics(const types::EvalResult& got, const Expected& want, bool anchor) {
     const int64_t nb = static_cast<int64_t>(want.blocks.size());
     ASSERT_GT(want.min_margin, 1e-3) << "a reference draft is a near-tie; change the seed";
     EXPECT_EQ(got.blocks, nb);
@@ -95,7 +96,7 @@ class EvaluatorTest : public ::testing::Test {
     ASSERT_EQ(got.positions.size(), static_cast<size_t>(kB - 1));
     for (int64_t j = 0; j < kB - 1; ++j) {
       SCOPED_TRACE(::testing::Message() << "position " << j + 1);
-      const PositionMetrics& p = got.positions[j];
+      const types::PositionMetrics& p = got.positions[j];
       EXPECT_EQ(p.position, j + 1);
       EXPECT_EQ(p.counted, counted[j]);
       // Scored to the first miss: the marginals are not measured (0).
@@ -159,12 +160,13 @@ TEST_F(EvaluatorTest, DesignedWalkAcceptsDrafts) {
 }
 
 TEST_F(EvaluatorTest, ReplayZlabCurrentMatchesReferenceWalk) {
-  ASSERT_OK_AND_ASSIGN(EvalResult r, Run(Options(Mode::kReplay, Semantics::kZlabCurrent)));
+  ASSERT_OK_AND_ASSIGN(types::EvalResult r,
+                       Run(Options(types::Mode::kReplay, Semantics::kZlabCurrent)));
   WalkOptions w;
   w.semantics = Semantics::kZlabCurrent;
   const Expected e = ExpectReplay(*ref_, *world_, w);
   ExpectMetrics(r, e, /*anchor=*/false);
-  EXPECT_EQ(r.mode, Mode::kReplay);
+  EXPECT_EQ(r.mode, types::Mode::kReplay);
   EXPECT_EQ(r.semantics, "zlab-current");
   EXPECT_EQ(r.family, "DFlash 1");
   EXPECT_EQ(r.block_size, kB);
@@ -187,7 +189,8 @@ TEST_F(EvaluatorTest, ReplayZlabCurrentMatchesReferenceWalk) {
 }
 
 TEST_F(EvaluatorTest, ReplayZlab2025MatchesReferenceWalk) {
-  ASSERT_OK_AND_ASSIGN(EvalResult r, Run(Options(Mode::kReplay, Semantics::kZlab2025)));
+  ASSERT_OK_AND_ASSIGN(types::EvalResult r,
+                       Run(Options(types::Mode::kReplay, Semantics::kZlab2025)));
   WalkOptions w;
   w.semantics = Semantics::kZlab2025;
   ExpectMetrics(r, ExpectReplay(*ref_, *world_, w), /*anchor=*/false);
@@ -204,10 +207,10 @@ TEST_F(EvaluatorTest, ReplayZlab2025MatchesReferenceWalk) {
 
 TEST_F(EvaluatorTest, ReplayMaxNewTokensShortensTheSequence) {
   for (Semantics sem : {Semantics::kZlabCurrent, Semantics::kZlab2025}) {
-    SCOPED_TRACE(model::SemanticsName(sem));
-    EvalOptions o = Options(Mode::kReplay, sem);
+    SCOPED_TRACE(types::SemanticsName(sem));
+    types::EvalOptions o = Options(types::Mode::kReplay, sem);
     o.max_new_tokens = 5;
-    ASSERT_OK_AND_ASSIGN(EvalResult r, Run(o));
+    ASSERT_OK_AND_ASSIGN(types::EvalResult r, Run(o));
     WalkOptions w;
     w.semantics = sem;
     w.max_new_tokens = 5;
@@ -223,10 +226,10 @@ TEST_F(EvaluatorTest, ReplayMaxNewTokensShortensTheSequence) {
 }
 
 TEST_F(EvaluatorTest, ReplayMaxBlocksAndMaxSamples) {
-  EvalOptions o = Options(Mode::kReplay, Semantics::kZlabCurrent);
+  types::EvalOptions o = Options(types::Mode::kReplay, Semantics::kZlabCurrent);
   o.max_blocks = 2;
   o.max_samples = 3;
-  ASSERT_OK_AND_ASSIGN(EvalResult r, Run(o));
+  ASSERT_OK_AND_ASSIGN(types::EvalResult r, Run(o));
   WalkOptions w;
   w.max_blocks = 2;
   w.samples = 3;
@@ -238,8 +241,8 @@ TEST_F(EvaluatorTest, ReplayMaxBlocksAndMaxSamples) {
 
 TEST_F(EvaluatorTest, AnchorAllScoresEveryEligibleAnchor) {
   for (Semantics sem : {Semantics::kZlabCurrent, Semantics::kZlab2025}) {
-    SCOPED_TRACE(model::SemanticsName(sem));
-    ASSERT_OK_AND_ASSIGN(EvalResult r, Run(Options(Mode::kAnchor, sem)));
+    SCOPED_TRACE(types::SemanticsName(sem));
+    ASSERT_OK_AND_ASSIGN(types::EvalResult r, Run(Options(types::Mode::kAnchor, sem)));
     WalkOptions w;
     w.semantics = sem;
     const Expected e = ExpectAnchorAll(*ref_, *world_, w);
@@ -255,10 +258,10 @@ TEST_F(EvaluatorTest, AnchorAllScoresEveryEligibleAnchor) {
 }
 
 TEST_F(EvaluatorTest, AnchorEvenWithMaxBlocksPicksSpreadAnchors) {
-  EvalOptions o = Options(Mode::kAnchor, Semantics::kZlabCurrent);
-  o.anchors = AnchorStrategy::kEven;
+  types::EvalOptions o = Options(types::Mode::kAnchor, Semantics::kZlabCurrent);
+  o.anchors = types::AnchorStrategy::kEven;
   o.max_blocks = 3;
-  ASSERT_OK_AND_ASSIGN(EvalResult r, Run(o));
+  ASSERT_OK_AND_ASSIGN(types::EvalResult r, Run(o));
   // 10, 8, 0 and 11 eligible anchors -> 3, 3, 0, 3 blocks.
   EXPECT_EQ(r.blocks, 9);
   EXPECT_EQ(r.per_sample[0].blocks, 3);
@@ -267,12 +270,12 @@ TEST_F(EvaluatorTest, AnchorEvenWithMaxBlocksPicksSpreadAnchors) {
 }
 
 TEST_F(EvaluatorTest, ChunkSizeDoesNotChangeResults) {
-  for (Mode mode : {Mode::kAnchor, Mode::kReplay}) {
-    EvalOptions big = Options(mode, Semantics::kZlabCurrent);
-    EvalOptions tiny = big;
+  for (types::Mode mode : {types::Mode::kAnchor, types::Mode::kReplay}) {
+    types::EvalOptions big = Options(mode, Semantics::kZlabCurrent);
+    types::EvalOptions tiny = big;
     tiny.max_chunk_elements = 1;  // one block per forward
-    ASSERT_OK_AND_ASSIGN(EvalResult a, Run(big));
-    ASSERT_OK_AND_ASSIGN(EvalResult b, Run(tiny));
+    ASSERT_OK_AND_ASSIGN(types::EvalResult a, Run(big));
+    ASSERT_OK_AND_ASSIGN(types::EvalResult b, Run(tiny));
     EXPECT_EQ(a.blocks, b.blocks);
     EXPECT_EQ(a.accepted_histogram, b.accepted_histogram);
     for (size_t j = 0; j < a.positions.size(); ++j) {
@@ -287,19 +290,19 @@ TEST_F(EvaluatorTest, ChunkSizeDoesNotChangeResults) {
 // computation's, under both semantics and with slices of 1, 2 and 4 slots
 // (the tiny blocks have 3 draft slots).
 TEST_F(EvaluatorTest, ScoringToTheFirstMissKeepsAcceptanceExact) {
-  for (Mode mode : {Mode::kAnchor, Mode::kReplay}) {
+  for (types::Mode mode : {types::Mode::kAnchor, types::Mode::kReplay}) {
     for (Semantics sem : {Semantics::kZlabCurrent, Semantics::kZlab2025}) {
       for (int64_t slice : {1, 2, 4}) {
-        SCOPED_TRACE(::testing::Message() << (mode == Mode::kAnchor ? "anchor " : "replay ")
-                                          << model::SemanticsName(sem) << " slice " << slice);
-        EvalOptions full = Options(mode, sem);
+        SCOPED_TRACE(::testing::Message() << (mode == types::Mode::kAnchor ? "anchor " : "replay ")
+                                          << types::SemanticsName(sem) << " slice " << slice);
+        types::EvalOptions full = Options(mode, sem);
         full.full_positions = true;
-        full.metrics = MetricSet::kAcceptance;
-        EvalOptions cut = full;
+        full.metrics = types::MetricSet::kAcceptance;
+        types::EvalOptions cut = full;
         cut.full_positions = false;
         cut.first_miss_slice = slice;
-        ASSERT_OK_AND_ASSIGN(EvalResult a, Run(full));
-        ASSERT_OK_AND_ASSIGN(EvalResult b, Run(cut));
+        ASSERT_OK_AND_ASSIGN(types::EvalResult a, Run(full));
+        ASSERT_OK_AND_ASSIGN(types::EvalResult b, Run(cut));
         EXPECT_FALSE(a.positions_to_first_miss);
         EXPECT_TRUE(b.positions_to_first_miss);
         EXPECT_THAT(b.warnings, ::testing::Contains(::testing::HasSubstr("first miss")));
@@ -335,17 +338,18 @@ TEST_F(EvaluatorTest, ContextIsProjectedOnlyUpToTheLastScoredAnchor) {
     all += static_cast<int64_t>(world_->tokens[s].size());
     prompts += world_->spec.prompts[s];
   }
-  EvalOptions o = Options(Mode::kReplay, Semantics::kZlabCurrent);
+  types::EvalOptions o = Options(types::Mode::kReplay, Semantics::kZlabCurrent);
   o.max_blocks = 1;
-  ASSERT_OK_AND_ASSIGN(EvalResult one, Run(o));
+  ASSERT_OK_AND_ASSIGN(types::EvalResult one, Run(o));
   EXPECT_EQ(one.context_positions, prompts);
   WalkOptions w;
   w.max_blocks = 1;
   ExpectMetrics(one, ExpectReplay(*ref_, *world_, w), false);
   // Anchor mode, every anchor: each sample up to its last anchor, L - 2.
-  ASSERT_OK_AND_ASSIGN(EvalResult anchor, Run(Options(Mode::kAnchor, Semantics::kZlabCurrent)));
+  ASSERT_OK_AND_ASSIGN(types::EvalResult anchor,
+                       Run(Options(types::Mode::kAnchor, Semantics::kZlabCurrent)));
   int64_t last_anchors = 0;
-  for (const SampleSummary& s : anchor.per_sample) {
+  for (const types::SampleSummary& s : anchor.per_sample) {
     if (s.blocks > 0) last_anchors += s.length - 2;
   }
   EXPECT_EQ(anchor.context_positions, last_anchors);
@@ -353,11 +357,11 @@ TEST_F(EvaluatorTest, ContextIsProjectedOnlyUpToTheLastScoredAnchor) {
 }
 
 TEST_F(EvaluatorTest, ProgressReportsTotalsFirstAndDoneLast) {
-  for (Mode mode : {Mode::kAnchor, Mode::kReplay}) {
-    std::vector<EvalProgress> seen;
-    EvalOptions o = Options(mode, Semantics::kZlabCurrent);
+  for (types::Mode mode : {types::Mode::kAnchor, types::Mode::kReplay}) {
+    std::vector<types::EvalProgress> seen;
+    types::EvalOptions o = Options(mode, Semantics::kZlabCurrent);
     o.max_chunk_elements = 1;
-    ASSERT_OK_AND_ASSIGN(EvalResult r, Run(o, [&](const EvalProgress& p) {
+    ASSERT_OK_AND_ASSIGN(types::EvalResult r, Run(o, [&](const types::EvalProgress& p) {
                            seen.push_back(p);
                            return true;
                          }));
@@ -366,11 +370,11 @@ TEST_F(EvaluatorTest, ProgressReportsTotalsFirstAndDoneLast) {
     EXPECT_EQ(seen.front().samples_total, 4);
     // Anchor mode knows its total; replay gives the most blocks a walk can
     // take, sum of (L - P - 1).
-    EXPECT_EQ(seen.front().blocks_total, mode == Mode::kAnchor ? r.blocks : 10 + 8 + 0 + 11);
+    EXPECT_EQ(seen.front().blocks_total, mode == types::Mode::kAnchor ? r.blocks : 10 + 8 + 0 + 11);
     EXPECT_EQ(seen.back().blocks_done, r.blocks);
     // Replay's total is a bound while walks run (they stop early when blocks
     // are accepted far), tightens at every report and ends exact.
-    EXPECT_EQ(seen.front().blocks_total_is_bound, mode == Mode::kReplay);
+    EXPECT_EQ(seen.front().blocks_total_is_bound, mode == types::Mode::kReplay);
     EXPECT_EQ(seen.back().blocks_total, r.blocks);
     EXPECT_FALSE(seen.back().blocks_total_is_bound);
     for (size_t i = 1; i < seen.size(); ++i) {
@@ -380,7 +384,7 @@ TEST_F(EvaluatorTest, ProgressReportsTotalsFirstAndDoneLast) {
     // Replay: a sample whose walk takes no block (sample 2, P = L - 1) is
     // done from the start. Anchor mode counts a group's samples after its
     // last chunk's report (the job queue completes the numbers at the end).
-    if (mode == Mode::kReplay) {
+    if (mode == types::Mode::kReplay) {
       EXPECT_EQ(seen.back().samples_done, 4);
     } else {
       EXPECT_EQ(seen.back().samples_done, 3);
@@ -392,15 +396,15 @@ TEST_F(EvaluatorTest, ProgressReportsTotalsFirstAndDoneLast) {
 }
 
 TEST_F(EvaluatorTest, ProgressReturningFalseCancels) {
-  for (Mode mode : {Mode::kAnchor, Mode::kReplay}) {
+  for (types::Mode mode : {types::Mode::kAnchor, types::Mode::kReplay}) {
     int calls = 0;
     EXPECT_THAT(Run(Options(mode, Semantics::kZlabCurrent),
-                    [&](const EvalProgress&) { return ++calls < 2; }),
+                    [&](const types::EvalProgress&) { return ++calls < 2; }),
                 StatusIs(absl::StatusCode::kCancelled, Eq("evaluation cancelled")));
     EXPECT_EQ(calls, 2);
     calls = 0;
     EXPECT_THAT(Run(Options(mode, Semantics::kZlabCurrent),
-                    [&](const EvalProgress&) {
+                    [&](const types::EvalProgress&) {
                       ++calls;
                       return false;
                     }),
@@ -411,14 +415,14 @@ TEST_F(EvaluatorTest, ProgressReturningFalseCancels) {
 
 // Issue 30: shards on two slots (the same CPU objects), merged, give the
 // one-pass counts; a streamed copy read in chunks of one sample, too.
-void ExpectSameCounts(const EvalResult& a, const EvalResult& b) {
+void ExpectSameCounts(const types::EvalResult& a, const types::EvalResult& b) {
   testing::ExpectSameCounts(a, b, 1e-5);  // float32 cross entropies of other batches
 }
 
 TEST_F(EvaluatorTest, ShardsOnTwoSlotsEqualOnePass) {
-  for (Mode mode : {Mode::kAnchor, Mode::kReplay}) {
-    const EvalOptions o = Options(mode, Semantics::kZlabCurrent);
-    ASSERT_OK_AND_ASSIGN(EvalResult one, Run(o));
+  for (types::Mode mode : {types::Mode::kAnchor, types::Mode::kReplay}) {
+    const types::EvalOptions o = Options(mode, Semantics::kZlabCurrent);
+    ASSERT_OK_AND_ASSIGN(types::EvalResult one, Run(o));
     ASSERT_EQ(one.shards.size(), 1u);
     EXPECT_EQ(one.shards[0].end, 4);
     Placement two;
@@ -426,12 +430,12 @@ TEST_F(EvaluatorTest, ShardsOnTwoSlotsEqualOnePass) {
     int threads_set = 0;
     two.threads = 2;
     two.set_threads = [&](int) { ++threads_set; };
-    EvalOptions sharded = o;
+    types::EvalOptions sharded = o;
     sharded.shards = 3;
-    std::vector<EvalProgress> seen;
+    std::vector<types::EvalProgress> seen;
     std::mutex mu;
-    ASSERT_OK_AND_ASSIGN(EvalResult merged,
-                         Evaluate(two, *dataset_, sharded, [&](const EvalProgress& p) {
+    ASSERT_OK_AND_ASSIGN(types::EvalResult merged,
+                         Evaluate(two, *dataset_, sharded, [&](const types::EvalProgress& p) {
                            std::lock_guard<std::mutex> lock(mu);
                            seen.push_back(p);
                            return true;
@@ -453,7 +457,7 @@ TEST_F(EvaluatorTest, ShardsOnTwoSlotsEqualOnePass) {
     ASSERT_FALSE(seen.empty());
     EXPECT_EQ(seen.front().blocks_done, 0);
     EXPECT_EQ(seen.front().samples_total, 4);
-    if (mode == Mode::kAnchor) EXPECT_EQ(seen.front().blocks_total, one.blocks);
+    if (mode == types::Mode::kAnchor) EXPECT_EQ(seen.front().blocks_total, one.blocks);
     EXPECT_EQ(seen.back().blocks_done, one.blocks);
   }
 }
@@ -461,11 +465,11 @@ TEST_F(EvaluatorTest, ShardsOnTwoSlotsEqualOnePass) {
 TEST_F(EvaluatorTest, ARefusedShardedRunScoresNothing) {
   Placement two;
   two.slots = {{drafter_, target_, "a"}, {drafter_, target_, "b"}};
-  EvalOptions o = Options(Mode::kAnchor, Semantics::kZlabCurrent);
+  types::EvalOptions o = Options(types::Mode::kAnchor, Semantics::kZlabCurrent);
   o.shards = 4;
   int calls = 0;
   EXPECT_THAT(Evaluate(two, *dataset_, o,
-                       [&](const EvalProgress&) {
+                       [&](const types::EvalProgress&) {
                          ++calls;
                          return false;
                        }),
@@ -484,14 +488,14 @@ TEST_F(EvaluatorTest, StreamedDatasetEqualsResident) {
   EXPECT_EQ(streamed.bytes(), 0);
   EXPECT_EQ(streamed.total_sample_bytes(), dataset_->bytes());
   EXPECT_EQ(streamed.fingerprint(), dataset_->fingerprint());
-  for (Mode mode : {Mode::kAnchor, Mode::kReplay}) {
-    const EvalOptions o = Options(mode, Semantics::kZlabCurrent);
-    ASSERT_OK_AND_ASSIGN(EvalResult resident, Run(o));
-    ASSERT_OK_AND_ASSIGN(EvalResult chunked, Evaluate(*drafter_, *target_, streamed, o));
+  for (types::Mode mode : {types::Mode::kAnchor, types::Mode::kReplay}) {
+    const types::EvalOptions o = Options(mode, Semantics::kZlabCurrent);
+    ASSERT_OK_AND_ASSIGN(types::EvalResult resident, Run(o));
+    ASSERT_OK_AND_ASSIGN(types::EvalResult chunked, Evaluate(*drafter_, *target_, streamed, o));
     ExpectSameCounts(resident, chunked);
     EXPECT_GE(chunked.shards.size(), 2u);
     int64_t read = 0;
-    for (const ShardPlacement& s : chunked.shards) read += s.bytes_read;
+    for (const types::ShardPlacement& s : chunked.shards) read += s.bytes_read;
     EXPECT_EQ(read, dataset_->bytes());
   }
 }
@@ -512,8 +516,8 @@ TEST_F(EvaluatorTest, StreamedSampleGoneOrChangedFailsNamingTheFile) {
   ASSERT_GE(files.size(), 2u);
   // Rewritten with another sample's bytes: FailedPrecondition, named.
   std::filesystem::copy_file(files[0], files[1], std::filesystem::copy_options::overwrite_existing);
-  const EvalOptions o = Options(Mode::kReplay, Semantics::kZlabCurrent);
-  absl::StatusOr<EvalResult> changed = Evaluate(*drafter_, *target_, streamed, o);
+  const types::EvalOptions o = Options(types::Mode::kReplay, Semantics::kZlabCurrent);
+  absl::StatusOr<types::EvalResult> changed = Evaluate(*drafter_, *target_, streamed, o);
   EXPECT_THAT(changed, StatusIs(absl::StatusCode::kFailedPrecondition,
                                 ::testing::HasSubstr("' changed since the dataset was loaded")));
   EXPECT_THAT(changed.status().message(), ::testing::HasSubstr(files[1]));
@@ -526,9 +530,9 @@ TEST_F(EvaluatorTest, StreamedSampleGoneOrChangedFailsNamingTheFile) {
 }
 
 TEST_F(EvaluatorTest, SmallerBlockSizeOverride) {
-  EvalOptions o = Options(Mode::kReplay, Semantics::kZlab2025);
+  types::EvalOptions o = Options(types::Mode::kReplay, Semantics::kZlab2025);
   o.block_size = 2;
-  ASSERT_OK_AND_ASSIGN(EvalResult r, Run(o));
+  ASSERT_OK_AND_ASSIGN(types::EvalResult r, Run(o));
   EXPECT_EQ(r.block_size, 2);
   EXPECT_EQ(r.positions.size(), 1u);
   EXPECT_EQ(r.accepted_histogram.size(), 2u);
@@ -540,7 +544,7 @@ TEST_F(EvaluatorTest, SmallerBlockSizeOverride) {
 
 TEST_F(EvaluatorTest, BlockSizeOutOfRange) {
   for (int64_t b : {int64_t{1}, int64_t{5}}) {
-    EvalOptions o = Options(Mode::kReplay, Semantics::kZlabCurrent);
+    types::EvalOptions o = Options(types::Mode::kReplay, Semantics::kZlabCurrent);
     o.block_size = b;
     EXPECT_THAT(Run(o), StatusIs(absl::StatusCode::kInvalidArgument,
                                  Eq("block_size " + std::to_string(b) +
@@ -553,7 +557,7 @@ TEST_F(EvaluatorTest, DatasetWithoutTheDrafterLayers) {
   lo.path = all_->dir->Join("data");
   lo.layer_ids = {{"hidden_states", {1, 2, 4}}};
   ASSERT_OK_AND_ASSIGN(data::EvalDataset other, data::EvalDataset::Load(lo));
-  EXPECT_THAT(Evaluate(*drafter_, *target_, other, EvalOptions{}),
+  EXPECT_THAT(Evaluate(*drafter_, *target_, other, types::EvalOptions{}),
               StatusIs(absl::StatusCode::kFailedPrecondition,
                        Eq("drafter needs layer 3; dataset holds [1, 2, 4] (hf-layer; as "
                           "vllm-capture-id: needs 4, holds [2, 3, 5]); the dataset holds "
@@ -568,7 +572,7 @@ TEST_F(EvaluatorTest, TargetHiddenSizeMismatch) {
   t.embed = t.embed.narrow(1, 0, 8).contiguous();
   t.lm_head = t.lm_head.narrow(1, 0, 8).contiguous();
   t.hidden_size = 8;
-  EXPECT_THAT(Evaluate(*drafter_, t, *dataset_, EvalOptions{}),
+  EXPECT_THAT(Evaluate(*drafter_, t, *dataset_, types::EvalOptions{}),
               StatusIs(absl::StatusCode::kFailedPrecondition,
                        Eq("dataset hidden size 16 does not match the target's 8 (embed_tokens "
                           "[16, 8]): the features were captured from another model")));
@@ -579,7 +583,7 @@ TEST_F(EvaluatorTest, MaskTokenOutsideTheTargetVocabulary) {
   t.embed = t.embed.narrow(0, 0, 15).contiguous();
   t.lm_head = t.lm_head.narrow(0, 0, 15).contiguous();
   t.vocab_size = 15;
-  EXPECT_THAT(Evaluate(*drafter_, t, *dataset_, EvalOptions{}),
+  EXPECT_THAT(Evaluate(*drafter_, t, *dataset_, types::EvalOptions{}),
               StatusIs(absl::StatusCode::kFailedPrecondition,
                        Eq("drafter mask_token_id 15 is outside the target's vocabulary [0, 15)")));
 }

@@ -43,9 +43,9 @@ TEST_F(MetricsAccumulatorTest, HandComputedExample) {
   acc.Add(Block(1, {1}));
   acc.Add(Block(1, {}));
   acc.BeginSample(2, 5, 4);
-  EvalResult r = acc.Finish(Mode::kAnchor);
+  types::EvalResult r = acc.Finish(types::Mode::kAnchor);
 
-  EXPECT_EQ(r.mode, Mode::kAnchor);
+  EXPECT_EQ(r.mode, types::Mode::kAnchor);
   EXPECT_EQ(r.block_size, 4);
   EXPECT_EQ(r.blocks, 5);
   EXPECT_EQ(r.samples, 2);  // sample 2 has no block
@@ -58,9 +58,9 @@ TEST_F(MetricsAccumulatorTest, HandComputedExample) {
   EXPECT_NE(r.tau, r.accept_length_pooled);
 
   ASSERT_EQ(r.positions.size(), 3u);
-  const PositionMetrics& p1 = r.positions[0];
-  const PositionMetrics& p2 = r.positions[1];
-  const PositionMetrics& p3 = r.positions[2];
+  const types::PositionMetrics& p1 = r.positions[0];
+  const types::PositionMetrics& p2 = r.positions[1];
+  const types::PositionMetrics& p3 = r.positions[2];
   EXPECT_EQ(p1.position, 1);
   EXPECT_EQ(p3.position, 3);
   // The empty block adds to no denominator; the truncated one only to j = 1.
@@ -107,14 +107,14 @@ TEST_F(MetricsAccumulatorTest, HandComputedExample) {
 TEST_F(MetricsAccumulatorTest, EmptyBlockIsOneBonusToken) {
   MetricsAccumulator acc(16);
   acc.Add(Block(7, {}));
-  EvalResult r = acc.Finish(Mode::kReplay);
+  types::EvalResult r = acc.Finish(types::Mode::kReplay);
   EXPECT_EQ(r.blocks, 1);
   EXPECT_EQ(r.samples, 1);
   EXPECT_EQ(r.tokens_scored, 0);
   EXPECT_DOUBLE_EQ(r.accept_length_pooled, 1.0);
   EXPECT_DOUBLE_EQ(r.tau, 1.0);
   EXPECT_EQ(r.accepted_histogram[0], 1);
-  for (const PositionMetrics& p : r.positions) {
+  for (const types::PositionMetrics& p : r.positions) {
     EXPECT_EQ(p.counted, 0) << "j=" << p.position;
     EXPECT_EQ(p.accuracy, 0) << "j=" << p.position;
   }
@@ -129,7 +129,7 @@ TEST_F(MetricsAccumulatorTest, HistogramCoversZeroToBMinusOne) {
   acc.Add(Block(0, {1, 0}));
   acc.Add(Block(0, {1, 1}));
   acc.Add(Block(0, {1, 1}));
-  EvalResult r = acc.Finish(Mode::kAnchor);
+  types::EvalResult r = acc.Finish(types::Mode::kAnchor);
   EXPECT_THAT(r.accepted_histogram, ElementsAre(1, 1, 2));
   EXPECT_DOUBLE_EQ(r.accept_length_pooled, (1 + 2 + 3 + 3) / 4.0);
 }
@@ -140,7 +140,7 @@ TEST_F(MetricsAccumulatorTest, TauAndPooledDifferOnUnequalBlockCounts) {
   acc.Add(Block(0, {1, 1, 1}));  // 4
   acc.BeginSample(1, 10, 0);
   for (int i = 0; i < 3; ++i) acc.Add(Block(1, {0, 0, 0}));  // 1, 1, 1
-  EvalResult r = acc.Finish(Mode::kAnchor);
+  types::EvalResult r = acc.Finish(types::Mode::kAnchor);
   EXPECT_DOUBLE_EQ(r.accept_length_pooled, 7.0 / 4);
   EXPECT_DOUBLE_EQ(r.tau, (4.0 + 1.0) / 2);
 }
@@ -150,7 +150,7 @@ TEST_F(MetricsAccumulatorTest, CrossEntropyPerPosition) {
   acc.Add(Block(0, {1, 0, 1}, {0.5f, 1.0f, 1.5f}));
   acc.Add(Block(0, {1}, {1.5f}));
   acc.Add(Block(0, {1, 1, 1}));  // no cross entropy
-  EvalResult r = acc.Finish(Mode::kAnchor);
+  types::EvalResult r = acc.Finish(types::Mode::kAnchor);
   EXPECT_EQ(r.positions[0].cross_entropy_counted, 2);
   EXPECT_DOUBLE_EQ(r.positions[0].mean_cross_entropy, 1.0);
   EXPECT_EQ(r.positions[1].cross_entropy_counted, 1);
@@ -187,7 +187,7 @@ TEST_F(MetricsAccumulatorTest, ReplayWalkAddsUpToLMinusP) {
   Walk(acc, 1, 18, 5, 4, c);
   // Every draft wrong: L - P blocks of 1.
   Walk(acc, 2, 12, 2, 4, std::vector<uint8_t>(12, 0));
-  EvalResult r = acc.Finish(Mode::kReplay);
+  types::EvalResult r = acc.Finish(types::Mode::kReplay);
   ASSERT_EQ(r.per_sample.size(), 3u);
   EXPECT_EQ(r.per_sample[0].accepted_total, 15);
   EXPECT_EQ(r.per_sample[0].blocks, 6);
@@ -219,7 +219,7 @@ TEST_F(MetricsAccumulatorTest, AcceptCapOfTheCurrentLoop) {
   b.accept_cap = 2;
   acc.Add(a);
   acc.Add(b);
-  const EvalResult r = acc.Finish(Mode::kReplay);
+  const types::EvalResult r = acc.Finish(types::Mode::kReplay);
   EXPECT_EQ(r.per_sample[0].accepted_total, 5);
   EXPECT_DOUBLE_EQ(r.accept_length_pooled, 2.5);
   EXPECT_THAT(r.accepted_histogram, ElementsAre(0, 0, 2, 0));
@@ -248,7 +248,7 @@ TEST_F(MetricsAccumulatorTest, DFlash2SelectorMetricsByHand) {
   acc.Add(block({1, 0, 1}, {1, 1, 0}, {1, 1, 0}, {1, 1, 0}, 1));
   acc.Add(block({0, 1}, {0, 0}, {0, 1}, {0, 1}, 0));
   acc.Add(block({1, 1, 1}, {1, 0, 0}, {1, 1, 1}, {1, 1, 1}, 2));
-  const EvalResult r = acc.Finish(Mode::kAnchor);
+  const types::EvalResult r = acc.Finish(types::Mode::kAnchor);
   EXPECT_DOUBLE_EQ(r.accept_length_pooled, (2 + 1 + 4) / 3.0);
   EXPECT_DOUBLE_EQ(r.unary_accept_length_pooled, (3 + 1 + 2) / 3.0);
   EXPECT_DOUBLE_EQ(r.oracle_accept_length_pooled, (3 + 1 + 4) / 3.0);
@@ -292,7 +292,8 @@ TEST(MetricsMergeTest, ShardsMergedInOrderEqualOnePass) {
   feed(third, 5);
   ASSERT_TRUE(first.Merge(second).ok());
   ASSERT_TRUE(first.Merge(third).ok());
-  testing::ExpectSameCounts(one.Finish(Mode::kAnchor), first.Finish(Mode::kAnchor), 1e-12);
+  testing::ExpectSameCounts(one.Finish(types::Mode::kAnchor), first.Finish(types::Mode::kAnchor),
+                            1e-12);
 }
 
 TEST(MetricsMergeTest, RefusesASampleInTwoShardsAndOtherBlockSizes) {

@@ -8,8 +8,8 @@
 namespace dflash::eval {
 namespace {
 
-EvalProgress P(int64_t done, int64_t total, int64_t sdone, int64_t stotal) {
-  EvalProgress p;
+types::EvalProgress P(int64_t done, int64_t total, int64_t sdone, int64_t stotal) {
+  types::EvalProgress p;
   p.blocks_done = done;
   p.blocks_total = total;
   p.samples_done = sdone;
@@ -18,8 +18,8 @@ EvalProgress P(int64_t done, int64_t total, int64_t sdone, int64_t stotal) {
 }
 
 TEST(PartProgressTest, TheCallerSeesTheSum) {
-  std::vector<EvalProgress> seen;
-  PartProgress agg({P(0, 10, 0, 2), P(0, 30, 0, 3)}, [&](const EvalProgress& p) {
+  std::vector<types::EvalProgress> seen;
+  PartProgress agg({P(0, 10, 0, 2), P(0, 30, 0, 3)}, [&](const types::EvalProgress& p) {
     seen.push_back(p);
     return true;
   });
@@ -37,7 +37,7 @@ TEST(PartProgressTest, TheCallerSeesTheSum) {
 
 TEST(PartProgressTest, ARefusalStopsEveryPart) {
   PartProgress agg({P(0, 10, 0, 1), P(0, 10, 0, 1)},
-                   [](const EvalProgress& p) { return p.blocks_total <= 15; });
+                   [](const types::EvalProgress& p) { return p.blocks_total <= 15; });
   EXPECT_FALSE(agg.Start());  // 20 blocks: refused before any work
   EXPECT_TRUE(agg.refused());
   EXPECT_FALSE(agg.For(0)(P(1, 10, 0, 1)));

@@ -20,7 +20,7 @@ namespace {
 
 using ::testing::HasSubstr;
 
-const std::vector<SamplingSetting> kSettings = {{0.6, 0.95, 20}, {1.0, 1.0, 0}};
+const std::vector<types::SamplingSetting> kSettings = {{0.6, 0.95, 20}, {1.0, 1.0, 0}};
 
 // Two blocks of a sample: DFlash 2's counts, cross entropies that are not
 // short decimals in binary, loops on odd samples, labels, alphas.
@@ -61,7 +61,8 @@ EvalPart Part(int64_t begin, int64_t end) {
 
 // Finished numbers equal: `exact` to the last bit, else sums within 1e-12.
 void ExpectSameFinish(const EvalPart& x, const EvalPart& y, bool exact) {
-  const EvalResult a = x.metrics.Finish(Mode::kAnchor), b = y.metrics.Finish(Mode::kAnchor);
+  const types::EvalResult a = x.metrics.Finish(types::Mode::kAnchor),
+                          b = y.metrics.Finish(types::Mode::kAnchor);
   const auto close = [exact](double u, double v) {
     if (exact) {
       EXPECT_EQ(u, v);
@@ -86,7 +87,7 @@ void ExpectSameFinish(const EvalPart& x, const EvalPart& y, bool exact) {
   EXPECT_EQ(a.loop_accept_share, b.loop_accept_share);
   ASSERT_EQ(a.positions.size(), b.positions.size());
   for (size_t j = 0; j < a.positions.size(); ++j) {
-    const PositionMetrics &p = a.positions[j], &q = b.positions[j];
+    const types::PositionMetrics &p = a.positions[j], &q = b.positions[j];
     EXPECT_EQ(p.position, q.position);
     EXPECT_EQ(p.counted, q.counted);
     EXPECT_EQ(p.correct, q.correct);
@@ -100,7 +101,7 @@ void ExpectSameFinish(const EvalPart& x, const EvalPart& y, bool exact) {
   }
   ASSERT_EQ(a.per_sample.size(), b.per_sample.size());
   for (size_t i = 0; i < a.per_sample.size(); ++i) {
-    const SampleSummary &s = a.per_sample[i], &t = b.per_sample[i];
+    const types::SampleSummary &s = a.per_sample[i], &t = b.per_sample[i];
     EXPECT_EQ(s.sample_index, t.sample_index);
     EXPECT_EQ(s.blocks, t.blocks);
     EXPECT_EQ(s.mean_accept_length, t.mean_accept_length);
@@ -121,7 +122,8 @@ void ExpectSameFinish(const EvalPart& x, const EvalPart& y, bool exact) {
     EXPECT_EQ(s.language, t.language);
     EXPECT_EQ(s.thinking, t.thinking);
   }
-  const std::vector<SampledAcceptance> u = x.sampled.Finish(300, 11), v = y.sampled.Finish(300, 11);
+  const std::vector<types::SampledAcceptance> u = x.sampled.Finish(300, 11),
+                                              v = y.sampled.Finish(300, 11);
   ASSERT_EQ(u.size(), kSettings.size());
   ASSERT_EQ(v.size(), kSettings.size());
   for (size_t k = 0; k < u.size(); ++k) {
@@ -183,7 +185,7 @@ TEST(PartStateTest, AnEmptyPartRoundTrips) {
   absl::StatusOr<EvalPart> back = PartFromJson(PartToJson(empty));
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_EQ(PartToJson(*back), PartToJson(empty));
-  EXPECT_EQ(back->metrics.Finish(Mode::kReplay).accepted_histogram.size(), 6u);
+  EXPECT_EQ(back->metrics.Finish(types::Mode::kReplay).accepted_histogram.size(), 6u);
 }
 
 TEST(PartStateTest, MalformedStateIsInvalidArgument) {

@@ -79,7 +79,7 @@ size_t Count(const TinyWorld& w, const WalkOptions& o) {
 }  // namespace
 
 Expected ExpectReplay(ReferenceDrafts& ref, const TinyWorld& w, const WalkOptions& o) {
-  const bool current = o.semantics == model::Semantics::kZlabCurrent;
+  const bool current = o.semantics == types::Semantics::kZlabCurrent;
   const int64_t B = o.block_size;
   Expected ex;
   for (size_t s = 0; s < Count(w, o); ++s) {
@@ -107,7 +107,7 @@ Expected ExpectReplay(ReferenceDrafts& ref, const TinyWorld& w, const WalkOption
 }
 
 Expected ExpectAnchorAll(ReferenceDrafts& ref, const TinyWorld& w, const WalkOptions& o) {
-  const bool current = o.semantics == model::Semantics::kZlabCurrent;
+  const bool current = o.semantics == types::Semantics::kZlabCurrent;
   const int64_t B = o.block_size;
   Expected ex;
   for (size_t s = 0; s < Count(w, o); ++s) {

@@ -52,7 +52,7 @@ struct Expected {
 };
 
 struct WalkOptions {
-  model::Semantics semantics = model::Semantics::kZlabCurrent;
+  types::Semantics semantics = types::Semantics::kZlabCurrent;
   int64_t block_size = 4;
   int64_t max_new_tokens = 0;
   int64_t max_blocks = 0;

@@ -13,8 +13,8 @@ using ::dflash::testing::StatusIs;
 using ::testing::HasSubstr;
 
 // B = 3: 4 blocks with n = 0, 1, 2, 2 over two samples.
-EvalResult Consistent() {
-  EvalResult r;
+types::EvalResult Consistent() {
+  types::EvalResult r;
   r.block_size = 3;
   r.blocks = 4;
   r.accepted_histogram = {1, 1, 2};
@@ -24,7 +24,7 @@ EvalResult Consistent() {
   r.accept_length_pooled = 1 + 3.0 / 4 + 2.0 / 4;  // = (1 + 2 + 3 + 3) / 4
   r.per_sample = {{0, 2, 1.5}, {1, 2, 3.0}};
   r.tau = 2.25;
-  SampledAcceptance s;
+  types::SampledAcceptance s;
   s.marginal_accept = {0.5, 0.25};
   s.histogram = {0.5, 0.25, 0.25};
   s.expected_accept_length_pooled = 1.75;
@@ -38,7 +38,7 @@ TEST(ResultInvariantsTest, ConsistentResultPasses) {
 
 TEST(ResultInvariantsTest, EachBrokenInvariantIsAnInternalError) {
   const auto internal = absl::StatusCode::kInternal;
-  EvalResult r = Consistent();
+  types::EvalResult r = Consistent();
   r.accepted_histogram = {1, 1, 1};
   EXPECT_THAT(CheckResultInvariants(r),
               StatusIs(internal, HasSubstr("the histogram counts 3 blocks, the result 4")));
@@ -68,8 +68,8 @@ TEST(ResultInvariantsTest, EachBrokenInvariantIsAnInternalError) {
 }
 
 TEST(ResultInvariantsTest, ReplayMayBeCappedBelowNeverAbove) {
-  EvalResult r = Consistent();
-  r.mode = Mode::kReplay;
+  types::EvalResult r = Consistent();
+  r.mode = types::Mode::kReplay;
   r.accept_length_pooled = 2.0;  // the last step capped
   EXPECT_TRUE(CheckResultInvariants(r).ok());
   r.accept_length_pooled = 2.5;

@@ -4,7 +4,7 @@
 
 namespace dflash::eval::testing {
 
-void ExpectSameCounts(const EvalResult& a, const EvalResult& b, double ce_tolerance) {
+void ExpectSameCounts(const types::EvalResult& a, const types::EvalResult& b, double ce_tolerance) {
   EXPECT_EQ(a.blocks, b.blocks);
   EXPECT_EQ(a.samples, b.samples);
   EXPECT_EQ(a.tokens_scored, b.tokens_scored);

@@ -8,6 +8,6 @@
 
 namespace dflash::eval::testing {
 
-void ExpectSameCounts(const EvalResult& a, const EvalResult& b, double ce_tolerance);
+void ExpectSameCounts(const types::EvalResult& a, const types::EvalResult& b, double ce_tolerance);
 
 }  // namespace dflash::eval::testing

@@ -75,7 +75,7 @@ TEST_F(SampledAcceptanceTest, AccumulatorPoolsBlocksAndAveragesSamples) {
   acc.Add(7, {{0.5f, 0.5f}, {1, 1}});
   acc.Add(7, {{1, 0}, {1, 1}});
   acc.Add(9, {{0}, {0}});
-  const std::vector<SampledAcceptance> r = acc.Finish();
+  const std::vector<types::SampledAcceptance> r = acc.Finish();
   ASSERT_EQ(r.size(), 2u);
   // Setting 0: E = 1.75, 2, 1; pooled (1.75 + 2 + 1) / 3; tau (1.875 + 1) / 2.
   EXPECT_DOUBLE_EQ(r[0].expected_accept_length_pooled, 4.75 / 3);
@@ -96,7 +96,7 @@ TEST_F(SampledAcceptanceTest, ShardsMergedInOrderEqualOnePass) {
   }
   for (SampledAccumulator* acc : {&one, &b}) acc->Add(9, {{0.25f}});
   ASSERT_TRUE(a.Merge(b).ok());
-  const SampledAcceptance x = one.Finish(200, 5)[0], y = a.Finish(200, 5)[0];
+  const types::SampledAcceptance x = one.Finish(200, 5)[0], y = a.Finish(200, 5)[0];
   EXPECT_EQ(x.counted, y.counted);
   EXPECT_DOUBLE_EQ(x.expected_accept_length_pooled, y.expected_accept_length_pooled);
   EXPECT_DOUBLE_EQ(x.expected_tau, y.expected_tau);
@@ -118,7 +118,7 @@ TEST_F(SampledAcceptanceTest, PooledIntervalIsThePercentilesOfTheResamples) {
   acc.Add(7, {{0.5f, 0.5f}});
   acc.Add(7, {{1, 0}});
   acc.Add(9, {{0}});
-  const std::vector<SampledAcceptance> r = acc.Finish(1000, 0);
+  const std::vector<types::SampledAcceptance> r = acc.Finish(1000, 0);
   ASSERT_EQ(r.size(), 1u);
   ASSERT_TRUE(r[0].accept_length_ci.has_value());
   EXPECT_DOUBLE_EQ(r[0].accept_length_ci->lo, 1.0);

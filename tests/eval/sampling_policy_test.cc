@@ -19,9 +19,10 @@ namespace {
 using ::dflash::testing::StatusIs;
 using ::testing::HasSubstr;
 
-EvalOptions WithSampling(std::vector<SamplingSetting> s, std::vector<ProposalPolicy> p = {},
-                         std::string engine = "") {
-  EvalOptions o;
+types::EvalOptions WithSampling(std::vector<types::SamplingSetting> s,
+                                std::vector<types::ProposalPolicy> p = {},
+                                std::string engine = "") {
+  types::EvalOptions o;
   o.sampling = std::move(s);
   o.policies = std::move(p);
   o.engine = std::move(engine);
@@ -29,13 +30,14 @@ EvalOptions WithSampling(std::vector<SamplingSetting> s, std::vector<ProposalPol
 }
 
 TEST(SamplingPolicyTest, EachSettingUnderEachPolicySettingMajor) {
-  auto r = ResolveSampling(WithSampling({{0.7, 1, 0}, {1.0, 0.95, 20}},
-                                        {ProposalPolicy::kSample, ProposalPolicy::kArgmax}),
-                           false);
+  auto r = ResolveSampling(
+      WithSampling({{0.7, 1, 0}, {1.0, 0.95, 20}},
+                   {types::ProposalPolicy::kSample, types::ProposalPolicy::kArgmax}),
+      false);
   ASSERT_TRUE(r.ok()) << r.status();
   ASSERT_EQ(r->size(), 4u);
-  EXPECT_EQ((*r)[0].policy, ProposalPolicy::kSample);
-  EXPECT_EQ((*r)[1].policy, ProposalPolicy::kArgmax);
+  EXPECT_EQ((*r)[0].policy, types::ProposalPolicy::kSample);
+  EXPECT_EQ((*r)[1].policy, types::ProposalPolicy::kArgmax);
   EXPECT_EQ((*r)[1].temperature, 0.7);
   EXPECT_EQ((*r)[2].top_k, 20);
   EXPECT_TRUE((*r)[2].truncate_draft);
@@ -46,35 +48,36 @@ TEST(SamplingPolicyTest, DefaultIsTheDrafterOwnRule) {
   auto d2 = ResolveSampling(WithSampling({{0.7, 1, 0}}), true);
   auto unknown = ResolveSampling(WithSampling({{0.7, 1, 0}}), std::nullopt);
   ASSERT_TRUE(d1.ok() && d2.ok() && unknown.ok());
-  EXPECT_EQ((*d1)[0].policy, ProposalPolicy::kSample);
-  EXPECT_EQ((*d2)[0].policy, ProposalPolicy::kSelector);
-  EXPECT_EQ((*unknown)[0].policy, ProposalPolicy::kDefault);
+  EXPECT_EQ((*d1)[0].policy, types::ProposalPolicy::kSample);
+  EXPECT_EQ((*d2)[0].policy, types::ProposalPolicy::kSelector);
+  EXPECT_EQ((*unknown)[0].policy, types::ProposalPolicy::kDefault);
 }
 
 TEST(SamplingPolicyTest, EnginePresetsSetPolicyAndConventions) {
   auto vllm = ResolveSampling(WithSampling({{1.0, 0.95, -1}}, {}, "vllm"), false);
   ASSERT_TRUE(vllm.ok()) << vllm.status();
-  EXPECT_EQ((*vllm)[0].policy, ProposalPolicy::kArgmax);
+  EXPECT_EQ((*vllm)[0].policy, types::ProposalPolicy::kArgmax);
   EXPECT_EQ((*vllm)[0].top_k, 0);  // -1 = off in vLLM's API
   EXPECT_FALSE((*vllm)[0].truncate_draft);
   EXPECT_EQ((*vllm)[0].engine, "vllm");
   auto zlab = ResolveSampling(WithSampling({{1.0, 1, 0}}, {}, "zlab"), true);
   ASSERT_TRUE(zlab.ok()) << zlab.status();
-  EXPECT_EQ((*zlab)[0].policy, ProposalPolicy::kMatch);
+  EXPECT_EQ((*zlab)[0].policy, types::ProposalPolicy::kMatch);
   // An explicit policy wins over the preset's.
-  auto both =
-      ResolveSampling(WithSampling({{1.0, 1, 0}}, {ProposalPolicy::kSample}, "sglang"), false);
+  auto both = ResolveSampling(
+      WithSampling({{1.0, 1, 0}}, {types::ProposalPolicy::kSample}, "sglang"), false);
   ASSERT_TRUE(both.ok());
-  EXPECT_EQ((*both)[0].policy, ProposalPolicy::kSample);
+  EXPECT_EQ((*both)[0].policy, types::ProposalPolicy::kSample);
   EXPECT_EQ((*both)[0].engine, "sglang");
 }
 
 TEST(SamplingPolicyTest, BadRequestsAreNamed) {
   const auto code = absl::StatusCode::kInvalidArgument;
-  EXPECT_THAT(ResolveSampling(WithSampling({{0.7, 1, 0}}, {ProposalPolicy::kSelector}), false),
-              StatusIs(code,
-                       "policy selector needs a DFlash 2 drafter (its candidate selector "
-                       "proposes); this drafter is DFlash 1: use sample, argmax or match"));
+  EXPECT_THAT(
+      ResolveSampling(WithSampling({{0.7, 1, 0}}, {types::ProposalPolicy::kSelector}), false),
+      StatusIs(code,
+               "policy selector needs a DFlash 2 drafter (its candidate selector "
+               "proposes); this drafter is DFlash 1: use sample, argmax or match"));
   EXPECT_THAT(ResolveSampling(WithSampling({{0.7, 1, 0}}, {}, "tgi"), false),
               StatusIs(code, "unknown engine 'tgi' (known: vllm, sglang, zlab)"));
   EXPECT_THAT(ResolveSampling(WithSampling({{0.7, 1, -1}}), false),
@@ -83,19 +86,19 @@ TEST(SamplingPolicyTest, BadRequestsAreNamed) {
                        "(-1 = off only under --engine vllm or sglang)"));
   EXPECT_THAT(ResolveSampling(WithSampling({{0.7, 0.9, 0}}, {}, "zlab"), false),
               StatusIs(code, HasSubstr("engine zlab applies no top-p or top-k")));
-  EXPECT_THAT(ResolveSampling(WithSampling({}, {ProposalPolicy::kArgmax}), false),
+  EXPECT_THAT(ResolveSampling(WithSampling({}, {types::ProposalPolicy::kArgmax}), false),
               StatusIs(code,
                        "a policy or engine applies to sampled acceptance: add a sampling "
                        "setting (e.g. --sampling t=0.7)"));
-  EXPECT_THAT(
-      ResolveSampling(
-          WithSampling({{0.7, 1, 0}}, {ProposalPolicy::kArgmax, ProposalPolicy::kArgmax}), false),
-      StatusIs(code, "policy argmax is given twice"));
+  EXPECT_THAT(ResolveSampling(WithSampling({{0.7, 1, 0}}, {types::ProposalPolicy::kArgmax,
+                                                           types::ProposalPolicy::kArgmax}),
+                              false),
+              StatusIs(code, "policy argmax is given twice"));
   EXPECT_THAT(ResolveSampling(WithSampling({{-1, 1, 0}}), false),
               StatusIs(code,
                        "sampling 't=-1 policy=sample': temperature must be >= 0 (0 = "
                        "greedy)"));
-  EXPECT_THAT(ParsePolicy("greedy"),
+  EXPECT_THAT(types::ParsePolicy("greedy"),
               StatusIs(code,
                        "unknown policy 'greedy' (known: sample, argmax, selector (DFlash "
                        "2), match)"));
@@ -111,38 +114,38 @@ class PolicyAlphaTest : public ::testing::Test {
   static at::Tensor DraftLogits() {
     return at::log(at::tensor({1.0f, 1.0f, 2.0f, 0.0f})).unsqueeze(0);
   }
-  static double Alpha(SamplingSetting s) {
+  static double Alpha(types::SamplingSetting s) {
     const at::Tensor p = ProcessedProbs(TargetLogits(), s);
     return Dflash1Alpha(p, DraftLogits(), s).item<float>();
   }
 };
 
 TEST_F(PolicyAlphaTest, HandComputedAtTemperatureOne) {
-  SamplingSetting s{1.0, 1.0, 0, ProposalPolicy::kSample};
+  types::SamplingSetting s{1.0, 1.0, 0, types::ProposalPolicy::kSample};
   EXPECT_NEAR(Alpha(s), 5.0 / 8, 1e-6);  // 1/4 + 1/4 + 1/8 + 0
-  s.policy = ProposalPolicy::kArgmax;
+  s.policy = types::ProposalPolicy::kArgmax;
   EXPECT_NEAR(Alpha(s), 1.0 / 8, 1e-6);  // p(argmax q = 2)
-  s.policy = ProposalPolicy::kMatch;
+  s.policy = types::ProposalPolicy::kMatch;
   EXPECT_NEAR(Alpha(s), 1.0 / 4, 1e-6);  // 1/8 + 1/16 + 1/16 + 0
 }
 
 TEST_F(PolicyAlphaTest, TopPTruncatesBothOrTheTargetOnly) {
   // top-p 0.5: p = (1, 0, 0, 0); q truncated too = (0, 0, 1, 0).
-  SamplingSetting s{1.0, 0.5, 0, ProposalPolicy::kSample};
+  types::SamplingSetting s{1.0, 0.5, 0, types::ProposalPolicy::kSample};
   EXPECT_NEAR(Alpha(s), 0.0, 1e-6);
   s.truncate_draft = false;  // q stays (1/4, 1/4, 1/2, 0)
   EXPECT_NEAR(Alpha(s), 1.0 / 4, 1e-6);
-  s.policy = ProposalPolicy::kMatch;
+  s.policy = types::ProposalPolicy::kMatch;
   EXPECT_NEAR(Alpha(s), 1.0 / 4, 1e-6);
-  s.policy = ProposalPolicy::kArgmax;
+  s.policy = types::ProposalPolicy::kArgmax;
   EXPECT_NEAR(Alpha(s), 0.0, 1e-6);
 }
 
 TEST_F(PolicyAlphaTest, AtTemperatureZeroEveryPolicyIsTheGreedyMatch) {
-  for (ProposalPolicy p :
-       {ProposalPolicy::kSample, ProposalPolicy::kArgmax, ProposalPolicy::kMatch}) {
+  for (types::ProposalPolicy p : {types::ProposalPolicy::kSample, types::ProposalPolicy::kArgmax,
+                                  types::ProposalPolicy::kMatch}) {
     // Target argmax 0, draft argmax 2: no match; then a drafter that agrees.
-    SamplingSetting s{0.0, 1.0, 0, p};
+    types::SamplingSetting s{0.0, 1.0, 0, p};
     EXPECT_EQ(Alpha(s), 0.0) << static_cast<int>(p);
     const at::Tensor agree = at::log(at::tensor({3.0f, 1.0f, 2.0f, 0.0f})).unsqueeze(0);
     EXPECT_EQ(Dflash1Alpha(ProcessedProbs(TargetLogits(), s), agree, s).item<float>(), 1.0f);

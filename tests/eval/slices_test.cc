@@ -23,9 +23,9 @@ BlockOutcome Block(int64_t sample, int64_t anchor, std::vector<uint8_t> correct)
   return b;
 }
 
-const SliceResult* Find(const std::vector<SliceResult>& slices, const std::string& kind,
-                        const std::string& value) {
-  for (const SliceResult& s : slices) {
+const types::SliceResult* Find(const std::vector<types::SliceResult>& slices,
+                               const std::string& kind, const std::string& value) {
+  for (const types::SliceResult& s : slices) {
     if (s.kind == kind && s.value == value) return &s;
   }
   return nullptr;
@@ -34,7 +34,7 @@ const SliceResult* Find(const std::vector<SliceResult>& slices, const std::strin
 // B = 3. Sample 0 (L = 9000, P = 0): blocks at anchors 10 (n=2), 511 (n=0),
 // 512 (n=1), 8192 (n=2). Sample 1 (L = 600, P = 0): anchor 100 (n=1), and
 // anchor 520 (n=2) inside a loop.
-EvalResult HandResult() {
+types::EvalResult HandResult() {
   MetricsAccumulator acc(3);
   acc.BeginSample(0, 9000, 0);
   acc.Add(Block(0, 10, {1, 1}));
@@ -47,7 +47,7 @@ EvalResult HandResult() {
   acc.SetLoops(1, loops);
   acc.Add(Block(1, 100, {1, 0}));
   acc.Add(Block(1, 520, {1, 1}));
-  EvalResult r = acc.Finish(Mode::kAnchor);
+  types::EvalResult r = acc.Finish(types::Mode::kAnchor);
   r.per_sample[0].category = "math";
   r.per_sample[1].category = "code";
   r.per_sample[0].thinking = "on";
@@ -55,18 +55,18 @@ EvalResult HandResult() {
 }
 
 TEST(SlicesTest, ContextBucketsSplitAtTheirStarts) {
-  const EvalResult r = HandResult();
+  const types::EvalResult r = HandResult();
   EXPECT_THAT(r.per_sample[0].context_blocks, ElementsAre(2, 1, 0, 1));
   EXPECT_THAT(r.per_sample[0].context_accepted, ElementsAre(3 + 1, 2, 0, 3));
   EXPECT_THAT(r.per_sample[1].context_blocks, ElementsAre(1, 1, 0, 0));
-  const std::vector<SliceResult> s = Slices(r, 0, 0);
-  const SliceResult* low = Find(s, "context", "0-512");
+  const std::vector<types::SliceResult> s = Slices(r, 0, 0);
+  const types::SliceResult* low = Find(s, "context", "0-512");
   ASSERT_NE(low, nullptr);
   EXPECT_EQ(low->blocks, 3);
   EXPECT_EQ(low->samples, 2);
   EXPECT_DOUBLE_EQ(low->accept_length, (3 + 1 + 2) / 3.0);
   EXPECT_DOUBLE_EQ(low->tau, ((3 + 1) / 2.0 + 2) / 2);  // per-sample means in the slice
-  const SliceResult* mid = Find(s, "context", "512-2k");
+  const types::SliceResult* mid = Find(s, "context", "512-2k");
   ASSERT_NE(mid, nullptr);
   EXPECT_DOUBLE_EQ(mid->accept_length, (2 + 3) / 2.0);
   EXPECT_EQ(Find(s, "context", "2k-8k"), nullptr);  // no block there
@@ -76,13 +76,13 @@ TEST(SlicesTest, ContextBucketsSplitAtTheirStarts) {
 }
 
 TEST(SlicesTest, LoopBlocksAndMetadataSlices) {
-  EvalResult r = HandResult();
+  types::EvalResult r = HandResult();
   EXPECT_EQ(r.per_sample[1].loop_tokens, 50);
   EXPECT_EQ(r.per_sample[1].response_tokens, 600);
   EXPECT_EQ(r.per_sample[1].loop_blocks, 1);  // anchor 520: token 521 is in the loop
   EXPECT_DOUBLE_EQ(r.loop_token_share, 50.0 / (9000 + 600));
   EXPECT_DOUBLE_EQ(r.loop_accept_share, 3.0 / (3 + 1 + 2 + 3 + 2 + 3));
-  const std::vector<SliceResult> s = Slices(r, 200, 7);
+  const std::vector<types::SliceResult> s = Slices(r, 200, 7);
   ASSERT_NE(Find(s, "continuation", "loop"), nullptr);
   EXPECT_DOUBLE_EQ(Find(s, "continuation", "loop")->accept_length, 3);
   EXPECT_DOUBLE_EQ(Find(s, "continuation", "no loop")->accept_length, 11.0 / 5);
@@ -97,7 +97,7 @@ TEST(SlicesTest, LoopBlocksAndMetadataSlices) {
   EXPECT_EQ(s[1].value, "math");
   EXPECT_EQ(s[2].kind, "thinking");
   // Two samples in the context slice: an interval around the point value.
-  const SliceResult* low = Find(s, "context", "0-512");
+  const types::SliceResult* low = Find(s, "context", "0-512");
   ASSERT_TRUE(low->accept_length_ci.has_value());
   EXPECT_LE(low->accept_length_ci->lo, low->accept_length);
   EXPECT_GE(low->accept_length_ci->hi, low->accept_length);
@@ -105,9 +105,9 @@ TEST(SlicesTest, LoopBlocksAndMetadataSlices) {
 }
 
 TEST(SlicesTest, LoopsCarryingMuchOfTheAcceptanceWarn) {
-  EvalResult r = HandResult();
-  EvalOptions o;
-  o.ci = CiMethod::kNone;
+  types::EvalResult r = HandResult();
+  types::EvalOptions o;
+  o.ci = types::CiMethod::kNone;
   AddSlices(o, &r);  // 3 of 14 accepted: 21% >= 20%
   ASSERT_EQ(r.warnings.size(), 1u);
   EXPECT_EQ(r.warnings[0],

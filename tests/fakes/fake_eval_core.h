@@ -18,13 +18,13 @@ class FakeEvalCore : public core::EvalCore {
   absl::Status next_error = absl::OkStatus();  // returned by every fallible call when set
   core::LoadResult load_result;
   weights::WeightReport report;
-  eval::EvalResult eval_result;
+  types::EvalResult eval_result;
   std::vector<core::ResourceInfo> resources;
 
   // What the last calls received.
   core::LoadDrafterParams last_drafter;
   core::LoadDatasetParams last_dataset;
-  core::EvalParams last_eval;
+  types::EvalParams last_eval;
 
   core::ServerInfo GetServerInfo() const override { return info; }
   absl::StatusOr<weights::WeightReport> ValidateCheckpoint(const core::ValidateParams&) override {
@@ -61,8 +61,8 @@ class FakeEvalCore : public core::EvalCore {
     }
     return out;
   }
-  absl::StatusOr<eval::EvalResult> RunEval(const core::EvalParams& p,
-                                           const eval::ProgressFn&) override {
+  absl::StatusOr<types::EvalResult> RunEval(const types::EvalParams& p,
+                                            const types::ProgressFn&) override {
     last_eval = p;
     if (!next_error.ok()) return next_error;
     return eval_result;

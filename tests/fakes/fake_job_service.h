@@ -29,8 +29,8 @@ class FakeJobService : public core::JobService {
   // What the fake answers.
   struct Answers {
     absl::Status error = absl::OkStatus();  // when set, every fallible call returns it
-    jobs::JobRecord record;                 // Submit, Resubmit, Get, Cancel; Watch's current state
-    jobs::JobPage page;                     // List
+    types::JobRecord record;                // Submit, Resubmit, Get, Cancel; Watch's current state
+    types::JobPage page;                    // List
     core::Comparison comparison;            // Compare
     ProfileExport profile;                  // ExportProfile
     CalibrationResult calibration;          // Calibrate
@@ -43,9 +43,9 @@ class FakeJobService : public core::JobService {
 
   // What it was asked, oldest first.
   struct Calls {
-    std::vector<jobs::JobRequest> submitted;
+    std::vector<types::JobRequest> submitted;
     std::vector<std::string> resubmitted, got, cancelled, watched;
-    std::vector<jobs::ListQuery> listed;
+    std::vector<types::ListQuery> listed;
     std::vector<std::pair<std::vector<std::string>, core::CompareOptions>> compared;
     struct Export {
       std::string id, format;
@@ -76,7 +76,7 @@ class FakeJobService : public core::JobService {
   // Hands `record` to the watcher `handle` (Watch's WatchStart::handle), as
   // the queue would; false when there is no such watcher (never started, or
   // Unwatch was called).
-  bool Push(int64_t handle, const jobs::JobRecord& record) {
+  bool Push(int64_t handle, const types::JobRecord& record) {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = watchers_.find(handle);
     if (it == watchers_.end()) return false;
@@ -101,31 +101,31 @@ class FakeJobService : public core::JobService {
     });
   }
 
-  absl::StatusOr<jobs::JobRecord> Submit(jobs::JobRequest request) override {
+  absl::StatusOr<types::JobRecord> Submit(types::JobRequest request) override {
     std::lock_guard<std::mutex> lock(mu_);
     calls_.submitted.push_back(std::move(request));
     if (!answers_.error.ok()) return answers_.error;
     return answers_.record;
   }
-  absl::StatusOr<jobs::JobRecord> Resubmit(const std::string& id) override {
+  absl::StatusOr<types::JobRecord> Resubmit(const std::string& id) override {
     std::lock_guard<std::mutex> lock(mu_);
     calls_.resubmitted.push_back(id);
     if (!answers_.error.ok()) return answers_.error;
     return answers_.record;
   }
-  absl::StatusOr<jobs::JobRecord> Get(const std::string& id) override {
+  absl::StatusOr<types::JobRecord> Get(const std::string& id) override {
     std::lock_guard<std::mutex> lock(mu_);
     calls_.got.push_back(id);
     if (!answers_.error.ok()) return answers_.error;
     return answers_.record;
   }
-  absl::StatusOr<jobs::JobPage> List(const jobs::ListQuery& query) override {
+  absl::StatusOr<types::JobPage> List(const types::ListQuery& query) override {
     std::lock_guard<std::mutex> lock(mu_);
     calls_.listed.push_back(query);
     if (!answers_.error.ok()) return answers_.error;
     return answers_.page;
   }
-  absl::StatusOr<jobs::JobRecord> Cancel(const std::string& id) override {
+  absl::StatusOr<types::JobRecord> Cancel(const std::string& id) override {
     std::lock_guard<std::mutex> lock(mu_);
     calls_.cancelled.push_back(id);
     if (!answers_.error.ok()) return answers_.error;
@@ -147,7 +147,7 @@ class FakeJobService : public core::JobService {
     if (!answers_.error.ok()) return answers_.error;
     core::WatchStart start;
     start.current = answers_.record;
-    if (!jobs::IsTerminal(start.current.state)) {
+    if (!types::IsTerminal(start.current.state)) {
       start.handle = next_handle_++;
       watchers_[start.handle] = std::move(fn);
     }

@@ -18,8 +18,8 @@ namespace dflash {
 namespace {
 
 using ::dflash::testing::PostgresServer;
-using jobs::JobRecord;
-using jobs::JobState;
+using types::JobRecord;
+using types::JobState;
 using namespace std::chrono_literals;
 
 class FleetQueueTest : public ::testing::Test {
@@ -54,9 +54,9 @@ class FleetQueueTest : public ::testing::Test {
     // Chunks of 10 ms until the queue says stop (or 30 s pass).
     jobs::Runner runner =
         [this](const JobRecord&,
-               const eval::ProgressFn& progress) -> absl::StatusOr<eval::EvalResult> {
+               const types::ProgressFn& progress) -> absl::StatusOr<types::EvalResult> {
       for (int i = 0; i < 3000; ++i) {
-        eval::EvalProgress p;
+        types::EvalProgress p;
         p.blocks_done = i;
         p.blocks_total = 3000;
         if (!progress(p)) {
@@ -65,7 +65,7 @@ class FleetQueueTest : public ::testing::Test {
         }
         std::this_thread::sleep_for(10ms);
       }
-      return eval::EvalResult{};
+      return types::EvalResult{};
     };
     auto queue = jobs::JobQueue::Create(*store_, runner, jobs::JobQueueOptions{},
                                         std::make_unique<fleet::FleetBackend>(*store_, options));
@@ -135,7 +135,7 @@ TEST_F(FleetQueueTest, MaxQueuedBoundsTheFleetsQueueInTheDatabase) {
   fleet.poll = 50ms;
   fleet.resident = [] { return store::ClaimRequest{}; };
   auto q2 = jobs::JobQueue::Create(
-      *store_, [](const JobRecord&, const eval::ProgressFn&) { return eval::EvalResult{}; },
+      *store_, [](const JobRecord&, const types::ProgressFn&) { return types::EvalResult{}; },
       options, std::make_unique<fleet::FleetBackend>(*store_, std::move(fleet)));
   ASSERT_TRUE(q2.ok()) << q2.status();
   JobRecord job;

@@ -3,11 +3,6 @@
 // `dflash-eval ls` shows them), a preload that fails (exit 1, with the
 // reason), the Prometheus endpoint scraped over a plain socket before and
 // after an evaluation, and --log-format json lines that parse.
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <signal.h>
 
 #include <chrono>
@@ -24,6 +19,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "integration/tiny_fixture.h"
+#include "test_util/http_get.h"
 #include "test_util/process.h"
 #include "test_util/status_matchers.h"
 #include "test_util/temp_dir.h"
@@ -33,44 +29,15 @@ namespace {
 
 using ::dflash::testing::BinaryFromEnv;
 using ::dflash::testing::CommandResult;
+using ::dflash::testing::HttpGet;
 using ::dflash::testing::MakeLongDataset;
+using ::dflash::testing::MetricSample;
 using ::dflash::testing::RunCommand;
 using ::dflash::testing::ServerProcess;
 using ::testing::HasSubstr;
 using ::testing::Not;
 using json = nlohmann::json;
 namespace fs = std::filesystem;
-
-// GET http://127.0.0.1:port/path; returns "" when nothing answers.
-std::string HttpGet(int port, const std::string& path) {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-    close(fd);
-    return "";
-  }
-  const std::string req = "GET " + path + " HTTP/1.1\r\nHost: localhost\r\n\r\n";
-  (void)!send(fd, req.data(), req.size(), 0);
-  std::string resp;
-  char buf[4096];
-  ssize_t n;
-  while ((n = recv(fd, buf, sizeof(buf), 0)) > 0) resp.append(buf, static_cast<size_t>(n));
-  close(fd);
-  return resp;
-}
-
-// The value of one sample line ("name{labels} value"), or -1 when absent.
-double Sample(const std::string& text, const std::string& series) {
-  std::istringstream in(text);
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind(series + " ", 0) == 0) return std::stod(line.substr(series.size() + 1));
-  }
-  return -1;
-}
 
 std::string ReadFile(const std::string& path) {
   std::ifstream in(path);
@@ -148,14 +115,15 @@ preload:
   const std::string before = HttpGet(metrics_port, "/metrics");
   ASSERT_THAT(before, HasSubstr("HTTP/1.1 200 OK"));
   EXPECT_THAT(before, HasSubstr("text/plain; version=0.0.4"));
-  EXPECT_EQ(Sample(before, "dflash_evald_ready"), 1);
-  EXPECT_EQ(Sample(before, R"(dflash_evald_resident_objects{kind="drafter"})"), 1);
-  EXPECT_GT(Sample(before, R"(dflash_evald_resident_bytes{kind="dataset"})"), 0);
-  EXPECT_EQ(Sample(before, R"(dflash_evald_loads_total{code="OK",kind="target"})"), 1);
-  EXPECT_EQ(Sample(before, R"(dflash_evald_load_duration_seconds_count{kind="drafter"})"), 1);
-  EXPECT_GT(Sample(before, R"(dflash_evald_device_memory_total_bytes{device="cpu"})"), 0);
-  EXPECT_EQ(Sample(before, R"(dflash_evald_jobs{state="queued"})"), 0);
-  EXPECT_EQ(Sample(before, R"(dflash_evald_rpc_requests_total{code="OK",method="RunEval"})"), -1);
+  EXPECT_EQ(MetricSample(before, "dflash_evald_ready"), 1);
+  EXPECT_EQ(MetricSample(before, R"(dflash_evald_resident_objects{kind="drafter"})"), 1);
+  EXPECT_GT(MetricSample(before, R"(dflash_evald_resident_bytes{kind="dataset"})"), 0);
+  EXPECT_EQ(MetricSample(before, R"(dflash_evald_loads_total{code="OK",kind="target"})"), 1);
+  EXPECT_EQ(MetricSample(before, R"(dflash_evald_load_duration_seconds_count{kind="drafter"})"), 1);
+  EXPECT_GT(MetricSample(before, R"(dflash_evald_device_memory_total_bytes{device="cpu"})"), 0);
+  EXPECT_EQ(MetricSample(before, R"(dflash_evald_jobs{state="queued"})"), 0);
+  EXPECT_EQ(MetricSample(before, R"(dflash_evald_rpc_requests_total{code="OK",method="RunEval"})"),
+            -1);
   EXPECT_THAT(HttpGet(metrics_port, "/other"), HasSubstr("404"));
 
   CommandResult ev =
@@ -165,27 +133,32 @@ preload:
   EXPECT_NE(bad.exit_code, 0);
 
   const std::string after = HttpGet(metrics_port, "/metrics");
-  EXPECT_EQ(Sample(after, R"(dflash_evald_rpc_requests_total{code="OK",method="RunEval"})"), 1)
+  EXPECT_EQ(MetricSample(after, R"(dflash_evald_rpc_requests_total{code="OK",method="RunEval"})"),
+            1)
       << after;
-  EXPECT_EQ(Sample(after, R"(dflash_evald_rpc_requests_total{code="NOT_FOUND",method="RunEval"})"),
-            1);
-  EXPECT_EQ(Sample(after, R"(dflash_evald_rpc_duration_seconds_count{code="OK",method="RunEval"})"),
-            1);
-  EXPECT_EQ(Sample(after, R"(dflash_evald_evals_total{code="OK"})"), 1);
-  EXPECT_GT(Sample(after, "dflash_evald_eval_blocks_total"), 0);
-  EXPECT_GT(Sample(after, "dflash_evald_eval_tokens_total"), 0);
-  EXPECT_GT(Sample(after, R"(dflash_evald_last_eval_throughput{unit="tokens_per_second"})"), 0);
-  EXPECT_EQ(Sample(after, "dflash_evald_eval_duration_seconds_count"), 1);
+  EXPECT_EQ(
+      MetricSample(after, R"(dflash_evald_rpc_requests_total{code="NOT_FOUND",method="RunEval"})"),
+      1);
+  EXPECT_EQ(
+      MetricSample(after, R"(dflash_evald_rpc_duration_seconds_count{code="OK",method="RunEval"})"),
+      1);
+  EXPECT_EQ(MetricSample(after, R"(dflash_evald_evals_total{code="OK"})"), 1);
+  EXPECT_GT(MetricSample(after, "dflash_evald_eval_blocks_total"), 0);
+  EXPECT_GT(MetricSample(after, "dflash_evald_eval_tokens_total"), 0);
+  EXPECT_GT(MetricSample(after, R"(dflash_evald_last_eval_throughput{unit="tokens_per_second"})"),
+            0);
+  EXPECT_EQ(MetricSample(after, "dflash_evald_eval_duration_seconds_count"), 1);
 
   // An evaluation run as a job is counted by the same core hooks.
   CommandResult job = Cli(*server, {"eval", "--drafter", "m", "--dataset", "d", "--target", "t"});
   ASSERT_EQ(job.exit_code, 0) << job.err;
   const std::string after_job = HttpGet(metrics_port, "/metrics");
-  EXPECT_EQ(Sample(after_job, R"(dflash_evald_rpc_requests_total{code="OK",method="SubmitEval"})"),
-            1);
-  EXPECT_EQ(Sample(after_job, R"(dflash_evald_evals_total{code="OK"})"), 2) << after_job;
-  EXPECT_EQ(Sample(after_job, R"(dflash_evald_jobs_finished_total{state="succeeded"})"), 1);
-  EXPECT_EQ(Sample(after_job, R"(dflash_evald_jobs{state="running"})"), 0);
+  EXPECT_EQ(
+      MetricSample(after_job, R"(dflash_evald_rpc_requests_total{code="OK",method="SubmitEval"})"),
+      1);
+  EXPECT_EQ(MetricSample(after_job, R"(dflash_evald_evals_total{code="OK"})"), 2) << after_job;
+  EXPECT_EQ(MetricSample(after_job, R"(dflash_evald_jobs_finished_total{state="succeeded"})"), 1);
+  EXPECT_EQ(MetricSample(after_job, R"(dflash_evald_jobs{state="running"})"), 0);
 
   // Scraped during a job: a long one (the tiny samples 400 times over,
   // hard-linked) shows as running, then cancelled.
@@ -198,15 +171,17 @@ preload:
   const std::string id = detached.out.substr(0, detached.out.find_first_of(" \n"));
   double running = 0;
   for (int i = 0; i < 200 && running != 1; ++i) {
-    running = Sample(HttpGet(metrics_port, "/metrics"), R"(dflash_evald_jobs{state="running"})");
+    running =
+        MetricSample(HttpGet(metrics_port, "/metrics"), R"(dflash_evald_jobs{state="running"})");
     if (running != 1) std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   EXPECT_EQ(running, 1);
   CommandResult cancel = Cli(*server, {"cancel", id});
   EXPECT_EQ(cancel.exit_code, 0) << cancel.out << cancel.err;
   const std::string after_cancel = HttpGet(metrics_port, "/metrics");
-  EXPECT_EQ(Sample(after_cancel, R"(dflash_evald_jobs{state="running"})"), 0) << after_cancel;
-  EXPECT_EQ(Sample(after_cancel, R"(dflash_evald_jobs_finished_total{state="cancelled"})"), 1);
+  EXPECT_EQ(MetricSample(after_cancel, R"(dflash_evald_jobs{state="running"})"), 0) << after_cancel;
+  EXPECT_EQ(MetricSample(after_cancel, R"(dflash_evald_jobs_finished_total{state="cancelled"})"),
+            1);
 
   // Every line the server logged on stdout is one JSON object; the RunEval
   // call's line carries its structured fields.

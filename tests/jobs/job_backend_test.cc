@@ -39,20 +39,20 @@ class JobBackendTest : public ::testing::Test {
 };
 
 Runner Succeeds() {
-  return [](const JobRecord&, const eval::ProgressFn&) { return eval::EvalResult{}; };
+  return [](const types::JobRecord&, const types::ProgressFn&) { return types::EvalResult{}; };
 }
 
 TEST_F(JobBackendTest, LocalIdsFollowTheStoresGreatestAndNothingWaitsElsewhere) {
-  JobRecord old;
+  types::JobRecord old;
   old.id = "ev-29991231-235959-0007";
-  old.state = JobState::kSucceeded;
+  old.state = types::JobState::kSucceeded;
   ASSERT_OK(store_->Put(old));
   auto owned = std::make_unique<LocalBackend>(*store_);
   LocalBackend* local = owned.get();
   auto queue = JobQueue::Create(*store_, Succeeds(), JobQueueOptions{}, std::move(owned));
   ASSERT_OK(queue.status());
 
-  auto job = (*queue)->Submit(JobRecord{});
+  auto job = (*queue)->Submit(types::JobRecord{});
   ASSERT_OK(job.status());
   EXPECT_GT(job->id, old.id);
   EXPECT_EQ(local->HandBack(absl::CancelledError("stopping"), true), std::nullopt);
@@ -73,14 +73,14 @@ class FakeBackend final : public JobBackend {
  public:
   absl::Status Open() override { return absl::OkStatus(); }
   void Attach(JobQueue& queue) override { queue_ = &queue; }
-  absl::StatusOr<bool> Record(JobRecord& job, int queued_here) override {
+  absl::StatusOr<bool> Record(types::JobRecord& job, int queued_here) override {
     job.id = "ev-fake-" + std::to_string(++recorded_);
     queued_here_ = queued_here;
     return false;
   }
   void RunLoop() override {
     for (;;) {
-      std::optional<JobRecord> claimed;
+      std::optional<types::JobRecord> claimed;
       {
         std::unique_lock<std::mutex> lock(mu_);
         cv_.wait(lock, [&] { return stop_ || to_run_.has_value(); });
@@ -95,8 +95,8 @@ class FakeBackend final : public JobBackend {
     stop_ = true;
     cv_.notify_all();
   }
-  void StoreStarted(const JobRecord&) override {}
-  absl::Status StoreFinal(JobRecord& record, bool) override {
+  void StoreStarted(const types::JobRecord&) override {}
+  absl::Status StoreFinal(types::JobRecord& record, bool) override {
     std::lock_guard<std::mutex> lock(mu_);
     final_.push_back(record);
     cv_.notify_all();
@@ -105,25 +105,25 @@ class FakeBackend final : public JobBackend {
   std::optional<std::string> HandBack(const absl::Status&, bool) override {
     return "handed back: fake";
   }
-  absl::StatusOr<JobRecord> CancelElsewhere(const std::string& id,
-                                            std::chrono::milliseconds) override {
-    JobRecord r;
+  absl::StatusOr<types::JobRecord> CancelElsewhere(const std::string& id,
+                                                   std::chrono::milliseconds) override {
+    types::JobRecord r;
     r.id = id;
-    r.state = JobState::kCancelled;
+    r.state = types::JobState::kCancelled;
     return r;
   }
-  bool WatchElsewhere(const JobRecord&) override { return false; }
+  bool WatchElsewhere(const types::JobRecord&) override { return false; }
   absl::StatusOr<std::vector<store::FleetServer>> LiveServers() override {
     return std::vector<store::FleetServer>{};
   }
 
-  void Release(JobRecord job) {
+  void Release(types::JobRecord job) {
     std::lock_guard<std::mutex> lock(mu_);
     to_run_ = std::move(job);
     cv_.notify_all();
   }
   // The records StoreFinal got, once there are `n`.
-  std::vector<JobRecord> WaitFinal(size_t n) {
+  std::vector<types::JobRecord> WaitFinal(size_t n) {
     std::unique_lock<std::mutex> lock(mu_);
     cv_.wait_for(lock, kHang, [&] { return final_.size() >= n; });
     return final_;
@@ -136,39 +136,40 @@ class FakeBackend final : public JobBackend {
   std::mutex mu_;
   std::condition_variable cv_;
   bool stop_ = false;
-  std::optional<JobRecord> to_run_;
-  std::vector<JobRecord> final_;
+  std::optional<types::JobRecord> to_run_;
+  std::vector<types::JobRecord> final_;
 };
 
 TEST_F(JobBackendTest, TheQueueLeavesWaitingCancelAndHandBackToItsBackend) {
   auto owned = std::make_unique<FakeBackend>();
   FakeBackend* fake = owned.get();
-  Runner fails = [](const JobRecord&, const eval::ProgressFn&) -> absl::StatusOr<eval::EvalResult> {
+  Runner fails = [](const types::JobRecord&,
+                    const types::ProgressFn&) -> absl::StatusOr<types::EvalResult> {
     return absl::ResourceExhaustedError("over this server's budget");
   };
   auto queue = JobQueue::Create(*store_, fails, JobQueueOptions{}, std::move(owned));
   ASSERT_OK(queue.status());
 
-  auto job = (*queue)->Submit(JobRecord{});
+  auto job = (*queue)->Submit(types::JobRecord{});
   ASSERT_OK(job.status());
   EXPECT_EQ(job->id, "ev-fake-1");
-  EXPECT_EQ(job->state, JobState::kQueued);
+  EXPECT_EQ(job->state, types::JobState::kQueued);
   EXPECT_EQ(fake->queued_here_, 0);
   EXPECT_EQ((*queue)->queued(), 0);  // it waits elsewhere, not in this process
 
   // Not in this process: the backend answers the cancel.
   auto cancelled = (*queue)->Cancel("ev-fake-1", 0ms);
   ASSERT_OK(cancelled.status());
-  EXPECT_EQ(cancelled->state, JobState::kCancelled);
+  EXPECT_EQ(cancelled->state, types::JobState::kCancelled);
 
   // Claimed and run here; it fails, and the backend hands it back.
-  JobRecord claimed = *job;
-  claimed.state = JobState::kRunning;
+  types::JobRecord claimed = *job;
+  claimed.state = types::JobState::kRunning;
   claimed.attempts.push_back({"here", 1, 0, ""});
   fake->Release(claimed);
-  std::vector<JobRecord> stored = fake->WaitFinal(1);
+  std::vector<types::JobRecord> stored = fake->WaitFinal(1);
   ASSERT_EQ(stored.size(), 1u);
-  EXPECT_EQ(stored[0].state, JobState::kQueued);
+  EXPECT_EQ(stored[0].state, types::JobState::kQueued);
   ASSERT_EQ(stored[0].attempts.size(), 1u);
   EXPECT_EQ(stored[0].attempts[0].outcome, "handed back: fake");
   (*queue)->Shutdown(0ms);

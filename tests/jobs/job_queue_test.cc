@@ -20,10 +20,10 @@ namespace dflash::jobs {
 namespace {
 
 using ::dflash::testing::StatusIs;
-using jobs::JobRecord;
-using jobs::JobState;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using types::JobRecord;
+using types::JobState;
 using namespace std::chrono_literals;
 
 // How long a test waits for something that should happen at once; only a
@@ -42,7 +42,8 @@ struct FakeRunner {
   int permits = 0;
   bool free_run = false;
 
-  absl::StatusOr<eval::EvalResult> Run(const JobRecord& job, const eval::ProgressFn& progress) {
+  absl::StatusOr<types::EvalResult> Run(const types::JobRecord& job,
+                                        const types::ProgressFn& progress) {
     {
       std::lock_guard<std::mutex> lock(mu);
       started.push_back(job.request.run);
@@ -63,7 +64,7 @@ struct FakeRunner {
       ++reported;
       cv.notify_all();
     }
-    eval::EvalResult r;
+    types::EvalResult r;
     r.blocks = chunks;
     r.accept_length_pooled = 1.5;
     r.device = "cpu";
@@ -101,8 +102,8 @@ struct FakeRunner {
 // only ends when it is cancelled or interrupted.
 constexpr int64_t kEndless = int64_t{1} << 50;
 
-JobRecord Request(const std::string& run, int64_t chunks, const std::string& drafter = "m") {
-  JobRecord r;
+types::JobRecord Request(const std::string& run, int64_t chunks, const std::string& drafter = "m") {
+  types::JobRecord r;
   r.request.run = run;
   r.request.params.drafter = drafter;
   r.request.params.dataset = "d";
@@ -126,21 +127,21 @@ class JobQueueTest : public ::testing::Test {
     options.progress_interval = 0ms;
     return JobQueue::Create(
         *store_,
-        [this](const JobRecord& j, const eval::ProgressFn& p) { return runner_.Run(j, p); },
+        [this](const types::JobRecord& j, const types::ProgressFn& p) { return runner_.Run(j, p); },
         options, std::make_unique<LocalBackend>(*store_));
   }
 
   // Waits (as a watcher: no polling) until the job is finished; returns its
   // final record, or DeadlineExceeded after kHang.
-  static absl::StatusOr<JobRecord> WaitDone(JobQueue& q, const std::string& id) {
+  static absl::StatusOr<types::JobRecord> WaitDone(JobQueue& q, const std::string& id) {
     struct Done {
       std::mutex mu;
       std::condition_variable cv;
       bool done = false;
     };
     auto done = std::make_shared<Done>();
-    auto w = q.Subscribe(id, [done](const JobRecord& r) {
-      if (!jobs::IsTerminal(r.state)) return;
+    auto w = q.Subscribe(id, [done](const types::JobRecord& r) {
+      if (!types::IsTerminal(r.state)) return;
       std::lock_guard<std::mutex> lock(done->mu);
       done->done = true;
       done->cv.notify_all();
@@ -169,8 +170,8 @@ TEST_F(JobQueueTest, JobsRunInSubmissionOrderAndSucceed) {
   ASSERT_OK_AND_ASSIGN(auto q, Make());
   std::vector<std::string> ids;
   for (int i = 0; i < 5; ++i) {
-    ASSERT_OK_AND_ASSIGN(JobRecord r, q->Submit(Request(absl::StrCat("r", i), 2)));
-    EXPECT_EQ(r.state, JobState::kQueued);
+    ASSERT_OK_AND_ASSIGN(types::JobRecord r, q->Submit(Request(absl::StrCat("r", i), 2)));
+    EXPECT_EQ(r.state, types::JobState::kQueued);
     EXPECT_EQ(r.server_version, "test-1");
     EXPECT_GT(r.create_unix_micros, 0);
     if (!ids.empty()) EXPECT_GT(r.id, ids.back());  // ids sort by creation
@@ -178,16 +179,16 @@ TEST_F(JobQueueTest, JobsRunInSubmissionOrderAndSucceed) {
   }
   runner_.FreeRun();
   for (const std::string& id : ids) {
-    ASSERT_OK_AND_ASSIGN(JobRecord r, WaitDone(*q, id));
-    EXPECT_EQ(r.state, JobState::kSucceeded);
+    ASSERT_OK_AND_ASSIGN(types::JobRecord r, WaitDone(*q, id));
+    EXPECT_EQ(r.state, types::JobState::kSucceeded);
     ASSERT_TRUE(r.result.has_value());
     EXPECT_EQ(r.result->blocks, 2);
     EXPECT_EQ(r.drafter_fingerprint, "fp-m");
     EXPECT_EQ(r.device, "cpu");
     EXPECT_GE(r.end_unix_micros, r.start_unix_micros);
     EXPECT_GE(r.start_unix_micros, r.create_unix_micros);
-    ASSERT_OK_AND_ASSIGN(JobRecord stored, store_->Get(id));
-    EXPECT_EQ(stored.state, JobState::kSucceeded);
+    ASSERT_OK_AND_ASSIGN(types::JobRecord stored, store_->Get(id));
+    EXPECT_EQ(stored.state, types::JobState::kSucceeded);
     EXPECT_TRUE(stored.result.has_value());
   }
   EXPECT_THAT(runner_.Started(), ElementsAre("r0", "r1", "r2", "r3", "r4"));
@@ -208,16 +209,16 @@ TEST_F(JobQueueTest, AFullQueueIsResourceExhausted) {
 
 TEST_F(JobQueueTest, CancellingAQueuedJobIsImmediate) {
   ASSERT_OK_AND_ASSIGN(auto q, Make());
-  ASSERT_OK_AND_ASSIGN(JobRecord a, q->Submit(Request("a", 1)));
-  ASSERT_OK_AND_ASSIGN(JobRecord b, q->Submit(Request("b", 1)));
+  ASSERT_OK_AND_ASSIGN(types::JobRecord a, q->Submit(Request("a", 1)));
+  ASSERT_OK_AND_ASSIGN(types::JobRecord b, q->Submit(Request("b", 1)));
   ASSERT_TRUE(runner_.WaitStarted(1));
-  ASSERT_OK_AND_ASSIGN(JobRecord cancelled, q->Cancel(b.id, 0ms));
-  EXPECT_EQ(cancelled.state, JobState::kCancelled);
-  ASSERT_OK_AND_ASSIGN(JobRecord stored, store_->Get(b.id));
-  EXPECT_EQ(stored.state, JobState::kCancelled);
+  ASSERT_OK_AND_ASSIGN(types::JobRecord cancelled, q->Cancel(b.id, 0ms));
+  EXPECT_EQ(cancelled.state, types::JobState::kCancelled);
+  ASSERT_OK_AND_ASSIGN(types::JobRecord stored, store_->Get(b.id));
+  EXPECT_EQ(stored.state, types::JobState::kCancelled);
   runner_.FreeRun();
-  ASSERT_OK_AND_ASSIGN(JobRecord a_done, WaitDone(*q, a.id));
-  EXPECT_EQ(a_done.state, JobState::kSucceeded);
+  ASSERT_OK_AND_ASSIGN(types::JobRecord a_done, WaitDone(*q, a.id));
+  EXPECT_EQ(a_done.state, types::JobState::kSucceeded);
   EXPECT_THAT(runner_.Started(), ElementsAre("a"));  // b never ran
   EXPECT_THAT(q->Cancel(b.id, 0ms), StatusIs(absl::StatusCode::kFailedPrecondition,
                                              HasSubstr("already finished (CANCELLED)")));
@@ -227,16 +228,16 @@ TEST_F(JobQueueTest, CancellingAQueuedJobIsImmediate) {
 
 TEST_F(JobQueueTest, ARunningJobStopsAtTheNextChunkBoundary) {
   ASSERT_OK_AND_ASSIGN(auto q, Make());
-  ASSERT_OK_AND_ASSIGN(JobRecord a, q->Submit(Request("a", 10)));
+  ASSERT_OK_AND_ASSIGN(types::JobRecord a, q->Submit(Request("a", 10)));
   runner_.Allow(2);
   ASSERT_TRUE(runner_.WaitReported(2));  // two chunks done; the third waits for a permit
-  ASSERT_OK_AND_ASSIGN(JobRecord two, q->Get(a.id));
+  ASSERT_OK_AND_ASSIGN(types::JobRecord two, q->Get(a.id));
   EXPECT_EQ(two.progress.blocks_done, 2);
-  ASSERT_OK_AND_ASSIGN(JobRecord still, q->Cancel(a.id, 0ms));
-  EXPECT_EQ(still.state, JobState::kRunning);  // mid-chunk: it has not stopped yet
-  runner_.Allow(1);                            // the chunk in flight completes
-  ASSERT_OK_AND_ASSIGN(JobRecord done, WaitDone(*q, a.id));
-  EXPECT_EQ(done.state, JobState::kCancelled);
+  ASSERT_OK_AND_ASSIGN(types::JobRecord still, q->Cancel(a.id, 0ms));
+  EXPECT_EQ(still.state, types::JobState::kRunning);  // mid-chunk: it has not stopped yet
+  runner_.Allow(1);                                   // the chunk in flight completes
+  ASSERT_OK_AND_ASSIGN(types::JobRecord done, WaitDone(*q, a.id));
+  EXPECT_EQ(done.state, types::JobState::kCancelled);
   EXPECT_EQ(done.progress.blocks_done, 3);
   EXPECT_EQ(done.progress.blocks_total, 10);
   EXPECT_EQ(done.error_code, static_cast<int>(absl::StatusCode::kCancelled));
@@ -246,56 +247,58 @@ TEST_F(JobQueueTest, ARunningJobStopsAtTheNextChunkBoundary) {
 TEST_F(JobQueueTest, CancelWaitsForTheRunningJobToEnd) {
   ASSERT_OK_AND_ASSIGN(auto q, Make());
   runner_.FreeRun();
-  ASSERT_OK_AND_ASSIGN(JobRecord a, q->Submit(Request("a", kEndless)));
+  ASSERT_OK_AND_ASSIGN(types::JobRecord a, q->Submit(Request("a", kEndless)));
   ASSERT_TRUE(runner_.WaitStarted(1));
-  ASSERT_OK_AND_ASSIGN(JobRecord done, q->Cancel(a.id, 10s));
-  EXPECT_EQ(done.state, JobState::kCancelled);
+  ASSERT_OK_AND_ASSIGN(types::JobRecord done, q->Cancel(a.id, 10s));
+  EXPECT_EQ(done.state, types::JobState::kCancelled);
 }
 
 TEST_F(JobQueueTest, WatchersSeeEveryStateAndMonotoneProgressCommittedFirst) {
   ASSERT_OK_AND_ASSIGN(auto q, Make());
-  ASSERT_OK_AND_ASSIGN(JobRecord a, q->Submit(Request("a", 20)));
+  ASSERT_OK_AND_ASSIGN(types::JobRecord a, q->Submit(Request("a", 20)));
   std::mutex mu;
-  std::vector<JobRecord> seen;
+  std::vector<types::JobRecord> seen;
   std::vector<std::string> stored_states;
-  ASSERT_OK_AND_ASSIGN(JobQueue::Watch w, q->Subscribe(a.id, [&](const JobRecord& r) {
+  ASSERT_OK_AND_ASSIGN(JobQueue::Watch w, q->Subscribe(a.id, [&](const types::JobRecord& r) {
     std::lock_guard<std::mutex> lock(mu);
     seen.push_back(r);
     // What the store says at the moment the watcher hears of the state.
     auto s = store_->Get(r.id);
-    stored_states.push_back(s.ok() ? jobs::JobStateName(s->state) : "?");
+    stored_states.push_back(s.ok() ? types::JobStateName(s->state) : "?");
   }));
   EXPECT_NE(w.handle, 0);
   // A runner thread may already have picked the job up (its runner blocks
   // until FreeRun), so the state at subscription is QUEUED or RUNNING.
-  EXPECT_THAT(w.current.state, ::testing::AnyOf(JobState::kQueued, JobState::kRunning));
+  EXPECT_THAT(w.current.state,
+              ::testing::AnyOf(types::JobState::kQueued, types::JobState::kRunning));
   runner_.FreeRun();
   ASSERT_OK(WaitDone(*q, a.id).status());
   std::lock_guard<std::mutex> lock(mu);
   ASSERT_GE(seen.size(), 3u);
-  EXPECT_EQ(seen.front().state, JobState::kRunning);
-  EXPECT_EQ(seen.back().state, JobState::kSucceeded);
+  EXPECT_EQ(seen.front().state, types::JobState::kRunning);
+  EXPECT_EQ(seen.back().state, types::JobState::kSucceeded);
   EXPECT_TRUE(seen.back().result.has_value());
   EXPECT_EQ(stored_states.back(), "SUCCEEDED");
   int64_t last = 0;
-  for (const JobRecord& r : seen) {
+  for (const types::JobRecord& r : seen) {
     EXPECT_GE(r.progress.blocks_done, last);
     last = r.progress.blocks_done;
   }
   EXPECT_EQ(last, 20);
   // A finished job: the final record, no subscription.
-  ASSERT_OK_AND_ASSIGN(JobQueue::Watch after, q->Subscribe(a.id, [](const JobRecord&) {}));
+  ASSERT_OK_AND_ASSIGN(JobQueue::Watch after, q->Subscribe(a.id, [](const types::JobRecord&) {}));
   EXPECT_EQ(after.handle, 0);
-  EXPECT_EQ(after.current.state, JobState::kSucceeded);
-  EXPECT_THAT(q->Subscribe("ev-none", [](const JobRecord&) {}),
+  EXPECT_EQ(after.current.state, types::JobState::kSucceeded);
+  EXPECT_THAT(q->Subscribe("ev-none", [](const types::JobRecord&) {}),
               StatusIs(absl::StatusCode::kNotFound, HasSubstr("no job with id 'ev-none'")));
 }
 
 TEST_F(JobQueueTest, UnsubscribedWatchersAreNotCalled) {
   ASSERT_OK_AND_ASSIGN(auto q, Make());
-  ASSERT_OK_AND_ASSIGN(JobRecord a, q->Submit(Request("a", 5)));
+  ASSERT_OK_AND_ASSIGN(types::JobRecord a, q->Submit(Request("a", 5)));
   std::atomic<int> calls{0};
-  ASSERT_OK_AND_ASSIGN(JobQueue::Watch w, q->Subscribe(a.id, [&](const JobRecord&) { ++calls; }));
+  ASSERT_OK_AND_ASSIGN(JobQueue::Watch w,
+                       q->Subscribe(a.id, [&](const types::JobRecord&) { ++calls; }));
   q->Unsubscribe(w.handle);
   runner_.FreeRun();
   ASSERT_OK(WaitDone(*q, a.id).status());
@@ -304,19 +307,19 @@ TEST_F(JobQueueTest, UnsubscribedWatchersAreNotCalled) {
 
 TEST_F(JobQueueTest, AFailingRunnerGivesFailedWithItsStatus) {
   ASSERT_OK_AND_ASSIGN(auto q, Make());
-  JobRecord bad = Request("bad", 1);
+  types::JobRecord bad = Request("bad", 1);
   bad.request.labels["fail"] = "1";
-  ASSERT_OK_AND_ASSIGN(JobRecord r, q->Submit(bad));
-  ASSERT_OK_AND_ASSIGN(JobRecord done, WaitDone(*q, r.id));
-  EXPECT_EQ(done.state, JobState::kFailed);
+  ASSERT_OK_AND_ASSIGN(types::JobRecord r, q->Submit(bad));
+  ASSERT_OK_AND_ASSIGN(types::JobRecord done, WaitDone(*q, r.id));
+  EXPECT_EQ(done.state, types::JobState::kFailed);
   EXPECT_EQ(done.error_code, static_cast<int>(absl::StatusCode::kInvalidArgument));
   EXPECT_EQ(done.error_message, "block_size 99 is above the drafter's 16");
 }
 
 TEST_F(JobQueueTest, ShutdownInterruptsRunningAndQueuedJobs) {
   ASSERT_OK_AND_ASSIGN(auto q, Make());
-  ASSERT_OK_AND_ASSIGN(JobRecord a, q->Submit(Request("a", kEndless)));
-  ASSERT_OK_AND_ASSIGN(JobRecord b, q->Submit(Request("b", 10)));
+  ASSERT_OK_AND_ASSIGN(types::JobRecord a, q->Submit(Request("a", kEndless)));
+  ASSERT_OK_AND_ASSIGN(types::JobRecord b, q->Submit(Request("b", 10)));
   ASSERT_TRUE(runner_.WaitStarted(1));  // a waits for its first chunk's permit
   std::thread stopper([&] { q->Shutdown(0ms); });
   // The chunk in flight finishes and a runs on to the first boundary after
@@ -325,8 +328,8 @@ TEST_F(JobQueueTest, ShutdownInterruptsRunningAndQueuedJobs) {
   runner_.FreeRun();
   stopper.join();
   for (const std::string& id : {a.id, b.id}) {
-    ASSERT_OK_AND_ASSIGN(JobRecord r, store_->Get(id));
-    EXPECT_EQ(r.state, JobState::kInterrupted) << id;
+    ASSERT_OK_AND_ASSIGN(types::JobRecord r, store_->Get(id));
+    EXPECT_EQ(r.state, types::JobState::kInterrupted) << id;
     EXPECT_TRUE(r.interrupted_by_restart) << id;
   }
   EXPECT_THAT(q->Submit(Request("c", 1)),
@@ -337,33 +340,33 @@ TEST_F(JobQueueTest, ShutdownInterruptsRunningAndQueuedJobs) {
 TEST_F(JobQueueTest, ShutdownGraceLetsARunningJobFinish) {
   ASSERT_OK_AND_ASSIGN(auto q, Make());
   runner_.FreeRun();
-  ASSERT_OK_AND_ASSIGN(JobRecord a, q->Submit(Request("a", 3)));
+  ASSERT_OK_AND_ASSIGN(types::JobRecord a, q->Submit(Request("a", 3)));
   ASSERT_TRUE(runner_.WaitStarted(1));
   q->Shutdown(10s);
-  ASSERT_OK_AND_ASSIGN(JobRecord r, store_->Get(a.id));
-  EXPECT_EQ(r.state, JobState::kSucceeded);
+  ASSERT_OK_AND_ASSIGN(types::JobRecord r, store_->Get(a.id));
+  EXPECT_EQ(r.state, types::JobState::kSucceeded);
 }
 
 TEST_F(JobQueueTest, JobsLeftUnfinishedByACrashComeBackInterrupted) {
-  JobRecord left = Request("crashed", 1);
+  types::JobRecord left = Request("crashed", 1);
   left.id = "ev-20260101-000000-0001";
-  left.state = JobState::kRunning;
+  left.state = types::JobState::kRunning;
   ASSERT_OK(store_->Put(left));
   ASSERT_OK_AND_ASSIGN(auto q, Make());
-  ASSERT_OK_AND_ASSIGN(JobRecord r, q->Get(left.id));
-  EXPECT_EQ(r.state, JobState::kInterrupted);
+  ASSERT_OK_AND_ASSIGN(types::JobRecord r, q->Get(left.id));
+  EXPECT_EQ(r.state, types::JobState::kInterrupted);
   EXPECT_TRUE(r.interrupted_by_restart);
-  ASSERT_OK_AND_ASSIGN(JobRecord next, q->Submit(Request("n", 1)));
+  ASSERT_OK_AND_ASSIGN(types::JobRecord next, q->Submit(Request("n", 1)));
   EXPECT_GT(next.id, left.id);
   runner_.FreeRun();
 }
 
 TEST_F(JobQueueTest, UnfinishedJobsWhereNamesTheJobsUsingAResource) {
   ASSERT_OK_AND_ASSIGN(auto q, Make());
-  ASSERT_OK_AND_ASSIGN(JobRecord a, q->Submit(Request("a", 1, "m")));
-  ASSERT_OK_AND_ASSIGN(JobRecord b, q->Submit(Request("b", 1, "other")));
-  ASSERT_OK_AND_ASSIGN(JobRecord c, q->Submit(Request("c", 1, "m")));
-  auto uses_m = [](const jobs::JobRequest& r) { return r.params.drafter == "m"; };
+  ASSERT_OK_AND_ASSIGN(types::JobRecord a, q->Submit(Request("a", 1, "m")));
+  ASSERT_OK_AND_ASSIGN(types::JobRecord b, q->Submit(Request("b", 1, "other")));
+  ASSERT_OK_AND_ASSIGN(types::JobRecord c, q->Submit(Request("c", 1, "m")));
+  auto uses_m = [](const types::JobRequest& r) { return r.params.drafter == "m"; };
   EXPECT_THAT(q->UnfinishedJobsWhere(uses_m), ElementsAre(a.id, c.id));
   EXPECT_THAT(q->UnfinishedJobsWhere(uses_m, a.id), ElementsAre(c.id));
   runner_.FreeRun();

@@ -28,7 +28,7 @@ namespace {
 // zlab-current is checked against tools/dflash_ref in the e2e tests.
 BlockOptions Legacy() {
   BlockOptions o;
-  o.semantics = Semantics::kZlab2025;
+  o.semantics = types::Semantics::kZlab2025;
   return o;
 }
 

@@ -128,8 +128,8 @@ TEST_F(EvalServiceTest, RunEvalChecksEnumsAndCounts) {
     req.mutable_request()->set_max_new_tokens(64);
     pb::EvalResult resp;
     ASSERT_TRUE(stub_->RunEval(&ctx, req, &resp).ok());
-    EXPECT_EQ(core_.last_eval.options.mode, eval::Mode::kReplay);
-    EXPECT_EQ(core_.last_eval.options.anchors, eval::AnchorStrategy::kAll);
+    EXPECT_EQ(core_.last_eval.options.mode, types::Mode::kReplay);
+    EXPECT_EQ(core_.last_eval.options.anchors, types::AnchorStrategy::kAll);
     EXPECT_EQ(core_.last_eval.options.max_new_tokens, 64);
     EXPECT_EQ(resp.blocks(), 7);
     EXPECT_DOUBLE_EQ(resp.accept_length_pooled(), 3.5);

@@ -44,8 +44,8 @@ std::string Describe(const absl::Status& st) {
   return absl::StatusCodeToString(st.code()) + ": " + std::string(st.message());
 }
 
-jobs::JobRecord Record(const std::string& id, jobs::JobState state, int64_t blocks_done = 0) {
-  jobs::JobRecord r;
+types::JobRecord Record(const std::string& id, types::JobState state, int64_t blocks_done = 0) {
+  types::JobRecord r;
   r.id = id;
   r.state = state;
   r.request.params.drafter = "step-4000";
@@ -115,7 +115,7 @@ class JobRpcsTest : public ::testing::Test {
 };
 
 TEST_F(JobRpcsTest, SubmitEvalTranslatesTheRequestToAJobRequest) {
-  jobs_.Answer([](auto& a) { a.record = Record("ev-1", jobs::JobState::kQueued); });
+  jobs_.Answer([](auto& a) { a.record = Record("ev-1", types::JobState::kQueued); });
   pb::SubmitEvalRequest req;
   pb::EvalRequest& r = *req.mutable_request();
   r.set_drafter("step-4000");
@@ -159,23 +159,23 @@ TEST_F(JobRpcsTest, SubmitEvalTranslatesTheRequestToAJobRequest) {
   pb::EvalJob job;
   ASSERT_EQ(Describe(Call(&pb::DrafterEval::Stub::SubmitEval, req, &job)), "OK: ");
 
-  const std::vector<jobs::JobRequest> submitted = jobs_.calls().submitted;
+  const std::vector<types::JobRequest> submitted = jobs_.calls().submitted;
   ASSERT_EQ(submitted.size(), 1u);
-  const jobs::JobRequest& got = submitted[0];
+  const types::JobRequest& got = submitted[0];
   EXPECT_EQ(got.params.drafter, "step-4000");
   EXPECT_EQ(got.params.checkpoint_path, "/ckpt/step-4000");
   EXPECT_EQ(got.params.dataset, "mt-bench");
   EXPECT_EQ(got.params.target, "qwen3-8b");
-  const eval::EvalOptions& o = got.params.options;
-  EXPECT_EQ(o.mode, eval::Mode::kReplay);
+  const types::EvalOptions& o = got.params.options;
+  EXPECT_EQ(o.mode, types::Mode::kReplay);
   EXPECT_EQ(o.max_samples, 64);
   EXPECT_EQ(o.max_blocks, 8);
-  EXPECT_EQ(o.anchors, eval::AnchorStrategy::kRandom);
+  EXPECT_EQ(o.anchors, types::AnchorStrategy::kRandom);
   EXPECT_EQ(o.seed, 7u);
   EXPECT_EQ(o.block_size, 16);
   EXPECT_EQ(o.max_new_tokens, 256);
-  EXPECT_EQ(o.semantics, model::Semantics::kZlab2025);
-  EXPECT_EQ(o.metrics, eval::MetricSet::kAcceptance);
+  EXPECT_EQ(o.semantics, types::Semantics::kZlab2025);
+  EXPECT_EQ(o.metrics, types::MetricSet::kAcceptance);
   EXPECT_TRUE(o.full_positions);
   ASSERT_EQ(o.sampling.size(), 2u);
   EXPECT_DOUBLE_EQ(o.sampling[0].temperature, 0.7);
@@ -184,9 +184,10 @@ TEST_F(JobRpcsTest, SubmitEvalTranslatesTheRequestToAJobRequest) {
   EXPECT_DOUBLE_EQ(o.sampling[1].temperature, 1.0);
   EXPECT_DOUBLE_EQ(o.sampling[1].top_p, 0.95);
   EXPECT_EQ(o.sampling[1].top_k, 0);
-  EXPECT_THAT(o.policies, ElementsAre(eval::ProposalPolicy::kArgmax, eval::ProposalPolicy::kMatch));
+  EXPECT_THAT(o.policies,
+              ElementsAre(types::ProposalPolicy::kArgmax, types::ProposalPolicy::kMatch));
   EXPECT_EQ(o.engine, "vllm");
-  EXPECT_EQ(o.ci, eval::CiMethod::kNone);
+  EXPECT_EQ(o.ci, types::CiMethod::kNone);
   EXPECT_EQ(o.ci_resamples, 500);
   EXPECT_EQ(o.shards, 4);
   EXPECT_EQ(got.run, "run-a");
@@ -208,19 +209,19 @@ TEST_F(JobRpcsTest, SubmitEvalTranslatesTheRequestToAJobRequest) {
 }
 
 TEST_F(JobRpcsTest, SubmitEvalDefaultsAndTheGateMetricWhenUnset) {
-  jobs_.Answer([](auto& a) { a.record = Record("ev-1", jobs::JobState::kQueued); });
+  jobs_.Answer([](auto& a) { a.record = Record("ev-1", types::JobState::kQueued); });
   pb::SubmitEvalRequest req;
   req.mutable_request()->set_drafter("d");
   req.mutable_request()->set_dataset("s");
   pb::EvalJob job;
   ASSERT_EQ(Describe(Call(&pb::DrafterEval::Stub::SubmitEval, req, &job)), "OK: ");
-  const jobs::JobRequest got = jobs_.calls().submitted.at(0);
-  const eval::EvalOptions defaults;
-  EXPECT_EQ(got.params.options.mode, eval::Mode::kAnchor);
-  EXPECT_EQ(got.params.options.anchors, eval::AnchorStrategy::kEven);
-  EXPECT_EQ(got.params.options.semantics, model::Semantics::kZlabCurrent);
-  EXPECT_EQ(got.params.options.metrics, eval::MetricSet::kAll);
-  EXPECT_EQ(got.params.options.ci, eval::CiMethod::kBootstrap);
+  const types::JobRequest got = jobs_.calls().submitted.at(0);
+  const types::EvalOptions defaults;
+  EXPECT_EQ(got.params.options.mode, types::Mode::kAnchor);
+  EXPECT_EQ(got.params.options.anchors, types::AnchorStrategy::kEven);
+  EXPECT_EQ(got.params.options.semantics, types::Semantics::kZlabCurrent);
+  EXPECT_EQ(got.params.options.metrics, types::MetricSet::kAll);
+  EXPECT_EQ(got.params.options.ci, types::CiMethod::kBootstrap);
   EXPECT_EQ(got.params.options.ci_resamples, defaults.ci_resamples);
   EXPECT_EQ(got.gate.reference, "");
   EXPECT_EQ(got.gate.metric, "tau");
@@ -228,8 +229,8 @@ TEST_F(JobRpcsTest, SubmitEvalDefaultsAndTheGateMetricWhenUnset) {
 }
 
 TEST_F(JobRpcsTest, SubmitEvalTranslatesTheRecordToAnEvalJob) {
-  jobs::JobRecord rec = Record("ev-7", jobs::JobState::kRunning, 4);
-  rec.request.params.options.mode = eval::Mode::kReplay;
+  types::JobRecord rec = Record("ev-7", types::JobState::kRunning, 4);
+  rec.request.params.options.mode = types::Mode::kReplay;
   rec.request.params.options.sampling.push_back({0.7, 0.9, 20});
   rec.request.labels = {{"lr", "3e-4"}};
   rec.request.suite_datasets = {"a", "b"};
@@ -407,7 +408,7 @@ TEST_F(JobRpcsTest, UnparsableRequestsAreInvalidArgumentAndNeverReachTheJobServi
 }
 
 TEST_F(JobRpcsTest, GetEvalPassesTheIdAndTranslatesAFinishedRecord) {
-  jobs::JobRecord rec = Record("ev-9", jobs::JobState::kSucceeded, 10);
+  types::JobRecord rec = Record("ev-9", types::JobState::kSucceeded, 10);
   rec.end_unix_micros = kCreateMicros + 5'000'000;
   rec.drafter_fingerprint = "sha256:drafter";
   rec.dataset_fingerprint = "sha256:dataset";
@@ -435,7 +436,7 @@ TEST_F(JobRpcsTest, GetEvalPassesTheIdAndTranslatesAFinishedRecord) {
 }
 
 TEST_F(JobRpcsTest, FailedAndInterruptedRecordsKeepTheirErrorAndFlags) {
-  jobs::JobRecord rec = Record("ev-2", jobs::JobState::kFailed);
+  types::JobRecord rec = Record("ev-2", types::JobState::kFailed);
   rec.error_code = static_cast<int>(absl::StatusCode::kResourceExhausted);
   rec.error_message = "CUDA out of memory: 2147483648 bytes needed";
   jobs_.Answer([&](auto& a) { a.record = rec; });
@@ -447,7 +448,7 @@ TEST_F(JobRpcsTest, FailedAndInterruptedRecordsKeepTheirErrorAndFlags) {
   EXPECT_EQ(job.error_code(), 8);  // google.rpc.Code RESOURCE_EXHAUSTED
   EXPECT_EQ(job.error_message(), "CUDA out of memory: 2147483648 bytes needed");
 
-  rec = Record("ev-3", jobs::JobState::kInterrupted);
+  rec = Record("ev-3", types::JobState::kInterrupted);
   rec.interrupted_by_restart = true;
   jobs_.Answer([&](auto& a) { a.record = rec; });
   req.set_id("ev-3");
@@ -457,8 +458,9 @@ TEST_F(JobRpcsTest, FailedAndInterruptedRecordsKeepTheirErrorAndFlags) {
 }
 
 TEST_F(JobRpcsTest, ListEvalsTranslatesFiltersAndThePage) {
-  jobs::JobPage page;
-  page.jobs = {Record("ev-2", jobs::JobState::kSucceeded), Record("ev-1", jobs::JobState::kQueued)};
+  types::JobPage page;
+  page.jobs = {Record("ev-2", types::JobState::kSucceeded),
+               Record("ev-1", types::JobState::kQueued)};
   page.next_page_token = "tok-2";
   jobs_.Answer([&](auto& a) { a.page = page; });
   pb::ListEvalsRequest req;
@@ -476,9 +478,9 @@ TEST_F(JobRpcsTest, ListEvalsTranslatesFiltersAndThePage) {
   pb::ListEvalsResponse resp;
   ASSERT_EQ(Describe(Call(&pb::DrafterEval::Stub::ListEvals, req, &resp)), "OK: ");
   ASSERT_EQ(jobs_.calls().listed.size(), 1u);
-  const jobs::ListQuery q = jobs_.calls().listed[0];
+  const types::ListQuery q = jobs_.calls().listed[0];
   ASSERT_TRUE(q.state.has_value());
-  EXPECT_EQ(*q.state, jobs::JobState::kSucceeded);
+  EXPECT_EQ(*q.state, types::JobState::kSucceeded);
   EXPECT_EQ(q.drafter, "step-4000");
   EXPECT_EQ(q.dataset, "mt-bench");
   EXPECT_EQ(q.run, "run-a");
@@ -503,7 +505,7 @@ TEST_F(JobRpcsTest, ListEvalsLeavesUnsetFiltersOpen) {
   pb::ListEvalsResponse resp;
   ASSERT_EQ(Describe(Call(&pb::DrafterEval::Stub::ListEvals, pb::ListEvalsRequest(), &resp)),
             "OK: ");
-  const jobs::ListQuery q = jobs_.calls().listed.at(0);
+  const types::ListQuery q = jobs_.calls().listed.at(0);
   EXPECT_FALSE(q.state.has_value());
   EXPECT_FALSE(q.min_step.has_value());  // 0 on the wire: no bound
   EXPECT_FALSE(q.max_step.has_value());
@@ -537,7 +539,7 @@ TEST_F(JobRpcsTest, ListEvalsRefusesBadFiltersBeforeTheJobService) {
 }
 
 TEST_F(JobRpcsTest, CancelEvalPassesTheIdAndReturnsTheRecord) {
-  jobs::JobRecord rec = Record("ev-5", jobs::JobState::kCancelled, 3);
+  types::JobRecord rec = Record("ev-5", types::JobState::kCancelled, 3);
   rec.end_unix_micros = kCreateMicros + 1'000'000;
   jobs_.Answer([&](auto& a) { a.record = rec; });
   pb::CancelEvalRequest req;
@@ -552,7 +554,7 @@ TEST_F(JobRpcsTest, CancelEvalPassesTheIdAndReturnsTheRecord) {
 }
 
 TEST_F(JobRpcsTest, ResubmitEvalPassesTheIdAndReturnsTheNewJob) {
-  jobs::JobRecord rec = Record("ev-6", jobs::JobState::kQueued);
+  types::JobRecord rec = Record("ev-6", types::JobState::kQueued);
   rec.resubmitted_from = "ev-5";
   jobs_.Answer([&](auto& a) { a.record = rec; });
   pb::ResubmitEvalRequest req;
@@ -567,7 +569,8 @@ TEST_F(JobRpcsTest, ResubmitEvalPassesTheIdAndReturnsTheNewJob) {
 
 TEST_F(JobRpcsTest, CompareEvalsPassesIdsAndOptionsAndTranslatesTheComparison) {
   core::Comparison c;
-  c.jobs = {Record("ev-a", jobs::JobState::kSucceeded), Record("ev-b", jobs::JobState::kSucceeded)};
+  c.jobs = {Record("ev-a", types::JobState::kSucceeded),
+            Record("ev-b", types::JobState::kSucceeded)};
   c.warnings = {"no paired intervals: different samples"};
   c.accept_length = {3.0, 3.5};
   c.accept_length_delta = {0, 0.5};
@@ -582,7 +585,7 @@ TEST_F(JobRpcsTest, CompareEvalsPassesIdsAndOptionsAndTranslatesTheComparison) {
   d.metric = "tau";
   d.job_index = 1;
   d.delta = 0.5;
-  d.delta_ci = eval::Interval{0.1, 0.9};
+  d.delta_ci = types::Interval{0.1, 0.9};
   d.excludes_zero = true;
   d.verdict = "better";
   c.differences = {d};
@@ -638,7 +641,7 @@ TEST_F(JobRpcsTest, ExportProfileAndCalibrateEvalPassTheirArguments) {
     a.calibration.calibration.source = "vllm";
     a.calibration.calibration.verdict = "within";
     a.calibration.calibration.ratio = 0.99;
-    a.calibration.job = Record("ev-1", jobs::JobState::kSucceeded);
+    a.calibration.job = Record("ev-1", types::JobState::kSucceeded);
   });
   pb::ExportProfileRequest ex;
   ex.set_id("ev-1");
@@ -692,11 +695,11 @@ TEST_F(JobRpcsTest, ExportProfileAndCalibrateEvalPassTheirArguments) {
 }
 
 TEST_F(JobRpcsTest, WatchEvalSendsTheCurrentStateThenEachChangeAndEndsAfterTheFinalOne) {
-  for (jobs::JobState final_state : {jobs::JobState::kSucceeded, jobs::JobState::kFailed,
-                                     jobs::JobState::kCancelled, jobs::JobState::kInterrupted}) {
-    SCOPED_TRACE(jobs::JobStateName(final_state));
+  for (types::JobState final_state : {types::JobState::kSucceeded, types::JobState::kFailed,
+                                      types::JobState::kCancelled, types::JobState::kInterrupted}) {
+    SCOPED_TRACE(types::JobStateName(final_state));
     const size_t watches_before = jobs_.calls().watched.size();
-    jobs_.Answer([](auto& a) { a.record = Record("ev-1", jobs::JobState::kQueued); });
+    jobs_.Answer([](auto& a) { a.record = Record("ev-1", types::JobState::kQueued); });
     auto watch = OpenWatch("ev-1");
     pb::EvalJob job;
     ASSERT_TRUE(watch->reader->Read(&job));
@@ -711,12 +714,12 @@ TEST_F(JobRpcsTest, WatchEvalSendsTheCurrentStateThenEachChangeAndEndsAfterTheFi
     // One change at a time: the stream keeps only the newest while a write
     // is in flight, so each is read before the next is pushed.
     for (int64_t blocks : {1, 5, 9}) {
-      ASSERT_TRUE(jobs_.Push(handle, Record("ev-1", jobs::JobState::kRunning, blocks)));
+      ASSERT_TRUE(jobs_.Push(handle, Record("ev-1", types::JobState::kRunning, blocks)));
       ASSERT_TRUE(watch->reader->Read(&job));
       EXPECT_EQ(job.state(), pb::JOB_STATE_RUNNING);
       EXPECT_EQ(job.progress().blocks_done(), blocks);
     }
-    jobs::JobRecord last = Record("ev-1", final_state, 10);
+    types::JobRecord last = Record("ev-1", final_state, 10);
     last.error_message = "the last state";
     ASSERT_TRUE(jobs_.Push(handle, last));
     ASSERT_TRUE(watch->reader->Read(&job));
@@ -727,12 +730,12 @@ TEST_F(JobRpcsTest, WatchEvalSendsTheCurrentStateThenEachChangeAndEndsAfterTheFi
     EXPECT_EQ(Describe(watch->reader->Finish()), "OK: ");
     // The stream ended: the service lets go of the subscription.
     EXPECT_TRUE(jobs_.WaitForUnwatch(handle, kWait));
-    EXPECT_FALSE(jobs_.Push(handle, Record("ev-1", jobs::JobState::kRunning)));
+    EXPECT_FALSE(jobs_.Push(handle, Record("ev-1", types::JobState::kRunning)));
   }
 }
 
 TEST_F(JobRpcsTest, WatchEvalOfAFinishedJobSendsItOnceAndEnds) {
-  jobs::JobRecord rec = Record("ev-1", jobs::JobState::kSucceeded, 10);
+  types::JobRecord rec = Record("ev-1", types::JobState::kSucceeded, 10);
   rec.result.emplace();
   rec.result->accept_length_pooled = 4.0;
   jobs_.Answer([&](auto& a) { a.record = rec; });
@@ -748,14 +751,14 @@ TEST_F(JobRpcsTest, WatchEvalOfAFinishedJobSendsItOnceAndEnds) {
 }
 
 TEST_F(JobRpcsTest, WatchEvalUnwatchesWhenTheClientCancels) {
-  jobs_.Answer([](auto& a) { a.record = Record("ev-1", jobs::JobState::kRunning, 2); });
+  jobs_.Answer([](auto& a) { a.record = Record("ev-1", types::JobState::kRunning, 2); });
   auto watch = OpenWatch("ev-1");
   pb::EvalJob job;
   ASSERT_TRUE(watch->reader->Read(&job));
   EXPECT_EQ(job.progress().blocks_done(), 2);
   const int64_t handle = LastHandle();
   ASSERT_GT(handle, 0);
-  ASSERT_TRUE(jobs_.Push(handle, Record("ev-1", jobs::JobState::kRunning, 3)));
+  ASSERT_TRUE(jobs_.Push(handle, Record("ev-1", types::JobState::kRunning, 3)));
   ASSERT_TRUE(watch->reader->Read(&job));
   EXPECT_EQ(job.progress().blocks_done(), 3);
 
@@ -765,7 +768,7 @@ TEST_F(JobRpcsTest, WatchEvalUnwatchesWhenTheClientCancels) {
   EXPECT_EQ(watch->reader->Finish().error_code(), grpc::StatusCode::CANCELLED);
   EXPECT_TRUE(jobs_.WaitForUnwatch(handle, kWait));
   // After Unwatch no change reaches the stream.
-  EXPECT_FALSE(jobs_.Push(handle, Record("ev-1", jobs::JobState::kSucceeded)));
+  EXPECT_FALSE(jobs_.Push(handle, Record("ev-1", types::JobState::kSucceeded)));
   for (int64_t h : jobs_.calls().unwatched) EXPECT_EQ(h, handle);
 }
 
@@ -792,7 +795,7 @@ TEST_F(JobRpcsTest, WatchStreamsPastTheLimitAreResourceExhausted) {
   ServiceOptions options;
   options.max_watch_streams = 1;
   Start(options);
-  jobs_.Answer([](auto& a) { a.record = Record("ev-1", jobs::JobState::kRunning); });
+  jobs_.Answer([](auto& a) { a.record = Record("ev-1", types::JobState::kRunning); });
   auto first = OpenWatch("ev-1");
   pb::EvalJob job;
   ASSERT_TRUE(first->reader->Read(&job));
@@ -808,11 +811,11 @@ TEST_F(JobRpcsTest, WatchStreamsPastTheLimitAreResourceExhausted) {
 
   // The limit counts open streams: once the first ends, another may open
   // (the server lets go of a stream just after its client sees the end).
-  ASSERT_TRUE(jobs_.Push(handle, Record("ev-1", jobs::JobState::kSucceeded)));
+  ASSERT_TRUE(jobs_.Push(handle, Record("ev-1", types::JobState::kSucceeded)));
   ASSERT_TRUE(first->reader->Read(&job));
   EXPECT_FALSE(first->reader->Read(&job));
   EXPECT_EQ(Describe(first->reader->Finish()), "OK: ");
-  jobs_.Answer([](auto& a) { a.record = Record("ev-2", jobs::JobState::kSucceeded); });
+  jobs_.Answer([](auto& a) { a.record = Record("ev-2", types::JobState::kSucceeded); });
   std::string last_status;
   const auto deadline = std::chrono::steady_clock::now() + kWait;
   while (std::chrono::steady_clock::now() < deadline) {

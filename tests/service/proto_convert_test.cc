@@ -47,29 +47,29 @@ pb::EvalRequest FullRequest() {
 class ProtoConvertTest : public ::testing::Test {};
 
 TEST_F(ProtoConvertTest, EvalRequestToCoreParams) {
-  ASSERT_OK_AND_ASSIGN(core::EvalParams p, FromProto(FullRequest()));
+  ASSERT_OK_AND_ASSIGN(types::EvalParams p, FromProto(FullRequest()));
   EXPECT_EQ(p.drafter, "step-4000");
   EXPECT_EQ(p.dataset, "gsm8k");
   EXPECT_EQ(p.target, "qwen3-8b");
-  EXPECT_EQ(p.options.mode, eval::Mode::kReplay);
-  EXPECT_EQ(p.options.anchors, eval::AnchorStrategy::kRandom);
+  EXPECT_EQ(p.options.mode, types::Mode::kReplay);
+  EXPECT_EQ(p.options.anchors, types::AnchorStrategy::kRandom);
   EXPECT_EQ(p.options.max_samples, 12);
   EXPECT_EQ(p.options.max_blocks, 7);
   EXPECT_EQ(p.options.seed, uint64_t{1} << 40);
   EXPECT_EQ(p.options.block_size, 8);
   EXPECT_EQ(p.options.max_new_tokens, 256);
-  EXPECT_EQ(p.options.semantics, model::Semantics::kZlab2025);
-  EXPECT_EQ(p.options.metrics, eval::MetricSet::kAcceptance);
+  EXPECT_EQ(p.options.semantics, types::Semantics::kZlab2025);
+  EXPECT_EQ(p.options.metrics, types::MetricSet::kAcceptance);
   EXPECT_TRUE(p.options.full_positions);
 }
 
 TEST_F(ProtoConvertTest, DefaultsOfAnEmptyRequest) {
-  ASSERT_OK_AND_ASSIGN(core::EvalParams p, FromProto(pb::EvalRequest()));
-  EXPECT_EQ(p.options.mode, eval::Mode::kAnchor);
-  EXPECT_EQ(p.options.anchors, eval::AnchorStrategy::kEven);
-  EXPECT_EQ(p.options.semantics, model::Semantics::kZlabCurrent);
+  ASSERT_OK_AND_ASSIGN(types::EvalParams p, FromProto(pb::EvalRequest()));
+  EXPECT_EQ(p.options.mode, types::Mode::kAnchor);
+  EXPECT_EQ(p.options.anchors, types::AnchorStrategy::kEven);
+  EXPECT_EQ(p.options.semantics, types::Semantics::kZlabCurrent);
   EXPECT_EQ(p.options.max_samples, 0);
-  EXPECT_EQ(p.options.metrics, eval::MetricSet::kAll);
+  EXPECT_EQ(p.options.metrics, types::MetricSet::kAll);
   EXPECT_FALSE(p.options.full_positions);
 }
 
@@ -174,8 +174,8 @@ TEST_F(ProtoConvertTest, DTypeAndKindMappings) {
 }
 
 TEST_F(ProtoConvertTest, EvalResultFields) {
-  eval::EvalResult r;
-  r.mode = eval::Mode::kReplay;
+  types::EvalResult r;
+  r.mode = types::Mode::kReplay;
   r.family = "DFlash 1";
   r.semantics = "zlab-2025";
   r.semantics_reference = "ref";
@@ -187,7 +187,7 @@ TEST_F(ProtoConvertTest, EvalResultFields) {
   r.labels_in_draft_vocab = 9;
   r.accept_length_pooled = 2.4;
   r.tau = 2.5;
-  eval::PositionMetrics p;
+  types::PositionMetrics p;
   p.position = 1;
   p.counted = 5;
   p.correct = 3;
@@ -196,7 +196,7 @@ TEST_F(ProtoConvertTest, EvalResultFields) {
   p.acceptance = 0.6;
   r.positions = {p};
   r.accepted_histogram = {2, 1, 1, 1};
-  eval::SampleSummary s;
+  types::SampleSummary s;
   s.sample_index = 17;
   s.blocks = 3;
   s.mean_accept_length = 2.0;

@@ -26,11 +26,11 @@ namespace {
 using ::dflash::testing::IsOk;
 using ::dflash::testing::PostgresServer;
 using ::dflash::testing::StatusIs;
-using jobs::JobRecord;
-using jobs::JobState;
-using jobs::ListQuery;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using types::JobRecord;
+using types::JobState;
+using types::ListQuery;
 
 class PostgresStoreTest : public ::testing::Test {
  protected:
@@ -118,7 +118,7 @@ TEST_F(PostgresStoreTest, ListingWithoutPerSampleEmptiesOnlyThem) {
   ASSERT_NE(store, nullptr);
   JobRecord done = Queued("ev-1");
   done.state = JobState::kSucceeded;
-  eval::EvalResult res;
+  types::EvalResult res;
   res.positions.push_back({1, 100, 50});
   res.per_sample = {{0, 10, 2.5, 300, 40, 25}, {1, 8, 1.5, 200, 30, 20}};
   res.accepted_histogram.assign(16, 7);
@@ -187,7 +187,7 @@ TEST_F(PostgresStoreTest, RecordsRoundTripAndList) {
   EXPECT_THAT(store->Get("ev-9"), StatusIs(absl::StatusCode::kNotFound, "no job with id 'ev-9'"));
   EXPECT_EQ(*store->MaxId(), "ev-5");
 
-  jobs::ListQuery q;
+  types::ListQuery q;
   q.page_size = 2;
   std::vector<std::string> ids;
   for (;;) {
@@ -198,14 +198,14 @@ TEST_F(PostgresStoreTest, RecordsRoundTripAndList) {
     q.page_token = page->next_page_token;
   }
   EXPECT_THAT(ids, ElementsAre("ev-5", "ev-4", "ev-3", "ev-2", "ev-1"));
-  jobs::ListQuery f;
+  types::ListQuery f;
   f.state = JobState::kSucceeded;
   f.labels = {{"team", "x y"}};
   f.drafter = "/ckpt/ev-2";
   EXPECT_EQ(store->List(f)->jobs.size(), 1u);
   f.labels = {{"team", "other"}};
   EXPECT_EQ(store->List(f)->jobs.size(), 0u);
-  jobs::ListQuery bad;
+  types::ListQuery bad;
   bad.page_token = "nonsense";
   EXPECT_THAT(store->List(bad),
               StatusIs(absl::StatusCode::kInvalidArgument,
@@ -417,7 +417,7 @@ TEST_F(PostgresStoreTest, ServersTableShowsLiveServers) {
 // A finished record as big as a real one (per-position metrics, per-sample
 // summaries), so the timing below writes realistic rows.
 JobRecord WithResult(JobRecord r) {
-  eval::EvalResult res;
+  types::EvalResult res;
   for (int j = 1; j < 16; ++j) res.positions.push_back({j, 100, 50});
   for (int i = 0; i < 64; ++i) res.per_sample.push_back({i, 10, 2.5, 300, 40, 25});
   res.accepted_histogram.assign(16, 7);

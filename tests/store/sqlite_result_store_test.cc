@@ -16,12 +16,12 @@ namespace dflash::store {
 namespace {
 
 using ::dflash::testing::StatusIs;
-using jobs::JobPage;
-using jobs::JobRecord;
-using jobs::JobState;
-using jobs::ListQuery;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using types::JobPage;
+using types::JobRecord;
+using types::JobState;
+using types::ListQuery;
 
 JobRecord FullRecord(const std::string& id) {
   JobRecord r;
@@ -30,8 +30,8 @@ JobRecord FullRecord(const std::string& id) {
   r.request.params.drafter = "m";
   r.request.params.dataset = "d";
   r.request.params.target = "t";
-  r.request.params.options.mode = eval::Mode::kReplay;
-  r.request.params.options.anchors = eval::AnchorStrategy::kRandom;
+  r.request.params.options.mode = types::Mode::kReplay;
+  r.request.params.options.anchors = types::AnchorStrategy::kRandom;
   r.request.params.options.max_blocks = 7;
   r.request.params.options.seed = 0xFFFFFFFFFFFFFFFFull;  // the full uint64 range survives
   r.request.params.options.block_size = 8;
@@ -41,8 +41,8 @@ JobRecord FullRecord(const std::string& id) {
   r.request.labels = {{"lr", "3e-4"}, {"team", "x y"}};
   r.request.unload_after = true;
   r.progress = {10, 40, 3, 3, 1.25, 0, /*blocks_total_is_bound=*/true};
-  eval::EvalResult res;
-  res.mode = eval::Mode::kReplay;
+  types::EvalResult res;
+  res.mode = types::Mode::kReplay;
   res.block_size = 8;
   res.samples = 3;
   res.blocks = 10;
@@ -52,7 +52,7 @@ JobRecord FullRecord(const std::string& id) {
   res.accept_length_pooled = 2.0 / 3.0;
   res.tau = 1.1000000000000001;
   for (int j = 1; j < 8; ++j) {
-    eval::PositionMetrics p;
+    types::PositionMetrics p;
     p.position = j;
     p.counted = 10;
     p.correct = 10 - j;
@@ -76,7 +76,7 @@ JobRecord FullRecord(const std::string& id) {
   res.dataset_fingerprint = "sfp";
   res.warnings = {"w1"};
   res.draft_length_curve = {1.5, 1.75, 2.0};
-  eval::SampledAcceptance sa;
+  types::SampledAcceptance sa;
   sa.setting = {0.6, 0.95, 20};
   sa.mean_alpha = {0.5, 0.25};
   sa.counted = {3, 2};
@@ -150,7 +150,7 @@ TEST_F(SqliteResultStoreTest, FullRecordRoundTripsExactly) {
 TEST_F(SqliteResultStoreTest, ShardRangeAndPartStateRoundTrip) {
   auto store = Open();
   JobRecord want = FullRecord("ev-7.s3");
-  eval::EvalOptions& o = want.request.params.options;
+  types::EvalOptions& o = want.request.params.options;
   o.sample_begin = 24;
   o.sample_end = 32;
   o.shard_of = "ev-7";
@@ -172,21 +172,21 @@ TEST_F(SqliteResultStoreTest, IntervalsGateAndSuitesRoundTripAndSuitesFilter) {
   auto store = Open();
   JobRecord want = FullRecord("ev-1");
   want.request.gate = {"previous", "acceptance[2]", 0.05};
-  want.request.params.options.ci = eval::CiMethod::kNone;
+  want.request.params.options.ci = types::CiMethod::kNone;
   want.request.params.options.ci_resamples = 200;
-  eval::EvalResult& res = *want.result;
+  types::EvalResult& res = *want.result;
   res.per_sample[0].counted = {4, 3};
   res.per_sample[0].accepted = {2, 1};
   res.per_sample[0].correct = {3, 1};
   res.per_sample[0].conditional_counted = {4, 2};
-  res.accept_length_ci = eval::Interval{1.25, 3.5};
-  res.positions[1].conditional_ci = eval::Interval{0.125, 0.75};
+  res.accept_length_ci = types::Interval{1.25, 3.5};
+  res.positions[1].conditional_ci = types::Interval{0.125, 0.75};
   res.ci_resamples = 200;
-  eval::GateVerdict g;
+  types::GateVerdict g;
   g.reference_job = "ev-0";
   g.metric = "tau";
   g.delta = -0.5;
-  g.delta_ci = eval::Interval{-0.75, -0.25};
+  g.delta_ci = types::Interval{-0.75, -0.25};
   g.verdict = "worse";
   g.text = "gate: WORSE";
   res.gate = g;
@@ -194,15 +194,15 @@ TEST_F(SqliteResultStoreTest, IntervalsGateAndSuitesRoundTripAndSuitesFilter) {
   JobRecord suite = Simple("ev-s", 5, "r", 10);
   suite.request.params.dataset = "d,e";
   suite.request.suite_datasets = {"d", "e"};
-  eval::EvalResult macro;
+  types::EvalResult macro;
   macro.suite = "d,e";
-  macro.suite_results = {{"d", res}, {"e", eval::EvalResult{}}};
+  macro.suite_results = {{"d", res}, {"e", types::EvalResult{}}};
   suite.result = macro;
   ASSERT_OK(store->Put(suite));
   ASSERT_OK_AND_ASSIGN(JobRecord got, store->Get("ev-1"));
   EXPECT_EQ(RecordToJson(got), RecordToJson(want));
   EXPECT_EQ(got.request.gate.metric, "acceptance[2]");
-  EXPECT_EQ(got.request.params.options.ci, eval::CiMethod::kNone);
+  EXPECT_EQ(got.request.params.options.ci, types::CiMethod::kNone);
   EXPECT_EQ(got.result->per_sample[0].conditional_counted, (std::vector<int64_t>{4, 2}));
   EXPECT_EQ(got.result->positions[1].conditional_ci->hi, 0.75);
   EXPECT_FALSE(got.result->positions[0].conditional_ci.has_value());

@@ -21,19 +21,19 @@
 
 namespace dflash::testing {
 
-inline weights::DType FakeDTypeOf(c10::ScalarType t) {
+inline formats::DType FakeDTypeOf(c10::ScalarType t) {
   switch (t) {
-    case c10::kDouble: return weights::DType::kF64;
-    case c10::kFloat: return weights::DType::kF32;
-    case c10::kHalf: return weights::DType::kF16;
-    case c10::kBFloat16: return weights::DType::kBF16;
-    case c10::kLong: return weights::DType::kI64;
-    case c10::kInt: return weights::DType::kI32;
-    case c10::kShort: return weights::DType::kI16;
-    case c10::kChar: return weights::DType::kI8;
-    case c10::kByte: return weights::DType::kU8;
-    case c10::kBool: return weights::DType::kBool;
-    default: return weights::DType::kF32;
+    case c10::kDouble: return formats::DType::kF64;
+    case c10::kFloat: return formats::DType::kF32;
+    case c10::kHalf: return formats::DType::kF16;
+    case c10::kBFloat16: return formats::DType::kBF16;
+    case c10::kLong: return formats::DType::kI64;
+    case c10::kInt: return formats::DType::kI32;
+    case c10::kShort: return formats::DType::kI16;
+    case c10::kChar: return formats::DType::kI8;
+    case c10::kByte: return formats::DType::kU8;
+    case c10::kBool: return formats::DType::kBool;
+    default: return formats::DType::kF32;
   }
 }
 

@@ -20,17 +20,17 @@ int Count(const std::string& text, const std::string& what) {
   return n;
 }
 
-jobs::JobRecord Job(const std::string& id, const std::string& run, int64_t step, double accept) {
-  jobs::JobRecord j;
+types::JobRecord Job(const std::string& id, const std::string& run, int64_t step, double accept) {
+  types::JobRecord j;
   j.id = id;
   j.request.run = run;
   j.request.step = step;
   j.request.params.dataset = "d";
-  j.state = jobs::JobState::kSucceeded;
-  eval::EvalResult r;
+  j.state = types::JobState::kSucceeded;
+  types::EvalResult r;
   r.accept_length_pooled = accept;
   r.tau = accept - 0.1;
-  r.accept_length_ci = eval::Interval{accept - 0.2, accept + 0.2};
+  r.accept_length_ci = types::Interval{accept - 0.2, accept + 0.2};
   j.result = r;
   j.create_unix_micros = 1000000 * (1700000000 + step);
   return j;
@@ -68,18 +68,18 @@ TEST(WebViewsTest, RunSummaryNamesTheBestStep) {
 }
 
 TEST(WebViewsTest, ASuiteRunDrawsOneLinePerDatasetAndTheMacroMean) {
-  std::vector<jobs::JobRecord> jobs;
+  std::vector<types::JobRecord> jobs;
   for (int step : {1, 2, 3}) {
-    jobs::JobRecord j = Job("s" + std::to_string(step), "suite-run", step, 2.0 + step * 0.1);
+    types::JobRecord j = Job("s" + std::to_string(step), "suite-run", step, 2.0 + step * 0.1);
     j.result->suite = "d1,d2";
     for (const char* d : {"d1", "d2"}) {
-      eval::DatasetResult part{d, {}};
+      types::DatasetResult part{d, {}};
       part.result.accept_length_pooled = step;
       j.result->suite_results.push_back(part);
     }
     jobs.push_back(j);
   }
-  jobs[1].result->gate = eval::GateVerdict{};
+  jobs[1].result->gate = types::GateVerdict{};
   jobs[1].result->gate->verdict = "worse";
   const WebPage page = RunView("suite-run", jobs, std::nullopt);
   // Two charts (accept length, tau), each with d1, d2 and the macro mean.
@@ -93,12 +93,12 @@ TEST(WebViewsTest, ASuiteRunDrawsOneLinePerDatasetAndTheMacroMean) {
 }
 
 TEST(WebViewsTest, JobPageShowsTheResultAndItsRecipe) {
-  jobs::JobRecord j = Job("ev-9", "r", 5, 3.25);
-  eval::PositionMetrics p;
+  types::JobRecord j = Job("ev-9", "r", 5, 3.25);
+  types::PositionMetrics p;
   p.position = 1;
   p.counted = 10;
   p.acceptance = 0.7;
-  j.result->positions = {p, eval::PositionMetrics{}};
+  j.result->positions = {p, types::PositionMetrics{}};
   j.result->positions[1].position = 2;  // no block reached it
   j.result->accepted_histogram = {3, 7};
   j.result->slices.push_back({"context", "0-512", 2, 10, 3.25, 3.1});
@@ -113,7 +113,7 @@ TEST(WebViewsTest, JobPageShowsTheResultAndItsRecipe) {
 }
 
 TEST(WebViewsTest, AShardedJobListsWhereEachShardRan) {
-  jobs::JobRecord j = Job("ev-10", "r", 6, 2.5);
+  types::JobRecord j = Job("ev-10", "r", 6, 2.5);
   j.result->shards = {{0, 32, 700, "cpu#0", "host-a:11", 0, 1.25},
                       {32, 64, 690, "cpu#1", "host<b>:12", 4096, 1.5}};
   const WebPage page = JobView(j);
@@ -126,9 +126,9 @@ TEST(WebViewsTest, AShardedJobListsWhereEachShardRan) {
 }
 
 TEST(WebViewsTest, ARunningJobShowsProgressAndPollsItsTwin) {
-  jobs::JobRecord j = Job("ev-7", "r", 5, 0);
+  types::JobRecord j = Job("ev-7", "r", 5, 0);
   j.result.reset();
-  j.state = jobs::JobState::kRunning;
+  j.state = types::JobState::kRunning;
   j.progress.blocks_done = 12;
   j.progress.blocks_total = 900;
   j.progress.blocks_total_is_bound = true;
@@ -144,15 +144,15 @@ TEST(WebViewsTest, ARunningJobShowsProgressAndPollsItsTwin) {
 }
 
 TEST(WebViewsTest, Dflash2JobShowsTheSelectorDiagnostics) {
-  jobs::JobRecord j = Job("ev-8", "r", 5, 3.5);
-  eval::EvalResult& r = *j.result;
+  types::JobRecord j = Job("ev-8", "r", 5, 3.5);
+  types::EvalResult& r = *j.result;
   r.blocks = 200;
   r.selector_top_k = 4;
   r.unary_accept_length_pooled = 3.0;
   r.oracle_accept_length_pooled = 4.25;
   r.first_miss = {20, 150, 30};  // all accepted, coverage misses, ranking errors
   r.selector_near_ties = 2;
-  eval::PositionMetrics p;
+  types::PositionMetrics p;
   p.position = 1;
   p.counted = 200;
   p.accuracy = 0.75;
@@ -174,11 +174,11 @@ TEST(WebViewsTest, Dflash2JobShowsTheSelectorDiagnostics) {
 }
 
 TEST(WebViewsTest, SampledSettingsAreExtraLinesOnTheRunCharts) {
-  std::vector<jobs::JobRecord> jobs;
+  std::vector<types::JobRecord> jobs;
   for (int step : {1, 2}) {
     jobs.push_back(Job("s" + std::to_string(step), "r", step, 2.0));
     for (double p : {1.0, 0.95}) {
-      eval::SampledAcceptance s;
+      types::SampledAcceptance s;
       s.setting.temperature = 0.6;
       s.setting.top_p = p;
       s.expected_accept_length_pooled = 1.5 + p;

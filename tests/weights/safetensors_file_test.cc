@@ -129,7 +129,7 @@ TEST_F(SafetensorsFileTest, ListsTensorsInFileOrder) {
   EXPECT_THAT(src->names(), ElementsAre("z.weight", "a.bias"));
   const TensorInfo* info = src->Find("a.bias");
   ASSERT_NE(info, nullptr);
-  EXPECT_EQ(info->dtype, DType::kBF16);
+  EXPECT_EQ(info->dtype, formats::DType::kBF16);
   EXPECT_EQ(info->shape, std::vector<int64_t>({3}));
   EXPECT_EQ(info->nbytes, 6);
   EXPECT_EQ(info->file, path);
@@ -264,7 +264,7 @@ TEST_F(SafetensorsFileTest, HeaderLengthPastEndOfFile) {
 
 TEST_F(SafetensorsFileTest, HeaderLengthOverCap) {
   EXPECT_THAT(
-      OpenBytes(RawSafetensors("{}", "", kMaxSafetensorsHeaderBytes + 1)),
+      OpenBytes(RawSafetensors("{}", "", formats::kMaxSafetensorsHeaderBytes + 1)),
       StatusIs(Code::kInvalidArgument, HasSubstr("header length 104857601 exceeds the limit of "
                                                  "104857600 bytes")));
   EXPECT_THAT(OpenBytes(RawSafetensors("{}", "", ~0ull)),

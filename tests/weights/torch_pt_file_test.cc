@@ -69,18 +69,18 @@ class TorchPtFileTest : public ::testing::Test {
       SCOPED_TRACE(info.name);
       const nlohmann::json& w = want["tensors"][info.name];
       EXPECT_EQ(info.file, Path(file));
-      EXPECT_EQ(DTypeName(info.dtype), w["dtype"].get<std::string>());
+      EXPECT_EQ(formats::DTypeName(info.dtype), w["dtype"].get<std::string>());
       EXPECT_EQ(info.shape, w["shape"].get<std::vector<int64_t>>());
       int64_t numel = 1;
       for (int64_t d : info.shape) numel *= d;
-      EXPECT_EQ(info.nbytes, numel * DTypeSize(info.dtype));
+      EXPECT_EQ(info.nbytes, numel * formats::DTypeSize(info.dtype));
 
       ASSERT_OK_AND_ASSIGN(at::Tensor t, src->Read(info.name));
       EXPECT_TRUE(t.is_contiguous());
       EXPECT_EQ(t.sizes().vec(), info.shape);
-      EXPECT_EQ(t.element_size(), DTypeSize(info.dtype));
+      EXPECT_EQ(t.element_size(), formats::DTypeSize(info.dtype));
       ASSERT_EQ(t.numel(), static_cast<int64_t>(w["values"].size()));
-      if (IsFloatingPoint(info.dtype)) {
+      if (formats::IsFloatingPoint(info.dtype)) {
         auto got = t.to(at::kDouble).contiguous();
         auto exp = w["values"].get<std::vector<double>>();
         double max_diff = 0;
@@ -214,7 +214,7 @@ TEST_F(TorchPtFileTest, ReadsEveryFixture) {
     CheckAgainstSidecar("data_0.ckpt.gz");
     ASSERT_OK_AND_ASSIGN(TensorSourcePtr src, OpenTorchPt(Path("data_0.ckpt.gz")));
     EXPECT_THAT(src->names(), ElementsAre("input_ids", "loss_mask", "hidden_states"));
-    EXPECT_EQ(src->Find("hidden_states")->dtype, DType::kBF16);
+    EXPECT_EQ(src->Find("hidden_states")->dtype, formats::DType::kBF16);
   }
   {
     SCOPED_TRACE("ArchiveWithOtherTopFolder");

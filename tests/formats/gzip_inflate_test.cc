@@ -8,7 +8,7 @@
 #include "gtest/gtest.h"
 #include "test_util/status_matchers.h"
 
-namespace dflash::weights {
+namespace dflash::formats {
 namespace {
 
 using ::dflash::testing::StatusIs;
@@ -62,4 +62,4 @@ TEST(GunzipTest, BadInput) {
 }
 
 }  // namespace
-}  // namespace dflash::weights
+}  // namespace dflash::formats

@@ -13,7 +13,7 @@
 #include "gtest/gtest.h"
 #include "test_util/status_matchers.h"
 
-namespace dflash::weights {
+namespace dflash::formats {
 namespace {
 
 using ::dflash::testing::IsOk;
@@ -239,4 +239,4 @@ TEST(ZipArchiveTest, ReadsOnlyWhatIsDeclaredAndIntact) {
 }
 
 }  // namespace
-}  // namespace dflash::weights
+}  // namespace dflash::formats

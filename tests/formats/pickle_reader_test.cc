@@ -7,7 +7,7 @@
 #include "gtest/gtest.h"
 #include "test_util/status_matchers.h"
 
-namespace dflash::weights {
+namespace dflash::formats {
 namespace {
 
 using ::dflash::testing::StatusIs;
@@ -459,4 +459,4 @@ TEST(PickleReaderErrorTest, BadCalls) {
 }
 
 }  // namespace
-}  // namespace dflash::weights
+}  // namespace dflash::formats
