@@ -55,16 +55,16 @@ class JobServiceImpl final : public JobService {
   JobServiceImpl(EvalCore& core, std::unique_ptr<JobPlacement> placement)
       : core_(core), placement_(std::move(placement)) {}
   absl::StatusOr<types::EvalResult> RunJob(const types::JobRecord& job,
-                                          const types::ProgressFn& progress);
+                                           const types::ProgressFn& progress);
   absl::StatusOr<types::JobRecord> SubmitRecord(types::JobRecord record);
   // A suite job: each dataset in turn, then the macro average.
   absl::StatusOr<types::EvalResult> RunSuite(const types::JobRecord& job,
-                                            const types::ProgressFn& progress);
+                                             const types::ProgressFn& progress);
   // The regression gate's reference for a finished job (`job.result` set):
   // nullopt + why when there is none yet; FailedPrecondition when the
   // reference's recipe differs (core/recipe.h) and the gate does not allow it.
   absl::StatusOr<std::optional<types::JobRecord>> GateReference(const types::JobRecord& job,
-                                                               std::string* why);
+                                                                std::string* why);
 
   EvalCore& core_;
   const std::unique_ptr<JobPlacement> placement_;

@@ -54,7 +54,7 @@ class FleetBackend final : public jobs::JobBackend {
   absl::Status StoreFinal(types::JobRecord& record, bool lease_lost) override;
   std::optional<std::string> HandBack(const absl::Status& status, bool stopping) override;
   absl::StatusOr<types::JobRecord> CancelElsewhere(const std::string& id,
-                                                  std::chrono::milliseconds wait) override;
+                                                   std::chrono::milliseconds wait) override;
   bool WatchElsewhere(const types::JobRecord& stored) override;
   void Close() override;
   bool store_reachable() const override { return store_reachable_; }

@@ -12,12 +12,12 @@ namespace {
 
 using core::DefaultName;
 using core::EvalCore;
-using types::EvalParams;
 using core::LoadDatasetParams;
 using core::LoadResult;
 using core::LoadTargetParams;
 using core::ResourceInfo;
 using core::ResourceKind;
+using types::EvalParams;
 
 namespace fs = std::filesystem;
 

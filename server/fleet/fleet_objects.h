@@ -49,9 +49,9 @@ struct OnDemandHooks {
 // load keeps its code (ResourceExhausted over the budget, with the bytes
 // needed and in use) and says which object, path and server.
 absl::StatusOr<types::EvalParams> LoadOnDemand(core::EvalCore& core, const FleetObjects& objects,
-                                              const types::JobRequest& request,
-                                              const std::string& server,
-                                              const OnDemandHooks& hooks);
+                                               const types::JobRequest& request,
+                                               const std::string& server,
+                                               const OnDemandHooks& hooks);
 
 // The names (and source paths) resident on `core` now: what its runners'
 // claims offer (FleetOptions::resident).

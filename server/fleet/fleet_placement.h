@@ -30,10 +30,11 @@ class FleetPlacement final : public core::JobPlacement {
   absl::Status Place(types::JobRecord& record, jobs::JobQueue& queue) override;
   // Loads what the job names by path and lacks here.
   absl::StatusOr<types::EvalParams> Prepare(const types::JobRecord& job,
-                                           jobs::JobQueue& queue) override;
-  absl::StatusOr<types::EvalResult> Run(const types::JobRecord& job, const types::EvalParams& params,
-                                       const types::ProgressFn& progress,
-                                       jobs::JobQueue& queue) override;
+                                            jobs::JobQueue& queue) override;
+  absl::StatusOr<types::EvalResult> Run(const types::JobRecord& job,
+                                        const types::EvalParams& params,
+                                        const types::ProgressFn& progress,
+                                        jobs::JobQueue& queue) override;
 
  private:
   // Unloads the objects loaded on demand that no job running here uses;

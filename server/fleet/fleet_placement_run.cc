@@ -14,7 +14,7 @@ using core::ResourceInfo;
 using core::ResourceKind;
 
 absl::StatusOr<types::EvalParams> FleetPlacement::Prepare(const types::JobRecord& job,
-                                                         jobs::JobQueue& queue) {
+                                                          jobs::JobQueue& queue) {
   OnDemandHooks hooks;
   hooks.loaded = [this](ResourceKind kind, const std::string& name) {
     std::lock_guard<std::mutex> lock(on_demand_mu_);
@@ -29,9 +29,9 @@ absl::StatusOr<types::EvalParams> FleetPlacement::Prepare(const types::JobRecord
 }
 
 absl::StatusOr<types::EvalResult> FleetPlacement::Run(const types::JobRecord& job,
-                                                     const types::EvalParams& params,
-                                                     const types::ProgressFn& progress,
-                                                     jobs::JobQueue& queue) {
+                                                      const types::EvalParams& params,
+                                                      const types::ProgressFn& progress,
+                                                      jobs::JobQueue& queue) {
   if (SplitsIntoShards(job.request)) {
     return RunFleetShards(core_, queue, backend_, job, params, progress);
   }

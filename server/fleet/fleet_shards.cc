@@ -131,9 +131,9 @@ JobRecord ShardJob(const JobRecord& parent, size_t k, const eval::SampleRange& r
 }
 
 absl::StatusOr<types::EvalResult> RunFleetShards(core::EvalCore& core, jobs::JobQueue& queue,
-                                                FleetBackend& fleet, const JobRecord& parent,
-                                                const types::EvalParams& params,
-                                                const types::ProgressFn& progress) {
+                                                 FleetBackend& fleet, const JobRecord& parent,
+                                                 const types::EvalParams& params,
+                                                 const types::ProgressFn& progress) {
   const Clock::time_point start = Clock::now();
   ASSIGN_OR_RETURN(core::ShardPlan plan, core.PlanShards(params), "splitting job ", parent.id,
                    " into shards");

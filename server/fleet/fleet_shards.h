@@ -36,8 +36,9 @@ types::JobRecord ShardJob(const types::JobRecord& parent, size_t k, const eval::
 // `fleet` claims and creates the shards; `queue` (its queue) reads and
 // cancels them.
 absl::StatusOr<types::EvalResult> RunFleetShards(core::EvalCore& core, jobs::JobQueue& queue,
-                                                FleetBackend& fleet, const types::JobRecord& parent,
-                                                const types::EvalParams& params,
-                                                const types::ProgressFn& progress);
+                                                 FleetBackend& fleet,
+                                                 const types::JobRecord& parent,
+                                                 const types::EvalParams& params,
+                                                 const types::ProgressFn& progress);
 
 }  // namespace dflash::fleet

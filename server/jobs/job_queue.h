@@ -34,7 +34,7 @@ namespace dflash::jobs {
 // and returns false when the job must stop (cancelled, or the server is
 // stopping); the runner then returns CancelledError.
 using Runner = std::function<absl::StatusOr<types::EvalResult>(const types::JobRecord& job,
-                                                              const types::ProgressFn& progress)>;
+                                                               const types::ProgressFn& progress)>;
 
 // Called with a copy of the record on every change. Runs under the queue's
 // lock: it must be quick and must not call back into the queue.
