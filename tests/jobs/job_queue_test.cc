@@ -296,6 +296,9 @@ TEST_F(JobQueueTest, WatchersSeeEveryStateAndMonotoneProgressCommittedFirst) {
 TEST_F(JobQueueTest, UnsubscribedWatchersAreNotCalled) {
   ASSERT_OK_AND_ASSIGN(auto q, Make());
   ASSERT_OK_AND_ASSIGN(types::JobRecord a, q->Submit(Request("a", 5)));
+  // Running first: otherwise its QUEUED -> RUNNING change could land between
+  // Subscribe and Unsubscribe (it did, 9 runs in 100 under ASan).
+  ASSERT_TRUE(runner_.WaitStarted(1));
   std::atomic<int> calls{0};
   ASSERT_OK_AND_ASSIGN(JobQueue::Watch w,
                        q->Subscribe(a.id, [&](const types::JobRecord&) { ++calls; }));
