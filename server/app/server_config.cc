@@ -367,7 +367,8 @@ void AddProcessOptions(CLI::App& app, ServerConfig& config) {
                  "directory the server may read models and datasets from (repeatable; default: "
                  "STATE_DIR/models and STATE_DIR/datasets)");
   app.add_option("--port-file", config.port_file,
-                 "write the bound port here once listening (useful with --listen HOST:0)");
+                 "write the bound port here once every listener (gRPC, metrics, web view) is "
+                 "up (useful with --listen HOST:0)");
 }
 
 // The other endpoints (metrics, web view) and who may call: tokens, TLS.
