@@ -9,7 +9,8 @@
 #   FUZZ_SECONDS=300 scripts/fuzz-smoke.sh
 #
 # Env: FUZZ_SECONDS (per target, default 15), FUZZ_BUILD_DIR (default
-# <repo>/build-fuzz), FUZZ_JOBS (ninja -j, default 2).
+# <repo>/build-fuzz), FUZZ_JOBS (ninja -j, default 2), FUZZ_PARALLEL
+# (targets run at once, default: the cores).
 # Targets are those server/CMakeLists.txt declares with dflash_fuzzer();
 # to give one seeds, add a seed_<target> function below.
 set -euo pipefail
@@ -125,21 +126,34 @@ ninja -C "$BUILD" -j "${FUZZ_JOBS:-2}" "${TARGETS[@]}"
 
 # ---- run ----------------------------------------------------------------
 
-failed=()
-for t in "${TARGETS[@]}"; do
-  seeds="$BUILD/fuzz-seeds/$t"
-  corpus="$BUILD/fuzz-corpus/$t"
-  artifacts="$BUILD/fuzz-artifacts"
-  log="$BUILD/fuzz-logs/$t.log"
+# Targets run FUZZ_PARALLEL at a time (default: the cores), each on one core:
+# the same time per target, a fraction of the wall time (issue 28).
+run_one() {
+  local t=$1 seeds="$BUILD/fuzz-seeds/$1" corpus="$BUILD/fuzz-corpus/$1"
+  local artifacts="$BUILD/fuzz-artifacts" log="$BUILD/fuzz-logs/$1.log" bin
   rm -rf "$seeds"
   mkdir -p "$seeds" "$corpus" "$artifacts" "$(dirname "$log")"
   if declare -F "seed_$t" >/dev/null; then "seed_$t" "$seeds"; fi
   bin="$(find "$BUILD" -type f -name "$t" -perm -u+x | head -n1)"
   echo "fuzz-smoke: $t for ${SECS}s ($(ls "$seeds" | wc -l) seeds)"
-  if "$bin" -max_total_time="$SECS" -timeout=10 -rss_limit_mb=2048 -max_len=8192 \
-      -print_final_stats=1 -artifact_prefix="$artifacts/$t-" \
-      "$corpus" "$seeds" >"$log" 2>&1; then
-    grep -E '^stat::number_of_executed_units|^#[0-9]+.*DONE' "$log" | tail -n2 || true
+  local rc=0
+  "$bin" -max_total_time="$SECS" -timeout=10 -rss_limit_mb=2048 -max_len=8192 \
+    -print_final_stats=1 -artifact_prefix="$artifacts/$t-" \
+    "$corpus" "$seeds" >"$log" 2>&1 || rc=$?
+  echo "$rc" >"$log.rc"
+}
+PARALLEL="${FUZZ_PARALLEL:-$(nproc)}"
+for t in "${TARGETS[@]}"; do
+  while [ "$(jobs -rp | wc -l)" -ge "$PARALLEL" ]; do wait -n || true; done
+  rm -f "$BUILD/fuzz-logs/$t.log.rc"
+  run_one "$t" &
+done
+wait
+failed=()
+for t in "${TARGETS[@]}"; do
+  log="$BUILD/fuzz-logs/$t.log"
+  if [ "$(cat "$log.rc" 2>/dev/null)" = 0 ]; then
+    echo "fuzz-smoke: $t: $(grep -E '^stat::number_of_executed_units' "$log" | tail -n1)"
   else
     echo "fuzz-smoke: $t FAILED (log: $log)" >&2
     tail -n 40 "$log" >&2

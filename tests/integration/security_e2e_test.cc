@@ -17,6 +17,7 @@
 #include "gmock/gmock.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "gtest/gtest.h"
+#include "integration/tiny_fixture.h"
 #include "test_util/process.h"
 #include "test_util/status_matchers.h"
 #include "test_util/temp_dir.h"
@@ -44,12 +45,8 @@ class SecurityE2eTest : public ::testing::Test {
   static void SetUpTestSuite() {
     dir_ = new testing::TempDir();
     data_ = dir_->Join("data");
-    CommandResult gen =
-        RunCommand({BinaryFromEnv("DFLASH_FIXTURE_PY"),
-                    BinaryFromEnv("DFLASH_SOURCE_DIR") + "/tools/dflash_ref/make_fixture.py", data_,
-                    "--size", "tiny", "--expected", "none"},
-                   {}, 300);
-    ASSERT_EQ(gen.exit_code, 0) << gen.out << gen.err;
+    testing::MakeTinyFixture(data_);
+    ASSERT_FALSE(::testing::Test::HasFailure());
     WriteFile(dir_->Join("tokens"),
               absl::StrCat("# test tokens\n", kFullToken, "\nro:", kReadToken, "\n"));
     WriteFile(dir_->Join("full.token"), absl::StrCat(kFullToken, "\n"));

@@ -24,8 +24,9 @@ void MakeLongDataset(const std::string& data, const std::string& dir, int copies
 // An int64 of a proto JSON reply (written as a string there).
 int64_t JsonInt(const nlohmann::json& j);
 
-// Writes the tiny fixture into `dir` (a test's own folder: tests may edit
-// it); adds a test failure when the generator fails.
+// Copies the tiny fixture into `dir` (a test's own folder: tests may edit
+// it). ctest makes it once per run (the fixture step make_fixture_tiny,
+// test_util/python_fixtures.h); adds a test failure when it is missing.
 void MakeTinyFixture(const std::string& dir);
 
 // Runs `dflash-eval --server ADDRESS args...`.
