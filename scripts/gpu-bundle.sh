@@ -5,6 +5,7 @@
 # (issue 28 item 1). scripts/gpu-check.sh builds against it there.
 #
 #   scripts/gpu-bundle.sh [DIR]      (default .gpu-bundle; prints its size)
+# Env: GPU_BUNDLE_CACHE (downloaded .debs, default ~/.cache/dflash-gpu-bundle).
 #
 # DIR holds deps.tar.gz (the prefix, usr/ and stdcxx/, packed: 61 MiB of
 # files pack to about 21 MiB) and MANIFEST.txt; gpu-check.sh unpacks it.
@@ -50,13 +51,28 @@ work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/deb" "$work/x"
 
+# Downloaded packages are kept in CACHE by their file names (which carry the
+# version), so a second bundle downloads only what changed (issue 28: CI
+# time); the rest come in one apt-get call, not one per package.
+CACHE="${GPU_BUNDLE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/dflash-gpu-bundle}"
+mkdir -p "$CACHE"
 download() {  # package names -> $work/deb (already fetched ones skipped)
-  local p
+  local p uris name get=()
   for p in "$@"; do
-    ls "$work"/deb/"${p}"_*.deb >/dev/null 2>&1 && continue
-    (cd "$work/deb" && apt-get download -qq "$p" >/dev/null 2>&1) ||
-      { echo "gpu-bundle: apt-get download $p failed" >&2; exit 1; }
+    ls "$work"/deb/"${p}"_*.deb >/dev/null 2>&1 || get+=("$p")
   done
+  [ "${#get[@]}" -gt 0 ] || return 0
+  uris="$(apt-get download --print-uris "${get[@]}" 2>&1)" ||
+    { echo "gpu-bundle: apt-get download --print-uris ${get[*]} failed: $uris" >&2; exit 1; }
+  get=()
+  while read -r _ name _; do
+    [ -n "$name" ] || continue
+    if [ -f "$CACHE/$name" ]; then cp "$CACHE/$name" "$work/deb/"; else get+=("${name%%_*}"); fi
+  done <<<"$uris"
+  [ "${#get[@]}" -gt 0 ] || return 0
+  (cd "$work/deb" && apt-get download -qq "${get[@]}" >/dev/null 2>&1) ||
+    { echo "gpu-bundle: apt-get download ${get[*]} failed" >&2; exit 1; }
+  cp -n "$work"/deb/*.deb "$CACHE/"
 }
 download "${DEV[@]}"
 for d in "$work"/deb/*.deb; do dpkg-deb -x "$d" "$work/x"; done
