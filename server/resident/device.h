@@ -56,7 +56,7 @@ CudaAllocatorStats CudaAllocatorStatsFor(int device_index);
 
 // Bytes the caching allocator holds from the driver over every visible GPU
 // (allocated tensors plus its cached free blocks): what the memory budget
-// counts on CUDA (resident_budget.h). 0 without CUDA.
+// counts on CUDA (budget.h). 0 without CUDA.
 int64_t CudaReservedBytes();
 
 // The BLAS libtorch multiplies through, read from the libraries mapped into
