@@ -30,11 +30,11 @@
 #include "app/tls_credentials.h"
 #include "common/ops_observer.h"
 #include "common/status_macros.h"
-#include "core/device.h"
 #include "core/eval_core_impl.h"
 #include "core/job_service_impl.h"
 #include "dflash/build_info.h"
 #include "metrics/server_metrics.h"
+#include "resident/device.h"
 #include "service/eval_service.h"
 #include "service/token_auth.h"
 #include "web/web_server.h"
@@ -120,17 +120,18 @@ absl::StatusOr<std::optional<service::TokenAuth>> LoadAuth(const ServerConfig& c
 
 // The device, the intra-op threads and the core with its limits.
 absl::StatusOr<std::unique_ptr<core::EvalCoreImpl>> CreateCore(const ServerConfig& config) {
-  ASSIGN_OR_RETURN(std::vector<core::DeviceChoice> devices, core::ResolveDevices(config.device));
-  const core::DeviceChoice& device = devices.front();
-  for (const core::DeviceChoice& d : devices) spdlog::info("device {}: {}", d.device, d.note);
+  ASSIGN_OR_RETURN(std::vector<resident::DeviceChoice> devices,
+                   resident::ResolveDevices(config.device));
+  const resident::DeviceChoice& device = devices.front();
+  for (const resident::DeviceChoice& d : devices) spdlog::info("device {}: {}", d.device, d.note);
   const int threads = config.threads > 0
                           ? config.threads
                           : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  core::SetIntraOpThreads(threads);
+  resident::SetIntraOpThreads(threads);
 
   core::CoreOptions options;
   options.device = device.device;
-  for (const core::DeviceChoice& d : devices) options.eval_devices.push_back(d.device);
+  for (const resident::DeviceChoice& d : devices) options.eval_devices.push_back(d.device);
   options.threads = threads;
   options.state_dir = config.state_dir;
   options.data_roots = config.data_roots;
@@ -141,7 +142,7 @@ absl::StatusOr<std::unique_ptr<core::EvalCoreImpl>> CreateCore(const ServerConfi
   options.min_target_consistency = config.min_target_consistency;
   options.max_resident_bytes = config.max_resident_bytes;
   if (options.max_resident_bytes == 0) {  // 90% of the device's memory, when known
-    for (const core::DeviceInfo& d : core::ListDevices(threads)) {
+    for (const core::DeviceInfo& d : resident::ListDevices(threads)) {
       if (d.name == device.device) options.max_resident_bytes = d.total_memory_bytes / 10 * 9;
     }
   }

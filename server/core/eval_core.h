@@ -5,7 +5,6 @@
 #pragma once
 
 #include <cstdint>
-#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -15,74 +14,24 @@
 #include "core/server_info.h"
 #include "eval/eval_part.h"
 #include "eval/shard_plan.h"
+#include "resident/load_request.h"
+#include "resident/resource.h"
 #include "types/eval_params.h"
 #include "types/eval_types.h"
 #include "weights/weight_report.h"
 
 namespace dflash::core {
 
-enum class ResourceKind { kTarget, kDrafter, kDataset };
-const char* ResourceKindName(ResourceKind kind);  // "target", "drafter", "dataset"
-
-struct ResourceInfo {
-  ResourceKind kind = ResourceKind::kDrafter;
-  std::string name, source_path, device, dtype, fingerprint, summary;
-  int64_t bytes = 0;
-  // Of `bytes`, those that are views of the object's files (not copies);
-  // they count against the budget all the same.
-  int64_t mapped_bytes = 0;
-  int64_t load_time_unix_micros = 0;
-  double load_seconds = 0;
-  bool has_selector = false;  // a DFlash 2 drafter (its candidate selector)
-  // A streamed dataset: bytes is 0; its samples' bytes and chunk budget.
-  bool streamed = false;
-  int64_t stream_bytes = 0, stream_budget_bytes = 0;
-};
-
-struct ValidateParams {
-  std::string path, config_path;
-  bool allow_unexpected = false;
-  bool compute_stats = false;
-};
-
-// dtype: "" (server default), "fp32", "bf16", "fp16". device: "" = default.
-struct LoadDrafterParams {
-  std::string name, path, config_path, dtype, device;
-  bool allow_unexpected = false;
-};
-
-struct LoadTargetParams {
-  std::string name, path, dtype, device;
-  bool load_final_norm = false;
-};
-
-struct LoadDatasetParams {
-  std::string name, path, dtype, device;
-  std::map<std::string, std::vector<int>> layer_ids;
-  int64_t max_samples = 0;
-  bool skip_bad_samples = false;
-  // A resident target: also compute the dataset's target consistency.
-  std::string target;
-  // Keep it on disk, read in chunks of at most stream_budget_bytes (0: the
-  // default) by each evaluation (issue 30). A dataset over the resident
-  // budget is streamed without asking.
-  bool stream = false;
-  int64_t stream_budget_bytes = 0;
-  // Over the resident budget: ResourceExhausted rather than streamed (a
-  // fleet's on-demand load first frees earlier on-demand loads).
-  bool refuse_over_budget = false;
-};
-
-struct LoadResult {
-  ResourceInfo resource;
-  std::optional<weights::WeightReport> report;  // drafters
-  bool reused = false;
-  std::vector<std::string> warnings;
-  std::vector<std::string> facts;
-  // LoadDataset with a target: the pair's consistency (positions 0: none).
-  types::TargetConsistency target_consistency;
-  std::string consistency_target;
-};
+// The resident objects' vocabulary is the registry's (resident/); the
+// core's API passes it through under the names its callers know.
+using resident::LoadDatasetParams;
+using resident::LoadDrafterParams;
+using resident::LoadResult;
+using resident::LoadTargetParams;
+using resident::ResourceInfo;
+using resident::ResourceKind;
+using resident::ResourceKindName;
+using resident::ValidateParams;
 
 // A fleet job split into shard jobs (issue 30, fleet/fleet_shards.h): the
 // sample ranges, and the fingerprint of this server's copy of the dataset.

@@ -1,29 +1,20 @@
 // File: eval_core_impl.h
-// The real EvalCore: owns the resident objects (targets, drafters, datasets)
-// on the server's device and runs evaluations on them. Every load and
-// evaluation is reported to the ops observer (common/ops_observer.h).
+// The real EvalCore: runs evaluations (whole, or a fleet's shards) on the
+// objects of its registry of resident objects (resident/registry.h), which
+// does the loads, unloads, listing and picks. Every evaluation is reported
+// to the ops observer (common/ops_observer.h); the registry reports loads.
 #pragma once
 
 #include <chrono>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "core/data_roots.h"
 #include "core/eval_core.h"
-
-namespace dflash::data {
-class EvalDataset;
-}  // namespace dflash::data
-namespace dflash::weights {
-struct TargetTensors;
-}  // namespace dflash::weights
+#include "resident/registry.h"
 
 namespace dflash::core {
-
-struct ResidentSet;
 
 struct CoreOptions {
   std::string device = "cpu";  // resolved: "cpu" or "cuda:N"
@@ -74,20 +65,15 @@ class EvalCoreImpl final : public EvalCore {
   std::string default_dtype() const;
 
  private:
-  EvalCoreImpl(CoreOptions options, DataRoots roots);
+  EvalCoreImpl(CoreOptions options, std::unique_ptr<resident::Registry> registry);
 
-  // The work behind the public methods of the same name, which time it and
-  // report it (core_loads.cc, core_eval.cc).
-  absl::StatusOr<LoadResult> DoLoadDrafter(const LoadDrafterParams& params);
-  absl::StatusOr<LoadResult> DoLoadTarget(const LoadTargetParams& params);
-  absl::StatusOr<LoadResult> DoLoadDataset(const LoadDatasetParams& params);
   absl::StatusOr<types::EvalResult> DoRunEval(const types::EvalParams& params,
                                               const types::ProgressFn& progress);
-  // DoRunEval's steps (core_eval.cc): the resident objects it names, the
-  // drafter from its checkpoint (a resident copy of the same files, else a
-  // one-shot load), and the evaluation within the server's block limit.
+  // DoRunEval's steps: the resident objects it names, the drafter from its
+  // checkpoint (a resident copy of the same files, else a one-shot load),
+  // and the evaluation within the server's block limit.
   struct EvalInputs;
-  absl::Status PickInputs(const types::EvalParams& params, EvalInputs& in);
+  absl::Status PickInputs(const types::EvalParams& params, EvalInputs& in) const;
   absl::Status DrafterFromCheckpoint(const types::EvalParams& params, EvalInputs& in);
   // What every finished result carries of its inputs: device, dtype,
   // fingerprints, the target consistency and the intervals.
@@ -96,21 +82,13 @@ class EvalCoreImpl final : public EvalCore {
   absl::StatusOr<types::EvalResult> EvaluateWithinLimit(const types::EvalParams& params,
                                                         const EvalInputs& in,
                                                         const types::ProgressFn& progress) const;
-  // The target consistency of a resident dataset (by name) with a target,
-  // computed once per target fingerprint (core_consistency.cc).
-  absl::StatusOr<types::TargetConsistency> TargetConsistencyOf(
-      const std::string& dataset_name, const std::shared_ptr<const data::EvalDataset>& dataset,
-      const std::shared_ptr<const weights::TargetTensors>& target);
-  // LoadDataset --target: the consistency of the loaded dataset with it.
-  absl::Status AddTargetConsistency(const std::string& target, LoadResult& loaded);
   // Sampled acceptance needs a consistent pair: FailedPrecondition otherwise.
   absl::StatusOr<types::TargetConsistency> RequireConsistentPair(const EvalInputs& in);
 
   CoreOptions options_;
-  DataRoots roots_;
   std::chrono::system_clock::time_point start_time_;
   std::chrono::steady_clock::time_point start_steady_;
-  std::unique_ptr<ResidentSet> resident_;  // core/resident.h (holds torch types)
+  std::unique_ptr<resident::Registry> registry_;
 };
 
 }  // namespace dflash::core

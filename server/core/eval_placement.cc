@@ -9,7 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "common/torch_guard.h"
-#include "core/device.h"
+#include "resident/device.h"
 
 namespace dflash::core {
 namespace {
@@ -43,7 +43,7 @@ absl::StatusOr<EvalSlots> MakeEvalSlots(const std::vector<std::string>& devices,
                                         int threads, const std::string& server) {
   EvalSlots out;
   out.placement.threads = threads;
-  out.placement.set_threads = SetIntraOpThreads;
+  out.placement.set_threads = resident::SetIntraOpThreads;
   out.placement.server = server;
   const c10::Device home = drafter->device();
   // Slots of the objects' own kind: a pair loaded on the CPU runs on the

@@ -6,7 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/status_macros.h"
-#include "core/resident_pick.h"
+#include "core/pick_listed.h"
 
 namespace dflash::core {
 

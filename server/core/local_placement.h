@@ -1,7 +1,7 @@
 // File: local_placement.h
 // The JobPlacement of a single server (core/job_placement.h): a job names
 // objects resident here (by the rule RunEval picks with,
-// core/resident_pick.h), checked at submit so a job that cannot run is
+// resident/pick.h), checked at submit so a job that cannot run is
 // never queued; a dataset may name a suite of the server's config.
 #pragma once
 

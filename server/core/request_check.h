@@ -1,10 +1,11 @@
 // File: request_check.h
 // The rules an evaluation request must meet before anything is looked up,
-// loaded or queued, each in one function. RunEval (core_eval.cc), SubmitEval
-// and ResubmitEval (job_service_impl.cc, the fleet's submit included) call
-// CheckEvalRequest / CheckJobRequest, so a mistake gets the same code and
-// words whichever way it arrives; the client checks only its command line
-// and the service only the wire (field ranges and sizes). Torch-free.
+// loaded or queued, each in one function. RunEval (eval_core_impl.cc),
+// SubmitEval and ResubmitEval (job_service_impl.cc, the fleet's submit
+// included) call CheckEvalRequest / CheckJobRequest, so a mistake gets the
+// same code and words whichever way it arrives; the client checks only its
+// command line and the service only the wire (field ranges and sizes).
+// Torch-free.
 //
 //   RETURN_IF_ERROR(CheckEvalRequest(params));
 //   RETURN_IF_ERROR(CheckJobRequest(request, /*drafter_has_selector=*/true));

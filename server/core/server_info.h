@@ -6,18 +6,11 @@
 #include <string>
 #include <vector>
 
+#include "resident/device.h"
+
 namespace dflash::core {
 
-struct DeviceInfo {
-  std::string name;         // "cpu", "cuda:0"
-  std::string description;  // "NVIDIA H200", "x86_64, 2 threads"
-  int64_t total_memory_bytes = 0;
-  int64_t used_memory_bytes = 0;  // held by resident objects
-  // CUDA devices only: the caching allocator's numbers (device.h), 0 elsewhere.
-  int64_t allocator_allocated_bytes = 0, allocator_reserved_bytes = 0;
-  int64_t allocator_peak_allocated_bytes = 0, allocator_peak_reserved_bytes = 0;
-  int64_t allocator_alloc_retries = 0, allocator_ooms = 0;
-};
+using resident::DeviceInfo;  // resident/device.h
 
 struct ServerInfo {
   std::string server_version, git_sha, libtorch_version;

@@ -25,7 +25,7 @@ struct DeviceSlot {
 struct Placement {
   std::vector<DeviceSlot> slots;
   int threads = 0;  // the server's intra-op threads; 0: left as they are
-  // Sets the process's intra-op (and BLAS) threads (core/device.h).
+  // Sets the process's intra-op (and BLAS) threads (resident/device.h).
   std::function<void(int)> set_threads;
   std::string server;  // names the server in each shard's placement
   // The caller ran CheckCompatible on the first slot's objects already (the

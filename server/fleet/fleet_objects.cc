@@ -5,18 +5,18 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
-#include "core/placement.h"
+#include "resident/placement.h"
 
 namespace dflash::fleet {
 namespace {
 
-using core::DefaultName;
 using core::EvalCore;
 using core::LoadDatasetParams;
 using core::LoadResult;
 using core::LoadTargetParams;
 using core::ResourceInfo;
 using core::ResourceKind;
+using resident::DefaultName;
 using types::EvalParams;
 
 namespace fs = std::filesystem;

@@ -13,7 +13,7 @@
 #include "common/fix_hint.h"
 #include "common/status_macros.h"
 #include "core/fleet_member.h"
-#include "core/resident_pick.h"
+#include "core/pick_listed.h"
 #include "fleet/fleet_placement.h"
 
 namespace dflash::fleet {

@@ -10,7 +10,6 @@
 
 #include <ATen/ATen.h>
 
-#include "core/device.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "test_util/status_matchers.h"
@@ -19,34 +18,13 @@
 namespace dflash::core {
 namespace {
 
-using ::dflash::testing::StatusIs;
 using ::testing::ElementsAre;
-using ::testing::Eq;
-using ::testing::HasSubstr;
 
 TEST(EvalPlacementTest, SlotNamesNumberRepeatedCpus) {
   EXPECT_THAT(SlotNames({"cpu"}), ElementsAre("cpu"));
   EXPECT_THAT(SlotNames({"cpu", "cpu"}), ElementsAre("cpu#0", "cpu#1"));
   EXPECT_THAT(SlotNames({"cuda:0", "cuda:1"}), ElementsAre("cuda:0", "cuda:1"));
   EXPECT_TRUE(SlotNames({}).empty());
-}
-
-TEST(EvalPlacementTest, ResolveDevicesReadsAList) {
-  ASSERT_OK_AND_ASSIGN(std::vector<DeviceChoice> two, ResolveDevices("cpu,cpu"));
-  ASSERT_EQ(two.size(), 2u);
-  EXPECT_EQ(two[0].device, "cpu");
-  EXPECT_EQ(two[1].device, "cpu");
-  EXPECT_THAT(ResolveDevices("cpu,,cpu"),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       Eq("--device 'cpu,,cpu' has an empty entry; list devices as cpu,cpu or "
-                          "cuda:0,cuda:1")));
-  EXPECT_THAT(ResolveDevices("cpu,gpu"),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       Eq("--device 'gpu' is not one of auto, cpu, cuda, cuda:N")));
-  if (!CudaAvailable()) {
-    EXPECT_THAT(ResolveDevices("cpu,cuda:1"), StatusIs(absl::StatusCode::kFailedPrecondition,
-                                                       HasSubstr("CUDA is not available")));
-  }
 }
 
 // CPU objects: every cpu entry is a slot on the same objects; GPU entries

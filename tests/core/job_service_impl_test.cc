@@ -172,7 +172,7 @@ TEST_F(JobServiceImplTest, SubmitChecksAgainstWhatIsResident) {
   EXPECT_THAT(
       service_->Submit(other_data),
       StatusIs(absl::StatusCode::kNotFound, Eq("no resident dataset named 'e' (resident: d)")));
-  // The pick is RunEval's (core/resident_pick.h): the flag that fixes it is
+  // The pick is RunEval's (resident/pick.h): the flag that fixes it is
   // a FixHint the service words (" with --target"), not core's text.
   core_.resources.push_back(Resident(ResourceKind::kTarget, "t2", "h64:t2"));
   absl::StatusOr<types::JobRecord> two = service_->Submit(Request());

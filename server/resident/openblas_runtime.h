@@ -7,7 +7,7 @@
 
 #include <string>
 
-namespace dflash::core {
+namespace dflash::resident {
 
 // The loaded OpenBLAS's core name ("Haswell", "SkylakeX"), or "" when
 // libtorch's BLAS is not OpenBLAS. The core is chosen when the library
@@ -20,4 +20,4 @@ std::string OpenBlasCore();
 // multiply on every core. No-op without OpenBLAS.
 void SetOpenBlasThreads(int threads);
 
-}  // namespace dflash::core
+}  // namespace dflash::resident

@@ -1,9 +1,9 @@
-// File: resident_pick.h
+// File: pick.h
 // Which resident object a request means: the one it names, or, when it
-// names none, the only one of its kind. RunEval picks under the registry's
-// lock and SubmitEval from the listing before a job is queued; both call
-// this one function, so an unknown name or an ambiguous request reads the
-// same wherever it is refused. The fixes (load one, name one) travel as
+// names none, the only one of its kind. The registry picks under its lock
+// and SubmitEval from the listing (core/pick_listed.h) before a job is
+// queued; both call this one function, so an unknown name or an ambiguous
+// request reads the same wherever it is refused. The fixes (load one, name one) travel as
 // FixHints (common/fix_hint.h) for the service or the client to word with
 // their own flags: no flag name is written here. Torch-free.
 //
@@ -16,9 +16,9 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "core/eval_core.h"
+#include "resident/resource.h"
 
-namespace dflash::core {
+namespace dflash::resident {
 
 // The index in `resident` (the names of the resident objects of `kind`, in
 // listing order) of the object `name` means:
@@ -30,11 +30,6 @@ namespace dflash::core {
 //   FixHint kName<Kind>.
 absl::StatusOr<size_t> PickResident(ResourceKind kind, const std::vector<std::string>& resident,
                                     const std::string& name);
-
-// PickResident over `core`'s listing of `kind`: the object's listing, as a
-// submit checks a request before its job is queued.
-absl::StatusOr<ResourceInfo> PickListed(const EvalCore& core, ResourceKind kind,
-                                        const std::string& name);
 
 // PickResident over the registry's map of that kind (keyed by name, in name
 // order): the entry's iterator.
@@ -49,4 +44,4 @@ absl::StatusOr<typename Map::const_iterator> PickEntry(const Map& map, const std
   return std::next(map.begin(), static_cast<std::ptrdiff_t>(*i));
 }
 
-}  // namespace dflash::core
+}  // namespace dflash::resident

@@ -1,8 +1,8 @@
-#include "core/openblas_runtime.h"
+#include "resident/openblas_runtime.h"
 
 #include <dlfcn.h>
 
-namespace dflash::core {
+namespace dflash::resident {
 
 std::string OpenBlasCore() {
   using CoreName = char* (*)();
@@ -18,4 +18,4 @@ void SetOpenBlasThreads(int threads) {
   if (fn != nullptr && threads > 0) fn(threads);
 }
 
-}  // namespace dflash::core
+}  // namespace dflash::resident

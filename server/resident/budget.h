@@ -1,4 +1,4 @@
-// File: resident_budget.h (internal to core/)
+// File: budget.h
 // The memory budget for resident objects (--max-resident-bytes): what a load
 // will take is estimated before anything is read (from tensor headers, the
 // target's config.json, the dataset's file sizes), checked against what is
@@ -13,9 +13,9 @@
 #include "absl/status/status.h"
 #include "weights/weight_report.h"
 
-namespace dflash::core {
+namespace dflash::resident {
 
-struct ResidentSet;  // core/resident.h
+struct ResidentSet;  // resident/resident_set.h
 
 // Bytes held by every resident object (locks r.mu).
 int64_t ResidentBytes(const ResidentSet& r);
@@ -36,4 +36,4 @@ int64_t EstimateDrafterBytes(const weights::WeightReport& report, c10::ScalarTyp
 int64_t EstimateTargetBytes(const std::string& model_dir, c10::ScalarType dtype, bool load_norm);
 int64_t EstimateDatasetBytes(const std::string& dir, int64_t max_samples);
 
-}  // namespace dflash::core
+}  // namespace dflash::resident

@@ -1,18 +1,18 @@
-// core/placement: dtype and device names from requests, the disk signature
+// resident/placement: dtype and device names from requests, the disk signature
 // that lets an unchanged checkpoint be reused, and default resident names.
-#include "core/placement.h"
+#include "resident/placement.h"
 
 #include <filesystem>
 #include <fstream>
 #include <string>
 
-#include "core/device.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "resident/device.h"
 #include "test_util/status_matchers.h"
 #include "test_util/temp_dir.h"
 
-namespace dflash::core {
+namespace dflash::resident {
 namespace {
 
 using ::dflash::testing::StatusIs;
@@ -121,4 +121,4 @@ TEST_F(PlacementTest, NowUnixMicrosIsNow) {
 }
 
 }  // namespace
-}  // namespace dflash::core
+}  // namespace dflash::resident

@@ -1,18 +1,18 @@
-// core/resident_budget: what is resident, the refusal message, and the
+// resident/budget: what is resident, the refusal message, and the
 // estimates made before anything is read.
-#include "core/resident_budget.h"
+#include "resident/budget.h"
 
 #include <filesystem>
 #include <string>
 
 #include "common/fix_hint.h"
-#include "core/resident.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "resident/resident_set.h"
 #include "test_util/status_matchers.h"
 #include "test_util/temp_dir.h"
 
-namespace dflash::core {
+namespace dflash::resident {
 namespace {
 
 using ::dflash::testing::IsOk;
@@ -117,4 +117,4 @@ TEST_F(ResidentBudgetTest, DatasetEstimateFromCaptureFileSizes) {
 }
 
 }  // namespace
-}  // namespace dflash::core
+}  // namespace dflash::resident

@@ -5,13 +5,25 @@
 //   cuda    -> cuda:0; cuda:N -> that GPU; an error when CUDA is unavailable
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "core/server_info.h"
 
-namespace dflash::core {
+namespace dflash::resident {
+
+// One device as GetServerInfo reports it (core/server_info.h).
+struct DeviceInfo {
+  std::string name;         // "cpu", "cuda:0"
+  std::string description;  // "NVIDIA H200", "x86_64, 2 threads"
+  int64_t total_memory_bytes = 0;
+  int64_t used_memory_bytes = 0;  // held by resident objects
+  // CUDA devices only: the caching allocator's numbers (below), 0 elsewhere.
+  int64_t allocator_allocated_bytes = 0, allocator_reserved_bytes = 0;
+  int64_t allocator_peak_allocated_bytes = 0, allocator_peak_reserved_bytes = 0;
+  int64_t allocator_alloc_retries = 0, allocator_ooms = 0;
+};
 
 struct DeviceChoice {
   std::string device;  // canonical: "cpu" or "cuda:N"
@@ -44,7 +56,7 @@ CudaAllocatorStats CudaAllocatorStatsFor(int device_index);
 
 // Bytes the caching allocator holds from the driver over every visible GPU
 // (allocated tensors plus its cached free blocks): what the memory budget
-// counts on CUDA (resident_budget.h). 0 without CUDA.
+// counts on CUDA (budget.h). 0 without CUDA.
 int64_t CudaReservedBytes();
 
 // The BLAS libtorch multiplies through, read from the libraries mapped into
@@ -58,4 +70,4 @@ void SetIntraOpThreads(int threads);
 // "1.13.1" etc.
 std::string LibtorchVersion();
 
-}  // namespace dflash::core
+}  // namespace dflash::resident

@@ -1,4 +1,4 @@
-#include "core/placement.h"
+#include "resident/placement.h"
 
 #include <sys/stat.h>
 
@@ -8,9 +8,9 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "core/device.h"
+#include "resident/device.h"
 
-namespace dflash::core {
+namespace dflash::resident {
 namespace fs = std::filesystem;
 
 absl::StatusOr<c10::ScalarType> ParseDType(const std::string& dtype) {
@@ -99,4 +99,4 @@ int64_t NowUnixMicros() {
       .count();
 }
 
-}  // namespace dflash::core
+}  // namespace dflash::resident

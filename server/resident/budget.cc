@@ -1,4 +1,4 @@
-#include "core/resident_budget.h"
+#include "resident/budget.h"
 
 #include <algorithm>
 #include <filesystem>
@@ -10,11 +10,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/fix_hint.h"
-#include "core/device.h"
-#include "core/resident.h"
 #include "data/sample_files.h"
+#include "resident/device.h"
+#include "resident/resident_set.h"
 
-namespace dflash::core {
+namespace dflash::resident {
 namespace {
 
 std::string Bytes(int64_t n) {
@@ -130,4 +130,4 @@ int64_t EstimateDatasetBytes(const std::string& dir, int64_t max_samples) {
   return total;
 }
 
-}  // namespace dflash::core
+}  // namespace dflash::resident

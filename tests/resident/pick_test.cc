@@ -1,15 +1,15 @@
-// File: resident_pick_test.cc
-// The resident pick RunEval and SubmitEval share (core/resident_pick.h):
+// File: pick_test.cc
+// The resident pick RunEval and SubmitEval share (resident/pick.h):
 // exact codes and words, and the FixHint each refusal carries for the edge
 // to word with its flags.
-#include "core/resident_pick.h"
+#include "resident/pick.h"
 
 #include "common/fix_hint.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "test_util/status_matchers.h"
 
-namespace dflash::core {
+namespace dflash::resident {
 namespace {
 
 using ::dflash::testing::StatusIs;
@@ -70,4 +70,4 @@ TEST_F(ResidentPickTest, NoNameAndSeveralResidentHintsNamingOne) {
 }
 
 }  // namespace
-}  // namespace dflash::core
+}  // namespace dflash::resident

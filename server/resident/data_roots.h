@@ -11,7 +11,7 @@
 
 #include "absl/status/statusor.h"
 
-namespace dflash::core {
+namespace dflash::resident {
 
 class DataRoots {
  public:
@@ -40,4 +40,4 @@ class DataRoots {
   std::vector<std::string> roots_;
 };
 
-}  // namespace dflash::core
+}  // namespace dflash::resident

@@ -1,4 +1,4 @@
-#include "core/data_roots.h"
+#include "resident/data_roots.h"
 
 #include <filesystem>
 #include <system_error>
@@ -6,7 +6,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 
-namespace dflash::core {
+namespace dflash::resident {
 namespace fs = std::filesystem;
 
 absl::StatusOr<DataRoots> DataRoots::Create(const std::vector<std::string>& roots) {
@@ -80,4 +80,4 @@ absl::Status DataRoots::CheckLinks(const std::string& resolved, int64_t max_entr
   return absl::OkStatus();
 }
 
-}  // namespace dflash::core
+}  // namespace dflash::resident

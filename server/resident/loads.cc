@@ -1,4 +1,5 @@
-// EvalCoreImpl: validating and loading checkpoints, targets and datasets.
+#include "resident/loads.h"
+
 #include <chrono>
 #include <filesystem>
 
@@ -11,22 +12,16 @@
 #include "common/status_macros.h"
 #include "common/torch_guard.h"
 #include "config/drafter_config_reader.h"
-#include "core/eval_core_impl.h"
-#include "core/placement.h"
-#include "core/resident.h"
-#include "core/resident_budget.h"
 #include "model/drafter_schema.h"
+#include "resident/budget.h"
+#include "resident/placement.h"
 #include "weights/checkpoint_open.h"
 #include "weights/weight_map.h"
 
-namespace dflash::core {
+namespace dflash::resident {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-weights::MapPolicy MapPolicyOf(const CoreOptions& options) {
-  return weights::MapPolicy{!options.no_mmap, options.mmap_min_age_seconds};
-}
 
 double SecondsSince(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
@@ -166,15 +161,15 @@ static void DescribeDataset(const data::EvalDataset& d, ResourceInfo& info) {
   if (!d.capture_notes().empty()) absl::StrAppend(&info.summary, "; ", d.capture_notes());
 }
 
-absl::StatusOr<weights::WeightReport> EvalCoreImpl::ValidateCheckpoint(
-    const ValidateParams& params) {
+absl::StatusOr<weights::WeightReport> ValidateCheckpointIn(const ResidentSet& r, const LoadEnv& env,
+                                                           const ValidateParams& params) {
   CheckOptions check;
   check.allow_unexpected = params.allow_unexpected;
   check.compute_stats = params.compute_stats;
-  check.target_hidden = SoleTargetHidden(*resident_);
-  check.max_tensor_bytes = options_.max_resident_bytes;
+  check.target_hidden = SoleTargetHidden(r);
+  check.max_tensor_bytes = env.max_resident_bytes;
   absl::StatusOr<CheckedCheckpoint> c =
-      CheckCheckpoint(roots_, params.path, params.config_path, check);
+      CheckCheckpoint(*env.roots, params.path, params.config_path, check);
   // Statistics refused by the budget (weight_map.h): the service names the flag.
   if (c.status().code() == absl::StatusCode::kResourceExhausted &&
       absl::StrContains(c.status().message(), "resident budget")) {
@@ -184,25 +179,26 @@ absl::StatusOr<weights::WeightReport> EvalCoreImpl::ValidateCheckpoint(
   return c->report;
 }
 
-absl::StatusOr<LoadResult> EvalCoreImpl::DoLoadDrafter(const LoadDrafterParams& params) {
+absl::StatusOr<LoadResult> LoadDrafterInto(ResidentSet& r, const LoadEnv& env,
+                                           const LoadDrafterParams& params) {
   const Clock::time_point start = Clock::now();
   ASSIGN_OR_RETURN(const Placement place,
-                   ResolvePlacement(params.device, params.dtype, options_.device));
+                   ResolvePlacement(params.device, params.dtype, env.device));
   const std::string& device = place.device;
   const std::string& dtype_name = place.dtype_name;
   const c10::ScalarType dtype = place.dtype;
-  ASSIGN_OR_RETURN(std::string resolved, roots_.Resolve(params.path));
+  ASSIGN_OR_RETURN(std::string resolved, env.roots->Resolve(params.path));
   const std::string name = params.name.empty() ? DefaultName(resolved) : params.name;
   const std::string signature = absl::StrCat(resolved, "|", params.config_path, "|", dtype_name,
                                              "|", device, "|", DiskSignature(resolved));
 
-  std::lock_guard<std::mutex> load_lock(resident_->load_mu);
+  std::lock_guard<std::mutex> load_lock(r.load_mu);
   {
-    std::lock_guard<std::mutex> lock(resident_->mu);
-    ASSIGN_OR_RETURN(
-        const ResidentSet::Drafter* existing,
-        Reusable(resident_->drafters, name, "drafter",
-                 [&](const ResidentSet::Drafter& e) { return e.disk_signature == signature; }));
+    std::lock_guard<std::mutex> lock(r.mu);
+    ASSIGN_OR_RETURN(const ResidentSet::Drafter* existing,
+                     Reusable(r.drafters, name, "drafter", [&](const ResidentSet::Drafter& e) {
+                       return e.disk_signature == signature;
+                     }));
     if (existing != nullptr) {
       LoadResult result;
       result.resource = existing->info;
@@ -214,18 +210,18 @@ absl::StatusOr<LoadResult> EvalCoreImpl::DoLoadDrafter(const LoadDrafterParams& 
 
   CheckOptions check;
   check.allow_unexpected = params.allow_unexpected;
-  check.target_hidden = SoleTargetHidden(*resident_);
+  check.target_hidden = SoleTargetHidden(r);
   ASSIGN_OR_RETURN(CheckedCheckpoint c,
-                   CheckCheckpoint(roots_, params.path, params.config_path, check));
+                   CheckCheckpoint(*env.roots, params.path, params.config_path, check));
   RETURN_IF_ERROR(RequireMatchingWeights(c.report, resolved));
-  const int64_t budget = options_.max_resident_bytes;
-  RETURN_IF_ERROR(CheckResidentBudget(*resident_, budget, "drafter", name,
+  const int64_t budget = env.max_resident_bytes;
+  RETURN_IF_ERROR(CheckResidentBudget(r, budget, "drafter", name,
                                       EstimateDrafterBytes(c.report, dtype),
                                       "estimated from the tensor headers"));
   auto mapping = std::make_shared<weights::MapTally>();
-  ASSIGN_OR_RETURN(auto tensors, weights::LoadValidatedWeights(
-                                     *c.opened.source, c.report, dtype, c10::Device(device),
-                                     MapPolicyOf(options_), mapping.get()));
+  ASSIGN_OR_RETURN(auto tensors,
+                   weights::LoadValidatedWeights(*c.opened.source, c.report, dtype,
+                                                 c10::Device(device), env.map, mapping.get()));
   ASSIGN_OR_RETURN(model::DrafterModel model,
                    model::DrafterModel::Create(c.config, std::move(tensors)),
                    "building drafter from '", resolved, "'");
@@ -249,36 +245,36 @@ absl::StatusOr<LoadResult> EvalCoreImpl::DoLoadDrafter(const LoadDrafterParams& 
   info.load_time_unix_micros = NowUnixMicros();
   info.load_seconds = SecondsSince(start);
   RETURN_IF_ERROR(
-      CheckResidentBudget(*resident_, budget, "drafter", name, info.bytes, "measured once read"));
+      CheckResidentBudget(r, budget, "drafter", name, info.bytes, "measured once read"));
 
   LoadResult result;
   result.resource = info;
   result.report = c.report;
   result.warnings = c.config.warnings;
-  std::lock_guard<std::mutex> lock(resident_->mu);
-  resident_->drafters[name] = std::move(entry);
+  std::lock_guard<std::mutex> lock(r.mu);
+  r.drafters[name] = std::move(entry);
   return result;
 }
 
-absl::StatusOr<LoadResult> EvalCoreImpl::DoLoadTarget(const LoadTargetParams& params) {
+absl::StatusOr<LoadResult> LoadTargetInto(ResidentSet& r, const LoadEnv& env,
+                                          const LoadTargetParams& params) {
   const Clock::time_point start = Clock::now();
   ASSIGN_OR_RETURN(const Placement place,
-                   ResolvePlacement(params.device, params.dtype, options_.device));
+                   ResolvePlacement(params.device, params.dtype, env.device));
   const std::string& device = place.device;
   const std::string& dtype_name = place.dtype_name;
   const c10::ScalarType dtype = place.dtype;
-  ASSIGN_OR_RETURN(std::string resolved, roots_.Resolve(params.path));
+  ASSIGN_OR_RETURN(std::string resolved, env.roots->Resolve(params.path));
   const std::string name = params.name.empty() ? DefaultName(resolved) : params.name;
 
-  std::lock_guard<std::mutex> load_lock(resident_->load_mu);
+  std::lock_guard<std::mutex> load_lock(r.load_mu);
   {
-    std::lock_guard<std::mutex> lock(resident_->mu);
-    ASSIGN_OR_RETURN(
-        const ResidentSet::Target* existing,
-        Reusable(resident_->targets, name, "target", [&](const ResidentSet::Target& e) {
-          return e.info.source_path == resolved && e.info.dtype == dtype_name &&
-                 e.info.device == device;
-        }));
+    std::lock_guard<std::mutex> lock(r.mu);
+    ASSIGN_OR_RETURN(const ResidentSet::Target* existing,
+                     Reusable(r.targets, name, "target", [&](const ResidentSet::Target& e) {
+                       return e.info.source_path == resolved && e.info.dtype == dtype_name &&
+                              e.info.device == device;
+                     }));
     if (existing != nullptr) {
       LoadResult result;
       result.resource = existing->info;
@@ -286,11 +282,11 @@ absl::StatusOr<LoadResult> EvalCoreImpl::DoLoadTarget(const LoadTargetParams& pa
       return result;
     }
   }
-  RETURN_IF_ERROR(roots_.CheckLinks(resolved));  // shards and config.json found inside
+  RETURN_IF_ERROR(env.roots->CheckLinks(resolved));  // shards and config.json found inside
   weights::TargetLoadOptions options{dtype, c10::Device(device), params.load_final_norm};
-  options.map = MapPolicyOf(options_);
-  const int64_t budget = options_.max_resident_bytes;
-  RETURN_IF_ERROR(CheckResidentBudget(*resident_, budget, "target", name,
+  options.map = env.map;
+  const int64_t budget = env.max_resident_bytes;
+  RETURN_IF_ERROR(CheckResidentBudget(r, budget, "target", name,
                                       EstimateTargetBytes(resolved, dtype, params.load_final_norm),
                                       "estimated from config.json"));
   ASSIGN_OR_RETURN(weights::TargetTensors tensors, weights::LoadTargetTensors(resolved, options));
@@ -311,21 +307,21 @@ absl::StatusOr<LoadResult> EvalCoreImpl::DoLoadTarget(const LoadTargetParams& pa
   info.summary = absl::StrCat("V=", t.vocab_size, ", H=", t.hidden_size, ", ", t.family,
                               t.tied ? ", lm_head tied to embed_tokens" : "",
                               t.norm.defined() ? ", final norm" : "");
-  RETURN_IF_ERROR(
-      CheckResidentBudget(*resident_, budget, "target", name, info.bytes, "measured once read"));
+  RETURN_IF_ERROR(CheckResidentBudget(r, budget, "target", name, info.bytes, "measured once read"));
   info.load_time_unix_micros = NowUnixMicros();
   info.load_seconds = SecondsSince(start);
   LoadResult result;
   result.resource = info;
   result.facts = t.facts;
-  std::lock_guard<std::mutex> lock(resident_->mu);
-  resident_->targets[name] = std::move(entry);
+  std::lock_guard<std::mutex> lock(r.mu);
+  r.targets[name] = std::move(entry);
   return result;
 }
 
-absl::StatusOr<LoadResult> EvalCoreImpl::DoLoadDataset(const LoadDatasetParams& params) {
+absl::StatusOr<LoadResult> LoadDatasetInto(ResidentSet& r, const LoadEnv& env,
+                                           const LoadDatasetParams& params) {
   const Clock::time_point start = Clock::now();
-  ASSIGN_OR_RETURN(std::string device, ResolveRequestDevice(params.device, options_.device));
+  ASSIGN_OR_RETURN(std::string device, ResolveRequestDevice(params.device, env.device));
   data::DatasetLoadOptions options;
   if (!params.dtype.empty()) {
     ASSIGN_OR_RETURN(c10::ScalarType dtype, ParseDType(params.dtype));
@@ -335,21 +331,21 @@ absl::StatusOr<LoadResult> EvalCoreImpl::DoLoadDataset(const LoadDatasetParams& 
     // the model upcasts where it accumulates (softmax, norms, reductions).
     options.dtype = c10::kBFloat16;
   }
-  ASSIGN_OR_RETURN(options.path, roots_.Resolve(params.path));
+  ASSIGN_OR_RETURN(options.path, env.roots->Resolve(params.path));
   options.name = params.name.empty() ? DefaultName(options.path) : params.name;
   options.layer_ids = params.layer_ids;
   options.device = c10::Device(device);
   options.max_samples = params.max_samples;
   options.skip_bad_samples = params.skip_bad_samples;
-  options.vocab_size = SoleTargetVocab(*resident_);
-  options.map = MapPolicyOf(options_);
+  options.vocab_size = SoleTargetVocab(r);
+  options.map = env.map;
 
-  std::lock_guard<std::mutex> load_lock(resident_->load_mu);
+  std::lock_guard<std::mutex> load_lock(r.load_mu);
   {
-    std::lock_guard<std::mutex> lock(resident_->mu);
+    std::lock_guard<std::mutex> lock(r.mu);
     ASSIGN_OR_RETURN(
         const ResidentSet::Dataset* existing,
-        Reusable(resident_->datasets, options.name, "dataset", [&](const ResidentSet::Dataset& e) {
+        Reusable(r.datasets, options.name, "dataset", [&](const ResidentSet::Dataset& e) {
           return e.info.source_path == options.path;
         }));
     if (existing != nullptr) {
@@ -359,14 +355,14 @@ absl::StatusOr<LoadResult> EvalCoreImpl::DoLoadDataset(const LoadDatasetParams& 
       return result;
     }
   }
-  RETURN_IF_ERROR(roots_.CheckLinks(options.path));  // sample files found inside
-  const int64_t budget = options_.max_resident_bytes;
+  RETURN_IF_ERROR(env.roots->CheckLinks(options.path));  // sample files found inside
+  const int64_t budget = env.max_resident_bytes;
   options.stream = params.stream;
   options.stream_budget_bytes = params.stream_budget_bytes;
   std::vector<std::string> warnings;
   if (!options.stream) {
     const int64_t estimate = EstimateDatasetBytes(options.path, options.max_samples);
-    absl::Status fits = CheckResidentBudget(*resident_, budget, "dataset", options.name, estimate,
+    absl::Status fits = CheckResidentBudget(r, budget, "dataset", options.name, estimate,
                                             "estimated from the sizes of its files");
     if (absl::IsResourceExhausted(fits) && !params.refuse_over_budget) {
       // Too large to keep: kept on disk and read in chunks (issue 30).
@@ -389,8 +385,8 @@ absl::StatusOr<LoadResult> EvalCoreImpl::DoLoadDataset(const LoadDatasetParams& 
   info.dtype = DTypeLabel(d.dtype());
   info.bytes = d.bytes();
   info.mapped_bytes = d.mapping().mapped_bytes();
-  RETURN_IF_ERROR(CheckResidentBudget(*resident_, budget, "dataset", options.name, info.bytes,
-                                      "measured once read"));
+  RETURN_IF_ERROR(
+      CheckResidentBudget(r, budget, "dataset", options.name, info.bytes, "measured once read"));
   info.fingerprint = d.fingerprint();
   DescribeDataset(d, info);
   info.load_time_unix_micros = NowUnixMicros();
@@ -399,9 +395,9 @@ absl::StatusOr<LoadResult> EvalCoreImpl::DoLoadDataset(const LoadDatasetParams& 
   result.resource = info;
   result.warnings = std::move(warnings);
   for (const std::string& s : d.skipped()) result.warnings.push_back("skipped " + s);
-  std::lock_guard<std::mutex> lock(resident_->mu);
-  resident_->datasets[options.name] = std::move(entry);
+  std::lock_guard<std::mutex> lock(r.mu);
+  r.datasets[options.name] = std::move(entry);
   return result;
 }
 
-}  // namespace dflash::core
+}  // namespace dflash::resident

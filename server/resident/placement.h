@@ -1,4 +1,4 @@
-// File: placement.h (internal to core/)
+// File: placement.h
 // Request strings -> torch placement: dtype names and device names.
 #pragma once
 
@@ -9,7 +9,7 @@
 
 #include "absl/status/statusor.h"
 
-namespace dflash::core {
+namespace dflash::resident {
 
 // "fp32" | "bf16" | "fp16" -> scalar type; InvalidArgument otherwise.
 absl::StatusOr<c10::ScalarType> ParseDType(const std::string& dtype);
@@ -41,4 +41,4 @@ std::string DefaultName(const std::string& path);
 
 int64_t NowUnixMicros();
 
-}  // namespace dflash::core
+}  // namespace dflash::resident

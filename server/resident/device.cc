@@ -1,4 +1,4 @@
-#include "core/device.h"
+#include "resident/device.h"
 
 #include <unistd.h>
 
@@ -17,14 +17,14 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
-#include "core/openblas_runtime.h"
+#include "resident/openblas_runtime.h"
 
 #ifdef DFLASH_WITH_CUDA
 #include <c10/cuda/CUDACachingAllocator.h>
 #include <cuda_runtime_api.h>
 #endif
 
-namespace dflash::core {
+namespace dflash::resident {
 
 bool CudaAvailable() {
   try {
@@ -206,4 +206,4 @@ void SetIntraOpThreads(int threads) {
   SetOpenBlasThreads(threads);
 }
 
-}  // namespace dflash::core
+}  // namespace dflash::resident

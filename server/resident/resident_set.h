@@ -1,7 +1,7 @@
-// File: resident.h (internal to core/)
-// The resident objects of an EvalCoreImpl and the lock that guards them. Entries hold
-// shared_ptrs so an evaluation keeps what it uses alive, and Unload can tell
-// (use_count) that something is still in use.
+// File: resident_set.h
+// The resident objects a Registry (registry.h) holds and the lock that
+// guards them. Entries hold shared_ptrs so an evaluation keeps what it uses
+// alive, and Unload can tell (use_count) that something is still in use.
 #pragma once
 
 #include <map>
@@ -9,14 +9,15 @@
 #include <mutex>
 #include <string>
 
-#include "core/eval_core.h"
 #include "data/eval_dataset.h"
 #include "model/drafter_model.h"
+#include "resident/resource.h"
+#include "types/eval_types.h"
 #include "weights/map_policy.h"
 #include "weights/target_tensors.h"
 #include "weights/weight_report.h"
 
-namespace dflash::core {
+namespace dflash::resident {
 
 struct ResidentSet {
   struct Target {
@@ -45,4 +46,4 @@ struct ResidentSet {
   std::mutex load_mu;
 };
 
-}  // namespace dflash::core
+}  // namespace dflash::resident

@@ -1,11 +1,11 @@
-// File: resident_pick.cc
-#include "core/resident_pick.h"
+// File: pick.cc
+#include "resident/pick.h"
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/fix_hint.h"
 
-namespace dflash::core {
+namespace dflash::resident {
 namespace {
 
 FixHint LoadOne(ResourceKind kind) {
@@ -50,15 +50,4 @@ absl::StatusOr<size_t> PickResident(ResourceKind kind, const std::vector<std::st
                      NameOne(kind));
 }
 
-absl::StatusOr<ResourceInfo> PickListed(const EvalCore& core, ResourceKind kind,
-                                        const std::string& name) {
-  std::vector<ResourceInfo> all = core.ListResources(kind);
-  std::vector<std::string> names;
-  names.reserve(all.size());
-  for (const ResourceInfo& r : all) names.push_back(r.name);
-  absl::StatusOr<size_t> i = PickResident(kind, names, name);
-  if (!i.ok()) return i.status();
-  return all[*i];
-}
-
-}  // namespace dflash::core
+}  // namespace dflash::resident
