@@ -2,7 +2,6 @@
 
 #include <string>
 #include <utility>
-#include <vector>
 
 #include "store/field_json.h"
 #include "types/semantics.h"
@@ -14,24 +13,13 @@ using json = nlohmann::json;
 
 // The keys the first stored records already held: a record missing one is
 // malformed, not old. Frozen: fields added since are read with defaults.
-constexpr const char* kFirstRecordKeys[] = {"mode",
-                                            "block_size",
-                                            "samples",
-                                            "blocks",
-                                            "tokens_scored",
-                                            "accept_length_pooled",
-                                            "tau",
-                                            "positions",
-                                            "accepted_histogram",
-                                            "per_sample",
-                                            "setup_seconds",
-                                            "compute_seconds",
-                                            "tokens_per_second",
-                                            "device",
-                                            "dtype",
-                                            "drafter_fingerprint",
-                                            "dataset_fingerprint",
-                                            "warnings"};
+// clang-format off
+constexpr const char* kFirstRecordKeys[] = {
+    "mode", "block_size", "samples", "blocks", "tokens_scored", "accept_length_pooled", "tau",
+    "positions", "accepted_histogram", "per_sample", "setup_seconds", "compute_seconds",
+    "tokens_per_second", "device", "dtype", "drafter_fingerprint", "dataset_fingerprint",
+    "warnings"};
+// clang-format on
 
 // What the table cannot say: the enum mode, the first-miss split as three
 // numbers, the target consistency (present only once computed) and a

@@ -31,7 +31,6 @@ enum FieldFlag : unsigned {
 
 template <class S, class T>
 struct Field {
-  using Struct = S;
   using Type = T;
   const char* name;
   T S::*member;
