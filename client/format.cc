@@ -5,11 +5,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "client/format_decision.h"
+#include "client/format_fields.h"
 #include "client/format_jobs.h"
 #include "client/format_slices.h"
 
@@ -353,6 +355,40 @@ std::string FormatAcceptedHistogram(const pb::EvalResult& r) {
   return out;
 }
 
+// The result's scalar fields that the sections above print in their own
+// words; --detail lists every other set one by name (format_fields.h), so a
+// new metric shows without an edit here. A field given its own line above
+// joins this list.
+const std::set<std::string>& ShownInSections() {
+  static const auto* shown = new std::set<std::string>{"mode",
+                                                       "block_size",
+                                                       "samples",
+                                                       "blocks",
+                                                       "tokens_scored",
+                                                       "device",
+                                                       "dtype",
+                                                       "draft_vocab_size",
+                                                       "labels_in_draft_vocab",
+                                                       "family",
+                                                       "semantics",
+                                                       "semantics_reference",
+                                                       "accept_length_pooled",
+                                                       "tau",
+                                                       "selector_top_k",
+                                                       "unary_accept_length_pooled",
+                                                       "oracle_accept_length_pooled",
+                                                       "selector_near_ties",
+                                                       "positions_to_first_miss",
+                                                       "setup_seconds",
+                                                       "compute_seconds",
+                                                       "tokens_per_second",
+                                                       "loop_token_share",
+                                                       "loop_accept_share",
+                                                       "ci_resamples",
+                                                       "suite"};
+  return *shown;
+}
+
 }  // namespace
 
 std::string FormatEvalResult(const pb::EvalResult& r, bool detail) {
@@ -377,6 +413,7 @@ std::string FormatEvalResult(const pb::EvalResult& r, bool detail) {
   absl::StrAppend(&out, FormatShards(r));
   absl::StrAppend(&out, FormatIntervals(r));
   absl::StrAppend(&out, FormatSlices(r));
+  absl::StrAppend(&out, FormatOtherFields(r, ShownInSections()));
   for (const std::string& w : r.warnings()) absl::StrAppend(&out, "warning: ", w, "\n");
   return out;
 }

@@ -2,7 +2,7 @@
 
 #include <string>
 
-#include "store/decision_metrics_json.h"
+#include "store/leaf_json.h"
 #include "types/proposal_policy.h"
 #include "types/semantics.h"
 

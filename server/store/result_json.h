@@ -1,8 +1,8 @@
 // File: result_json.h
-// types::EvalResult <-> JSON, a stored job's result (record_json.h): its
-// counts, per-position and per-sample metrics, timing, provenance, gate
-// verdict, shards and a suite's per-dataset results. Fields added since the
-// first records are read back with their defaults when absent.
+// types::EvalResult <-> JSON, a stored job's result (record_json.h): every
+// field of its table (types/eval_result_fields.h, through field_json.h)
+// under its name, plus the few the table leaves to hand code. Fields added
+// since the first records are read back with their defaults when absent.
 #pragma once
 
 #include <nlohmann/json.hpp>

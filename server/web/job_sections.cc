@@ -1,10 +1,12 @@
 // File: job_sections.cc
 #include "web/job_sections.h"
 
+#include <type_traits>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "types/eval_result_fields.h"
 #include "web/html.h"
 #include "web/svg_plot.h"
 
@@ -159,11 +161,39 @@ std::string Shards(const types::EvalResult& r) {
       Table({"samples", "blocks", "device", "server", "bytes read", "seconds"}, rows));
 }
 
+// Every scalar field of the result's table (types/eval_result_fields.h) by
+// name, folded away: a metric added to the table shows here unedited, even
+// before a section gives it a row of its own.
+std::string AllFields(const types::EvalResult& r) {
+  std::vector<std::vector<std::string>> rows;
+  types::ForEachField<types::EvalResult>([&](const auto& f) {
+    using T = typename std::decay_t<decltype(f)>::Type;
+    if constexpr (types::kIsScalar<T>) {
+      if (f.flags & types::kStoreOnly) return;
+      const T& v = r.*f.member;
+      std::string cell;
+      if constexpr (std::is_same_v<T, bool>) {
+        cell = v ? "true" : "false";
+      } else if constexpr (std::is_floating_point_v<T>) {
+        cell = Num(v);
+      } else if constexpr (std::is_integral_v<T>) {
+        cell = absl::StrCat(v);
+      } else {
+        cell = Escape(v);
+      }
+      rows.push_back({f.name, cell});
+    }
+  });
+  return absl::StrCat("<details><summary>All fields</summary>", Table({"field", "value"}, rows),
+                      "</details>");
+}
+
 }  // namespace
 
 std::string ResultSections(const types::EvalResult& r) {
-  std::string out = absl::StrCat("<h2>Result</h2>", Headline(r), Positions(r), Histogram(r),
-                                 DraftLengthCurve(r), Sampled(r), Slices(r), Shards(r));
+  std::string out =
+      absl::StrCat("<h2>Result</h2>", Headline(r), Positions(r), Histogram(r), DraftLengthCurve(r),
+                   Sampled(r), Slices(r), Shards(r), AllFields(r));
   for (const types::DatasetResult& d : r.suite_results) {
     absl::StrAppend(&out, "<h2>Dataset ", Escape(d.dataset), "</h2>", ResultSections(d.result));
   }

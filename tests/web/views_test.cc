@@ -3,9 +3,12 @@
 #include "web/views.h"
 
 #include <string>
+#include <type_traits>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "types/eval_result_fields.h"
 #include "web/html.h"
 
 namespace dflash::web {
@@ -123,6 +126,26 @@ TEST(WebViewsTest, AShardedJobListsWhereEachShardRan) {
   EXPECT_THAT(page.html, HasSubstr("4096"));
   j.result->shards.resize(1);  // one piece, nothing read: no section
   EXPECT_THAT(JobView(j).html, Not(HasSubstr("<h2>Shards</h2>")));
+}
+
+// Every scalar of the result's field table has a row, so a metric added
+// to the table shows on the page with no web edit.
+TEST(WebViewsTest, AllFieldsListsEveryScalarOfTheResultTable) {
+  types::JobRecord j = Job("ev-11", "r", 6, 2.5);
+  j.result->context_positions = 4321;
+  j.result->target_fingerprint = "fp<1>";
+  const std::string page = JobView(j).html;
+  ASSERT_THAT(page, HasSubstr("<summary>All fields</summary>"));
+  const size_t at = page.find("<summary>All fields</summary>");
+  const std::string html = page.substr(at, page.find("</details>", at) - at);
+  EXPECT_THAT(html, HasSubstr("<tr><td>context_positions</td><td>4321</td></tr>"));
+  EXPECT_THAT(html, HasSubstr("<tr><td>target_fingerprint</td><td>fp&lt;1&gt;</td></tr>"));
+  types::ForEachField<types::EvalResult>([&](const auto& f) {
+    using T = typename std::decay_t<decltype(f)>::Type;
+    const bool shown = types::kIsScalar<T> && !(f.flags & types::kStoreOnly);
+    EXPECT_EQ(html.find(absl::StrCat("<tr><td>", f.name, "</td>")) != std::string::npos, shown)
+        << f.name;
+  });
 }
 
 TEST(WebViewsTest, ARunningJobShowsProgressAndPollsItsTwin) {
