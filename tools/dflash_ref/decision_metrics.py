@@ -1,6 +1,8 @@
 """Reference for docs/decision-metrics.md §1-§3: target consistency, sampled
 acceptance (anchor mode) and the draft-length curve. Used by reference.py
-(`eval --sampling t=..,p=..,k=..`, `consistency`) and make_fixture.py.
+(`eval --sampling t=..,p=..,k=..`, `consistency`) and make_fixture.py; it
+imports the reference's modules, not reference.py, so neither imports the
+other back.
 
 Approximation (as the service): the prefix is teacher-forced (the data's
 tokens), and each position's acceptance alpha_j = sum_x min(p_j(x), q_j(x)) is
@@ -13,7 +15,11 @@ import os
 
 import torch
 
-import reference as ref
+from anchors import select_anchors
+from dataset_files import list_capture_files
+from drafter_config import DEFAULT_SEMANTICS
+from norm_and_rope import rms_norm
+from safetensors_io import read_safetensors, read_safetensors_header
 
 NORM_NAMES = ["model.norm.weight", "model.language_model.norm.weight",
               "language_model.model.norm.weight"]
@@ -30,11 +36,11 @@ def load_target_norm(path):
             weight_map = json.load(f)["weight_map"]
     else:
         weight_map = {k: "model.safetensors" for k in
-                      ref.read_safetensors_header(os.path.join(path, "model.safetensors"))[1]
+                      read_safetensors_header(os.path.join(path, "model.safetensors"))[1]
                       if k != "__metadata__"}
     for n in NORM_NAMES:
         if n in weight_map:
-            return ref.read_safetensors(os.path.join(path, weight_map[n]), {n})[n], float(eps)
+            return read_safetensors(os.path.join(path, weight_map[n]), {n})[n], float(eps)
     raise KeyError("target final norm not found; tried %s" % NORM_NAMES)
 
 
@@ -46,7 +52,7 @@ def attach_final_hidden(root, samples):
     if spec is None:
         raise ValueError("dataset '%s' declares no final_hidden_state" % root)
     key = spec.get("key", "hidden_state")
-    files = dict(ref.list_capture_files(root))
+    files = dict(list_capture_files(root))
     for s in samples:
         t = torch.load(files[s.index], map_location="cpu")[key]
         s.final_hidden = (t[0] if t.dim() == 3 else t).float()
@@ -56,7 +62,7 @@ def attach_final_hidden(root, samples):
 def target_logits(h, head, norm, eps, norm_applied):
     x = h.to(head.dtype)
     if not norm_applied:
-        x = ref.rms_norm(x, norm, eps)
+        x = rms_norm(x, norm, eps)
     return (x @ head.t()).float()
 
 
@@ -175,7 +181,7 @@ def expected_accept(alpha, B):
 
 
 def sampled_eval(drafter, samples, settings, head, norm, eps, norm_applied, B,
-                 anchors="all", max_blocks=0, semantics=ref.DEFAULT_SEMANTICS, policies=(),
+                 anchors="all", max_blocks=0, semantics=DEFAULT_SEMANTICS, policies=(),
                  truncate_draft=True):
     """Each setting under each policy (setting-major, as the service orders
     them); no policies: the drafter's default (sample / selector)."""
@@ -192,7 +198,7 @@ def sampled_eval(drafter, samples, settings, head, norm, eps, norm_applied, B,
     blocks = 0
     for s in samples:
         per = [[0.0, 0] for _ in st_list]
-        for a in ref.select_anchors(s.loss_mask, anchors, max_blocks):
+        for a in select_anchors(s.loss_mask, anchors, max_blocks):
             blocks += 1
             al = block_alphas(drafter, s, a, B, st_list, head, norm, eps, norm_applied, semantics)
             for i, alpha in enumerate(al):
