@@ -27,6 +27,21 @@ if [ -n "$too_long" ]; then
 fi
 echo "check-style: no server/client file over $MAX_FILE_LINES lines"
 
+# The same 500 lines for the Python sources (issue 27): the reference and its
+# fixtures (tools/), the scripts, the benchmarks, the Python client and the
+# tests' fixture scripts. Generated code (*_gen.py, gen_records.py's output)
+# is excepted.
+too_long_py="$(git ls-files -z 'tools/*.py' 'scripts/*.py' 'bench/*.py' 'client/python/*.py' \
+  'tests/*.py' | grep -z -v -E '_gen\.py$' | xargs -0 -r wc -l |
+  awk -v max="$MAX_FILE_LINES" '$2 != "total" && $1 > max')"
+if [ -n "$too_long_py" ]; then
+  while read -r n f; do
+    echo "check-style: $f has $n lines (at most $MAX_FILE_LINES: split it by what it holds)" >&2
+  done <<<"$too_long_py"
+  exit 1
+fi
+echo "check-style: no Python file over $MAX_FILE_LINES lines"
+
 mapfile -t all < <(git ls-files '*.cc' '*.h' | grep -E '^(server|client|tests|bench|proto)/')
 if ! clang-format --dry-run -Werror "${all[@]}" 2>/tmp/dflash-format.log; then
   grep -E '^[^ ].*: (error|warning):' /tmp/dflash-format.log | cut -d: -f1 | sort -u |
