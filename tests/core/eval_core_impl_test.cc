@@ -14,9 +14,9 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "model/drafter_model.h"
+#include "test_util/resident_fixture.h"
 #include "test_util/status_matchers.h"
 #include "test_util/temp_dir.h"
-#include "test_util/tiny_world.h"
 
 namespace dflash::core {
 namespace {
@@ -26,27 +26,15 @@ using ::dflash::testing::IsOk;
 using ::dflash::testing::StatusIs;
 using ::dflash::testing::TempDir;
 using ::dflash::testing::TinySpec;
-using ::dflash::testing::TinyWorld;
 using ::testing::Eq;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
-constexpr int64_t kTargetBytes = 2 * 16 * 16 * 4;  // embed + lm_head, fp32
-
-class EvalCoreImplTest : public ::testing::Test {
+class EvalCoreImplTest : public dflash::testing::ResidentFixture {
  protected:
   static void SetUpTestSuite() {
-    world_ = new TinyWorld(dflash::testing::MakeTinyWorld(TinySpec{}));
-    dir_ = new TempDir();
-    root_ = fs::canonical(dir_->path()).string();
-    world_->WriteTarget(root_ + "/models/target");
-    world_->WriteDrafter(root_ + "/models/drafter");
+    ResidentFixture::SetUpTestSuite();
     world_->WriteDrafter(root_ + "/models/drafter2");
-    world_->WriteDataset(root_ + "/datasets/data");
-  }
-  static void TearDownTestSuite() {
-    delete dir_;
-    delete world_;
   }
 
   std::unique_ptr<EvalCoreImpl> MakeCore(int64_t budget = 0, int64_t max_blocks = 0) {
@@ -61,25 +49,6 @@ class EvalCoreImplTest : public ::testing::Test {
     return core.ok() ? *std::move(core) : nullptr;
   }
 
-  static resident::LoadTargetParams Target(const std::string& name = "t") {
-    resident::LoadTargetParams p;
-    p.name = name;
-    p.path = root_ + "/models/target";
-    return p;
-  }
-  static resident::LoadDrafterParams Drafter(const std::string& name = "m",
-                                             const std::string& dir = "drafter") {
-    resident::LoadDrafterParams p;
-    p.name = name;
-    p.path = root_ + "/models/" + dir;
-    return p;
-  }
-  static resident::LoadDatasetParams Dataset(const std::string& name = "d") {
-    resident::LoadDatasetParams p;
-    p.name = name;
-    p.path = root_ + "/datasets/data";
-    return p;
-  }
   static types::EvalParams Eval() {
     types::EvalParams p;
     p.drafter = "m";
@@ -94,23 +63,8 @@ class EvalCoreImplTest : public ::testing::Test {
     ASSERT_OK(core.LoadDrafter(Drafter()));
   }
 
-  static int64_t DatasetFileBytes() {
-    int64_t total = 0;
-    for (const auto& e : fs::directory_iterator(root_ + "/datasets/data")) {
-      if (e.path().extension() == ".ckpt") total += static_cast<int64_t>(e.file_size());
-    }
-    return total;
-  }
-
   TempDir state_;
-  static TinyWorld* world_;
-  static TempDir* dir_;
-  static std::string root_;
 };
-
-TinyWorld* EvalCoreImplTest::world_ = nullptr;
-TempDir* EvalCoreImplTest::dir_ = nullptr;
-std::string EvalCoreImplTest::root_;
 
 TEST_F(EvalCoreImplTest, LoadsAndLists) {
   auto core = MakeCore();
@@ -134,9 +88,7 @@ TEST_F(EvalCoreImplTest, LoadsAndLists) {
   EXPECT_EQ(m.resource.kind, resident::ResourceKind::kDrafter);
   ASSERT_TRUE(m.report.has_value());
   EXPECT_TRUE(m.report->ok);
-  int64_t weight_bytes = 0;
-  for (const auto& [_, w] : world_->weights) weight_bytes += w.numel() * 4;
-  EXPECT_EQ(m.resource.bytes, weight_bytes);
+  EXPECT_EQ(m.resource.bytes, WeightBytes());
 
   EXPECT_EQ(core->ListResources(std::nullopt).size(), 3u);
   ASSERT_EQ(core->ListResources(resident::ResourceKind::kDrafter).size(), 1u);
@@ -241,11 +193,9 @@ TEST_F(EvalCoreImplTest, MemoryBudgetRefusesBeforeReading) {
                           std::to_string(kTargetBytes) + " bytes (0.00 GiB) of the " +
                           std::to_string(budget) +
                           " bytes (0.00 GiB) resident budget is in use; unload something first")));
-  int64_t weight_bytes = 0;
-  for (const auto& [_, w] : world_->weights) weight_bytes += w.numel() * 4;
   EXPECT_THAT(core->LoadDrafter(Drafter()),
               StatusIs(absl::StatusCode::kResourceExhausted,
-                       Eq("loading drafter 'm' needs " + std::to_string(weight_bytes) +
+                       Eq("loading drafter 'm' needs " + std::to_string(WeightBytes()) +
                           " bytes (0.00 GiB) (estimated from the tensor headers) but " +
                           std::to_string(kTargetBytes) + " bytes (0.00 GiB) of the " +
                           std::to_string(budget) +
