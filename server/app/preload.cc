@@ -5,6 +5,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/log_fields.h"
+#include "resident/load_request.h"
+#include "resident/resource.h"
 
 namespace dflash::app {
 namespace {
@@ -12,14 +14,14 @@ namespace {
 template <typename Params, typename LoadFn>
 absl::Status LoadAll(const char* kind, const std::vector<Params>& list, LoadFn load) {
   for (const Params& p : list) {
-    absl::StatusOr<core::LoadResult> r = load(p);
+    absl::StatusOr<resident::LoadResult> r = load(p);
     if (!r.ok()) {
       return absl::Status(
           r.status().code(),
           absl::StrCat("preload of ", kind, p.name.empty() ? "" : absl::StrCat(" '", p.name, "'"),
                        " from '", p.path, "' failed: ", r.status().message()));
     }
-    const core::ResourceInfo& info = r->resource;
+    const resident::ResourceInfo& info = r->resource;
     ScopedLogFields fields({{"kind", kind}, {"name", info.name}});
     spdlog::info("preloaded {} '{}' from {}: {}, {} on {}, {} bytes in {:.2f} s", kind, info.name,
                  info.source_path, info.summary, info.dtype, info.device, info.bytes,
@@ -37,13 +39,13 @@ absl::Status RunPreload(core::EvalCore& core, const PreloadConfig& preload) {
   spdlog::info("preloading {} target(s), {} dataset(s), {} drafter(s)", preload.targets.size(),
                preload.datasets.size(), preload.drafters.size());
   auto st = LoadAll("target", preload.targets,
-                    [&](const core::LoadTargetParams& p) { return core.LoadTarget(p); });
+                    [&](const resident::LoadTargetParams& p) { return core.LoadTarget(p); });
   if (!st.ok()) return st;
   st = LoadAll("dataset", preload.datasets,
-               [&](const core::LoadDatasetParams& p) { return core.LoadDataset(p); });
+               [&](const resident::LoadDatasetParams& p) { return core.LoadDataset(p); });
   if (!st.ok()) return st;
   return LoadAll("drafter", preload.drafters,
-                 [&](const core::LoadDrafterParams& p) { return core.LoadDrafter(p); });
+                 [&](const resident::LoadDrafterParams& p) { return core.LoadDrafter(p); });
 }
 
 }  // namespace dflash::app

@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
+#include "resident/load_request.h"
 #include "weights/name_suggest.h"
 
 namespace dflash::app {
@@ -142,7 +143,7 @@ void ParsePreload(const json& v, PreloadConfig* preload) {
     const std::string where = absl::StrCat("preload.", k);
     if (k == "targets") {
       List(value, where, &preload->targets,
-           [](const json& e, const std::string& at, core::LoadTargetParams& p) {
+           [](const json& e, const std::string& at, resident::LoadTargetParams& p) {
              Entry(e, at,
                    {DFLASH_TEXT(name),
                     DFLASH_TEXT(path),
@@ -154,7 +155,7 @@ void ParsePreload(const json& v, PreloadConfig* preload) {
            });
     } else if (k == "drafters") {
       List(value, where, &preload->drafters,
-           [](const json& e, const std::string& at, core::LoadDrafterParams& p) {
+           [](const json& e, const std::string& at, resident::LoadDrafterParams& p) {
              Entry(e, at,
                    {DFLASH_TEXT(name),
                     DFLASH_TEXT(path),
@@ -167,7 +168,7 @@ void ParsePreload(const json& v, PreloadConfig* preload) {
            });
     } else if (k == "datasets") {
       List(value, where, &preload->datasets,
-           [](const json& e, const std::string& at, core::LoadDatasetParams& p) {
+           [](const json& e, const std::string& at, resident::LoadDatasetParams& p) {
              Entry(e, at,
                    {DFLASH_TEXT(name),
                     DFLASH_TEXT(path),

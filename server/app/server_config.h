@@ -18,13 +18,14 @@
 #include <CLI/CLI.hpp>
 
 #include "core/eval_core.h"
+#include "resident/load_request.h"
 
 namespace dflash::app {
 
 struct PreloadConfig {
-  std::vector<core::LoadTargetParams> targets;
-  std::vector<core::LoadDatasetParams> datasets;
-  std::vector<core::LoadDrafterParams> drafters;
+  std::vector<resident::LoadTargetParams> targets;
+  std::vector<resident::LoadDatasetParams> datasets;
+  std::vector<resident::LoadDrafterParams> drafters;
   // Named sets of resident datasets (`suites: {reasoning: [gsm8k, math500]}`):
   // `eval --dataset reasoning` evaluates each in one job (core/suite_job.h).
   std::map<std::string, std::vector<std::string>> suites;

@@ -130,22 +130,23 @@ absl::StatusOr<std::unique_ptr<core::EvalCoreImpl>> CreateCore(const ServerConfi
   resident::SetIntraOpThreads(threads);
 
   core::CoreOptions options;
-  options.device = device.device;
+  resident::RegistryOptions& registry = options.registry;
+  registry.device = device.device;
+  registry.data_roots = config.data_roots;
+  registry.no_mmap = config.no_mmap;
+  registry.mmap_min_age_seconds = config.mmap_min_age_seconds;
+  registry.max_resident_bytes = config.max_resident_bytes;
+  if (registry.max_resident_bytes == 0) {  // 90% of the device's memory, when known
+    for (const resident::DeviceInfo& d : resident::ListDevices(threads)) {
+      if (d.name == device.device) registry.max_resident_bytes = d.total_memory_bytes / 10 * 9;
+    }
+  }
   for (const resident::DeviceChoice& d : devices) options.eval_devices.push_back(d.device);
   options.threads = threads;
   options.state_dir = config.state_dir;
-  options.data_roots = config.data_roots;
   options.max_eval_blocks = config.max_eval_blocks;
   options.logits_budget_bytes = config.logits_budget_bytes;
-  options.no_mmap = config.no_mmap;
-  options.mmap_min_age_seconds = config.mmap_min_age_seconds;
   options.min_target_consistency = config.min_target_consistency;
-  options.max_resident_bytes = config.max_resident_bytes;
-  if (options.max_resident_bytes == 0) {  // 90% of the device's memory, when known
-    for (const core::DeviceInfo& d : resident::ListDevices(threads)) {
-      if (d.name == device.device) options.max_resident_bytes = d.total_memory_bytes / 10 * 9;
-    }
-  }
   ASSIGN_OR_RETURN(std::unique_ptr<core::EvalCoreImpl> core, core::EvalCoreImpl::Create(options));
   const core::ServerInfo info = core->GetServerInfo();
   spdlog::info("dflash-evald {} ({}), libtorch {}, {} intra-op threads, BLAS: {}",
@@ -154,7 +155,7 @@ absl::StatusOr<std::unique_ptr<core::EvalCoreImpl>> CreateCore(const ServerConfi
   spdlog::info(
       "limits: resident {} bytes, {} blocks per evaluation, {} byte requests, {} watch "
       "streams (0 = no limit)",
-      options.max_resident_bytes, options.max_eval_blocks, config.max_request_bytes,
+      registry.max_resident_bytes, options.max_eval_blocks, config.max_request_bytes,
       config.max_concurrent_streams);
   return core;
 }

@@ -1,7 +1,8 @@
 // File: eval_core.h
 // The service's core, as one interface over plain C++ types: no gRPC and no
 // torch here. service/ translates proto <-> these types; tests substitute a
-// fake. Implementation: eval_core_impl.h.
+// fake. Loads and resources speak resident/'s types (load_request.h,
+// resource.h) under their one name. Implementation: eval_core_impl.h.
 #pragma once
 
 #include <cstdint>
@@ -22,17 +23,6 @@
 
 namespace dflash::core {
 
-// The resident objects' vocabulary is the registry's (resident/); the
-// core's API passes it through under the names its callers know.
-using resident::LoadDatasetParams;
-using resident::LoadDrafterParams;
-using resident::LoadResult;
-using resident::LoadTargetParams;
-using resident::ResourceInfo;
-using resident::ResourceKind;
-using resident::ResourceKindName;
-using resident::ValidateParams;
-
 // A fleet job split into shard jobs (issue 30, fleet/fleet_shards.h): the
 // sample ranges, and the fingerprint of this server's copy of the dataset.
 struct ShardPlan {
@@ -47,13 +37,18 @@ class EvalCore {
   virtual ServerInfo GetServerInfo() const = 0;
 
   virtual absl::StatusOr<weights::WeightReport> ValidateCheckpoint(
-      const ValidateParams& params) = 0;
-  virtual absl::StatusOr<LoadResult> LoadDrafter(const LoadDrafterParams& params) = 0;
-  virtual absl::StatusOr<LoadResult> LoadTarget(const LoadTargetParams& params) = 0;
-  virtual absl::StatusOr<LoadResult> LoadDataset(const LoadDatasetParams& params) = 0;
-  virtual absl::StatusOr<ResourceInfo> Unload(ResourceKind kind, const std::string& name) = 0;
+      const resident::ValidateParams& params) = 0;
+  virtual absl::StatusOr<resident::LoadResult> LoadDrafter(
+      const resident::LoadDrafterParams& params) = 0;
+  virtual absl::StatusOr<resident::LoadResult> LoadTarget(
+      const resident::LoadTargetParams& params) = 0;
+  virtual absl::StatusOr<resident::LoadResult> LoadDataset(
+      const resident::LoadDatasetParams& params) = 0;
+  virtual absl::StatusOr<resident::ResourceInfo> Unload(resident::ResourceKind kind,
+                                                        const std::string& name) = 0;
   // kind empty = every kind.
-  virtual std::vector<ResourceInfo> ListResources(std::optional<ResourceKind> kind) const = 0;
+  virtual std::vector<resident::ResourceInfo> ListResources(
+      std::optional<resident::ResourceKind> kind) const = 0;
 
   virtual absl::StatusOr<types::EvalResult> RunEval(const types::EvalParams& params,
                                                     const types::ProgressFn& progress) = 0;

@@ -34,17 +34,11 @@ absl::StatusOr<std::unique_ptr<EvalCoreImpl>> EvalCoreImpl::Create(CoreOptions o
     return absl::FailedPreconditionError(
         absl::StrCat("cannot create state directory '", options.state_dir, "': ", ec.message()));
   }
-  if (options.data_roots.empty()) {
-    options.data_roots = {options.state_dir + "/models", options.state_dir + "/datasets"};
+  resident::RegistryOptions& registry = options.registry;
+  if (registry.data_roots.empty()) {
+    registry.data_roots = {options.state_dir + "/models", options.state_dir + "/datasets"};
   }
-  resident::RegistryOptions registry;
-  registry.device = options.device;
-  registry.data_roots = options.data_roots;
-  registry.max_resident_bytes = options.max_resident_bytes;
-  registry.no_mmap = options.no_mmap;
-  registry.mmap_min_age_seconds = options.mmap_min_age_seconds;
-  ASSIGN_OR_RETURN(std::unique_ptr<resident::Registry> r,
-                   resident::Registry::Create(std::move(registry)));
+  ASSIGN_OR_RETURN(std::unique_ptr<resident::Registry> r, resident::Registry::Create(registry));
   return std::unique_ptr<EvalCoreImpl>(new EvalCoreImpl(std::move(options), std::move(r)));
 }
 
@@ -57,7 +51,7 @@ EvalCoreImpl::EvalCoreImpl(CoreOptions options, std::unique_ptr<resident::Regist
 EvalCoreImpl::~EvalCoreImpl() = default;
 
 std::string EvalCoreImpl::default_dtype() const {
-  return options_.device == "cpu" ? "fp32" : "bf16";
+  return options_.registry.device == "cpu" ? "fp32" : "bf16";
 }
 
 ServerInfo EvalCoreImpl::GetServerInfo() const {
@@ -67,7 +61,7 @@ ServerInfo EvalCoreImpl::GetServerInfo() const {
   info.libtorch_version = resident::LibtorchVersion();
   info.cuda_available = resident::CudaAvailable();
   info.devices = resident::ListDevices(options_.threads);
-  info.default_device = options_.device;
+  info.default_device = options_.registry.device;
   info.eval_devices = SlotNames(options_.eval_devices);
   info.default_dtype = default_dtype();
   info.intra_op_threads = options_.threads;
@@ -77,13 +71,13 @@ ServerInfo EvalCoreImpl::GetServerInfo() const {
   info.uptime_seconds = std::chrono::duration<double>(Clock::now() - start_steady_).count();
   info.data_roots = registry_->roots().roots();
   info.state_dir = options_.state_dir;
-  for (const ResourceInfo& r : registry_->List(std::nullopt)) {  // one snapshot
+  for (const resident::ResourceInfo& r : registry_->List(std::nullopt)) {  // one snapshot
     switch (r.kind) {
-      case ResourceKind::kTarget: ++info.resident_targets; break;
-      case ResourceKind::kDrafter: ++info.resident_drafters; break;
-      case ResourceKind::kDataset: ++info.resident_datasets; break;
+      case resident::ResourceKind::kTarget: ++info.resident_targets; break;
+      case resident::ResourceKind::kDrafter: ++info.resident_drafters; break;
+      case resident::ResourceKind::kDataset: ++info.resident_datasets; break;
     }
-    for (DeviceInfo& d : info.devices) {
+    for (resident::DeviceInfo& d : info.devices) {
       if (r.device == d.name) d.used_memory_bytes += r.bytes;
     }
   }
@@ -91,27 +85,32 @@ ServerInfo EvalCoreImpl::GetServerInfo() const {
 }
 
 absl::StatusOr<weights::WeightReport> EvalCoreImpl::ValidateCheckpoint(
-    const ValidateParams& params) {
+    const resident::ValidateParams& params) {
   return registry_->ValidateCheckpoint(params);
 }
 
-absl::StatusOr<LoadResult> EvalCoreImpl::LoadDrafter(const LoadDrafterParams& params) {
+absl::StatusOr<resident::LoadResult> EvalCoreImpl::LoadDrafter(
+    const resident::LoadDrafterParams& params) {
   return registry_->LoadDrafter(params);
 }
 
-absl::StatusOr<LoadResult> EvalCoreImpl::LoadTarget(const LoadTargetParams& params) {
+absl::StatusOr<resident::LoadResult> EvalCoreImpl::LoadTarget(
+    const resident::LoadTargetParams& params) {
   return registry_->LoadTarget(params);
 }
 
-absl::StatusOr<LoadResult> EvalCoreImpl::LoadDataset(const LoadDatasetParams& params) {
+absl::StatusOr<resident::LoadResult> EvalCoreImpl::LoadDataset(
+    const resident::LoadDatasetParams& params) {
   return registry_->LoadDataset(params);
 }
 
-absl::StatusOr<ResourceInfo> EvalCoreImpl::Unload(ResourceKind kind, const std::string& name) {
+absl::StatusOr<resident::ResourceInfo> EvalCoreImpl::Unload(resident::ResourceKind kind,
+                                                            const std::string& name) {
   return registry_->Unload(kind, name);
 }
 
-std::vector<ResourceInfo> EvalCoreImpl::ListResources(std::optional<ResourceKind> kind) const {
+std::vector<resident::ResourceInfo> EvalCoreImpl::ListResources(
+    std::optional<resident::ResourceKind> kind) const {
   return registry_->List(kind);
 }
 

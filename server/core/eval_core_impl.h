@@ -17,26 +17,20 @@
 namespace dflash::core {
 
 struct CoreOptions {
-  std::string device = "cpu";  // resolved: "cpu" or "cuda:N"
-  // Every --device entry (issue 30), `device` first: an evaluation's shards
-  // run on each. Empty: `device` alone.
+  // The registry's settings (resident/registry.h): its device, resolved, is
+  // also the server's default; data_roots empty here means
+  // state_dir/models and state_dir/datasets.
+  resident::RegistryOptions registry;
+  // Every --device entry (issue 30), registry.device first: an evaluation's
+  // shards run on each. Empty: registry.device alone.
   std::vector<std::string> eval_devices;
   int threads = 1;  // intra-op threads (already applied)
   std::string state_dir;
-  std::vector<std::string> data_roots;  // empty: state_dir/models, state_dir/datasets
-  // Bytes all resident objects may hold together; a load that would pass it
-  // is ResourceExhausted, checked on an estimate before reading. 0: no limit.
-  int64_t max_resident_bytes = 0;
   // Blocks one evaluation may score; more is ResourceExhausted before any
   // is scored. 0: no limit.
   int64_t max_eval_blocks = 0;
   // Bytes of one logits chunk in an evaluation (eval/vocab_chunks.h); 0: default.
   int64_t logits_budget_bytes = 0;
-  // Resident tensors stored in their resident dtype are views of their
-  // files (weights/map_policy.h) unless `no_mmap`, or the file was modified
-  // less than `mmap_min_age_seconds` ago.
-  bool no_mmap = false;
-  double mmap_min_age_seconds = 10;
   // Sampled acceptance needs at least this target consistency.
   double min_target_consistency = 0.90;
 };
@@ -47,12 +41,18 @@ class EvalCoreImpl final : public EvalCore {
   ~EvalCoreImpl() override;
 
   ServerInfo GetServerInfo() const override;
-  absl::StatusOr<weights::WeightReport> ValidateCheckpoint(const ValidateParams& params) override;
-  absl::StatusOr<LoadResult> LoadDrafter(const LoadDrafterParams& params) override;
-  absl::StatusOr<LoadResult> LoadTarget(const LoadTargetParams& params) override;
-  absl::StatusOr<LoadResult> LoadDataset(const LoadDatasetParams& params) override;
-  absl::StatusOr<ResourceInfo> Unload(ResourceKind kind, const std::string& name) override;
-  std::vector<ResourceInfo> ListResources(std::optional<ResourceKind> kind) const override;
+  absl::StatusOr<weights::WeightReport> ValidateCheckpoint(
+      const resident::ValidateParams& params) override;
+  absl::StatusOr<resident::LoadResult> LoadDrafter(
+      const resident::LoadDrafterParams& params) override;
+  absl::StatusOr<resident::LoadResult> LoadTarget(
+      const resident::LoadTargetParams& params) override;
+  absl::StatusOr<resident::LoadResult> LoadDataset(
+      const resident::LoadDatasetParams& params) override;
+  absl::StatusOr<resident::ResourceInfo> Unload(resident::ResourceKind kind,
+                                                const std::string& name) override;
+  std::vector<resident::ResourceInfo> ListResources(
+      std::optional<resident::ResourceKind> kind) const override;
   absl::StatusOr<types::EvalResult> RunEval(const types::EvalParams& params,
                                             const types::ProgressFn& progress) override;
   absl::StatusOr<ShardPlan> PlanShards(const types::EvalParams& params) override;

@@ -3,24 +3,27 @@
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
+#include "resident/device.h"
+#include "resident/resource.h"
 
 namespace dflash::core {
 
 std::string FleetInfoJson(const EvalCore& core, const std::vector<std::string>& running_jobs) {
   const ServerInfo info = core.GetServerInfo();
   nlohmann::json j = {{"device", info.default_device}, {"running_jobs", running_jobs}};
-  for (const DeviceInfo& d : info.devices) {
+  for (const resident::DeviceInfo& d : info.devices) {
     if (d.name != info.default_device) continue;
     j["device_description"] = d.description;
     j["total_memory_bytes"] = d.total_memory_bytes;
     j["used_memory_bytes"] = d.used_memory_bytes;
   }
-  const std::pair<ResourceKind, const char*> kinds[] = {{ResourceKind::kTarget, "targets"},
-                                                        {ResourceKind::kDataset, "datasets"},
-                                                        {ResourceKind::kDrafter, "drafters"}};
+  const std::pair<resident::ResourceKind, const char*> kinds[] = {
+      {resident::ResourceKind::kTarget, "targets"},
+      {resident::ResourceKind::kDataset, "datasets"},
+      {resident::ResourceKind::kDrafter, "drafters"}};
   for (const auto& [kind, key] : kinds) {
     std::vector<std::string> names;
-    for (const ResourceInfo& r : core.ListResources(kind)) names.push_back(r.name);
+    for (const resident::ResourceInfo& r : core.ListResources(kind)) names.push_back(r.name);
     j[key] = names;
   }
   return j.dump();

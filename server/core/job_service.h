@@ -15,6 +15,7 @@
 #include "core/eval_core.h"
 #include "core/fleet_member.h"
 #include "jobs/job_queue.h"
+#include "resident/resource.h"
 #include "served/calibration.h"
 #include "types/job_types.h"
 
@@ -91,7 +92,8 @@ class JobService {
 
   // EvalCore::Unload, refused (FailedPrecondition naming the jobs) while an
   // unfinished job names the object.
-  virtual absl::StatusOr<ResourceInfo> Unload(ResourceKind kind, const std::string& name) = 0;
+  virtual absl::StatusOr<resident::ResourceInfo> Unload(resident::ResourceKind kind,
+                                                        const std::string& name) = 0;
 
   // Fleet (a shared store): the live servers; Unimplemented for a
   // single-host store. Whether the store answered the last heartbeat

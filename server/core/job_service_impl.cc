@@ -9,6 +9,7 @@
 #include "core/compare_stats.h"
 #include "core/fleet_member.h"
 #include "core/request_check.h"
+#include "resident/resource.h"
 
 namespace dflash::core {
 
@@ -49,7 +50,8 @@ absl::StatusOr<types::EvalResult> JobServiceImpl::RunJob(const JobRecord& job,
     if (!others.empty()) {
       note = absl::StrCat("unload_after: drafter '", r.drafter, "' kept resident; jobs ",
                           absl::StrJoin(others, ", "), " use it");
-    } else if (auto unloaded = core_.Unload(ResourceKind::kDrafter, r.drafter); !unloaded.ok()) {
+    } else if (auto unloaded = core_.Unload(resident::ResourceKind::kDrafter, r.drafter);
+               !unloaded.ok()) {
       note = absl::StrCat("unload_after: ", unloaded.status().message());
     }
     if (!note.empty() && result.ok()) result->warnings.push_back(note);
@@ -97,7 +99,7 @@ absl::StatusOr<JobRecord> JobServiceImpl::SubmitRecord(JobRecord record) {
   // is known here only when it is resident.
   std::optional<bool> has_selector;
   if (!r.drafter.empty()) {
-    for (const ResourceInfo& d : core_.ListResources(ResourceKind::kDrafter)) {
+    for (const resident::ResourceInfo& d : core_.ListResources(resident::ResourceKind::kDrafter)) {
       if (d.name == r.drafter) has_selector = d.has_selector;
     }
   }
@@ -147,24 +149,25 @@ void JobServiceImpl::Unwatch(int64_t handle) {
   queue_->Unsubscribe(handle);
 }
 
-absl::StatusOr<ResourceInfo> JobServiceImpl::Unload(ResourceKind kind, const std::string& name) {
+absl::StatusOr<resident::ResourceInfo> JobServiceImpl::Unload(resident::ResourceKind kind,
+                                                              const std::string& name) {
   std::lock_guard<std::mutex> lock(resource_mu_);
   std::vector<std::string> users =
       queue_->UnfinishedJobsWhere([kind, &name](const types::JobRequest& request) {
         const types::EvalParams& r = request.params;
         switch (kind) {
-          case ResourceKind::kDrafter: return r.drafter == name;
-          case ResourceKind::kDataset:
+          case resident::ResourceKind::kDrafter: return r.drafter == name;
+          case resident::ResourceKind::kDataset:
             return r.dataset == name ||
                    std::count(request.suite_datasets.begin(), request.suite_datasets.end(), name);
-          case ResourceKind::kTarget: return r.target == name || r.target.empty();
+          case resident::ResourceKind::kTarget: return r.target == name || r.target.empty();
         }
         return false;
       });
   if (!users.empty()) {
-    return absl::FailedPreconditionError(
-        absl::StrCat(ResourceKindName(kind), " '", name, "' is used by queued or running jobs ",
-                     absl::StrJoin(users, ", "), "; cancel them or wait for them to finish"));
+    return absl::FailedPreconditionError(absl::StrCat(
+        resident::ResourceKindName(kind), " '", name, "' is used by queued or running jobs ",
+        absl::StrJoin(users, ", "), "; cancel them or wait for them to finish"));
   }
   return core_.Unload(kind, name);
 }

@@ -18,6 +18,7 @@
 #include "core/job_placement.h"
 #include "core/job_service.h"
 #include "core/suite_job.h"
+#include "resident/resource.h"
 
 namespace dflash::core {
 
@@ -44,7 +45,8 @@ class JobServiceImpl final : public JobService {
   absl::StatusOr<CalibrationResult> Calibrate(
       const std::string& id, const std::vector<std::pair<std::string, std::string>>& files,
       int setting) override;
-  absl::StatusOr<ResourceInfo> Unload(ResourceKind kind, const std::string& name) override;
+  absl::StatusOr<resident::ResourceInfo> Unload(resident::ResourceKind kind,
+                                                const std::string& name) override;
   absl::StatusOr<std::vector<FleetMember>> Fleet() override;
   bool store_reachable() const override { return queue_->store_reachable(); }
   int queued() const override;

@@ -7,6 +7,7 @@
 #include "absl/strings/str_join.h"
 #include "common/status_macros.h"
 #include "core/pick_listed.h"
+#include "resident/resource.h"
 
 namespace dflash::core {
 
@@ -20,20 +21,23 @@ absl::Status LocalPlacement::Place(JobRecord& record, jobs::JobQueue& queue) {
         "dataset_path and target_path name objects for a fleet's servers to load on demand; this "
         "server has no fleet (see --store): load them and name them with dataset and target");
   }
-  ASSIGN_OR_RETURN(ResourceInfo target, PickListed(core_, ResourceKind::kTarget, r.target));
+  ASSIGN_OR_RETURN(resident::ResourceInfo target,
+                   PickListed(core_, resident::ResourceKind::kTarget, r.target));
   std::vector<std::string> resident;
-  for (const ResourceInfo& d : core_.ListResources(ResourceKind::kDataset)) {
+  for (const resident::ResourceInfo& d : core_.ListResources(resident::ResourceKind::kDataset)) {
     resident.push_back(d.name);
   }
   ASSIGN_OR_RETURN(record.request.suite_datasets, ResolveSuite(r.dataset, suites_, resident));
   if (record.request.suite_datasets.empty()) {
-    ASSIGN_OR_RETURN(ResourceInfo dataset, PickListed(core_, ResourceKind::kDataset, r.dataset));
+    ASSIGN_OR_RETURN(resident::ResourceInfo dataset,
+                     PickListed(core_, resident::ResourceKind::kDataset, r.dataset));
     record.dataset_fingerprint = dataset.fingerprint;
   } else {
     std::vector<std::string> fingerprints;
     for (const std::string& name : record.request.suite_datasets) {
-      ASSIGN_OR_RETURN(ResourceInfo dataset, PickListed(core_, ResourceKind::kDataset, name),
-                       "suite '", r.dataset, "'");
+      ASSIGN_OR_RETURN(resident::ResourceInfo dataset,
+                       PickListed(core_, resident::ResourceKind::kDataset, name), "suite '",
+                       r.dataset, "'");
       fingerprints.push_back(dataset.fingerprint);
     }
     record.dataset_fingerprint = absl::StrJoin(fingerprints, ",");
@@ -43,7 +47,8 @@ absl::Status LocalPlacement::Place(JobRecord& record, jobs::JobQueue& queue) {
     }
   }
   if (!r.drafter.empty()) {
-    ASSIGN_OR_RETURN(ResourceInfo drafter, PickListed(core_, ResourceKind::kDrafter, r.drafter));
+    ASSIGN_OR_RETURN(resident::ResourceInfo drafter,
+                     PickListed(core_, resident::ResourceKind::kDrafter, r.drafter));
     record.drafter_fingerprint = drafter.fingerprint;
   }
   record.device = target.device;

@@ -10,11 +10,12 @@
 
 #include "absl/status/statusor.h"
 #include "core/eval_core.h"
+#include "resident/resource.h"
 
 namespace dflash::core {
 
 // PickResident over `core`'s listing of `kind`: the object's listing.
-absl::StatusOr<ResourceInfo> PickListed(const EvalCore& core, ResourceKind kind,
-                                        const std::string& name);
+absl::StatusOr<resident::ResourceInfo> PickListed(const EvalCore& core, resident::ResourceKind kind,
+                                                  const std::string& name);
 
 }  // namespace dflash::core

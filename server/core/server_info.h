@@ -10,12 +10,10 @@
 
 namespace dflash::core {
 
-using resident::DeviceInfo;  // resident/device.h
-
 struct ServerInfo {
   std::string server_version, git_sha, libtorch_version;
   bool cuda_available = false;
-  std::vector<DeviceInfo> devices;
+  std::vector<resident::DeviceInfo> devices;
   std::string default_device;
   std::vector<std::string> eval_devices;  // one per evaluation slot (issue 30)
   std::string default_dtype;              // "fp32" / "bf16" / "fp16"

@@ -5,18 +5,14 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "resident/load_request.h"
 #include "resident/placement.h"
+#include "resident/resource.h"
 
 namespace dflash::fleet {
 namespace {
 
 using core::EvalCore;
-using core::LoadDatasetParams;
-using core::LoadResult;
-using core::LoadTargetParams;
-using core::ResourceInfo;
-using core::ResourceKind;
-using resident::DefaultName;
 using types::EvalParams;
 
 namespace fs = std::filesystem;
@@ -40,7 +36,7 @@ absl::Status RecordOne(const char* field, const std::string& config_path, std::s
                        std::string& path) {
   if (!path.empty()) {
     ASSIGN_OR_RETURN(path, Canonical(field, path));
-    if (name.empty()) name = DefaultName(path);
+    if (name.empty()) name = resident::DefaultName(path);
     return absl::OkStatus();
   }
   if (config_path.empty()) return absl::OkStatus();
@@ -60,43 +56,43 @@ std::string ConfigPath(const std::map<std::string, Params>& config, const std::s
 // else `name` loaded now (the config's parameters when it names it; the
 // core reuses an object of that name and path, and refuses a different one).
 template <typename Params, typename Load>
-absl::StatusOr<std::string> Ensure(EvalCore& core, ResourceKind kind, const std::string& name,
-                                   const std::string& path,
+absl::StatusOr<std::string> Ensure(EvalCore& core, resident::ResourceKind kind,
+                                   const std::string& name, const std::string& path,
                                    const std::map<std::string, Params>& config,
                                    const std::string& server, const OnDemandHooks& hooks,
                                    Load load) {
   if (path.empty()) return name;  // resident here: the claim checked it
-  for (const ResourceInfo& r : core.ListResources(kind)) {
+  for (const resident::ResourceInfo& r : core.ListResources(kind)) {
     if (r.source_path == path) return r.name;
   }
   Params params;
   if (auto it = config.find(name); it != config.end()) params = it->second;
   params.name = name;
   if (params.path.empty()) params.path = path;
-  absl::StatusOr<LoadResult> loaded = load(params);
+  absl::StatusOr<resident::LoadResult> loaded = load(params);
   if (absl::IsResourceExhausted(loaded.status()) && hooks.free_space && hooks.free_space() > 0) {
     loaded = load(params);
   }
   if (loaded.ok() && !loaded->reused && hooks.loaded) hooks.loaded(kind, loaded->resource.name);
   if (!loaded.ok()) {
-    return absl::Status(
-        loaded.status().code(),
-        absl::StrCat("loading ", ResourceKindName(kind), " '", name, "' from '", params.path,
-                     "' on demand on server ", server, ": ", loaded.status().message()));
+    return absl::Status(loaded.status().code(),
+                        absl::StrCat("loading ", resident::ResourceKindName(kind), " '", name,
+                                     "' from '", params.path, "' on demand on server ", server,
+                                     ": ", loaded.status().message()));
   }
   return loaded->resource.name;
 }
 
 }  // namespace
 
-FleetObjects MakeFleetObjects(const std::vector<LoadTargetParams>& targets,
-                              const std::vector<LoadDatasetParams>& datasets) {
+FleetObjects MakeFleetObjects(const std::vector<resident::LoadTargetParams>& targets,
+                              const std::vector<resident::LoadDatasetParams>& datasets) {
   FleetObjects objects;
-  for (const LoadTargetParams& t : targets) {
-    objects.targets[t.name.empty() ? DefaultName(t.path) : t.name] = t;
+  for (const resident::LoadTargetParams& t : targets) {
+    objects.targets[t.name.empty() ? resident::DefaultName(t.path) : t.name] = t;
   }
-  for (const LoadDatasetParams& d : datasets) {
-    objects.datasets[d.name.empty() ? DefaultName(d.path) : d.name] = d;
+  for (const resident::LoadDatasetParams& d : datasets) {
+    objects.datasets[d.name.empty() ? resident::DefaultName(d.path) : d.name] = d;
   }
   return objects;
 }
@@ -115,22 +111,23 @@ absl::StatusOr<types::EvalParams> LoadOnDemand(EvalCore& core, const FleetObject
                                                const OnDemandHooks& hooks) {
   types::EvalParams p = request.params;
   // The target first: a dataset load checks its token ids against it.
-  ASSIGN_OR_RETURN(p.target, Ensure(core, ResourceKind::kTarget, p.target, request.target_path,
-                                    objects.targets, server, hooks,
-                                    [&](const LoadTargetParams& t) { return core.LoadTarget(t); }));
+  ASSIGN_OR_RETURN(p.target,
+                   Ensure(core, resident::ResourceKind::kTarget, p.target, request.target_path,
+                          objects.targets, server, hooks,
+                          [&](const resident::LoadTargetParams& t) { return core.LoadTarget(t); }));
   // A dataset over the budget is first made room for (earlier on-demand
   // loads no running job uses are unloaded), and only then streamed.
   bool refuse = true;
-  const auto load_dataset = [&](LoadDatasetParams d) {
+  const auto load_dataset = [&](resident::LoadDatasetParams d) {
     d.refuse_over_budget = refuse;
     return core.LoadDataset(d);
   };
   absl::StatusOr<std::string> dataset =
-      Ensure(core, ResourceKind::kDataset, p.dataset, request.dataset_path, objects.datasets,
-             server, hooks, load_dataset);
+      Ensure(core, resident::ResourceKind::kDataset, p.dataset, request.dataset_path,
+             objects.datasets, server, hooks, load_dataset);
   if (absl::IsResourceExhausted(dataset.status())) {
     refuse = false;
-    dataset = Ensure(core, ResourceKind::kDataset, p.dataset, request.dataset_path,
+    dataset = Ensure(core, resident::ResourceKind::kDataset, p.dataset, request.dataset_path,
                      objects.datasets, server, OnDemandHooks{hooks.loaded, nullptr}, load_dataset);
   }
   RETURN_IF_ERROR(dataset.status());
@@ -138,33 +135,33 @@ absl::StatusOr<types::EvalParams> LoadOnDemand(EvalCore& core, const FleetObject
   return p;
 }
 
-bool UsesObject(const types::JobRequest& request, ResourceKind kind, const std::string& name,
-                const std::string& path) {
+bool UsesObject(const types::JobRequest& request, resident::ResourceKind kind,
+                const std::string& name, const std::string& path) {
   const types::EvalParams& p = request.params;
   switch (kind) {
-    case ResourceKind::kTarget:
+    case resident::ResourceKind::kTarget:
       return p.target.empty() || p.target == name || request.target_path == path;
-    case ResourceKind::kDataset:
+    case resident::ResourceKind::kDataset:
       return p.dataset == name || request.dataset_path == path ||
              std::count(request.suite_datasets.begin(), request.suite_datasets.end(), name) > 0;
-    case ResourceKind::kDrafter: return p.drafter == name;
+    case resident::ResourceKind::kDrafter: return p.drafter == name;
   }
   return true;
 }
 
 store::ClaimRequest ResidentNames(const EvalCore& core) {
   store::ClaimRequest names;
-  for (const ResourceInfo& r : core.ListResources(std::nullopt)) {
+  for (const resident::ResourceInfo& r : core.ListResources(std::nullopt)) {
     switch (r.kind) {
-      case ResourceKind::kTarget:
+      case resident::ResourceKind::kTarget:
         names.targets.push_back(r.name);
         names.target_paths.push_back(r.source_path);
         break;
-      case ResourceKind::kDataset:
+      case resident::ResourceKind::kDataset:
         names.datasets.push_back(r.name);
         names.dataset_paths.push_back(r.source_path);
         break;
-      case ResourceKind::kDrafter: names.drafters.push_back(r.name); break;
+      case resident::ResourceKind::kDrafter: names.drafters.push_back(r.name); break;
     }
   }
   return names;

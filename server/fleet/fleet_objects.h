@@ -14,6 +14,8 @@
 
 #include "absl/status/statusor.h"
 #include "core/eval_core.h"
+#include "resident/load_request.h"
+#include "resident/resource.h"
 #include "store/result_store.h"
 #include "types/job_types.h"
 
@@ -21,12 +23,12 @@ namespace dflash::fleet {
 
 struct FleetObjects {
   // By name (the entry's name, else its folder's): how the config loads it.
-  std::map<std::string, core::LoadTargetParams> targets;
-  std::map<std::string, core::LoadDatasetParams> datasets;
+  std::map<std::string, resident::LoadTargetParams> targets;
+  std::map<std::string, resident::LoadDatasetParams> datasets;
 };
 
-FleetObjects MakeFleetObjects(const std::vector<core::LoadTargetParams>& targets,
-                              const std::vector<core::LoadDatasetParams>& datasets);
+FleetObjects MakeFleetObjects(const std::vector<resident::LoadTargetParams>& targets,
+                              const std::vector<resident::LoadDatasetParams>& datasets);
 
 // At submit: a path must be absolute (each server resolves it on its own file
 // system) and is recorded canonical; a missing name becomes the folder's
@@ -39,7 +41,7 @@ absl::Status RecordFleetPaths(const FleetObjects& objects, types::JobRequest& re
 // earlier on-demand objects no running job uses and returns how many (the
 // load is then tried once more).
 struct OnDemandHooks {
-  std::function<void(core::ResourceKind kind, const std::string& name)> loaded;
+  std::function<void(resident::ResourceKind kind, const std::string& name)> loaded;
   std::function<int()> free_space;
 };
 
@@ -58,7 +60,7 @@ absl::StatusOr<types::EvalParams> LoadOnDemand(core::EvalCore& core, const Fleet
 store::ClaimRequest ResidentNames(const core::EvalCore& core);
 
 // Whether `request` uses the resident object `name` loaded from `path`.
-bool UsesObject(const types::JobRequest& request, core::ResourceKind kind, const std::string& name,
-                const std::string& path);
+bool UsesObject(const types::JobRequest& request, resident::ResourceKind kind,
+                const std::string& name, const std::string& path);
 
 }  // namespace dflash::fleet

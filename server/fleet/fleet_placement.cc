@@ -15,25 +15,24 @@
 #include "core/fleet_member.h"
 #include "core/pick_listed.h"
 #include "fleet/fleet_placement.h"
+#include "resident/resource.h"
 
 namespace dflash::fleet {
 namespace {
 
 using core::FleetMember;
-using core::ResourceInfo;
-using core::ResourceKind;
 
 using types::JobRecord;
 
 // Names of the live servers holding `name` of `kind` ("" for the target: the
 // servers holding exactly one).
-std::vector<std::string> Holders(const std::vector<FleetMember>& fleet, ResourceKind kind,
+std::vector<std::string> Holders(const std::vector<FleetMember>& fleet, resident::ResourceKind kind,
                                  const std::string& name) {
   std::vector<std::string> holders;
   for (const FleetMember& m : fleet) {
-    const std::vector<std::string>& names = kind == ResourceKind::kTarget    ? m.targets
-                                            : kind == ResourceKind::kDataset ? m.datasets
-                                                                             : m.drafters;
+    const std::vector<std::string>& names = kind == resident::ResourceKind::kTarget    ? m.targets
+                                            : kind == resident::ResourceKind::kDataset ? m.datasets
+                                                                                       : m.drafters;
     const bool holds = name.empty() ? names.size() == 1
                                     : std::find(names.begin(), names.end(), name) != names.end();
     if (holds) holders.push_back(m.name);
@@ -51,20 +50,23 @@ absl::Status FleetPlacement::Place(JobRecord& record, jobs::JobQueue& queue) {
   std::vector<std::string> needs, loads;
   std::vector<std::string> where;  // servers holding all of them
   bool first = true;
-  const std::tuple<ResourceKind, std::string, std::string> named[] = {
-      {ResourceKind::kTarget, r.target, record.request.target_path},
-      {ResourceKind::kDataset, r.dataset, record.request.dataset_path},
-      {ResourceKind::kDrafter, r.drafter, ""}};
+  const std::tuple<resident::ResourceKind, std::string, std::string> named[] = {
+      {resident::ResourceKind::kTarget, r.target, record.request.target_path},
+      {resident::ResourceKind::kDataset, r.dataset, record.request.dataset_path},
+      {resident::ResourceKind::kDrafter, r.drafter, ""}};
   for (const auto& [kind, name, path] : named) {
-    if (kind == ResourceKind::kDrafter && name.empty()) continue;  // a checkpoint path
-    if (!path.empty()) {                                           // any server loads it
-      loads.push_back(absl::StrCat(ResourceKindName(kind), " '", name, "' from '", path, "'"));
+    if (kind == resident::ResourceKind::kDrafter && name.empty()) continue;  // a checkpoint path
+    if (!path.empty()) {                                                     // any server loads it
+      loads.push_back(
+          absl::StrCat(resident::ResourceKindName(kind), " '", name, "' from '", path, "'"));
       continue;
     }
     // Here first: the same words as a single server when nobody has it.
-    absl::StatusOr<ResourceInfo> here = core::PickListed(core_, kind, name);
-    if (here.ok() && kind == ResourceKind::kDataset) record.dataset_fingerprint = here->fingerprint;
-    if (here.ok() && kind == ResourceKind::kDrafter) record.drafter_fingerprint = here->fingerprint;
+    absl::StatusOr<resident::ResourceInfo> here = core::PickListed(core_, kind, name);
+    if (here.ok() && kind == resident::ResourceKind::kDataset)
+      record.dataset_fingerprint = here->fingerprint;
+    if (here.ok() && kind == resident::ResourceKind::kDrafter)
+      record.drafter_fingerprint = here->fingerprint;
     std::vector<std::string> holders = Holders(fleet, kind, name);
     if (holders.empty() && !here.ok()) {
       absl::Status nowhere(here.status().code(),
@@ -81,8 +83,8 @@ absl::Status FleetPlacement::Place(JobRecord& record, jobs::JobQueue& queue) {
     if (here.ok() && std::find(holders.begin(), holders.end(), self) == holders.end()) {
       holders.push_back(self);
     }
-    needs.push_back(name.empty() ? absl::StrCat("one ", ResourceKindName(kind), " only")
-                                 : absl::StrCat(ResourceKindName(kind), " '", name, "'"));
+    needs.push_back(name.empty() ? absl::StrCat("one ", resident::ResourceKindName(kind), " only")
+                                 : absl::StrCat(resident::ResourceKindName(kind), " '", name, "'"));
     if (first) {
       where = holders;
     } else {

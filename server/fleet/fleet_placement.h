@@ -16,6 +16,7 @@
 #include "core/job_placement.h"
 #include "fleet/fleet_backend.h"
 #include "fleet/fleet_objects.h"
+#include "resident/resource.h"
 
 namespace dflash::fleet {
 
@@ -44,8 +45,8 @@ class FleetPlacement final : public core::JobPlacement {
   core::EvalCore& core_;
   FleetBackend& backend_;
   const FleetObjects objects_;
-  std::mutex on_demand_mu_;                                         // guards on_demand_
-  std::set<std::pair<core::ResourceKind, std::string>> on_demand_;  // loaded for jobs
+  std::mutex on_demand_mu_;                                             // guards on_demand_
+  std::set<std::pair<resident::ResourceKind, std::string>> on_demand_;  // loaded for jobs
 };
 
 }  // namespace dflash::fleet

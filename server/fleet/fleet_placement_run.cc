@@ -7,16 +7,14 @@
 #include "fleet/fleet_placement.h"
 #include "fleet/fleet_shards.h"
 #include "fleet/refusal.h"
+#include "resident/resource.h"
 
 namespace dflash::fleet {
-
-using core::ResourceInfo;
-using core::ResourceKind;
 
 absl::StatusOr<types::EvalParams> FleetPlacement::Prepare(const types::JobRecord& job,
                                                           jobs::JobQueue& queue) {
   OnDemandHooks hooks;
-  hooks.loaded = [this](ResourceKind kind, const std::string& name) {
+  hooks.loaded = [this](resident::ResourceKind kind, const std::string& name) {
     std::lock_guard<std::mutex> lock(on_demand_mu_);
     on_demand_.insert({kind, name});
   };
@@ -42,10 +40,10 @@ int FleetPlacement::FreeOnDemand(jobs::JobQueue& queue) {
   std::lock_guard<std::mutex> lock(on_demand_mu_);
   int freed = 0;
   for (auto it = on_demand_.begin(); it != on_demand_.end();) {
-    const ResourceKind kind = it->first;
+    const resident::ResourceKind kind = it->first;
     const std::string& name = it->second;
     std::string path;
-    for (const ResourceInfo& r : core_.ListResources(kind)) {
+    for (const resident::ResourceInfo& r : core_.ListResources(kind)) {
       if (r.name == name) path = r.source_path;
     }
     const auto uses = [&](const types::JobRequest& q) { return UsesObject(q, kind, name, path); };

@@ -14,6 +14,8 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "metrics/http_exposer.h"
+#include "resident/device.h"
+#include "resident/resource.h"
 
 namespace dflash::metrics {
 
@@ -172,13 +174,13 @@ class ServerMetrics::CoreCollector final : public prometheus::Collectable {
     const core::ServerInfo info = core_->GetServerInfo();
     std::map<std::string, double> bytes, objects;
     for (const char* k : {"target", "drafter", "dataset"}) bytes[k] = objects[k] = 0;
-    for (const core::ResourceInfo& r : core_->ListResources(std::nullopt)) {
-      bytes[core::ResourceKindName(r.kind)] += static_cast<double>(r.bytes);
-      objects[core::ResourceKindName(r.kind)] += 1;
+    for (const resident::ResourceInfo& r : core_->ListResources(std::nullopt)) {
+      bytes[resident::ResourceKindName(r.kind)] += static_cast<double>(r.bytes);
+      objects[resident::ResourceKindName(r.kind)] += 1;
     }
     for (const auto& [k, v] : bytes) resident_bytes_.Add({{"kind", k}}).Set(v);
     for (const auto& [k, v] : objects) resident_objects_.Add({{"kind", k}}).Set(v);
-    for (const core::DeviceInfo& d : info.devices) {
+    for (const resident::DeviceInfo& d : info.devices) {
       device_used_.Add({{"device", d.name}}).Set(static_cast<double>(d.used_memory_bytes));
       device_total_.Add({{"device", d.name}}).Set(static_cast<double>(d.total_memory_bytes));
     }

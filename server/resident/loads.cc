@@ -2,6 +2,8 @@
 
 #include <chrono>
 #include <filesystem>
+#include <optional>
+#include <type_traits>
 
 #include <ATen/ATen.h>
 
@@ -61,19 +63,65 @@ void AddConfigFacts(const config::DrafterConfig& cfg, int64_t target_hidden,
   for (const std::string& w : cfg.warnings) report.facts.push_back("warning: " + w);
 }
 
-// The resident entry named `name` when `same(entry)` says it is this load's
-// unchanged source (the load is then reused); nullptr when the name is free;
-// ALREADY_EXISTS when a different object holds it. Requires the map's lock.
+// The result of reusing the resident entry named `name` when `same(entry)`
+// says it is this load's unchanged source; nullopt when the name is free;
+// ALREADY_EXISTS when a different object holds it. Requires load_mu.
 template <typename Map, typename Same>
-absl::StatusOr<const typename Map::mapped_type*> Reusable(const Map& map, const std::string& name,
-                                                          const char* kind, Same same) {
+absl::StatusOr<std::optional<LoadResult>> Reuse(const ResidentSet& r, const Map& map,
+                                                const std::string& name, const char* kind,
+                                                Same same) {
+  std::lock_guard<std::mutex> lock(r.mu);
   auto it = map.find(name);
-  if (it == map.end()) return nullptr;
-  if (same(it->second)) return &it->second;
-  return WithFixHint(absl::AlreadyExistsError(absl::StrCat(
-                         "a different ", kind, " is already resident as '", name, "' (from ",
-                         it->second.info.source_path, "); unload it or choose another name")),
-                     FixHint::kChooseName);
+  if (it == map.end()) return std::nullopt;
+  if (!same(it->second)) {
+    return WithFixHint(absl::AlreadyExistsError(absl::StrCat(
+                           "a different ", kind, " is already resident as '", name, "' (from ",
+                           it->second.info.source_path, "); unload it or choose another name")),
+                       FixHint::kChooseName);
+  }
+  LoadResult result;
+  result.resource = it->second.info;
+  if constexpr (std::is_same_v<typename Map::mapped_type, ResidentSet::Drafter>) {
+    result.report = it->second.report;
+  }
+  result.reused = true;
+  return result;
+}
+
+// What every load settles before it takes the load lock, in this order (so
+// a request with several faults gets the same error from every kind): the
+// placement, the path inside the data roots, the name.
+struct LoadPrelude {
+  Clock::time_point start;
+  Placement place;
+  std::string resolved;
+  std::string name;  // as asked, or DefaultName(resolved)
+};
+
+template <typename Params>
+absl::StatusOr<LoadPrelude> BeginLoad(const LoadEnv& env, const Params& params) {
+  LoadPrelude p;
+  p.start = Clock::now();
+  ASSIGN_OR_RETURN(p.place, ResolvePlacement(params.device, params.dtype, env.device));
+  ASSIGN_OR_RETURN(p.resolved, env.roots->Resolve(params.path));
+  p.name = params.name.empty() ? DefaultName(p.resolved) : params.name;
+  return p;
+}
+
+// The new entry's ResourceInfo as far as the prelude knows it.
+ResourceInfo StartInfo(ResourceKind kind, const LoadPrelude& p) {
+  ResourceInfo info;
+  info.kind = kind;
+  info.name = p.name;
+  info.source_path = p.resolved;
+  info.device = p.place.device;
+  info.dtype = p.place.dtype_name;
+  return info;
+}
+
+void StampLoadTime(const LoadPrelude& p, ResourceInfo& info) {
+  info.load_time_unix_micros = NowUnixMicros();
+  info.load_seconds = SecondsSince(p.start);
 }
 
 }  // namespace
@@ -179,43 +227,35 @@ absl::StatusOr<weights::WeightReport> ValidateCheckpointIn(const ResidentSet& r,
   return c->report;
 }
 
+std::string DrafterSignature(const std::string& resolved, const std::string& config_path,
+                             const std::string& dtype_name, const std::string& device) {
+  return absl::StrCat(resolved, "|", config_path, "|", dtype_name, "|", device, "|",
+                      DiskSignature(resolved));
+}
+
 absl::StatusOr<LoadResult> LoadDrafterInto(ResidentSet& r, const LoadEnv& env,
                                            const LoadDrafterParams& params) {
-  const Clock::time_point start = Clock::now();
-  ASSIGN_OR_RETURN(const Placement place,
-                   ResolvePlacement(params.device, params.dtype, env.device));
-  const std::string& device = place.device;
-  const std::string& dtype_name = place.dtype_name;
-  const c10::ScalarType dtype = place.dtype;
-  ASSIGN_OR_RETURN(std::string resolved, env.roots->Resolve(params.path));
-  const std::string name = params.name.empty() ? DefaultName(resolved) : params.name;
-  const std::string signature = absl::StrCat(resolved, "|", params.config_path, "|", dtype_name,
-                                             "|", device, "|", DiskSignature(resolved));
+  ASSIGN_OR_RETURN(const LoadPrelude pre, BeginLoad(env, params));
+  const std::string& device = pre.place.device;
+  const c10::ScalarType dtype = pre.place.dtype;
+  const std::string signature =
+      DrafterSignature(pre.resolved, params.config_path, pre.place.dtype_name, device);
 
   std::lock_guard<std::mutex> load_lock(r.load_mu);
-  {
-    std::lock_guard<std::mutex> lock(r.mu);
-    ASSIGN_OR_RETURN(const ResidentSet::Drafter* existing,
-                     Reusable(r.drafters, name, "drafter", [&](const ResidentSet::Drafter& e) {
-                       return e.disk_signature == signature;
-                     }));
-    if (existing != nullptr) {
-      LoadResult result;
-      result.resource = existing->info;
-      result.report = existing->report;
-      result.reused = true;
-      return result;
-    }
-  }
+  ASSIGN_OR_RETURN(std::optional<LoadResult> reused,
+                   Reuse(r, r.drafters, pre.name, "drafter", [&](const ResidentSet::Drafter& e) {
+                     return e.disk_signature == signature;
+                   }));
+  if (reused) return *std::move(reused);
 
   CheckOptions check;
   check.allow_unexpected = params.allow_unexpected;
   check.target_hidden = SoleTargetHidden(r);
   ASSIGN_OR_RETURN(CheckedCheckpoint c,
                    CheckCheckpoint(*env.roots, params.path, params.config_path, check));
-  RETURN_IF_ERROR(RequireMatchingWeights(c.report, resolved));
+  RETURN_IF_ERROR(RequireMatchingWeights(c.report, pre.resolved));
   const int64_t budget = env.max_resident_bytes;
-  RETURN_IF_ERROR(CheckResidentBudget(r, budget, "drafter", name,
+  RETURN_IF_ERROR(CheckResidentBudget(r, budget, "drafter", pre.name,
                                       EstimateDrafterBytes(c.report, dtype),
                                       "estimated from the tensor headers"));
   auto mapping = std::make_shared<weights::MapTally>();
@@ -224,82 +264,62 @@ absl::StatusOr<LoadResult> LoadDrafterInto(ResidentSet& r, const LoadEnv& env,
                                                  c10::Device(device), env.map, mapping.get()));
   ASSIGN_OR_RETURN(model::DrafterModel model,
                    model::DrafterModel::Create(c.config, std::move(tensors)),
-                   "building drafter from '", resolved, "'");
+                   "building drafter from '", pre.resolved, "'");
 
   ResidentSet::Drafter entry;
   entry.model = std::make_shared<const model::DrafterModel>(std::move(model));
   entry.report = c.report;
   entry.disk_signature = signature;
   entry.mapping = mapping;
+  entry.info = StartInfo(ResourceKind::kDrafter, pre);
   ResourceInfo& info = entry.info;
-  info.kind = ResourceKind::kDrafter;
-  info.name = name;
-  info.source_path = resolved;
-  info.device = device;
-  info.dtype = dtype_name;
   info.bytes = entry.model->bytes();
   info.mapped_bytes = mapping->mapped_bytes();
   info.fingerprint = c.report.fingerprint;
   info.summary = config::DescribeConfig(c.config);
   info.has_selector = entry.model->selector() != nullptr;
-  info.load_time_unix_micros = NowUnixMicros();
-  info.load_seconds = SecondsSince(start);
+  StampLoadTime(pre, info);
   RETURN_IF_ERROR(
-      CheckResidentBudget(r, budget, "drafter", name, info.bytes, "measured once read"));
+      CheckResidentBudget(r, budget, "drafter", pre.name, info.bytes, "measured once read"));
 
   LoadResult result;
   result.resource = info;
   result.report = c.report;
   result.warnings = c.config.warnings;
   std::lock_guard<std::mutex> lock(r.mu);
-  r.drafters[name] = std::move(entry);
+  r.drafters[pre.name] = std::move(entry);
   return result;
 }
 
 absl::StatusOr<LoadResult> LoadTargetInto(ResidentSet& r, const LoadEnv& env,
                                           const LoadTargetParams& params) {
-  const Clock::time_point start = Clock::now();
-  ASSIGN_OR_RETURN(const Placement place,
-                   ResolvePlacement(params.device, params.dtype, env.device));
-  const std::string& device = place.device;
-  const std::string& dtype_name = place.dtype_name;
-  const c10::ScalarType dtype = place.dtype;
-  ASSIGN_OR_RETURN(std::string resolved, env.roots->Resolve(params.path));
-  const std::string name = params.name.empty() ? DefaultName(resolved) : params.name;
+  ASSIGN_OR_RETURN(const LoadPrelude pre, BeginLoad(env, params));
+  const c10::ScalarType dtype = pre.place.dtype;
 
   std::lock_guard<std::mutex> load_lock(r.load_mu);
-  {
-    std::lock_guard<std::mutex> lock(r.mu);
-    ASSIGN_OR_RETURN(const ResidentSet::Target* existing,
-                     Reusable(r.targets, name, "target", [&](const ResidentSet::Target& e) {
-                       return e.info.source_path == resolved && e.info.dtype == dtype_name &&
-                              e.info.device == device;
-                     }));
-    if (existing != nullptr) {
-      LoadResult result;
-      result.resource = existing->info;
-      result.reused = true;
-      return result;
-    }
-  }
-  RETURN_IF_ERROR(env.roots->CheckLinks(resolved));  // shards and config.json found inside
-  weights::TargetLoadOptions options{dtype, c10::Device(device), params.load_final_norm};
+  ASSIGN_OR_RETURN(std::optional<LoadResult> reused,
+                   Reuse(r, r.targets, pre.name, "target", [&](const ResidentSet::Target& e) {
+                     return e.info.source_path == pre.resolved &&
+                            e.info.dtype == pre.place.dtype_name &&
+                            e.info.device == pre.place.device;
+                   }));
+  if (reused) return *std::move(reused);
+  RETURN_IF_ERROR(env.roots->CheckLinks(pre.resolved));  // shards and config.json found inside
+  weights::TargetLoadOptions options{dtype, c10::Device(pre.place.device), params.load_final_norm};
   options.map = env.map;
   const int64_t budget = env.max_resident_bytes;
-  RETURN_IF_ERROR(CheckResidentBudget(r, budget, "target", name,
-                                      EstimateTargetBytes(resolved, dtype, params.load_final_norm),
-                                      "estimated from config.json"));
-  ASSIGN_OR_RETURN(weights::TargetTensors tensors, weights::LoadTargetTensors(resolved, options));
+  RETURN_IF_ERROR(
+      CheckResidentBudget(r, budget, "target", pre.name,
+                          EstimateTargetBytes(pre.resolved, dtype, params.load_final_norm),
+                          "estimated from config.json"));
+  ASSIGN_OR_RETURN(weights::TargetTensors tensors,
+                   weights::LoadTargetTensors(pre.resolved, options));
 
   ResidentSet::Target entry;
   entry.tensors = std::make_shared<const weights::TargetTensors>(std::move(tensors));
   const weights::TargetTensors& t = *entry.tensors;
+  entry.info = StartInfo(ResourceKind::kTarget, pre);
   ResourceInfo& info = entry.info;
-  info.kind = ResourceKind::kTarget;
-  info.name = name;
-  info.source_path = resolved;
-  info.device = device;
-  info.dtype = dtype_name;
   info.bytes = t.embed.nbytes() + (t.tied ? 0 : t.lm_head.nbytes()) +
                (t.norm.defined() ? t.norm.nbytes() : 0);
   info.mapped_bytes = t.mapping.mapped_bytes();
@@ -307,62 +327,48 @@ absl::StatusOr<LoadResult> LoadTargetInto(ResidentSet& r, const LoadEnv& env,
   info.summary = absl::StrCat("V=", t.vocab_size, ", H=", t.hidden_size, ", ", t.family,
                               t.tied ? ", lm_head tied to embed_tokens" : "",
                               t.norm.defined() ? ", final norm" : "");
-  RETURN_IF_ERROR(CheckResidentBudget(r, budget, "target", name, info.bytes, "measured once read"));
-  info.load_time_unix_micros = NowUnixMicros();
-  info.load_seconds = SecondsSince(start);
+  RETURN_IF_ERROR(
+      CheckResidentBudget(r, budget, "target", pre.name, info.bytes, "measured once read"));
+  StampLoadTime(pre, info);
   LoadResult result;
   result.resource = info;
   result.facts = t.facts;
   std::lock_guard<std::mutex> lock(r.mu);
-  r.targets[name] = std::move(entry);
+  r.targets[pre.name] = std::move(entry);
   return result;
 }
 
 absl::StatusOr<LoadResult> LoadDatasetInto(ResidentSet& r, const LoadEnv& env,
                                            const LoadDatasetParams& params) {
-  const Clock::time_point start = Clock::now();
-  ASSIGN_OR_RETURN(std::string device, ResolveRequestDevice(params.device, env.device));
+  ASSIGN_OR_RETURN(const LoadPrelude pre, BeginLoad(env, params));
   data::DatasetLoadOptions options;
-  if (!params.dtype.empty()) {
-    ASSIGN_OR_RETURN(c10::ScalarType dtype, ParseDType(params.dtype));
-    options.dtype = dtype;
-  } else if (device != "cpu") {
-    // On CUDA features are resident in bf16 like the weights (placement.h);
-    // the model upcasts where it accumulates (softmax, norms, reductions).
-    options.dtype = c10::kBFloat16;
-  }
-  ASSIGN_OR_RETURN(options.path, env.roots->Resolve(params.path));
-  options.name = params.name.empty() ? DefaultName(options.path) : params.name;
+  // No dtype asked: as stored on the CPU; on CUDA features are resident in
+  // bf16 like the weights (placement.h), and the model upcasts where it
+  // accumulates (softmax, norms, reductions).
+  if (!params.dtype.empty() || pre.place.device != "cpu") options.dtype = pre.place.dtype;
+  options.path = pre.resolved;
+  options.name = pre.name;
   options.layer_ids = params.layer_ids;
-  options.device = c10::Device(device);
+  options.device = c10::Device(pre.place.device);
   options.max_samples = params.max_samples;
   options.skip_bad_samples = params.skip_bad_samples;
   options.vocab_size = SoleTargetVocab(r);
   options.map = env.map;
 
   std::lock_guard<std::mutex> load_lock(r.load_mu);
-  {
-    std::lock_guard<std::mutex> lock(r.mu);
-    ASSIGN_OR_RETURN(
-        const ResidentSet::Dataset* existing,
-        Reusable(r.datasets, options.name, "dataset", [&](const ResidentSet::Dataset& e) {
-          return e.info.source_path == options.path;
-        }));
-    if (existing != nullptr) {
-      LoadResult result;
-      result.resource = existing->info;
-      result.reused = true;
-      return result;
-    }
-  }
-  RETURN_IF_ERROR(env.roots->CheckLinks(options.path));  // sample files found inside
+  ASSIGN_OR_RETURN(std::optional<LoadResult> reused,
+                   Reuse(r, r.datasets, pre.name, "dataset", [&](const ResidentSet::Dataset& e) {
+                     return e.info.source_path == pre.resolved;
+                   }));
+  if (reused) return *std::move(reused);
+  RETURN_IF_ERROR(env.roots->CheckLinks(pre.resolved));  // sample files found inside
   const int64_t budget = env.max_resident_bytes;
   options.stream = params.stream;
   options.stream_budget_bytes = params.stream_budget_bytes;
   std::vector<std::string> warnings;
   if (!options.stream) {
-    const int64_t estimate = EstimateDatasetBytes(options.path, options.max_samples);
-    absl::Status fits = CheckResidentBudget(r, budget, "dataset", options.name, estimate,
+    const int64_t estimate = EstimateDatasetBytes(pre.resolved, options.max_samples);
+    absl::Status fits = CheckResidentBudget(r, budget, "dataset", pre.name, estimate,
                                             "estimated from the sizes of its files");
     if (absl::IsResourceExhausted(fits) && !params.refuse_over_budget) {
       // Too large to keep: kept on disk and read in chunks (issue 30).
@@ -377,26 +383,22 @@ absl::StatusOr<LoadResult> LoadDatasetInto(ResidentSet& r, const LoadEnv& env,
   ResidentSet::Dataset entry;
   entry.dataset = std::make_shared<const data::EvalDataset>(std::move(dataset));
   const data::EvalDataset& d = *entry.dataset;
+  entry.info = StartInfo(ResourceKind::kDataset, pre);
   ResourceInfo& info = entry.info;
-  info.kind = ResourceKind::kDataset;
-  info.name = options.name;
-  info.source_path = options.path;
-  info.device = device;
-  info.dtype = DTypeLabel(d.dtype());
+  info.dtype = DTypeLabel(d.dtype());  // the stored one when none was asked
   info.bytes = d.bytes();
   info.mapped_bytes = d.mapping().mapped_bytes();
   RETURN_IF_ERROR(
-      CheckResidentBudget(r, budget, "dataset", options.name, info.bytes, "measured once read"));
+      CheckResidentBudget(r, budget, "dataset", pre.name, info.bytes, "measured once read"));
   info.fingerprint = d.fingerprint();
   DescribeDataset(d, info);
-  info.load_time_unix_micros = NowUnixMicros();
-  info.load_seconds = SecondsSince(start);
+  StampLoadTime(pre, info);
   LoadResult result;
   result.resource = info;
   result.warnings = std::move(warnings);
   for (const std::string& s : d.skipped()) result.warnings.push_back("skipped " + s);
   std::lock_guard<std::mutex> lock(r.mu);
-  r.datasets[options.name] = std::move(entry);
+  r.datasets[pre.name] = std::move(entry);
   return result;
 }
 

@@ -32,6 +32,12 @@ struct LoadEnv {
 absl::StatusOr<weights::WeightReport> ValidateCheckpointIn(const ResidentSet& r, const LoadEnv& env,
                                                            const ValidateParams& params);
 
+// What makes a resident drafter the same as a load's: its resolved path,
+// config path ("" for the checkpoint's own), placement and files on disk
+// (DiskSignature); a drafter loaded from the same unchanged files is reused.
+std::string DrafterSignature(const std::string& resolved, const std::string& config_path,
+                             const std::string& dtype_name, const std::string& device);
+
 absl::StatusOr<LoadResult> LoadDrafterInto(ResidentSet& r, const LoadEnv& env,
                                            const LoadDrafterParams& params);
 absl::StatusOr<LoadResult> LoadTargetInto(ResidentSet& r, const LoadEnv& env,

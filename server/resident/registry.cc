@@ -151,8 +151,7 @@ absl::StatusOr<Registry::Held<model::DrafterModel>> Registry::DrafterFromCheckpo
   ASSIGN_OR_RETURN(std::string resolved, roots_.Resolve(checkpoint_path, "checkpoint_path"));
   const std::string dtype = DTypeLabel(target.embed.scalar_type());
   const std::string device = target.embed.device().str();
-  const std::string signature =
-      absl::StrCat(resolved, "||", dtype, "|", device, "|", DiskSignature(resolved));
+  const std::string signature = DrafterSignature(resolved, "", dtype, device);
   {
     std::lock_guard<std::mutex> lock(set_->mu);
     for (const auto& [name, entry] : set_->drafters) {

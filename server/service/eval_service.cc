@@ -12,6 +12,8 @@
 #include "common/log_fields.h"
 #include "common/ops_observer.h"
 #include "common/status_macros.h"
+#include "resident/load_request.h"
+#include "resident/resource.h"
 #include "service/proto_convert.h"
 #include "service/request_parser.h"
 #include "service/status_convert.h"
@@ -220,7 +222,7 @@ absl::Status EvalService::HandleGetServerInfo(Ctx*, const pb::GetServerInfoReque
 
 absl::Status EvalService::HandleValidateCheckpoint(Ctx*, const pb::ValidateCheckpointRequest& req,
                                                    pb::ValidateCheckpointResponse* resp) {
-  ASSIGN_OR_RETURN(core::ValidateParams params, FromProto(req));
+  ASSIGN_OR_RETURN(resident::ValidateParams params, FromProto(req));
   ASSIGN_OR_RETURN(weights::WeightReport report, core_.ValidateCheckpoint(params));
   ToProto(report, resp->mutable_report());
   return absl::OkStatus();
@@ -228,29 +230,29 @@ absl::Status EvalService::HandleValidateCheckpoint(Ctx*, const pb::ValidateCheck
 
 absl::Status EvalService::HandleLoadDrafter(Ctx*, const pb::LoadDrafterRequest& req,
                                             pb::LoadResponse* resp) {
-  ASSIGN_OR_RETURN(core::LoadDrafterParams params, FromProto(req));
-  ASSIGN_OR_RETURN(core::LoadResult result, core_.LoadDrafter(params));
+  ASSIGN_OR_RETURN(resident::LoadDrafterParams params, FromProto(req));
+  ASSIGN_OR_RETURN(resident::LoadResult result, core_.LoadDrafter(params));
   ToProto(result, resp);
   return absl::OkStatus();
 }
 
 absl::Status EvalService::HandleLoadTarget(Ctx*, const pb::LoadTargetRequest& req,
                                            pb::LoadResponse* resp) {
-  ASSIGN_OR_RETURN(core::LoadTargetParams params, FromProto(req));
-  ASSIGN_OR_RETURN(core::LoadResult result, core_.LoadTarget(params));
+  ASSIGN_OR_RETURN(resident::LoadTargetParams params, FromProto(req));
+  ASSIGN_OR_RETURN(resident::LoadResult result, core_.LoadTarget(params));
   ToProto(result, resp);
   return absl::OkStatus();
 }
 
 absl::Status EvalService::HandleLoadDataset(Ctx*, const pb::LoadDatasetRequest& req,
                                             pb::LoadResponse* resp) {
-  ASSIGN_OR_RETURN(core::LoadDatasetParams params, FromProto(req));
-  ASSIGN_OR_RETURN(core::LoadResult result, core_.LoadDataset(params));
+  ASSIGN_OR_RETURN(resident::LoadDatasetParams params, FromProto(req));
+  ASSIGN_OR_RETURN(resident::LoadResult result, core_.LoadDataset(params));
   ToProto(result, resp);
   return absl::OkStatus();
 }
 
-absl::Status EvalService::Unload(core::ResourceKind kind, const pb::UnloadRequest& req,
+absl::Status EvalService::Unload(resident::ResourceKind kind, const pb::UnloadRequest& req,
                                  pb::UnloadResponse* resp) {
   RETURN_IF_ERROR(CheckId("name", req.name()));
   auto info = jobs_ ? jobs_->Unload(kind, req.name()) : core_.Unload(kind, req.name());
@@ -261,26 +263,26 @@ absl::Status EvalService::Unload(core::ResourceKind kind, const pb::UnloadReques
 
 absl::Status EvalService::HandleUnloadDrafter(Ctx*, const pb::UnloadRequest& req,
                                               pb::UnloadResponse* resp) {
-  return Unload(core::ResourceKind::kDrafter, req, resp);
+  return Unload(resident::ResourceKind::kDrafter, req, resp);
 }
 
 absl::Status EvalService::HandleUnloadTarget(Ctx*, const pb::UnloadRequest& req,
                                              pb::UnloadResponse* resp) {
-  return Unload(core::ResourceKind::kTarget, req, resp);
+  return Unload(resident::ResourceKind::kTarget, req, resp);
 }
 
 absl::Status EvalService::HandleUnloadDataset(Ctx*, const pb::UnloadRequest& req,
                                               pb::UnloadResponse* resp) {
-  return Unload(core::ResourceKind::kDataset, req, resp);
+  return Unload(resident::ResourceKind::kDataset, req, resp);
 }
 
 absl::Status EvalService::HandleListResources(Ctx*, const pb::ListResourcesRequest& req,
                                               pb::ListResourcesResponse* resp) {
-  std::optional<core::ResourceKind> kind;
+  std::optional<resident::ResourceKind> kind;
   if (req.kind() != pb::RESOURCE_KIND_UNSPECIFIED) {
     ASSIGN_OR_RETURN(kind, KindFromProto(req.kind()));
   }
-  for (const core::ResourceInfo& r : core_.ListResources(kind)) {
+  for (const resident::ResourceInfo& r : core_.ListResources(kind)) {
     ToProto(r, resp->add_resources());
   }
   if (!req.fleet()) return absl::OkStatus();

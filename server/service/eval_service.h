@@ -21,6 +21,7 @@
 #include "core/eval_core.h"
 #include "core/job_service.h"
 #include "dflash/eval/v1/service.grpc.pb.h"
+#include "resident/resource.h"
 #include "service/token_auth.h"
 #include "service/worker_pool.h"
 
@@ -116,7 +117,7 @@ class EvalService final : public RawCallbackService {
   absl::Status HandleUnloadDrafter(Ctx*, const pb::UnloadRequest&, pb::UnloadResponse*);
   absl::Status HandleUnloadTarget(Ctx*, const pb::UnloadRequest&, pb::UnloadResponse*);
   absl::Status HandleUnloadDataset(Ctx*, const pb::UnloadRequest&, pb::UnloadResponse*);
-  absl::Status Unload(core::ResourceKind kind, const pb::UnloadRequest& req,
+  absl::Status Unload(resident::ResourceKind kind, const pb::UnloadRequest& req,
                       pb::UnloadResponse* resp);
   absl::Status HandleListResources(Ctx*, const pb::ListResourcesRequest&,
                                    pb::ListResourcesResponse*);

@@ -2,6 +2,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "resident/device.h"
+#include "resident/load_request.h"
+#include "resident/resource.h"
 #include "service/eval_convert.h"
 
 namespace dflash::service {
@@ -12,11 +15,11 @@ namespace {
 constexpr int kMaxFeatureKeys = 16;
 constexpr int kMaxLayerIds = 1024;
 
-pb::ResourceKind KindToProto(core::ResourceKind kind) {
+pb::ResourceKind KindToProto(resident::ResourceKind kind) {
   switch (kind) {
-    case core::ResourceKind::kTarget: return pb::RESOURCE_KIND_TARGET;
-    case core::ResourceKind::kDrafter: return pb::RESOURCE_KIND_DRAFTER;
-    case core::ResourceKind::kDataset: return pb::RESOURCE_KIND_DATASET;
+    case resident::ResourceKind::kTarget: return pb::RESOURCE_KIND_TARGET;
+    case resident::ResourceKind::kDrafter: return pb::RESOURCE_KIND_DRAFTER;
+    case resident::ResourceKind::kDataset: return pb::RESOURCE_KIND_DATASET;
   }
   return pb::RESOURCE_KIND_UNSPECIFIED;
 }
@@ -68,11 +71,11 @@ pb::DType DTypeToProto(const std::string& dtype) {
   return pb::DTYPE_UNSPECIFIED;
 }
 
-absl::StatusOr<core::ResourceKind> KindFromProto(pb::ResourceKind kind) {
+absl::StatusOr<resident::ResourceKind> KindFromProto(pb::ResourceKind kind) {
   switch (kind) {
-    case pb::RESOURCE_KIND_TARGET: return core::ResourceKind::kTarget;
-    case pb::RESOURCE_KIND_DRAFTER: return core::ResourceKind::kDrafter;
-    case pb::RESOURCE_KIND_DATASET: return core::ResourceKind::kDataset;
+    case pb::RESOURCE_KIND_TARGET: return resident::ResourceKind::kTarget;
+    case pb::RESOURCE_KIND_DRAFTER: return resident::ResourceKind::kDrafter;
+    case pb::RESOURCE_KIND_DATASET: return resident::ResourceKind::kDataset;
     default:
       return absl::InvalidArgumentError(absl::StrCat("resource kind ", static_cast<int>(kind),
                                                      " is not one of target, drafter, dataset"));
@@ -84,7 +87,7 @@ void ToProto(const core::ServerInfo& in, pb::ServerInfo* out) {
   out->set_git_sha(in.git_sha);
   out->set_libtorch_version(in.libtorch_version);
   out->set_cuda_available(in.cuda_available);
-  for (const core::DeviceInfo& d : in.devices) {
+  for (const resident::DeviceInfo& d : in.devices) {
     pb::DeviceInfo* pd = out->add_devices();
     pd->set_name(d.name);
     pd->set_description(d.description);
@@ -113,7 +116,7 @@ void ToProto(const core::ServerInfo& in, pb::ServerInfo* out) {
   out->set_state_dir(in.state_dir);
 }
 
-void ToProto(const core::ResourceInfo& in, pb::Resource* out) {
+void ToProto(const resident::ResourceInfo& in, pb::Resource* out) {
   out->set_kind(KindToProto(in.kind));
   out->set_name(in.name);
   out->set_source_path(in.source_path);
@@ -169,7 +172,7 @@ void ToProto(const weights::WeightReport& in, pb::WeightReport* out) {
   out->set_tensor_bytes(in.tensor_bytes);
 }
 
-void ToProto(const core::LoadResult& in, pb::LoadResponse* out) {
+void ToProto(const resident::LoadResult& in, pb::LoadResponse* out) {
   ToProto(in.resource, out->mutable_resource());
   if (in.report) ToProto(*in.report, out->mutable_report());
   out->set_reused(in.reused);
@@ -181,28 +184,28 @@ void ToProto(const core::LoadResult& in, pb::LoadResponse* out) {
   }
 }
 
-absl::StatusOr<core::ValidateParams> FromProto(const pb::ValidateCheckpointRequest& in) {
-  return core::ValidateParams{in.path(), in.config_path(), in.allow_unexpected(),
-                              in.compute_stats()};
+absl::StatusOr<resident::ValidateParams> FromProto(const pb::ValidateCheckpointRequest& in) {
+  return resident::ValidateParams{in.path(), in.config_path(), in.allow_unexpected(),
+                                  in.compute_stats()};
 }
 
-absl::StatusOr<core::LoadDrafterParams> FromProto(const pb::LoadDrafterRequest& in) {
-  core::LoadDrafterParams p;
+absl::StatusOr<resident::LoadDrafterParams> FromProto(const pb::LoadDrafterRequest& in) {
+  resident::LoadDrafterParams p;
   RETURN_IF_ERROR(LoadCommon(in, &p));
   p.config_path = in.config_path();
   p.allow_unexpected = in.allow_unexpected();
   return p;
 }
 
-absl::StatusOr<core::LoadTargetParams> FromProto(const pb::LoadTargetRequest& in) {
-  core::LoadTargetParams p;
+absl::StatusOr<resident::LoadTargetParams> FromProto(const pb::LoadTargetRequest& in) {
+  resident::LoadTargetParams p;
   RETURN_IF_ERROR(LoadCommon(in, &p));
   p.load_final_norm = in.load_final_norm();
   return p;
 }
 
-absl::StatusOr<core::LoadDatasetParams> FromProto(const pb::LoadDatasetRequest& in) {
-  core::LoadDatasetParams p;
+absl::StatusOr<resident::LoadDatasetParams> FromProto(const pb::LoadDatasetRequest& in) {
+  resident::LoadDatasetParams p;
   RETURN_IF_ERROR(LoadCommon(in, &p));
   RETURN_IF_ERROR(NonNegative("max_samples", in.max_samples()));
   p.max_samples = in.max_samples();

@@ -2,6 +2,7 @@
 // Two or more jobs side by side with the paired differences against the
 // first (core/compare_stats.h), and the resident objects page.
 #include "absl/strings/str_cat.h"
+#include "resident/resource.h"
 #include "web/html.h"
 #include "web/views.h"
 
@@ -66,14 +67,14 @@ WebPage CompareView(const core::Comparison& c) {
   return page;
 }
 
-WebPage ResourcesView(const std::vector<core::ResourceInfo>& resources,
+WebPage ResourcesView(const std::vector<resident::ResourceInfo>& resources,
                       const core::ServerInfo& info) {
   WebPage page;
   std::vector<std::vector<std::string>> rows;
   json list = json::array();
   int64_t total = 0;
-  for (const core::ResourceInfo& r : resources) {
-    const std::string kind = core::ResourceKindName(r.kind);
+  for (const resident::ResourceInfo& r : resources) {
+    const std::string kind = resident::ResourceKindName(r.kind);
     rows.push_back({Escape(kind), Escape(r.name), Escape(r.device), Escape(r.dtype),
                     absl::StrCat(r.bytes), Escape(r.fingerprint), Escape(r.source_path)});
     list.push_back({{"kind", kind},

@@ -12,6 +12,7 @@
 #include "core/eval_core.h"
 #include "core/job_service.h"
 #include "nlohmann/json.hpp"
+#include "resident/resource.h"
 #include "types/job_types.h"
 
 namespace dflash::web {
@@ -43,7 +44,7 @@ WebPage RunView(const std::string& run, const std::vector<types::JobRecord>& job
                 std::optional<int64_t> step);
 WebPage JobView(const types::JobRecord& job);
 WebPage CompareView(const core::Comparison& comparison);
-WebPage ResourcesView(const std::vector<core::ResourceInfo>& resources,
+WebPage ResourcesView(const std::vector<resident::ResourceInfo>& resources,
                       const core::ServerInfo& info);
 // A readable error page (400, 404, ...) with a link back to the runs.
 WebPage ErrorView(int status, const std::string& message);

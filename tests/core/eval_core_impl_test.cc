@@ -14,9 +14,9 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "model/drafter_model.h"
+#include "test_util/resident_fixture.h"
 #include "test_util/status_matchers.h"
 #include "test_util/temp_dir.h"
-#include "test_util/tiny_world.h"
 
 namespace dflash::core {
 namespace {
@@ -26,60 +26,29 @@ using ::dflash::testing::IsOk;
 using ::dflash::testing::StatusIs;
 using ::dflash::testing::TempDir;
 using ::dflash::testing::TinySpec;
-using ::dflash::testing::TinyWorld;
 using ::testing::Eq;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
-constexpr int64_t kTargetBytes = 2 * 16 * 16 * 4;  // embed + lm_head, fp32
-
-class EvalCoreImplTest : public ::testing::Test {
+class EvalCoreImplTest : public dflash::testing::ResidentFixture {
  protected:
   static void SetUpTestSuite() {
-    world_ = new TinyWorld(dflash::testing::MakeTinyWorld(TinySpec{}));
-    dir_ = new TempDir();
-    root_ = fs::canonical(dir_->path()).string();
-    world_->WriteTarget(root_ + "/models/target");
-    world_->WriteDrafter(root_ + "/models/drafter");
+    ResidentFixture::SetUpTestSuite();
     world_->WriteDrafter(root_ + "/models/drafter2");
-    world_->WriteDataset(root_ + "/datasets/data");
-  }
-  static void TearDownTestSuite() {
-    delete dir_;
-    delete world_;
   }
 
   std::unique_ptr<EvalCoreImpl> MakeCore(int64_t budget = 0, int64_t max_blocks = 0) {
     CoreOptions o;
-    o.device = "cpu";
+    o.registry.device = "cpu";
+    o.registry.data_roots = {root_};
+    o.registry.max_resident_bytes = budget;
     o.state_dir = state_.path();
-    o.data_roots = {root_};
-    o.max_resident_bytes = budget;
     o.max_eval_blocks = max_blocks;
     auto core = EvalCoreImpl::Create(o);
     EXPECT_TRUE(core.ok()) << core.status();
     return core.ok() ? *std::move(core) : nullptr;
   }
 
-  static LoadTargetParams Target(const std::string& name = "t") {
-    LoadTargetParams p;
-    p.name = name;
-    p.path = root_ + "/models/target";
-    return p;
-  }
-  static LoadDrafterParams Drafter(const std::string& name = "m",
-                                   const std::string& dir = "drafter") {
-    LoadDrafterParams p;
-    p.name = name;
-    p.path = root_ + "/models/" + dir;
-    return p;
-  }
-  static LoadDatasetParams Dataset(const std::string& name = "d") {
-    LoadDatasetParams p;
-    p.name = name;
-    p.path = root_ + "/datasets/data";
-    return p;
-  }
   static types::EvalParams Eval() {
     types::EvalParams p;
     p.drafter = "m";
@@ -94,28 +63,13 @@ class EvalCoreImplTest : public ::testing::Test {
     ASSERT_OK(core.LoadDrafter(Drafter()));
   }
 
-  static int64_t DatasetFileBytes() {
-    int64_t total = 0;
-    for (const auto& e : fs::directory_iterator(root_ + "/datasets/data")) {
-      if (e.path().extension() == ".ckpt") total += static_cast<int64_t>(e.file_size());
-    }
-    return total;
-  }
-
   TempDir state_;
-  static TinyWorld* world_;
-  static TempDir* dir_;
-  static std::string root_;
 };
-
-TinyWorld* EvalCoreImplTest::world_ = nullptr;
-TempDir* EvalCoreImplTest::dir_ = nullptr;
-std::string EvalCoreImplTest::root_;
 
 TEST_F(EvalCoreImplTest, LoadsAndLists) {
   auto core = MakeCore();
-  ASSERT_OK_AND_ASSIGN(LoadResult t, core->LoadTarget(Target()));
-  EXPECT_EQ(t.resource.kind, ResourceKind::kTarget);
+  ASSERT_OK_AND_ASSIGN(resident::LoadResult t, core->LoadTarget(Target()));
+  EXPECT_EQ(t.resource.kind, resident::ResourceKind::kTarget);
   EXPECT_EQ(t.resource.name, "t");
   EXPECT_EQ(t.resource.source_path, root_ + "/models/target");
   EXPECT_EQ(t.resource.device, "cpu");
@@ -124,23 +78,21 @@ TEST_F(EvalCoreImplTest, LoadsAndLists) {
   EXPECT_EQ(t.resource.summary, "V=16, H=16, qwen3");
   EXPECT_FALSE(t.reused);
 
-  ASSERT_OK_AND_ASSIGN(LoadResult d, core->LoadDataset(Dataset()));
-  EXPECT_EQ(d.resource.kind, ResourceKind::kDataset);
+  ASSERT_OK_AND_ASSIGN(resident::LoadResult d, core->LoadDataset(Dataset()));
+  EXPECT_EQ(d.resource.kind, resident::ResourceKind::kDataset);
   EXPECT_EQ(d.resource.summary, "4 samples, 51 tokens, layers [1, 2, 3], H=16");
   EXPECT_EQ(d.resource.bytes, 51 * (8 + 1 + 3 * 16 * 4));  // ids, mask, features
   EXPECT_THAT(d.resource.fingerprint, StartsWith("h64:"));
 
-  ASSERT_OK_AND_ASSIGN(LoadResult m, core->LoadDrafter(Drafter()));
-  EXPECT_EQ(m.resource.kind, ResourceKind::kDrafter);
+  ASSERT_OK_AND_ASSIGN(resident::LoadResult m, core->LoadDrafter(Drafter()));
+  EXPECT_EQ(m.resource.kind, resident::ResourceKind::kDrafter);
   ASSERT_TRUE(m.report.has_value());
   EXPECT_TRUE(m.report->ok);
-  int64_t weight_bytes = 0;
-  for (const auto& [_, w] : world_->weights) weight_bytes += w.numel() * 4;
-  EXPECT_EQ(m.resource.bytes, weight_bytes);
+  EXPECT_EQ(m.resource.bytes, WeightBytes());
 
   EXPECT_EQ(core->ListResources(std::nullopt).size(), 3u);
-  ASSERT_EQ(core->ListResources(ResourceKind::kDrafter).size(), 1u);
-  EXPECT_EQ(core->ListResources(ResourceKind::kDrafter)[0].name, "m");
+  ASSERT_EQ(core->ListResources(resident::ResourceKind::kDrafter).size(), 1u);
+  EXPECT_EQ(core->ListResources(resident::ResourceKind::kDrafter)[0].name, "m");
   const ServerInfo info = core->GetServerInfo();
   EXPECT_EQ(info.resident_targets, 1);
   EXPECT_EQ(info.resident_drafters, 1);
@@ -151,44 +103,45 @@ TEST_F(EvalCoreImplTest, LoadsAndLists) {
 TEST_F(EvalCoreImplTest, SameSourceIsReusedAndAnotherIsRefused) {
   auto core = MakeCore();
   LoadAll(*core);
-  ASSERT_OK_AND_ASSIGN(LoadResult again, core->LoadDrafter(Drafter()));
+  ASSERT_OK_AND_ASSIGN(resident::LoadResult again, core->LoadDrafter(Drafter()));
   EXPECT_TRUE(again.reused);
-  ASSERT_OK_AND_ASSIGN(LoadResult t, core->LoadTarget(Target()));
+  ASSERT_OK_AND_ASSIGN(resident::LoadResult t, core->LoadTarget(Target()));
   EXPECT_TRUE(t.reused);
-  ASSERT_OK_AND_ASSIGN(LoadResult d, core->LoadDataset(Dataset()));
+  ASSERT_OK_AND_ASSIGN(resident::LoadResult d, core->LoadDataset(Dataset()));
   EXPECT_TRUE(d.reused);
   EXPECT_THAT(core->LoadDrafter(Drafter("m", "drafter2")),
               StatusIs(absl::StatusCode::kAlreadyExists,
                        Eq("a different drafter is already resident as 'm' (from " + root_ +
                           "/models/drafter); unload it or choose another name")));
   // A different dtype of the same target is a different object.
-  LoadTargetParams bf16 = Target();
+  resident::LoadTargetParams bf16 = Target();
   bf16.dtype = "bf16";
   EXPECT_THAT(core->LoadTarget(bf16), StatusIs(absl::StatusCode::kAlreadyExists,
                                                HasSubstr("a different target is already")));
   // Without a name: the folder's.
-  LoadDrafterParams unnamed = Drafter("", "drafter2");
-  ASSERT_OK_AND_ASSIGN(LoadResult m2, core->LoadDrafter(unnamed));
+  resident::LoadDrafterParams unnamed = Drafter("", "drafter2");
+  ASSERT_OK_AND_ASSIGN(resident::LoadResult m2, core->LoadDrafter(unnamed));
   EXPECT_EQ(m2.resource.name, "drafter2");
 }
 
 TEST_F(EvalCoreImplTest, UnloadErrors) {
   auto core = MakeCore();
   LoadAll(*core);
-  EXPECT_THAT(core->Unload(ResourceKind::kDrafter, ""),
+  EXPECT_THAT(core->Unload(resident::ResourceKind::kDrafter, ""),
               StatusIs(absl::StatusCode::kInvalidArgument, Eq("unload: name is empty")));
   EXPECT_THAT(
-      core->Unload(ResourceKind::kDrafter, "x"),
+      core->Unload(resident::ResourceKind::kDrafter, "x"),
       StatusIs(absl::StatusCode::kNotFound, Eq("no resident drafter named 'x' (resident: m)")));
   EXPECT_THAT(
-      core->Unload(ResourceKind::kTarget, "m"),
+      core->Unload(resident::ResourceKind::kTarget, "m"),
       StatusIs(absl::StatusCode::kNotFound, Eq("no resident target named 'm' (resident: t)")));
-  ASSERT_OK_AND_ASSIGN(ResourceInfo gone, core->Unload(ResourceKind::kDrafter, "m"));
+  ASSERT_OK_AND_ASSIGN(resident::ResourceInfo gone,
+                       core->Unload(resident::ResourceKind::kDrafter, "m"));
   EXPECT_EQ(gone.name, "m");
   EXPECT_THAT(
-      core->Unload(ResourceKind::kDrafter, "m"),
+      core->Unload(resident::ResourceKind::kDrafter, "m"),
       StatusIs(absl::StatusCode::kNotFound, Eq("no resident drafter named 'm' (resident: none)")));
-  EXPECT_TRUE(core->ListResources(ResourceKind::kDrafter).empty());
+  EXPECT_TRUE(core->ListResources(resident::ResourceKind::kDrafter).empty());
 }
 
 TEST_F(EvalCoreImplTest, UnloadWhileAnEvaluationHoldsTheObject) {
@@ -199,9 +152,9 @@ TEST_F(EvalCoreImplTest, UnloadWhileAnEvaluationHoldsTheObject) {
   auto progress = [&](const types::EvalProgress&) {
     if (first) {
       first = false;
-      during.push_back(core->Unload(ResourceKind::kDrafter, "m").status());
-      during.push_back(core->Unload(ResourceKind::kDataset, "d").status());
-      during.push_back(core->Unload(ResourceKind::kTarget, "t").status());
+      during.push_back(core->Unload(resident::ResourceKind::kDrafter, "m").status());
+      during.push_back(core->Unload(resident::ResourceKind::kDataset, "d").status());
+      during.push_back(core->Unload(resident::ResourceKind::kTarget, "t").status());
     }
     return true;
   };
@@ -219,9 +172,9 @@ TEST_F(EvalCoreImplTest, UnloadWhileAnEvaluationHoldsTheObject) {
                                      "when that finishes")));
   EXPECT_EQ(core->ListResources(std::nullopt).size(), 3u);  // nothing was removed
   // Once it has finished, all three go.
-  EXPECT_OK(core->Unload(ResourceKind::kDrafter, "m"));
-  EXPECT_OK(core->Unload(ResourceKind::kDataset, "d"));
-  EXPECT_OK(core->Unload(ResourceKind::kTarget, "t"));
+  EXPECT_OK(core->Unload(resident::ResourceKind::kDrafter, "m"));
+  EXPECT_OK(core->Unload(resident::ResourceKind::kDataset, "d"));
+  EXPECT_OK(core->Unload(resident::ResourceKind::kTarget, "t"));
   EXPECT_TRUE(core->ListResources(std::nullopt).empty());
 }
 
@@ -231,7 +184,7 @@ TEST_F(EvalCoreImplTest, MemoryBudgetRefusesBeforeReading) {
   ASSERT_OK(core->LoadTarget(Target()));
   const int64_t need = DatasetFileBytes();
   ASSERT_GT(need, 100);
-  LoadDatasetParams refuse = Dataset();
+  resident::LoadDatasetParams refuse = Dataset();
   refuse.refuse_over_budget = true;
   EXPECT_THAT(core->LoadDataset(refuse),
               StatusIs(absl::StatusCode::kResourceExhausted,
@@ -240,11 +193,9 @@ TEST_F(EvalCoreImplTest, MemoryBudgetRefusesBeforeReading) {
                           std::to_string(kTargetBytes) + " bytes (0.00 GiB) of the " +
                           std::to_string(budget) +
                           " bytes (0.00 GiB) resident budget is in use; unload something first")));
-  int64_t weight_bytes = 0;
-  for (const auto& [_, w] : world_->weights) weight_bytes += w.numel() * 4;
   EXPECT_THAT(core->LoadDrafter(Drafter()),
               StatusIs(absl::StatusCode::kResourceExhausted,
-                       Eq("loading drafter 'm' needs " + std::to_string(weight_bytes) +
+                       Eq("loading drafter 'm' needs " + std::to_string(WeightBytes()) +
                           " bytes (0.00 GiB) (estimated from the tensor headers) but " +
                           std::to_string(kTargetBytes) + " bytes (0.00 GiB) of the " +
                           std::to_string(budget) +
@@ -252,19 +203,19 @@ TEST_F(EvalCoreImplTest, MemoryBudgetRefusesBeforeReading) {
   EXPECT_EQ(core->ListResources(std::nullopt).size(), 1u);
   // Without refuse_over_budget the dataset is streamed instead (issue 30):
   // nothing of it resident, and the load says why.
-  ASSERT_OK_AND_ASSIGN(LoadResult streamed, core->LoadDataset(Dataset()));
+  ASSERT_OK_AND_ASSIGN(resident::LoadResult streamed, core->LoadDataset(Dataset()));
   EXPECT_TRUE(streamed.resource.streamed);
   EXPECT_EQ(streamed.resource.bytes, 0);
   ASSERT_FALSE(streamed.warnings.empty());
   EXPECT_THAT(streamed.warnings[0], ::testing::EndsWith("; streamed from disk instead"));
-  EXPECT_OK(core->Unload(ResourceKind::kDataset, "d"));
+  EXPECT_OK(core->Unload(resident::ResourceKind::kDataset, "d"));
   // A second target does not fit either (estimated from config.json).
   EXPECT_THAT(core->LoadTarget(Target("t2")),
               StatusIs(absl::StatusCode::kResourceExhausted,
                        HasSubstr("loading target 't2' needs 2048 bytes (0.00 GiB) (estimated "
                                  "from config.json)")));
   // Unloading makes room.
-  ASSERT_OK(core->Unload(ResourceKind::kTarget, "t"));
+  ASSERT_OK(core->Unload(resident::ResourceKind::kTarget, "t"));
   EXPECT_OK(core->LoadTarget(Target("t2")));
 }
 
@@ -353,9 +304,11 @@ TEST_F(EvalCoreImplTest, RunEvalEqualsEvaluateOnTheSameObjects) {
     for (size_t j = 0; j < want.positions.size(); ++j) {
       EXPECT_EQ(got.positions[j].correct, want.positions[j].correct);
     }
-    const std::vector<ResourceInfo> drafters = core->ListResources(ResourceKind::kDrafter);
+    const std::vector<resident::ResourceInfo> drafters =
+        core->ListResources(resident::ResourceKind::kDrafter);
     EXPECT_EQ(got.drafter_fingerprint, drafters[0].fingerprint);
-    EXPECT_EQ(got.dataset_fingerprint, core->ListResources(ResourceKind::kDataset)[0].fingerprint);
+    EXPECT_EQ(got.dataset_fingerprint,
+              core->ListResources(resident::ResourceKind::kDataset)[0].fingerprint);
     EXPECT_EQ(got.device, "cpu");
     EXPECT_EQ(got.dtype, "fp32");
     EXPECT_GE(got.setup_seconds, 0);
@@ -372,12 +325,12 @@ TEST_F(EvalCoreImplTest, OneShotCheckpointLeavesNothingResident) {
   ASSERT_OK_AND_ASSIGN(types::EvalResult r, core->RunEval(p, nullptr));
   EXPECT_EQ(r.blocks, 29);
   EXPECT_THAT(r.drafter_fingerprint, ::testing::Not(::testing::IsEmpty()));
-  EXPECT_TRUE(core->ListResources(ResourceKind::kDrafter).empty());
+  EXPECT_TRUE(core->ListResources(resident::ResourceKind::kDrafter).empty());
   // With the same checkpoint resident (same placement), that copy is used.
   ASSERT_OK(core->LoadDrafter(Drafter()));
   ASSERT_OK_AND_ASSIGN(types::EvalResult again, core->RunEval(p, nullptr));
   EXPECT_EQ(again.drafter_fingerprint, r.drafter_fingerprint);
-  EXPECT_EQ(core->ListResources(ResourceKind::kDrafter).size(), 1u);
+  EXPECT_EQ(core->ListResources(resident::ResourceKind::kDrafter).size(), 1u);
 }
 
 TEST_F(EvalCoreImplTest, DrafterNotMatchingItsConfigIsNotLoaded) {
@@ -398,7 +351,7 @@ TEST_F(EvalCoreImplTest, DrafterNotMatchingItsConfigIsNotLoaded) {
                                   "' does not match its config (11 "
                                   "missing, 0 shape mismatch(es), 0 unexpected); nothing was "
                                   "loaded:\n  - ")));
-  EXPECT_TRUE(core->ListResources(ResourceKind::kDrafter).empty());
+  EXPECT_TRUE(core->ListResources(resident::ResourceKind::kDrafter).empty());
 }
 
 }  // namespace

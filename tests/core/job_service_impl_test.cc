@@ -45,9 +45,10 @@ class GatedCore : public dflash::testing::FakeEvalCore {
     lock.unlock();
     return FakeEvalCore::RunEval(p, progress);
   }
-  absl::StatusOr<ResourceInfo> Unload(ResourceKind kind, const std::string& name) override {
+  absl::StatusOr<resident::ResourceInfo> Unload(resident::ResourceKind kind,
+                                                const std::string& name) override {
     std::lock_guard<std::mutex> lock(mu_);
-    unloads_.push_back(std::string(ResourceKindName(kind)) + " " + name);
+    unloads_.push_back(std::string(resident::ResourceKindName(kind)) + " " + name);
     return FakeEvalCore::Unload(kind, name);
   }
   void WaitStarted(int n) {
@@ -79,8 +80,9 @@ class GatedCore : public dflash::testing::FakeEvalCore {
   std::vector<std::string> unloads_;
 };
 
-ResourceInfo Resident(ResourceKind kind, const std::string& name, const std::string& fp) {
-  ResourceInfo r;
+resident::ResourceInfo Resident(resident::ResourceKind kind, const std::string& name,
+                                const std::string& fp) {
+  resident::ResourceInfo r;
   r.kind = kind;
   r.name = name;
   r.fingerprint = fp;
@@ -91,9 +93,9 @@ ResourceInfo Resident(ResourceKind kind, const std::string& name, const std::str
 class JobServiceImplTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    core_.resources = {Resident(ResourceKind::kTarget, "t", "h64:t"),
-                       Resident(ResourceKind::kDataset, "d", "h64:d"),
-                       Resident(ResourceKind::kDrafter, "m", "h64:m")};
+    core_.resources = {Resident(resident::ResourceKind::kTarget, "t", "h64:t"),
+                       Resident(resident::ResourceKind::kDataset, "d", "h64:d"),
+                       Resident(resident::ResourceKind::kDrafter, "m", "h64:m")};
     core_.eval_result.blocks = 7;
     core_.eval_result.mode = types::Mode::kReplay;
     core_.eval_result.accept_length_pooled = 2.5;
@@ -174,12 +176,12 @@ TEST_F(JobServiceImplTest, SubmitChecksAgainstWhatIsResident) {
       StatusIs(absl::StatusCode::kNotFound, Eq("no resident dataset named 'e' (resident: d)")));
   // The pick is RunEval's (resident/pick.h): the flag that fixes it is
   // a FixHint the service words (" with --target"), not core's text.
-  core_.resources.push_back(Resident(ResourceKind::kTarget, "t2", "h64:t2"));
+  core_.resources.push_back(Resident(resident::ResourceKind::kTarget, "t2", "h64:t2"));
   absl::StatusOr<types::JobRecord> two = service_->Submit(Request());
   EXPECT_THAT(two, StatusIs(absl::StatusCode::kInvalidArgument,
                             Eq("several targets are resident (t, t2); name one")));
   EXPECT_EQ(GetFixHint(two.status()), FixHint::kNameTarget);
-  core_.resources = {Resident(ResourceKind::kDataset, "d", "h64:d")};
+  core_.resources = {Resident(resident::ResourceKind::kDataset, "d", "h64:d")};
   absl::StatusOr<types::JobRecord> no_target = service_->Submit(Request());
   EXPECT_THAT(no_target, StatusIs(absl::StatusCode::kFailedPrecondition,
                                   Eq("no target is loaded; load one first")));
@@ -221,17 +223,17 @@ TEST_F(JobServiceImplTest, UnloadRefusedWhileAJobNamesTheObject) {
   ASSERT_OK_AND_ASSIGN(JobRecord running, service_->Submit(Request()));
   core_.WaitStarted(1);
   ASSERT_OK_AND_ASSIGN(JobRecord queued, service_->Submit(Request()));
-  EXPECT_THAT(service_->Unload(ResourceKind::kDrafter, "m"),
+  EXPECT_THAT(service_->Unload(resident::ResourceKind::kDrafter, "m"),
               StatusIs(absl::StatusCode::kFailedPrecondition,
                        Eq("drafter 'm' is used by queued or running jobs " + running.id + ", " +
                           queued.id + "; cancel them or wait for them to finish")));
-  EXPECT_THAT(service_->Unload(ResourceKind::kDataset, "d"),
+  EXPECT_THAT(service_->Unload(resident::ResourceKind::kDataset, "d"),
               StatusIs(absl::StatusCode::kFailedPrecondition, ::testing::HasSubstr("dataset 'd'")));
   // A request without a target name may use any target.
-  EXPECT_THAT(service_->Unload(ResourceKind::kTarget, "t"),
+  EXPECT_THAT(service_->Unload(resident::ResourceKind::kTarget, "t"),
               StatusIs(absl::StatusCode::kFailedPrecondition, ::testing::HasSubstr("target 't'")));
   // Another drafter is free to go.
-  EXPECT_OK(service_->Unload(ResourceKind::kDrafter, "other"));
+  EXPECT_OK(service_->Unload(resident::ResourceKind::kDrafter, "other"));
   EXPECT_THAT(service_->Resubmit(running.id),
               StatusIs(absl::StatusCode::kFailedPrecondition,
                        Eq("job " + running.id +
@@ -239,7 +241,7 @@ TEST_F(JobServiceImplTest, UnloadRefusedWhileAJobNamesTheObject) {
   core_.Release();
   EXPECT_EQ(WaitDone(running.id).state, JobState::kSucceeded);
   EXPECT_EQ(WaitDone(queued.id).state, JobState::kSucceeded);
-  EXPECT_OK(service_->Unload(ResourceKind::kDrafter, "m"));
+  EXPECT_OK(service_->Unload(resident::ResourceKind::kDrafter, "m"));
   EXPECT_THAT(core_.unloads(), ElementsAre("drafter other", "drafter m"));
 }
 

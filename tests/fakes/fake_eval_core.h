@@ -9,6 +9,8 @@
 #include <vector>
 
 #include "core/eval_core.h"
+#include "resident/load_request.h"
+#include "resident/resource.h"
 
 namespace dflash::testing {
 
@@ -16,46 +18,47 @@ class FakeEvalCore : public core::EvalCore {
  public:
   core::ServerInfo info;
   absl::Status next_error = absl::OkStatus();  // returned by every fallible call when set
-  core::LoadResult load_result;
+  resident::LoadResult load_result;
   weights::WeightReport report;
   types::EvalResult eval_result;
-  std::vector<core::ResourceInfo> resources;
+  std::vector<resident::ResourceInfo> resources;
 
   // What the last calls received.
-  core::LoadDrafterParams last_drafter;
-  core::LoadDatasetParams last_dataset;
+  resident::LoadDrafterParams last_drafter;
+  resident::LoadDatasetParams last_dataset;
   types::EvalParams last_eval;
 
   core::ServerInfo GetServerInfo() const override { return info; }
-  absl::StatusOr<weights::WeightReport> ValidateCheckpoint(const core::ValidateParams&) override {
+  absl::StatusOr<weights::WeightReport> ValidateCheckpoint(
+      const resident::ValidateParams&) override {
     if (!next_error.ok()) return next_error;
     return report;
   }
-  absl::StatusOr<core::LoadResult> LoadDrafter(const core::LoadDrafterParams& p) override {
+  absl::StatusOr<resident::LoadResult> LoadDrafter(const resident::LoadDrafterParams& p) override {
     last_drafter = p;
     if (!next_error.ok()) return next_error;
     return load_result;
   }
-  absl::StatusOr<core::LoadResult> LoadTarget(const core::LoadTargetParams&) override {
+  absl::StatusOr<resident::LoadResult> LoadTarget(const resident::LoadTargetParams&) override {
     if (!next_error.ok()) return next_error;
     return load_result;
   }
-  absl::StatusOr<core::LoadResult> LoadDataset(const core::LoadDatasetParams& p) override {
+  absl::StatusOr<resident::LoadResult> LoadDataset(const resident::LoadDatasetParams& p) override {
     last_dataset = p;
     if (!next_error.ok()) return next_error;
     return load_result;
   }
-  absl::StatusOr<core::ResourceInfo> Unload(core::ResourceKind kind,
-                                            const std::string& name) override {
+  absl::StatusOr<resident::ResourceInfo> Unload(resident::ResourceKind kind,
+                                                const std::string& name) override {
     if (!next_error.ok()) return next_error;
-    core::ResourceInfo r;
+    resident::ResourceInfo r;
     r.kind = kind;
     r.name = name;
     return r;
   }
-  std::vector<core::ResourceInfo> ListResources(
-      std::optional<core::ResourceKind> kind) const override {
-    std::vector<core::ResourceInfo> out;
+  std::vector<resident::ResourceInfo> ListResources(
+      std::optional<resident::ResourceKind> kind) const override {
+    std::vector<resident::ResourceInfo> out;
     for (const auto& r : resources) {
       if (!kind || r.kind == *kind) out.push_back(r);
     }

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "core/job_service.h"
+#include "resident/resource.h"
 
 namespace dflash::testing {
 
@@ -34,7 +35,7 @@ class FakeJobService : public core::JobService {
     core::Comparison comparison;            // Compare
     ProfileExport profile;                  // ExportProfile
     CalibrationResult calibration;          // Calibrate
-    core::ResourceInfo unloaded;            // Unload, with the kind and name it was asked for
+    resident::ResourceInfo unloaded;        // Unload, with the kind and name it was asked for
     absl::StatusOr<std::vector<core::FleetMember>> fleet =
         absl::UnimplementedError("a single-host store has no fleet");
     bool store_reachable = true;
@@ -58,7 +59,7 @@ class FakeJobService : public core::JobService {
       int setting = 0;
     };
     std::vector<Calibration> calibrated;
-    std::vector<std::pair<core::ResourceKind, std::string>> unloaded;
+    std::vector<std::pair<resident::ResourceKind, std::string>> unloaded;
     std::vector<int64_t> unwatched;  // every Unwatch, also a second one for a handle
     std::vector<std::chrono::milliseconds> shutdowns;
   };
@@ -177,12 +178,12 @@ class FakeJobService : public core::JobService {
     if (!answers_.error.ok()) return answers_.error;
     return answers_.calibration;
   }
-  absl::StatusOr<core::ResourceInfo> Unload(core::ResourceKind kind,
-                                            const std::string& name) override {
+  absl::StatusOr<resident::ResourceInfo> Unload(resident::ResourceKind kind,
+                                                const std::string& name) override {
     std::lock_guard<std::mutex> lock(mu_);
     calls_.unloaded.emplace_back(kind, name);
     if (!answers_.error.ok()) return answers_.error;
-    core::ResourceInfo r = answers_.unloaded;
+    resident::ResourceInfo r = answers_.unloaded;
     r.kind = kind;
     r.name = name;
     return r;

@@ -9,6 +9,8 @@
 #include "fakes/fake_eval_core.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "resident/device.h"
+#include "resident/resource.h"
 #include "test_util/http_get.h"
 #include "test_util/status_matchers.h"
 
@@ -153,18 +155,18 @@ class ServerMetricsCoreTest : public ServerMetricsTest {
     core_.info.uptime_seconds = 42.5;
     core_.info.queued_jobs = 2;
     core_.info.running_jobs = 1;
-    core::DeviceInfo cpu;
+    resident::DeviceInfo cpu;
     cpu.name = "cpu";
     cpu.total_memory_bytes = 1000;
     cpu.used_memory_bytes = 300;
     core_.info.devices.push_back(cpu);
-    core_.resources.push_back(Resource(core::ResourceKind::kDrafter, 100));
-    core_.resources.push_back(Resource(core::ResourceKind::kDrafter, 50));
-    core_.resources.push_back(Resource(core::ResourceKind::kTarget, 200));
+    core_.resources.push_back(Resource(resident::ResourceKind::kDrafter, 100));
+    core_.resources.push_back(Resource(resident::ResourceKind::kDrafter, 50));
+    core_.resources.push_back(Resource(resident::ResourceKind::kTarget, 200));
   }
 
-  static core::ResourceInfo Resource(core::ResourceKind kind, int64_t bytes) {
-    core::ResourceInfo r;
+  static resident::ResourceInfo Resource(resident::ResourceKind kind, int64_t bytes) {
+    resident::ResourceInfo r;
     r.kind = kind;
     r.bytes = bytes;
     return r;

@@ -5,7 +5,6 @@
 // the resident copy) and the target consistency a dataset load reports.
 #include "resident/registry.h"
 
-#include <filesystem>
 #include <memory>
 #include <string>
 
@@ -14,39 +13,19 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "model/drafter_model.h"
+#include "test_util/resident_fixture.h"
 #include "test_util/status_matchers.h"
-#include "test_util/temp_dir.h"
-#include "test_util/tiny_world.h"
 #include "weights/target_tensors.h"
 
 namespace dflash::resident {
 namespace {
 
-namespace fs = std::filesystem;
 using ::dflash::testing::StatusIs;
-using ::dflash::testing::TempDir;
-using ::dflash::testing::TinySpec;
-using ::dflash::testing::TinyWorld;
 using ::testing::Eq;
 using ::testing::StartsWith;
 
-constexpr int64_t kTargetBytes = 2 * 16 * 16 * 4;  // embed + lm_head, fp32
-
-class RegistryTest : public ::testing::Test {
+class RegistryTest : public dflash::testing::ResidentFixture {
  protected:
-  static void SetUpTestSuite() {
-    world_ = new TinyWorld(dflash::testing::MakeTinyWorld(TinySpec{}));
-    dir_ = new TempDir();
-    root_ = fs::canonical(dir_->path()).string();
-    world_->WriteTarget(root_ + "/models/target");
-    world_->WriteDrafter(root_ + "/models/drafter");
-    world_->WriteDataset(root_ + "/datasets/data");
-  }
-  static void TearDownTestSuite() {
-    delete dir_;
-    delete world_;
-  }
-
   static std::unique_ptr<Registry> Make(int64_t budget = 0) {
     RegistryOptions o;
     o.data_roots = {root_};
@@ -55,38 +34,7 @@ class RegistryTest : public ::testing::Test {
     EXPECT_TRUE(r.ok()) << r.status();
     return r.ok() ? *std::move(r) : nullptr;
   }
-  static LoadTargetParams Target(const std::string& name = "t") {
-    LoadTargetParams p;
-    p.name = name;
-    p.path = root_ + "/models/target";
-    return p;
-  }
-  static LoadDrafterParams Drafter(const std::string& name = "m") {
-    LoadDrafterParams p;
-    p.name = name;
-    p.path = root_ + "/models/drafter";
-    return p;
-  }
-  static LoadDatasetParams Dataset(const std::string& name = "d") {
-    LoadDatasetParams p;
-    p.name = name;
-    p.path = root_ + "/datasets/data";
-    return p;
-  }
-  static int64_t WeightBytes() {
-    int64_t n = 0;
-    for (const auto& [_, w] : world_->weights) n += w.numel() * 4;
-    return n;
-  }
-
-  static TinyWorld* world_;
-  static TempDir* dir_;
-  static std::string root_;
 };
-
-TinyWorld* RegistryTest::world_ = nullptr;
-TempDir* RegistryTest::dir_ = nullptr;
-std::string RegistryTest::root_;
 
 TEST_F(RegistryTest, LoadsListAndReuse) {
   auto r = Make();

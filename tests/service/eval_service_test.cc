@@ -9,6 +9,7 @@
 #include "fakes/fake_eval_core.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "resident/resource.h"
 #include "test_util/loopback_server.h"
 
 namespace dflash::service {
@@ -156,10 +157,10 @@ TEST_F(EvalServiceTest, RunEvalChecksEnumsAndCounts) {
 }
 
 TEST_F(EvalServiceTest, ListResourcesFiltersByKindAndRejectsUnknownKinds) {
-  core::ResourceInfo a, b;
-  a.kind = core::ResourceKind::kDrafter;
+  resident::ResourceInfo a, b;
+  a.kind = resident::ResourceKind::kDrafter;
   a.name = "a";
-  b.kind = core::ResourceKind::kDataset;
+  b.kind = resident::ResourceKind::kDataset;
   b.name = "b";
   core_.resources = {a, b};
   grpc::ClientContext ctx;

@@ -16,6 +16,7 @@
 #include "fakes/fake_job_service.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "resident/resource.h"
 #include "service/eval_service.h"
 #include "service/job_convert.h"
 #include "test_util/loopback_server.h"
@@ -852,9 +853,10 @@ TEST_F(JobRpcsTest, UnloadsGoThroughTheJobService) {
   req.set_name("mt-bench");
   ASSERT_EQ(Describe(Call(&pb::DrafterEval::Stub::UnloadDataset, req, &resp)), "OK: ");
   EXPECT_EQ(resp.resource().kind(), pb::RESOURCE_KIND_DATASET);
-  EXPECT_THAT(jobs_.calls().unloaded, ElementsAre(Pair(core::ResourceKind::kDrafter, "step-4000"),
-                                                  Pair(core::ResourceKind::kTarget, "qwen3-8b"),
-                                                  Pair(core::ResourceKind::kDataset, "mt-bench")));
+  EXPECT_THAT(jobs_.calls().unloaded,
+              ElementsAre(Pair(resident::ResourceKind::kDrafter, "step-4000"),
+                          Pair(resident::ResourceKind::kTarget, "qwen3-8b"),
+                          Pair(resident::ResourceKind::kDataset, "mt-bench")));
 
   jobs_.Answer([](auto& a) {
     a.error = absl::FailedPreconditionError(

@@ -9,6 +9,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "resident/resource.h"
 #include "test_util/status_matchers.h"
 
 namespace dflash::service {
@@ -163,12 +164,12 @@ TEST_F(ProtoConvertTest, DTypeAndKindMappings) {
   EXPECT_THAT(DTypeFromProto(static_cast<pb::DType>(9)),
               StatusIs(kInvalid, Eq("dtype 9 is not a DType: 0 (the default), 1 (fp32), 2 "
                                     "(fp16) or 3 (bf16)")));
-  ASSERT_OK_AND_ASSIGN(core::ResourceKind k, KindFromProto(pb::RESOURCE_KIND_DATASET));
-  EXPECT_EQ(k, core::ResourceKind::kDataset);
+  ASSERT_OK_AND_ASSIGN(resident::ResourceKind k, KindFromProto(pb::RESOURCE_KIND_DATASET));
+  EXPECT_EQ(k, resident::ResourceKind::kDataset);
   ASSERT_OK_AND_ASSIGN(k, KindFromProto(pb::RESOURCE_KIND_TARGET));
-  EXPECT_EQ(k, core::ResourceKind::kTarget);
+  EXPECT_EQ(k, resident::ResourceKind::kTarget);
   ASSERT_OK_AND_ASSIGN(k, KindFromProto(pb::RESOURCE_KIND_DRAFTER));
-  EXPECT_EQ(k, core::ResourceKind::kDrafter);
+  EXPECT_EQ(k, resident::ResourceKind::kDrafter);
   EXPECT_THAT(KindFromProto(static_cast<pb::ResourceKind>(0)),
               StatusIs(kInvalid, Eq("resource kind 0 is not one of target, drafter, dataset")));
 }
