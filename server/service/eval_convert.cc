@@ -1,7 +1,5 @@
 #include "service/eval_convert.h"
 
-#include <utility>
-
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "service/field_proto.h"
@@ -57,13 +55,13 @@ absl::Status IntervalsAndShardsFromProto(const pb::EvalRequest& in, types::EvalO
         absl::StrCat("ci_resamples must be <= ", kMaxCiResamples, "; got ", in.ci_resamples()));
   }
   if (in.ci_resamples() > 0) o.ci_resamples = in.ci_resamples();
+  // o.shards came with the table's fields; its range is checked here.
   RETURN_IF_ERROR(NonNegative("shards", in.shards()));
   constexpr int kMaxShards = 4096;
   if (in.shards() > kMaxShards) {
     return absl::InvalidArgumentError(
         absl::StrCat("shards must be <= ", kMaxShards, "; got ", in.shards()));
   }
-  o.shards = in.shards();
   return absl::OkStatus();
 }
 
@@ -98,28 +96,17 @@ void ToProto(const types::EvalResult& in, pb::EvalResult* out) {
   }
 }
 
+// The tables' fields (types/eval_options_fields.h) by reflection, checked
+// in table order (the names, then after the mode the counts), then the ones
+// they leave to hand code, each with its own check.
 absl::StatusOr<types::EvalParams> FromProto(const pb::EvalRequest& in) {
   types::EvalParams p;
-  RETURN_IF_ERROR(CheckName("drafter", in.drafter()));
-  RETURN_IF_ERROR(CheckName("dataset", in.dataset()));
-  RETURN_IF_ERROR(CheckName("target", in.target()));
-  p.drafter = in.drafter();
-  p.checkpoint_path = in.checkpoint_path();
-  p.dataset = in.dataset();
-  p.target = in.target();
+  StructFromProto(in, p);
+  RETURN_IF_ERROR(CheckFields(p));
   types::EvalOptions& o = p.options;
+  StructFromProto(in, o);
   RETURN_IF_ERROR(ModeFromProto(in, o));
-  for (auto [field, v] : {std::pair<const char*, int64_t>{"max_samples", in.max_samples()},
-                          {"max_blocks", in.max_blocks()},
-                          {"block_size", in.block_size()},
-                          {"max_new_tokens", in.max_new_tokens()}}) {
-    RETURN_IF_ERROR(NonNegative(field, v));
-  }
-  o.max_samples = in.max_samples();
-  o.max_blocks = in.max_blocks();
-  o.seed = in.seed();
-  o.block_size = in.block_size();
-  o.max_new_tokens = in.max_new_tokens();
+  RETURN_IF_ERROR(CheckFields(o));
   auto semantics = types::ParseSemantics(in.semantics());
   if (!semantics.ok()) {
     return absl::InvalidArgumentError(
@@ -135,7 +122,6 @@ absl::StatusOr<types::EvalParams> FromProto(const pb::EvalRequest& in) {
     return absl::InvalidArgumentError(
         absl::StrCat("metrics must be all or acceptance (empty = all); got '", in.metrics(), "'"));
   }
-  o.full_positions = in.full_positions();
   constexpr int kMaxSamplingSettings = 16;
   if (in.sampling_size() > kMaxSamplingSettings) {
     return absl::InvalidArgumentError(absl::StrCat("sampling has ", in.sampling_size(),
@@ -146,7 +132,6 @@ absl::StatusOr<types::EvalParams> FromProto(const pb::EvalRequest& in) {
     ASSIGN_OR_RETURN(types::ProposalPolicy policy, types::ParsePolicy(name));
     o.policies.push_back(policy);
   }
-  o.engine = in.engine();
   RETURN_IF_ERROR(IntervalsAndShardsFromProto(in, o));
   return p;
 }

@@ -54,6 +54,34 @@ void SetScalar(gp::Message& m, const FD& f, const std::string& v) {
   }
 }
 
+void GetScalar(const gp::Message& m, const FD& f, int64_t& out) {
+  const gp::Reflection& r = *m.GetReflection();
+  if (f.is_repeated()) return;
+  switch (f.cpp_type()) {
+    case FD::CPPTYPE_INT32: out = r.GetInt32(m, &f); break;
+    case FD::CPPTYPE_INT64: out = r.GetInt64(m, &f); break;
+    case FD::CPPTYPE_UINT32: out = r.GetUInt32(m, &f); break;
+    case FD::CPPTYPE_UINT64: out = static_cast<int64_t>(r.GetUInt64(m, &f)); break;
+    default: break;
+  }
+}
+
+void GetScalar(const gp::Message& m, const FD& f, double& out) {
+  if (!f.is_repeated() && f.cpp_type() == FD::CPPTYPE_DOUBLE) {
+    out = m.GetReflection()->GetDouble(m, &f);
+  }
+}
+
+void GetScalar(const gp::Message& m, const FD& f, bool& out) {
+  if (!f.is_repeated() && f.cpp_type() == FD::CPPTYPE_BOOL) out = m.GetReflection()->GetBool(m, &f);
+}
+
+void GetScalar(const gp::Message& m, const FD& f, std::string& out) {
+  if (!f.is_repeated() && f.cpp_type() == FD::CPPTYPE_STRING) {
+    out = m.GetReflection()->GetString(m, &f);
+  }
+}
+
 void AddScalar(gp::Message& m, const FD& f, int64_t v) {
   const gp::Reflection& r = *m.GetReflection();
   if (!f.is_repeated()) return;

@@ -9,6 +9,7 @@
 #include "common/status_macros.h"
 #include "core/recipe.h"
 #include "service/eval_convert.h"
+#include "service/field_proto.h"
 #include "service/served_convert.h"
 #include "types/proposal_policy.h"
 #include "types/semantics.h"
@@ -65,26 +66,20 @@ absl::StatusOr<types::JobRequest> JobRequestFromProto(const pb::EvalRequest& in)
   return r;
 }
 
+// The params' and options' table fields (types/eval_options_fields.h) by
+// reflection, then the ones the tables leave to hand code, then the job's.
 void ToProto(const types::JobRequest& in, pb::EvalRequest* out) {
-  out->set_drafter(in.params.drafter);
-  out->set_checkpoint_path(in.params.checkpoint_path);
-  out->set_dataset(in.params.dataset);
-  out->set_target(in.params.target);
+  StructToProto(in.params, *out);
   const types::EvalOptions& o = in.params.options;
+  StructToProto(o, *out);
   out->set_mode(o.mode == types::Mode::kAnchor ? pb::EVAL_MODE_ANCHOR : pb::EVAL_MODE_REPLAY);
-  out->set_max_samples(static_cast<int32_t>(o.max_samples));
-  out->set_max_blocks(static_cast<int32_t>(o.max_blocks));
   switch (o.anchors) {
     case types::AnchorStrategy::kEven: out->set_anchors(pb::ANCHOR_STRATEGY_EVEN); break;
     case types::AnchorStrategy::kRandom: out->set_anchors(pb::ANCHOR_STRATEGY_RANDOM); break;
     case types::AnchorStrategy::kAll: out->set_anchors(pb::ANCHOR_STRATEGY_ALL); break;
   }
-  out->set_seed(o.seed);
-  out->set_block_size(static_cast<int32_t>(o.block_size));
-  out->set_max_new_tokens(static_cast<int32_t>(o.max_new_tokens));
   out->set_semantics(types::SemanticsName(o.semantics));
   out->set_metrics(o.metrics == types::MetricSet::kAcceptance ? "acceptance" : "");
-  out->set_full_positions(o.full_positions);
   for (const types::SamplingSetting& s : o.sampling) {
     pb::SamplingSetting* ps = out->add_sampling();
     ps->set_temperature(s.temperature);
@@ -92,7 +87,6 @@ void ToProto(const types::JobRequest& in, pb::EvalRequest* out) {
     ps->set_top_k(static_cast<int32_t>(s.top_k));
   }
   for (types::ProposalPolicy p : o.policies) out->add_policies(types::PolicyName(p));
-  out->set_engine(o.engine);
   out->set_run(in.run);
   out->set_step(in.step);
   for (const auto& [k, v] : in.labels) (*out->mutable_labels())[k] = v;
@@ -102,7 +96,6 @@ void ToProto(const types::JobRequest& in, pb::EvalRequest* out) {
   if (o.ci_resamples != types::EvalOptions{}.ci_resamples) {
     out->set_ci_resamples(static_cast<int32_t>(o.ci_resamples));
   }
-  out->set_shards(static_cast<int32_t>(o.shards));
   for (const std::string& d : in.suite_datasets) out->add_suite_datasets(d);
   out->set_dataset_path(in.dataset_path);
   out->set_target_path(in.target_path);

@@ -2,9 +2,9 @@
 // A described struct (types/field_table.h) <-> JSON, the stored record's
 // form: an object keyed by the table's names, or for SampleSummary (one per
 // sample) a positional array in table order. Read back, a key that is
-// absent (a record from before the field) leaves the member's default; a
-// value of the wrong type throws nlohmann::json::exception, which
-// RecordFromJson turns into a status.
+// absent (a record from before the field) leaves the member's default, or
+// throws for a kRequired one; a value of the wrong type throws
+// nlohmann::json::exception, which RecordFromJson turns into a status.
 //
 //   nlohmann::json j = StructToJson(shard);
 //   types::ShardPlacement back;
@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "store/leaf_json.h"
+#include "types/eval_options_fields.h"
 #include "types/eval_result_fields.h"
 
 namespace dflash::store {
@@ -91,8 +92,8 @@ void StructFromJson(const nlohmann::json& j, S& s) {
     if constexpr (kPositionalJson<S>) {
       if (i < j.size()) ValueFromJson(j.at(i), s.*f.member);
       ++i;
-    } else if (j.contains(f.name)) {
-      ValueFromJson(j.at(f.name), s.*f.member);
+    } else if ((f.flags & types::kRequired) || j.contains(f.name)) {
+      ValueFromJson(j.at(f.name), s.*f.member);  // absent and required: throws
     }
   });
 }

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
+#include "store/field_json.h"
 #include "store/options_json.h"
 #include "store/result_json.h"
 
@@ -18,24 +19,22 @@ using json = nlohmann::json;
 
 std::string RecordToJson(const types::JobRecord& r) {
   const types::JobRequest& q = r.request;
+  // The params' table fields (types/eval_options_fields.h) among the job's.
+  json request = StructToJson(q.params);
+  request.update(json{{"options", OptionsToJson(q.params.options)},
+                      {"run", q.run},
+                      {"step", q.step},
+                      {"labels", q.labels},
+                      {"unload_after", q.unload_after},
+                      {"gate",
+                       {q.gate.reference, q.gate.metric, q.gate.min_delta,
+                        q.gate.allow_recipe_mismatch, q.gate.has_floor, q.gate.floor}},
+                      // "suite" is what ListQuery.suite matches (json_extract in SQLite).
+                      {"suite", q.suite_datasets.empty() ? json(nullptr) : json(q.params.dataset)},
+                      {"suite_datasets", q.suite_datasets}});
   json j = {{"id", r.id},
             {"state", types::JobStateName(r.state)},
-            {"request",
-             {{"drafter", q.params.drafter},
-              {"checkpoint_path", q.params.checkpoint_path},
-              {"dataset", q.params.dataset},
-              {"target", q.params.target},
-              {"options", OptionsToJson(q.params.options)},
-              {"run", q.run},
-              {"step", q.step},
-              {"labels", q.labels},
-              {"unload_after", q.unload_after},
-              {"gate",
-               {q.gate.reference, q.gate.metric, q.gate.min_delta, q.gate.allow_recipe_mismatch,
-                q.gate.has_floor, q.gate.floor}},
-              // "suite" is what ListQuery.suite matches (json_extract in SQLite).
-              {"suite", q.suite_datasets.empty() ? json(nullptr) : json(q.params.dataset)},
-              {"suite_datasets", q.suite_datasets}}},
+            {"request", request},
             {"progress",
              {r.progress.blocks_done, r.progress.blocks_total, r.progress.samples_done,
               r.progress.samples_total, r.progress.elapsed_seconds, r.progress.eta_seconds,
@@ -84,10 +83,7 @@ absl::StatusOr<types::JobRecord> RecordFromJson(const std::string& text) {
     if (!state.ok()) return state.status();
     r.state = *state;
     const json& q = j.at("request");
-    r.request.params.drafter = q.at("drafter").get<std::string>();
-    r.request.params.checkpoint_path = q.at("checkpoint_path").get<std::string>();
-    r.request.params.dataset = q.at("dataset").get<std::string>();
-    r.request.params.target = q.at("target").get<std::string>();
+    StructFromJson(q, r.request.params);
     r.request.params.options = OptionsFromJson(q.at("options"));
     r.request.run = q.at("run").get<std::string>();
     r.request.step = q.at("step").get<int64_t>();

@@ -1,9 +1,10 @@
 // File: field_table.h
 // The machinery of a field table: a struct's plain fields as (name, member
 // pointer, flags), visited in order by ForEachField. The tables themselves
-// are in eval_result_fields.h; the store's JSON (store/field_json.h), the
-// proto conversion (service/field_proto.h) and the web view walk them, so a
-// field is described once.
+// are in eval_result_fields.h (the result) and eval_options_fields.h (the
+// request); the store's JSON (store/field_json.h), the proto conversion
+// (service/field_proto.h) and the web view walk them, so a field is
+// described once.
 //
 //   ForEachField<types::ShardPlacement>([&](const auto& f) {
 //     Print(f.name, shard.*f.member);
@@ -27,6 +28,13 @@ enum FieldFlag : unsigned {
   kOmitWhenEmpty = 1u << 0,
   // Stored, but not on the wire: no proto field of that name.
   kStoreOnly = 1u << 1,
+  // The stored JSON must hold it (the first records did): reading a record
+  // without it throws, as for a record this code never wrote.
+  kRequired = 1u << 2,
+  // Checked as it comes off the wire (service/field_proto.h): a name (at
+  // most kMaxNameBytes, no control characters), a count or size (>= 0).
+  kName = 1u << 3,
+  kNonNegative = 1u << 4,
 };
 
 template <class S, class T>

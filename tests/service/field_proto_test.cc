@@ -6,8 +6,6 @@
 #include "service/field_proto.h"
 
 #include <cmath>
-#include <map>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -15,6 +13,7 @@
 #include "gtest/gtest.h"
 #include "service/eval_convert.h"
 #include "test_util/field_fill.h"
+#include "test_util/proto_table_check.h"
 
 namespace dflash::service {
 namespace {
@@ -22,6 +21,8 @@ namespace {
 namespace gp = ::google::protobuf;
 namespace t = ::dflash::types;
 using FD = gp::FieldDescriptor;
+using ::dflash::testing::CheckTables;
+using ::dflash::testing::HandConverted;
 using ::testing::Contains;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
@@ -29,94 +30,10 @@ using ::testing::Not;
 
 // Proto fields eval_convert.cc sets by hand, by message (eval_result_fields.h
 // says why each is not in a table).
-const std::map<std::string, std::set<std::string>> kHandConverted = {
+const HandConverted kHandConverted = {
     {"EvalResult", {"mode", "first_miss", "target_consistency", "suite_results"}},
     {"PositionMetrics", {"unavailable"}},  // counted == 0, derived on the wire
 };
-
-template <class S>
-void CheckTable(const gp::Descriptor& d, std::vector<std::string>& problems);
-
-template <class T>
-std::string ScalarProblem(const FD& f) {
-  const FD::CppType c = f.cpp_type();
-  if constexpr (std::is_same_v<T, bool>) {
-    return c == FD::CPPTYPE_BOOL ? "" : "is not bool";
-  } else if constexpr (std::is_integral_v<T>) {
-    // int64 members fit the proto's older int32 counts too.
-    const bool integer = c == FD::CPPTYPE_INT32 || c == FD::CPPTYPE_INT64 ||
-                         c == FD::CPPTYPE_UINT32 || c == FD::CPPTYPE_UINT64;
-    return integer ? "" : "is not an integer";
-  } else if constexpr (std::is_floating_point_v<T>) {
-    return c == FD::CPPTYPE_DOUBLE ? "" : "is not double";
-  } else {
-    static_assert(std::is_same_v<T, std::string>);
-    return c == FD::CPPTYPE_STRING ? "" : "is not string";
-  }
-}
-
-// Whether f's values (repeatedness aside) can hold a T; nested tables are
-// checked against their message in turn.
-template <class T>
-std::string ElementProblem(const FD& f, std::vector<std::string>& problems) {
-  const auto message = [&f](const std::string& name) -> std::string {
-    if (f.cpp_type() == FD::CPPTYPE_MESSAGE && f.message_type()->name() == name) return "";
-    return "is not a " + name + " message";
-  };
-  if constexpr (t::kHasFieldTable<T>) {
-    if (f.cpp_type() != FD::CPPTYPE_MESSAGE) return "is not a message";
-    CheckTable<T>(*f.message_type(), problems);
-    return "";
-  } else if constexpr (std::is_same_v<T, t::SamplingSetting>) {
-    return message("SamplingSetting");
-  } else if constexpr (std::is_same_v<T, std::optional<t::Interval>>) {
-    return message("Interval");
-  } else if constexpr (t::IsOptional<T>::value) {
-    return ElementProblem<typename T::value_type>(f, problems);
-  } else {
-    return ScalarProblem<T>(f);
-  }
-}
-
-template <class T>
-std::string TypeProblem(const FD& f, std::vector<std::string>& problems) {
-  constexpr bool kRepeated = t::IsVector<T>::value;
-  if (f.is_repeated() != kRepeated) return kRepeated ? "is not repeated" : "is repeated";
-  if constexpr (kRepeated) {
-    return ElementProblem<typename T::value_type>(f, problems);
-  } else {
-    return ElementProblem<T>(f, problems);
-  }
-}
-
-// One line per mismatch, "Message.field: what".
-template <class S>
-void CheckTable(const gp::Descriptor& d, std::vector<std::string>& problems) {
-  std::set<std::string> in_table;
-  t::ForEachField<S>([&](const auto& f) {
-    using T = typename std::decay_t<decltype(f)>::Type;
-    const FD* fd = d.FindFieldByName(f.name);
-    const std::string where = d.name() + "." + f.name;
-    if (f.flags & t::kStoreOnly) {
-      if (fd != nullptr) problems.push_back(where + ": marked kStoreOnly, but the proto has it");
-      return;
-    }
-    if (fd == nullptr) {
-      problems.push_back(where + ": in the table, not in the proto");
-      return;
-    }
-    in_table.insert(f.name);
-    const std::string problem = TypeProblem<T>(*fd, problems);
-    if (!problem.empty()) problems.push_back(where + ": " + problem);
-  });
-  const auto hand = kHandConverted.find(d.name());
-  for (int i = 0; i < d.field_count(); ++i) {
-    const std::string& name = d.field(i)->name();
-    if (in_table.count(name) > 0) continue;
-    if (hand != kHandConverted.end() && hand->second.count(name) > 0) continue;
-    problems.push_back(d.name() + "." + name + ": in the proto, not in the table nor by hand");
-  }
-}
 
 double Number(const gp::Message& m, const FD& f, int i) {
   const gp::Reflection& r = *m.GetReflection();
@@ -192,8 +109,8 @@ class FieldProtoTest : public ::testing::Test {};
 
 TEST_F(FieldProtoTest, EveryFieldIsOnBothSidesWithOneType) {
   std::vector<std::string> problems;
-  CheckTable<t::EvalResult>(*pb::EvalResult::descriptor(), problems);
-  CheckTable<t::TargetConsistency>(*pb::TargetConsistency::descriptor(), problems);
+  CheckTables<t::EvalResult>(*pb::EvalResult::descriptor(), kHandConverted, problems);
+  CheckTables<t::TargetConsistency>(*pb::TargetConsistency::descriptor(), kHandConverted, problems);
   EXPECT_THAT(problems, IsEmpty());
 }
 
@@ -201,7 +118,7 @@ TEST_F(FieldProtoTest, EveryFieldIsOnBothSidesWithOneType) {
 // that is on one side only, and each type that differs.
 TEST_F(FieldProtoTest, TheCheckNamesAFieldOnOneSideOnly) {
   std::vector<std::string> problems;
-  CheckTable<t::ShardPlacement>(*pb::SliceResult::descriptor(), problems);
+  CheckTables<t::ShardPlacement>(*pb::SliceResult::descriptor(), kHandConverted, problems);
   EXPECT_THAT(problems, Contains("SliceResult.first: in the table, not in the proto"));
   EXPECT_THAT(problems, Contains("SliceResult.kind: in the proto, not in the table nor by hand"));
   // blocks is an int64 on both sides: nothing to say.
@@ -211,7 +128,7 @@ TEST_F(FieldProtoTest, TheCheckNamesAFieldOnOneSideOnly) {
 TEST_F(FieldProtoTest, TheCheckNamesATypeThatDiffers) {
   std::vector<std::string> problems;
   // GateVerdict's `value` is a double, SliceResult's a string.
-  CheckTable<t::GateVerdict>(*pb::SliceResult::descriptor(), problems);
+  CheckTables<t::GateVerdict>(*pb::SliceResult::descriptor(), kHandConverted, problems);
   EXPECT_THAT(problems, Contains("SliceResult.value: is not double"));
 }
 

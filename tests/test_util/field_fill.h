@@ -1,9 +1,9 @@
 // File: field_fill.h
-// Walks a field table (types/eval_result_fields.h) to set every field to a
-// distinct value that is not its default, and to compare two structs field
-// by field, naming the first path that differs. What the store's and the
-// proto's table tests run over, so a field added to a table is covered
-// without a test edit.
+// Walks a field table (types/eval_result_fields.h, eval_options_fields.h)
+// to set every field to a distinct value that is not its default, and to
+// compare two structs field by field, naming the first path that differs.
+// What the store's and the proto's table tests run over, so a field added
+// to a table is covered without a test edit.
 //
 //   types::EvalResult r;
 //   int64_t k = 1;
@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "types/eval_options_fields.h"
 #include "types/eval_result_fields.h"
 
 namespace dflash::testing {
