@@ -1,18 +1,13 @@
 // Evaluation jobs against the real dflash-evald on the tiny generated
 // fixture: concurrent submits, watch, cancel (queued and running), results
-// equal to RunEval's, unload refused while jobs use an object, compare, the
-// training curve, and durability across kill -9 and SIGTERM.
-#include <signal.h>
-
-#include <stdlib.h>
-
-#include <algorithm>
-#include <filesystem>
-#include <random>
-#include <set>
+// equal to RunEval's, unload refused while jobs use an object, compare and
+// the training curve. Durability across kill -9 and SIGTERM, and a full
+// queue: jobs_durability_e2e_test.cc.
+#include <chrono>
+#include <string>
 #include <thread>
+#include <vector>
 
-#include <google/protobuf/util/message_differencer.h>
 #include <grpcpp/grpcpp.h>
 
 #include "absl/strings/str_cat.h"
@@ -20,191 +15,19 @@
 #include "client/eval_client.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "integration/tiny_fixture.h"
-#include "test_util/process.h"
+#include "integration/jobs_e2e_fixture.h"
 #include "test_util/status_matchers.h"
-#include "test_util/temp_dir.h"
 
 namespace dflash {
 namespace {
 
-namespace fs = std::filesystem;
 namespace pb = ::dflash::eval::v1;
-using ::dflash::testing::BinaryFromEnv;
-using ::dflash::testing::CommandResult;
-using ::dflash::testing::RunCommand;
-using ::dflash::testing::ServerProcess;
+using ::dflash::testing::ExpectSameNumbers;
+using ::dflash::testing::JobRequest;
+using ::dflash::testing::JobsE2eTest;
 using ::testing::HasSubstr;
+using Client = ::dflash::testing::JobsClient;
 using namespace std::chrono_literals;
-
-constexpr int kBigSamples = 900;  // 150 copies of the tiny dataset: seconds of real work
-
-// A raw stub per "client", each on its own channel.
-struct Client {
-  explicit Client(const std::string& address)
-      : stub(pb::DrafterEval::NewStub(
-            grpc::CreateChannel(address, grpc::InsecureChannelCredentials()))) {}
-
-  template <typename Req, typename Resp>
-  grpc::Status Call(grpc::Status (pb::DrafterEval::Stub::*method)(grpc::ClientContext*, const Req&,
-                                                                  Resp*),
-                    const Req& req, Resp* resp) {
-    grpc::ClientContext ctx;
-    ctx.set_deadline(std::chrono::system_clock::now() + 60s);
-    return (stub.get()->*method)(&ctx, req, resp);
-  }
-  grpc::Status Submit(const pb::EvalRequest& r, pb::EvalJob* job) {
-    pb::SubmitEvalRequest req;
-    *req.mutable_request() = r;
-    return Call(&pb::DrafterEval::Stub::SubmitEval, req, job);
-  }
-  pb::EvalJob Get(const std::string& id) {
-    pb::GetEvalRequest req;
-    req.set_id(id);
-    pb::EvalJob job;
-    grpc::Status s = Call(&pb::DrafterEval::Stub::GetEval, req, &job);
-    EXPECT_TRUE(s.ok()) << s.error_message();
-    return job;
-  }
-  grpc::Status Cancel(const std::string& id, pb::EvalJob* job) {
-    pb::CancelEvalRequest req;
-    req.set_id(id);
-    return Call(&pb::DrafterEval::Stub::CancelEval, req, job);
-  }
-  grpc::Status Resubmit(const std::string& id, pb::EvalJob* job) {
-    pb::ResubmitEvalRequest req;
-    req.set_id(id);
-    return Call(&pb::DrafterEval::Stub::ResubmitEval, req, job);
-  }
-  pb::ListEvalsResponse List(pb::ListEvalsRequest req) {
-    pb::ListEvalsResponse resp;
-    grpc::Status s = Call(&pb::DrafterEval::Stub::ListEvals, req, &resp);
-    EXPECT_TRUE(s.ok()) << s.error_message();
-    return resp;
-  }
-  pb::EvalResult RunEval(const pb::EvalRequest& r) {
-    pb::RunEvalRequest req;
-    *req.mutable_request() = r;
-    pb::EvalResult result;
-    grpc::Status s = Call(&pb::DrafterEval::Stub::RunEval, req, &result);
-    EXPECT_TRUE(s.ok()) << s.error_message();
-    return result;
-  }
-  // Polls until the job leaves QUEUED/RUNNING.
-  pb::EvalJob WaitDone(const std::string& id) {
-    for (int i = 0; i < 3000; ++i) {
-      pb::EvalJob job = Get(id);
-      if (job.state() != pb::JOB_STATE_QUEUED && job.state() != pb::JOB_STATE_RUNNING) return job;
-      std::this_thread::sleep_for(20ms);
-    }
-    ADD_FAILURE() << "job " << id << " did not finish";
-    return {};
-  }
-  // Polls until the job is RUNNING with some progress.
-  void WaitRunning(const std::string& id) {
-    for (int i = 0; i < 3000; ++i) {
-      pb::EvalJob job = Get(id);
-      if (job.state() == pb::JOB_STATE_RUNNING && job.progress().blocks_done() > 0) return;
-      ASSERT_TRUE(job.state() == pb::JOB_STATE_QUEUED || job.state() == pb::JOB_STATE_RUNNING)
-          << job.DebugString();
-      std::this_thread::sleep_for(10ms);
-    }
-    FAIL() << "job " << id << " never ran";
-  }
-
-  std::unique_ptr<pb::DrafterEval::Stub> stub;
-};
-
-pb::EvalRequest Request(const std::string& dataset, int max_samples = 0) {
-  pb::EvalRequest r;
-  r.set_drafter("m");
-  r.set_dataset(dataset);
-  r.set_anchors(pb::ANCHOR_STRATEGY_ALL);
-  r.set_max_samples(max_samples);
-  return r;
-}
-
-// Results equal apart from wall-clock timings and which process ran them
-// (a shard's seconds and server, "host:pid").
-void ExpectSameNumbers(pb::EvalResult got, pb::EvalResult want) {
-  for (pb::EvalResult* r : {&got, &want}) {
-    r->clear_setup_seconds();
-    r->clear_compute_seconds();
-    r->clear_tokens_per_second();
-    for (pb::ShardPlacement& s : *r->mutable_shards()) {
-      s.clear_seconds();
-      s.clear_server();
-    }
-  }
-  std::string diff;
-  google::protobuf::util::MessageDifferencer d;
-  d.ReportDifferencesToString(&diff);
-  EXPECT_TRUE(d.Compare(got, want)) << diff;
-  EXPECT_GT(want.positions_size(), 0);
-  EXPECT_GT(want.per_sample_size(), 0);
-}
-
-class JobsE2eTest : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    // Two spinning OpenMP threads per server on a busy 2-core machine make
-    // timings erratic; passive waiting keeps the suite fast.
-    setenv("OMP_WAIT_POLICY", "PASSIVE", 0);
-    dir_ = new testing::TempDir();
-    data_ = dir_->Join("data");
-    testing::MakeTinyFixture(data_);
-    ASSERT_FALSE(::testing::Test::HasFailure());
-    // A long dataset: the tiny one's samples many times over.
-    fs::create_directories(data_ + "/big/rows");
-    fs::copy_file(data_ + "/dataset/dataset.json", data_ + "/big/dataset.json");
-    std::vector<std::string> files;
-    for (const auto& e : fs::recursive_directory_iterator(data_ + "/dataset")) {
-      if (e.path().extension() == ".ckpt") files.push_back(e.path().string());
-    }
-    std::sort(files.begin(), files.end());
-    ASSERT_FALSE(files.empty());
-    for (int k = 0; k < kBigSamples; ++k) {
-      fs::create_hard_link(files[k % files.size()],
-                           absl::StrCat(data_, "/big/rows/data_", k, ".ckpt"));
-    }
-  }
-  static void TearDownTestSuite() { delete dir_; }
-
-  std::unique_ptr<ServerProcess> Start(const std::string& state,
-                                       std::vector<std::string> extra = {}) {
-    extra.insert(extra.end(), {"--data-root", data_});
-    auto server = ServerProcess::Start(dir_->Join(state), extra);
-    EXPECT_OK(server.status());
-    return server.ok() ? std::move(server).value() : nullptr;
-  }
-
-  static void Load(const std::string& address, bool big = true) {
-    client::EvalClient c(address, 60s);
-    pb::LoadTargetRequest t;
-    t.set_name("t");
-    t.set_path(data_ + "/target");
-    ASSERT_OK(c.LoadTarget(t).status());
-    for (auto [name, path] : {std::pair<std::string, std::string>{"d", "/dataset"},
-                              {"split", "/dataset-split"},
-                              {"big", "/big"}}) {
-      if (name == "big" && !big) continue;
-      pb::LoadDatasetRequest d;
-      d.set_name(name);
-      d.set_path(data_ + path);
-      ASSERT_OK(c.LoadDataset(d).status());
-    }
-    pb::LoadDrafterRequest m;
-    m.set_name("m");
-    m.set_path(data_ + "/drafter");
-    ASSERT_OK(c.LoadDrafter(m).status());
-  }
-
-  static testing::TempDir* dir_;
-  static std::string data_;
-};
-
-testing::TempDir* JobsE2eTest::dir_ = nullptr;
-std::string JobsE2eTest::data_;
 
 TEST_F(JobsE2eTest, ConcurrentClientsWatchCancelCompareAndHistory) {
   auto server = Start("state-main");
@@ -214,7 +37,7 @@ TEST_F(JobsE2eTest, ConcurrentClientsWatchCancelCompareAndHistory) {
 
   // A long job occupies the single runner.
   pb::EvalJob longjob;
-  ASSERT_TRUE(main.Submit(Request("big"), &longjob).ok());
+  ASSERT_TRUE(main.Submit(JobRequest("big"), &longjob).ok());
   EXPECT_EQ(longjob.state(), pb::JOB_STATE_QUEUED);
   EXPECT_THAT(longjob.id(), ::testing::MatchesRegex("ev-[0-9]{8}-[0-9]{6}-[0-9]{4}"));
   main.WaitRunning(longjob.id());
@@ -227,7 +50,7 @@ TEST_F(JobsE2eTest, ConcurrentClientsWatchCancelCompareAndHistory) {
       Client client(server->address());
       for (int k = 0; k < 2; ++k) {
         const int step = c * 2 + k;
-        pb::EvalRequest r = Request("d", 1 + step % 6);
+        pb::EvalRequest r = JobRequest("d", 1 + step % 6);
         r.set_run("curve");
         r.set_step(step * 1000);
         (*r.mutable_labels())["client"] = absl::StrCat(c);
@@ -258,7 +81,7 @@ TEST_F(JobsE2eTest, ConcurrentClientsWatchCancelCompareAndHistory) {
 
   // One queued job cancelled at once; the running one at a chunk boundary.
   pb::EvalJob queued;
-  ASSERT_TRUE(main.Submit(Request("d"), &queued).ok());
+  ASSERT_TRUE(main.Submit(JobRequest("d"), &queued).ok());
   pb::EvalJob cancelled;
   ASSERT_TRUE(main.Cancel(queued.id(), &cancelled).ok());
   EXPECT_EQ(cancelled.state(), pb::JOB_STATE_CANCELLED);
@@ -336,9 +159,9 @@ TEST_F(JobsE2eTest, ConcurrentClientsWatchCancelCompareAndHistory) {
 
   // Compare: the same data in another layout is another dataset.
   pb::EvalJob split;
-  ASSERT_TRUE(main.Submit(Request("split"), &split).ok());
+  ASSERT_TRUE(main.Submit(JobRequest("split"), &split).ok());
   pb::EvalJob full;
-  ASSERT_TRUE(main.Submit(Request("d"), &full).ok());
+  ASSERT_TRUE(main.Submit(JobRequest("d"), &full).ok());
   ASSERT_EQ(main.WaitDone(split.id()).state(), pb::JOB_STATE_SUCCEEDED);
   ASSERT_EQ(main.WaitDone(full.id()).state(), pb::JOB_STATE_SUCCEEDED);
   pb::CompareEvalsRequest cmp;
@@ -370,7 +193,7 @@ TEST_F(JobsE2eTest, ConcurrentClientsWatchCancelCompareAndHistory) {
   EXPECT_EQ(cs.error_code(), grpc::StatusCode::NOT_FOUND);
 
   // The training-loop call: a checkpoint path, labels, unload_after.
-  pb::EvalRequest ckpt = Request("d");
+  pb::EvalRequest ckpt = JobRequest("d");
   ckpt.clear_drafter();
   ckpt.set_checkpoint_path(data_ + "/drafter-pt");
   ckpt.set_run("loop");
@@ -388,15 +211,15 @@ TEST_F(JobsE2eTest, ConcurrentClientsWatchCancelCompareAndHistory) {
 
   // Bad submits are refused before queueing.
   pb::EvalJob bad;
-  grpc::Status s = main.Submit(Request("nope"), &bad);
+  grpc::Status s = main.Submit(JobRequest("nope"), &bad);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::NOT_FOUND);
   EXPECT_THAT(s.error_message(), HasSubstr("no resident dataset named 'nope'"));
-  pb::EvalRequest both = Request("d");
+  pb::EvalRequest both = JobRequest("d");
   both.set_checkpoint_path(data_ + "/drafter-pt");
   s = main.Submit(both, &bad);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   // A checkpoint that does not load fails the job with the load's error.
-  pb::EvalRequest missing = Request("d");
+  pb::EvalRequest missing = JobRequest("d");
   missing.clear_drafter();
   missing.set_checkpoint_path(data_ + "/no-such-drafter");
   pb::EvalJob failed;
@@ -407,108 +230,6 @@ TEST_F(JobsE2eTest, ConcurrentClientsWatchCancelCompareAndHistory) {
 
   // Nothing in use any more: unloading works.
   EXPECT_OK(admin.Unload(pb::RESOURCE_KIND_DATASET, "big").status());
-}
-
-TEST_F(JobsE2eTest, ResultsSurviveKill9AndInterruptedJobsResubmitToTheSameNumbers) {
-  auto server = Start("state-durable");
-  ASSERT_NE(server, nullptr);
-  Load(server->address());
-  pb::EvalJob done_job;
-  pb::EvalResult done_result;
-  pb::EvalJob killed;
-  pb::EvalJob behind;
-  {
-    Client c(server->address());
-    pb::EvalRequest r = Request("d");
-    r.set_run("durable");
-    ASSERT_TRUE(c.Submit(r, &done_job).ok());
-    pb::EvalJob d = c.WaitDone(done_job.id());
-    ASSERT_EQ(d.state(), pb::JOB_STATE_SUCCEEDED);
-    done_result = d.result();
-    ASSERT_TRUE(c.Submit(Request("big", 300), &killed).ok());
-    ASSERT_TRUE(c.Submit(Request("d"), &behind).ok());
-    c.WaitRunning(killed.id());
-  }
-  server->Stop(SIGKILL);
-
-  server = Start("state-durable");
-  ASSERT_NE(server, nullptr);
-  Client c(server->address());
-  pb::EvalJob d = c.Get(done_job.id());
-  ASSERT_EQ(d.state(), pb::JOB_STATE_SUCCEEDED);
-  google::protobuf::util::MessageDifferencer diff;
-  EXPECT_TRUE(diff.Compare(d.result(), done_result));  // every field, timings included
-  for (const std::string& id : {killed.id(), behind.id()}) {
-    pb::EvalJob k = c.Get(id);
-    EXPECT_EQ(k.state(), pb::JOB_STATE_INTERRUPTED) << id;
-    EXPECT_TRUE(k.interrupted_by_restart()) << id;
-    EXPECT_FALSE(k.has_result());
-  }
-  Load(server->address());
-  pb::EvalJob again;
-  ASSERT_TRUE(c.Resubmit(killed.id(), &again).ok());
-  EXPECT_EQ(again.resubmitted_from(), killed.id());
-  EXPECT_GT(again.id(), killed.id());
-  pb::EvalJob again_done = c.WaitDone(again.id());
-  ASSERT_EQ(again_done.state(), pb::JOB_STATE_SUCCEEDED);
-  ExpectSameNumbers(again_done.result(), c.RunEval(killed.request()));
-
-  // kill -9 at random moments while short jobs come and go: the store always
-  // opens, nothing is left QUEUED/RUNNING, every SUCCEEDED job is complete.
-  std::mt19937 rng(12345);
-  for (int round = 0; round < 3; ++round) {
-    {
-      Client k(server->address());
-      for (int i = 0; i < 4; ++i) {
-        pb::EvalJob j;
-        ASSERT_TRUE(k.Submit(Request(i % 2 ? "big" : "d", 1 + i * 37), &j).ok());
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(rng() % 400));
-    }
-    server->Stop(round == 2 ? SIGTERM : SIGKILL);
-    server = Start("state-durable");
-    ASSERT_NE(server, nullptr) << "round " << round;
-    Client k(server->address());
-    pb::ListEvalsRequest all;
-    all.set_page_size(1000);
-    pb::ListEvalsResponse listed = k.List(all);
-    EXPECT_GE(listed.jobs_size(), 6 + 4 * round);
-    for (const pb::EvalJob& j : listed.jobs()) {
-      EXPECT_NE(j.state(), pb::JOB_STATE_QUEUED) << j.id();
-      EXPECT_NE(j.state(), pb::JOB_STATE_RUNNING) << j.id();
-      if (j.state() == pb::JOB_STATE_SUCCEEDED) {
-        EXPECT_GT(j.result().positions_size(), 0) << j.id();
-        EXPECT_GT(j.result().per_sample_size(), 0) << j.id();
-        EXPECT_GT(j.result().accepted_histogram_size(), 0) << j.id();
-      } else {
-        EXPECT_FALSE(j.has_result()) << j.id();
-      }
-    }
-    Load(server->address(), /*big=*/true);
-  }
-  EXPECT_THAT(server->log(), HasSubstr("results store"));
-}
-
-TEST_F(JobsE2eTest, AFullQueueIsResourceExhausted) {
-  auto server = Start("state-full", {"--max-queued", "1"});
-  ASSERT_NE(server, nullptr);
-  Load(server->address());
-  Client c(server->address());
-  pb::EvalJob a, b, d;
-  ASSERT_TRUE(c.Submit(Request("big"), &a).ok());
-  c.WaitRunning(a.id());
-  ASSERT_TRUE(c.Submit(Request("d"), &b).ok());
-  grpc::Status s = c.Submit(Request("d"), &d);
-  EXPECT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
-  EXPECT_THAT(s.error_message(), HasSubstr("queue is full (1 queued, limit 1)"));
-  // SIGTERM: the running job stops at a chunk boundary, stored INTERRUPTED.
-  EXPECT_EQ(server->Stop(SIGTERM), 0);
-  EXPECT_THAT(server->log(), HasSubstr("job queue stopped"));
-  server = Start("state-full");
-  ASSERT_NE(server, nullptr);
-  Client after(server->address());
-  EXPECT_EQ(after.Get(a.id()).state(), pb::JOB_STATE_INTERRUPTED);
-  EXPECT_EQ(after.Get(b.id()).state(), pb::JOB_STATE_INTERRUPTED);
 }
 
 }  // namespace

@@ -1,9 +1,10 @@
+// The safetensors reader on good files: every dtype bit-exact, file order,
+// zero-size and scalar tensors, metadata, alignment and the shared mapping,
+// tensors outliving their source, and released bytes leaving RSS.
 #include "weights/safetensors_file.h"
 
 #include <cmath>
 #include <cstdint>
-#include <cstring>
-#include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -15,20 +16,15 @@
 #include "test_util/safetensors_writer.h"
 #include "test_util/status_matchers.h"
 #include "test_util/temp_dir.h"
+#include "weights/safetensors_fixture.h"
 
 namespace dflash::weights {
 namespace {
 
 using ::dflash::testing::RawSafetensors;
 using ::dflash::testing::SafetensorsWriter;
-using ::dflash::testing::StatusIs;
-using ::dflash::testing::TempDir;
-using ::dflash::testing::WriteShardedSafetensors;
-using ::testing::AllOf;
+using ::dflash::weights::testing::SafetensorsFileTest;
 using ::testing::ElementsAre;
-using ::testing::HasSubstr;
-
-using Code = absl::StatusCode;
 
 std::string U16Bytes(const std::vector<uint16_t>& v) {
   return std::string(reinterpret_cast<const char*>(v.data()), v.size() * 2);
@@ -37,19 +33,6 @@ std::string U16Bytes(const std::vector<uint16_t>& v) {
 std::string TensorBytes(const at::Tensor& t) {
   return std::string(static_cast<const char*>(t.data_ptr()), t.nbytes());
 }
-
-class SafetensorsFileTest : public ::testing::Test {
- protected:
-  // Writes `bytes` as a file and opens it.
-  absl::StatusOr<TensorSourcePtr> OpenBytes(const std::string& bytes) {
-    return OpenSafetensors(dir_.WriteFile("t.safetensors", bytes));
-  }
-  // A one-tensor header around `entry` with `data_bytes` zero bytes of data.
-  absl::StatusOr<TensorSourcePtr> OpenHeader(const std::string& header, size_t data_bytes) {
-    return OpenBytes(RawSafetensors(header, std::string(data_bytes, '\0')));
-  }
-  TempDir dir_;
-};
 
 // ---- happy paths ---------------------------------------------------------
 
@@ -234,318 +217,5 @@ TEST_F(SafetensorsFileTest, ReleasedBytesLeaveRssAndReadAgainFromTheFile) {
 }
 
 // ---- one test per defect -------------------------------------------------
-
-TEST_F(SafetensorsFileTest, MissingFileIsNotFound) {
-  const std::string path = dir_.Join("absent.safetensors");
-  EXPECT_THAT(OpenSafetensors(path),
-              StatusIs(Code::kNotFound, HasSubstr("no such file '" + path + "'")));
-}
-
-TEST_F(SafetensorsFileTest, DirectoryIsRejected) {
-  EXPECT_THAT(OpenSafetensors(dir_.path()),
-              StatusIs(Code::kInvalidArgument, HasSubstr("is not a regular file")));
-}
-
-TEST_F(SafetensorsFileTest, FileShorterThanEightBytes) {
-  EXPECT_THAT(OpenBytes("abcde"),
-              StatusIs(Code::kInvalidArgument,
-                       AllOf(HasSubstr("t.safetensors"),
-                             HasSubstr("file is 5 bytes; a safetensors file starts with "
-                                       "an 8-byte little-endian header length"))));
-  EXPECT_THAT(OpenBytes(""), StatusIs(Code::kInvalidArgument, HasSubstr("file is 0 bytes")));
-}
-
-TEST_F(SafetensorsFileTest, HeaderLengthPastEndOfFile) {
-  EXPECT_THAT(
-      OpenBytes(RawSafetensors("{}", "", 100)),
-      StatusIs(Code::kInvalidArgument, HasSubstr("header length 100 runs past the end of the file "
-                                                 "(8 + 100 > 10 bytes)")));
-}
-
-TEST_F(SafetensorsFileTest, HeaderLengthOverCap) {
-  EXPECT_THAT(
-      OpenBytes(RawSafetensors("{}", "", formats::kMaxSafetensorsHeaderBytes + 1)),
-      StatusIs(Code::kInvalidArgument, HasSubstr("header length 104857601 exceeds the limit of "
-                                                 "104857600 bytes")));
-  EXPECT_THAT(OpenBytes(RawSafetensors("{}", "", ~0ull)),
-              StatusIs(Code::kInvalidArgument, HasSubstr("exceeds the limit")));
-}
-
-TEST_F(SafetensorsFileTest, HeaderNotJson) {
-  EXPECT_THAT(OpenHeader("{\"a\": {\"dtype\": ", 0),
-              StatusIs(Code::kInvalidArgument, HasSubstr("header is not valid JSON: ")));
-  EXPECT_THAT(OpenHeader("\xff\xfe", 0),
-              StatusIs(Code::kInvalidArgument, HasSubstr("header is not valid JSON")));
-}
-
-TEST_F(SafetensorsFileTest, HeaderNestedTooDeep) {
-  EXPECT_THAT(
-      OpenHeader(std::string(100000, '[') + std::string(100000, ']'), 0),
-      StatusIs(Code::kInvalidArgument, HasSubstr("header JSON nests deeper than 16 levels")));
-}
-
-TEST_F(SafetensorsFileTest, HeaderJsonNotAnObject) {
-  EXPECT_THAT(
-      OpenHeader("[1, 2]", 0),
-      StatusIs(Code::kInvalidArgument, HasSubstr("header JSON is an array; expected an object")));
-}
-
-TEST_F(SafetensorsFileTest, MetadataNotStrings) {
-  EXPECT_THAT(OpenHeader(R"({"__metadata__": {"k": 3}})", 0),
-              StatusIs(Code::kInvalidArgument,
-                       HasSubstr("'__metadata__' key 'k' holds a number; expected a string")));
-  EXPECT_THAT(OpenHeader(R"({"__metadata__": [1]})", 0),
-              StatusIs(Code::kInvalidArgument,
-                       HasSubstr("'__metadata__' is an array; expected an object of strings")));
-}
-
-TEST_F(SafetensorsFileTest, TensorEntryNotAnObject) {
-  EXPECT_THAT(
-      OpenHeader(R"({"w": "F32"})", 0),
-      StatusIs(Code::kInvalidArgument, HasSubstr("tensor 'w': is a string; expected an object")));
-}
-
-TEST_F(SafetensorsFileTest, MissingFields) {
-  EXPECT_THAT(OpenHeader(R"({"w": {"shape": [1], "data_offsets": [0, 4]}})", 4),
-              StatusIs(Code::kInvalidArgument, HasSubstr("tensor 'w': has no \"dtype\"")));
-  EXPECT_THAT(OpenHeader(R"({"w": {"dtype": "F32", "data_offsets": [0, 4]}})", 4),
-              StatusIs(Code::kInvalidArgument, HasSubstr("tensor 'w': has no \"shape\"")));
-  EXPECT_THAT(OpenHeader(R"({"w": {"dtype": "F32", "shape": [1]}})", 4),
-              StatusIs(Code::kInvalidArgument, HasSubstr("tensor 'w': has no \"data_offsets\"")));
-}
-
-TEST_F(SafetensorsFileTest, UnknownDtype) {
-  EXPECT_THAT(OpenHeader(R"({"w": {"dtype": "F8", "shape": [1], "data_offsets": [0, 1]}})", 1),
-              StatusIs(Code::kInvalidArgument,
-                       HasSubstr("tensor 'w': unknown dtype 'F8'; known: F64, F32")));
-  EXPECT_THAT(OpenHeader(R"({"w": {"dtype": 4, "shape": [1], "data_offsets": [0, 4]}})", 4),
-              StatusIs(Code::kInvalidArgument,
-                       HasSubstr("tensor 'w': \"dtype\" is a number; expected a string")));
-}
-
-TEST_F(SafetensorsFileTest, NegativeOrNonIntegerShape) {
-  EXPECT_THAT(
-      OpenHeader(R"({"w": {"dtype": "F32", "shape": [2, -1], "data_offsets": [0, 0]}})", 0),
-      StatusIs(Code::kInvalidArgument,
-               HasSubstr("tensor 'w': \"shape\" entry 1 is -1; expected a non-negative integer")));
-  EXPECT_THAT(OpenHeader(R"({"w": {"dtype": "F32", "shape": [2.5], "data_offsets": [0, 0]}})", 0),
-              StatusIs(Code::kInvalidArgument, HasSubstr("tensor 'w': \"shape\" entry 0 is 2.5")));
-  EXPECT_THAT(
-      OpenHeader(R"({"w": {"dtype": "F32", "shape": ["2"], "data_offsets": [0, 0]}})", 0),
-      StatusIs(Code::kInvalidArgument, HasSubstr("tensor 'w': \"shape\" entry 0 is \"2\"")));
-  EXPECT_THAT(OpenHeader(R"({"w": {"dtype": "F32", "shape": 4, "data_offsets": [0, 16]}})", 16),
-              StatusIs(Code::kInvalidArgument, HasSubstr("tensor 'w': \"shape\" is a number")));
-}
-
-TEST_F(SafetensorsFileTest, ShapeProductOverflows) {
-  EXPECT_THAT(
-      OpenHeader(
-          R"({"w": {"dtype": "F32", "shape": [4294967296, 4294967296], "data_offsets": [0, 0]}})",
-          0),
-      StatusIs(Code::kInvalidArgument,
-               HasSubstr("tensor 'w': shape [4294967296, 4294967296] of F32 needs more "
-                         "than 2^63 bytes")));
-  // A zero dimension makes any product empty: not an overflow.
-  EXPECT_OK(OpenHeader(
-      R"({"w": {"dtype": "F32", "shape": [4294967296, 4294967296, 0], "data_offsets": [0, 0]}})",
-      0));
-}
-
-TEST_F(SafetensorsFileTest, MalformedDataOffsets) {
-  EXPECT_THAT(OpenHeader(R"({"w": {"dtype": "U8", "shape": [1], "data_offsets": [0]}})", 1),
-              StatusIs(Code::kInvalidArgument,
-                       HasSubstr("tensor 'w': \"data_offsets\" is [0]; expected [begin, end]")));
-  EXPECT_THAT(OpenHeader(R"({"w": {"dtype": "U8", "shape": [1], "data_offsets": [-1, 0]}})", 1),
-              StatusIs(Code::kInvalidArgument, HasSubstr("\"data_offsets\" is [-1,0]")));
-  EXPECT_THAT(OpenHeader(R"({"w": {"dtype": "U8", "shape": [0], "data_offsets": [4, 2]}})", 4),
-              StatusIs(Code::kInvalidArgument,
-                       HasSubstr("tensor 'w': data_offsets [4, 2] end before they begin")));
-}
-
-TEST_F(SafetensorsFileTest, DataOffsetsOutsideDataSection) {
-  EXPECT_THAT(OpenHeader(R"({"w": {"dtype": "F32", "shape": [4], "data_offsets": [0, 16]}})", 8),
-              StatusIs(Code::kInvalidArgument,
-                       HasSubstr("tensor 'w': data_offsets [0, 16] end past the data section "
-                                 "(8 bytes)")));
-}
-
-TEST_F(SafetensorsFileTest, ByteCountMismatch) {
-  EXPECT_THAT(
-      OpenHeader(R"({"fc.weight": {"dtype": "F32", "shape": [5, 4], "data_offsets": [0, 100]}})",
-                 100),
-      StatusIs(Code::kInvalidArgument,
-               HasSubstr("tensor 'fc.weight': data_offsets [0, 100] hold 100 bytes; "
-                         "shape [5, 4] of F32 needs 80")));
-}
-
-TEST_F(SafetensorsFileTest, OverlappingRanges) {
-  EXPECT_THAT(
-      OpenHeader(R"({"a": {"dtype": "U8", "shape": [8], "data_offsets": [0, 8]},
-                            "b": {"dtype": "U8", "shape": [8], "data_offsets": [4, 12]}})",
-                 12),
-      StatusIs(Code::kInvalidArgument, HasSubstr("tensors 'a' [0, 8] and 'b' [4, 12] overlap")));
-}
-
-TEST_F(SafetensorsFileTest, GapInCoverage) {
-  EXPECT_THAT(OpenHeader(R"({"a": {"dtype": "U8", "shape": [4], "data_offsets": [0, 4]},
-                            "b": {"dtype": "U8", "shape": [4], "data_offsets": [8, 12]}})",
-                         12),
-              StatusIs(Code::kInvalidArgument,
-                       HasSubstr("bytes [4, 8) of the data section belong to no tensor "
-                                 "(between 'a' and 'b')")));
-  EXPECT_THAT(OpenHeader(R"({"b": {"dtype": "U8", "shape": [4], "data_offsets": [2, 6]}})", 6),
-              StatusIs(Code::kInvalidArgument,
-                       HasSubstr("bytes [0, 2) of the data section belong to no tensor "
-                                 "(before 'b')")));
-  EXPECT_THAT(OpenHeader(R"({"a": {"dtype": "U8", "shape": [4], "data_offsets": [0, 4]}})", 9),
-              StatusIs(Code::kInvalidArgument,
-                       HasSubstr("bytes [4, 9) of the data section belong to no tensor "
-                                 "(after 'a')")));
-}
-
-TEST_F(SafetensorsFileTest, BoolOutsideZeroOne) {
-  SafetensorsWriter w;
-  w.Add("mask", "BOOL", {3}, std::string("\x01\x00\x02", 3));
-  ASSERT_OK_AND_ASSIGN(TensorSourcePtr src, OpenBytes(w.Bytes()));
-  EXPECT_THAT(src->Read("mask"),
-              StatusIs(Code::kInvalidArgument,
-                       HasSubstr("tensor 'mask': BOOL element 2 is byte 2; expected 0 or 1")));
-}
-
-TEST_F(SafetensorsFileTest, TensorNotFoundListsNearest) {
-  SafetensorsWriter w;
-  w.AddValues("fc.weight", "F32", {1}, {1}).AddValues("fc.bias", "F32", {1}, {1});
-  ASSERT_OK_AND_ASSIGN(TensorSourcePtr src, OpenBytes(w.Bytes()));
-  EXPECT_THAT(src->Read("fc.wieght"),
-              StatusIs(Code::kNotFound, AllOf(HasSubstr("no tensor 'fc.wieght' in '"),
-                                              HasSubstr("nearest: 'fc.weight', 'fc.bias'"))));
-}
-
-// ---- sharded ----------------------------------------------------------------
-
-class ShardedSafetensorsTest : public ::testing::Test {
- protected:
-  // a, b in shard 1; c in shard 2.
-  std::string WriteTwoShards() {
-    SafetensorsWriter s1, s2;
-    s1.AddValues("a", "F32", {2}, {1, 2}).AddValues("b", "I64", {1}, {7});
-    s2.AddValues("c", "BF16", {2}, {0.5, -4});
-    return WriteShardedSafetensors(dir_.path(), {{kShard1, s1}, {kShard2, s2}});
-  }
-  std::string WriteIndex(const std::string& json) {
-    return dir_.WriteFile("model.safetensors.index.json", json);
-  }
-  static constexpr const char* kShard1 = "model-00001-of-00002.safetensors";
-  static constexpr const char* kShard2 = "model-00002-of-00002.safetensors";
-  TempDir dir_;
-};
-
-TEST_F(ShardedSafetensorsTest, OpensEveryShard) {
-  const std::string index = WriteTwoShards();
-  ASSERT_OK_AND_ASSIGN(TensorSourcePtr src, OpenShardedSafetensors(index));
-  EXPECT_EQ(src->format(), "safetensors-sharded");
-  EXPECT_EQ(src->path(), index);
-  EXPECT_THAT(src->names(), ElementsAre("a", "b", "c"));
-  EXPECT_EQ(src->Find("c")->file, dir_.Join(kShard2));
-  EXPECT_EQ(src->Find("a")->file, dir_.Join(kShard1));
-  ASSERT_OK_AND_ASSIGN(at::Tensor c, src->Read("c"));
-  EXPECT_EQ(c.scalar_type(), at::kBFloat16);
-  EXPECT_EQ(c[1].item<float>(), -4.0f);
-  ASSERT_OK_AND_ASSIGN(at::Tensor b, src->Read("b"));
-  EXPECT_EQ(b[0].item<int64_t>(), 7);
-  src.reset();
-  EXPECT_EQ(c[0].item<float>(), 0.5f);  // still mapped
-}
-
-TEST_F(ShardedSafetensorsTest, NamesSubsetOpensOnlyTheirShards) {
-  const std::string index = WriteTwoShards();
-  std::filesystem::remove(dir_.Join(kShard1));  // never opened, so never missed
-  ASSERT_OK_AND_ASSIGN(TensorSourcePtr src, OpenShardedSafetensors(index, {"c", "nope"}));
-  EXPECT_THAT(src->names(), ElementsAre("c"));
-  ASSERT_OK_AND_ASSIGN(at::Tensor c, src->Read("c"));
-  EXPECT_EQ(c[0].item<float>(), 0.5f);
-  EXPECT_THAT(
-      src->Read("a"),
-      StatusIs(Code::kNotFound, AllOf(HasSubstr("tensor 'a' is in shard '" + std::string(kShard1)),
-                                      HasSubstr("which was not opened"))));
-  // Suggestions draw on the whole index.
-  EXPECT_THAT(src->Read("bb"),
-              StatusIs(Code::kNotFound, AllOf(HasSubstr("no tensor 'bb' in '" + index + "'"),
-                                              HasSubstr("nearest: 'b'"))));
-}
-
-TEST_F(ShardedSafetensorsTest, ShardInSubdirectory) {
-  SafetensorsWriter s;
-  s.AddValues("w", "F32", {1}, {3});
-  s.WriteTo(dir_.Join("sub/w.safetensors"));
-  const std::string index = WriteIndex(R"({"weight_map": {"w": "sub/../sub/w.safetensors"}})");
-  ASSERT_OK_AND_ASSIGN(TensorSourcePtr src, OpenShardedSafetensors(index));
-  ASSERT_OK_AND_ASSIGN(at::Tensor w, src->Read("w"));
-  EXPECT_EQ(w[0].item<float>(), 3.0f);
-}
-
-TEST_F(ShardedSafetensorsTest, MissingIndexIsNotFound) {
-  const std::string index = dir_.Join("model.safetensors.index.json");
-  EXPECT_THAT(OpenShardedSafetensors(index),
-              StatusIs(Code::kNotFound, HasSubstr("no such file '" + index + "'")));
-}
-
-TEST_F(ShardedSafetensorsTest, IndexNotJson) {
-  EXPECT_THAT(OpenShardedSafetensors(WriteIndex("{\"weight_map\": ")),
-              StatusIs(Code::kInvalidArgument, HasSubstr("index is not valid JSON")));
-  EXPECT_THAT(OpenShardedSafetensors(WriteIndex("[]")),
-              StatusIs(Code::kInvalidArgument, HasSubstr("index JSON is not an object")));
-}
-
-TEST_F(ShardedSafetensorsTest, IndexWithoutWeightMap) {
-  EXPECT_THAT(OpenShardedSafetensors(WriteIndex(R"({"metadata": {}})")),
-              StatusIs(Code::kInvalidArgument, HasSubstr("index has no \"weight_map\" object")));
-  EXPECT_THAT(OpenShardedSafetensors(WriteIndex(R"({"weight_map": {"a": 1}})")),
-              StatusIs(Code::kInvalidArgument, HasSubstr("weight_map entry 'a' is not a string")));
-}
-
-TEST_F(ShardedSafetensorsTest, MissingShard) {
-  const std::string index = WriteTwoShards();
-  std::filesystem::remove(dir_.Join(kShard2));
-  EXPECT_THAT(
-      OpenShardedSafetensors(index),
-      StatusIs(Code::kNotFound, AllOf(HasSubstr("shard '" + std::string(kShard2) +
-                                                "' (holding tensor 'c') is missing"),
-                                      HasSubstr("no such file '" + dir_.Join(kShard2) + "'"))));
-}
-
-TEST_F(ShardedSafetensorsTest, TensorInIndexAbsentFromShard) {
-  WriteTwoShards();
-  const std::string index = WriteIndex(
-      R"({"weight_map": {"a": "model-00001-of-00002.safetensors",
-                         "ghost": "model-00001-of-00002.safetensors"}})");
-  EXPECT_THAT(OpenShardedSafetensors(index),
-              StatusIs(Code::kInvalidArgument,
-                       HasSubstr("maps tensor 'ghost' to shard "
-                                 "'model-00001-of-00002.safetensors', whose header lacks it")));
-}
-
-TEST_F(ShardedSafetensorsTest, ShardPathEscapingTheDirectory) {
-  for (const char* shard :
-       {"../outside.safetensors", "/etc/passwd", "a/../../x.safetensors", "", ".", "sub/"}) {
-    SCOPED_TRACE(shard);
-    const std::string index = WriteIndex(std::string(R"({"weight_map": {"w": )") +
-                                         ::dflash::testing::JsonQuote(shard) + "}}");
-    EXPECT_THAT(
-        OpenShardedSafetensors(index),
-        StatusIs(Code::kInvalidArgument, HasSubstr("shard '" + std::string(shard) +
-                                                   "' (for tensor 'w') is not a file inside the "
-                                                   "index's directory")));
-  }
-}
-
-TEST_F(ShardedSafetensorsTest, CorruptShardNamesItsPath) {
-  WriteTwoShards();
-  dir_.WriteFile(kShard2, "abc");
-  EXPECT_THAT(
-      OpenShardedSafetensors(dir_.Join("model.safetensors.index.json")),
-      StatusIs(Code::kInvalidArgument, HasSubstr("'" + dir_.Join(kShard2) + "': file is 3 bytes")));
-}
-
 }  // namespace
 }  // namespace dflash::weights
