@@ -50,8 +50,8 @@ void FleetE2eTest::Load(const std::string& address) {
 
 std::vector<pb::EvalJob> FleetE2eTest::Run60(const std::vector<ServerProcess*>& servers,
                                              const char* label) {
-  std::vector<std::unique_ptr<FleetClient>> clients;
-  for (ServerProcess* s : servers) clients.push_back(std::make_unique<FleetClient>(s->address()));
+  std::vector<std::unique_ptr<JobClient>> clients;
+  for (ServerProcess* s : servers) clients.push_back(std::make_unique<JobClient>(s->address()));
   const Clock::time_point t0 = Clock::now();
   std::vector<std::string> ids;
   for (int i = 0; i < 60; ++i) {

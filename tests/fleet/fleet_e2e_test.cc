@@ -46,7 +46,7 @@ using ::dflash::testing::WithoutTimings;
 using ::testing::HasSubstr;
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
-using Client = testing::FleetClient;
+using Client = testing::JobClient;
 
 TEST_F(FleetE2eTest, SixtyJobsOnThreeServersEachSucceedOnceWithSingleServerNumbers) {
   // The single-host reference: one SQLite server runs the same 60 jobs.

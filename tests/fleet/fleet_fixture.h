@@ -13,6 +13,7 @@
 
 #include "dflash/eval/v1/service.grpc.pb.h"
 #include "gtest/gtest.h"
+#include "integration/job_client.h"
 #include "test_util/postgres_server.h"
 #include "test_util/process.h"
 #include "test_util/temp_dir.h"
@@ -20,30 +21,6 @@
 namespace dflash::testing {
 
 namespace pb = ::dflash::eval::v1;
-
-struct FleetClient {
-  explicit FleetClient(const std::string& address);
-  template <typename Req, typename Resp>
-  grpc::Status Call(grpc::Status (pb::DrafterEval::Stub::*method)(grpc::ClientContext*, const Req&,
-                                                                  Resp*),
-                    const Req& req, Resp* resp) {
-    grpc::ClientContext ctx;
-    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
-    return (stub.get()->*method)(&ctx, req, resp);
-  }
-  // SubmitEval's status and job.
-  grpc::Status TrySubmit(const pb::EvalRequest& r, pb::EvalJob* job);
-  pb::EvalJob Submit(const pb::EvalRequest& r);
-  pb::EvalJob Get(const std::string& id);
-  grpc::Status Cancel(const std::string& id, pb::EvalJob* job);
-  pb::EvalJob WaitDone(const std::string& id, int seconds = 120);
-  // Until the job runs with some progress; its record then.
-  pb::EvalJob WaitRunning(const std::string& id);
-  std::unique_ptr<pb::DrafterEval::Stub> stub;
-};
-
-// A result without its timings and the servers its shards ran on.
-pb::EvalResult WithoutTimings(pb::EvalResult r);
 
 double Seconds(std::chrono::steady_clock::duration d);
 

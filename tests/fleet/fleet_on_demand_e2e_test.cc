@@ -41,7 +41,7 @@ using ::dflash::testing::ServerProcess;
 using ::dflash::testing::WithoutTimings;
 using ::testing::HasSubstr;
 using namespace std::chrono_literals;
-using Client = testing::FleetClient;
+using Client = testing::JobClient;
 
 TEST_F(FleetE2eTest, AJobNamingAResidentDrafterRunsOnlyWhereItIsResident) {
   const std::string url = NewDatabase();

@@ -36,7 +36,7 @@ namespace pb = ::dflash::eval::v1;
 using ::dflash::testing::CommandResult;
 using ::dflash::testing::ExpectSameResult;
 using ::dflash::testing::ExpectShardsCover;
-using ::dflash::testing::FleetClient;
+using ::dflash::testing::JobClient;
 using ::dflash::testing::Seconds;
 using ::dflash::testing::ServerProcess;
 using ::testing::HasSubstr;
@@ -104,7 +104,7 @@ class FleetShardsE2eTest : public testing::FleetTestBase {
     r.clear_dataset_path();
     r.clear_target_path();
     r.set_dataset(dataset);
-    FleetClient c((*single)->address());
+    JobClient c((*single)->address());
     const Clock::time_point t0 = Clock::now();
     pb::EvalJob done = c.WaitDone(c.Submit(r).id(), 600);
     EXPECT_EQ(done.state(), pb::JOB_STATE_SUCCEEDED) << done.DebugString();
@@ -114,7 +114,7 @@ class FleetShardsE2eTest : public testing::FleetTestBase {
   }
 
   // Every shard job of `parent` as it stands.
-  std::vector<pb::EvalJob> Shards(FleetClient& c, const std::string& parent) {
+  std::vector<pb::EvalJob> Shards(JobClient& c, const std::string& parent) {
     std::vector<pb::EvalJob> out;
     for (int k = 0; k < kShards; ++k) out.push_back(c.Get(ShardId(parent, k)));
     return out;
@@ -130,7 +130,7 @@ TEST_F(FleetShardsE2eTest, EightShardsOnTwoServersGiveTheSingleServerResult) {
   auto b = StartServer(url, "b");
   ASSERT_NE(a, nullptr);
   ASSERT_NE(b, nullptr);
-  FleetClient ca(a->address());
+  JobClient ca(a->address());
   const Clock::time_point t0 = Clock::now();
   pb::EvalJob job = ca.Submit(Request("d64", kShards));
   pb::EvalJob done = ca.WaitDone(job.id(), 600);
@@ -175,12 +175,12 @@ TEST_F(FleetShardsE2eTest, Kill9OfAServerInAShardRerunsTheShardOnTheOther) {
   ASSERT_NE(a, nullptr);
   ASSERT_NE(b, nullptr);
   std::map<std::string, ServerProcess*> by_name = {{"a", a.get()}, {"b", b.get()}};
-  FleetClient ca(a->address());
+  JobClient ca(a->address());
   pb::EvalJob job = ca.Submit(Request("long", kShards));
   const std::string parent_server = ca.WaitRunning(job.id()).server();
   ASSERT_TRUE(parent_server == "a" || parent_server == "b");
   const std::string victim = parent_server == "a" ? "b" : "a";
-  FleetClient cp(by_name[parent_server]->address());
+  JobClient cp(by_name[parent_server]->address());
   // A shard the other server is scoring.
   std::string killed_shard;
   for (int i = 0; i < 6000 && killed_shard.empty(); ++i) {
@@ -238,7 +238,7 @@ TEST_F(FleetShardsE2eTest, CancelMidJobLeavesNoShardRunning) {
   auto b = StartServer(url, "b");
   ASSERT_NE(a, nullptr);
   ASSERT_NE(b, nullptr);
-  FleetClient ca(a->address()), cb(b->address());
+  JobClient ca(a->address()), cb(b->address());
   pb::EvalJob job = ca.Submit(Request("long", kShards));
   const std::string parent_server = ca.WaitRunning(job.id()).server();
   // Both servers scoring a shard.
@@ -255,7 +255,7 @@ TEST_F(FleetShardsE2eTest, CancelMidJobLeavesNoShardRunning) {
   }
   ASSERT_TRUE(both) << "the shards never ran on both servers";
   // Through the server that is not running the parent.
-  FleetClient& other = parent_server == "a" ? cb : ca;
+  JobClient& other = parent_server == "a" ? cb : ca;
   pb::EvalJob cancelled;
   grpc::Status s = other.Cancel(job.id(), &cancelled);
   ASSERT_TRUE(s.ok()) << s.error_message();
@@ -312,7 +312,7 @@ TEST_F(FleetShardsE2eTest, AShardOnAnotherCopyOfTheDatasetFailsTheJobNamingBothF
   fingerprint["a"] = loaded["resource"]["fingerprint"].get<std::string>();
   ASSERT_NE(fingerprint["a"], fingerprint["b"]);
 
-  FleetClient ca(a->address());
+  JobClient ca(a->address());
   pb::EvalJob job = ca.Submit(Request("copy", kShards));
   pb::EvalJob done = ca.WaitDone(job.id(), 600);
   ASSERT_EQ(done.state(), pb::JOB_STATE_FAILED) << done.DebugString();

@@ -26,7 +26,7 @@ using ::dflash::testing::ExpectSameNumbers;
 using ::dflash::testing::JobRequest;
 using ::dflash::testing::JobsE2eTest;
 using ::testing::HasSubstr;
-using Client = ::dflash::testing::JobsClient;
+using Client = ::dflash::testing::JobClient;
 using namespace std::chrono_literals;
 
 TEST_F(JobsE2eTest, ResultsSurviveKill9AndInterruptedJobsResubmitToTheSameNumbers) {
@@ -41,12 +41,12 @@ TEST_F(JobsE2eTest, ResultsSurviveKill9AndInterruptedJobsResubmitToTheSameNumber
     Client c(server->address());
     pb::EvalRequest r = JobRequest("d");
     r.set_run("durable");
-    ASSERT_TRUE(c.Submit(r, &done_job).ok());
+    ASSERT_TRUE(c.TrySubmit(r, &done_job).ok());
     pb::EvalJob d = c.WaitDone(done_job.id());
     ASSERT_EQ(d.state(), pb::JOB_STATE_SUCCEEDED);
     done_result = d.result();
-    ASSERT_TRUE(c.Submit(JobRequest("big", 300), &killed).ok());
-    ASSERT_TRUE(c.Submit(JobRequest("d"), &behind).ok());
+    ASSERT_TRUE(c.TrySubmit(JobRequest("big", 300), &killed).ok());
+    ASSERT_TRUE(c.TrySubmit(JobRequest("d"), &behind).ok());
     c.WaitRunning(killed.id());
   }
   server->Stop(SIGKILL);
@@ -81,7 +81,7 @@ TEST_F(JobsE2eTest, ResultsSurviveKill9AndInterruptedJobsResubmitToTheSameNumber
       Client k(server->address());
       for (int i = 0; i < 4; ++i) {
         pb::EvalJob j;
-        ASSERT_TRUE(k.Submit(JobRequest(i % 2 ? "big" : "d", 1 + i * 37), &j).ok());
+        ASSERT_TRUE(k.TrySubmit(JobRequest(i % 2 ? "big" : "d", 1 + i * 37), &j).ok());
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(rng() % 400));
     }
@@ -115,10 +115,10 @@ TEST_F(JobsE2eTest, AFullQueueIsResourceExhausted) {
   Load(server->address());
   Client c(server->address());
   pb::EvalJob a, b, d;
-  ASSERT_TRUE(c.Submit(JobRequest("big"), &a).ok());
+  ASSERT_TRUE(c.TrySubmit(JobRequest("big"), &a).ok());
   c.WaitRunning(a.id());
-  ASSERT_TRUE(c.Submit(JobRequest("d"), &b).ok());
-  grpc::Status s = c.Submit(JobRequest("d"), &d);
+  ASSERT_TRUE(c.TrySubmit(JobRequest("d"), &b).ok());
+  grpc::Status s = c.TrySubmit(JobRequest("d"), &d);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
   EXPECT_THAT(s.error_message(), HasSubstr("queue is full (1 queued, limit 1)"));
   // SIGTERM: the running job stops at a chunk boundary, stored INTERRUPTED.

@@ -15,74 +15,6 @@ namespace dflash::testing {
 
 using namespace std::chrono_literals;
 
-JobsClient::JobsClient(const std::string& address)
-    : stub(pb::DrafterEval::NewStub(
-          grpc::CreateChannel(address, grpc::InsecureChannelCredentials()))) {}
-
-grpc::Status JobsClient::Submit(const pb::EvalRequest& r, pb::EvalJob* job) {
-  pb::SubmitEvalRequest req;
-  *req.mutable_request() = r;
-  return Call(&pb::DrafterEval::Stub::SubmitEval, req, job);
-}
-
-pb::EvalJob JobsClient::Get(const std::string& id) {
-  pb::GetEvalRequest req;
-  req.set_id(id);
-  pb::EvalJob job;
-  grpc::Status s = Call(&pb::DrafterEval::Stub::GetEval, req, &job);
-  EXPECT_TRUE(s.ok()) << s.error_message();
-  return job;
-}
-
-grpc::Status JobsClient::Cancel(const std::string& id, pb::EvalJob* job) {
-  pb::CancelEvalRequest req;
-  req.set_id(id);
-  return Call(&pb::DrafterEval::Stub::CancelEval, req, job);
-}
-
-grpc::Status JobsClient::Resubmit(const std::string& id, pb::EvalJob* job) {
-  pb::ResubmitEvalRequest req;
-  req.set_id(id);
-  return Call(&pb::DrafterEval::Stub::ResubmitEval, req, job);
-}
-
-pb::ListEvalsResponse JobsClient::List(pb::ListEvalsRequest req) {
-  pb::ListEvalsResponse resp;
-  grpc::Status s = Call(&pb::DrafterEval::Stub::ListEvals, req, &resp);
-  EXPECT_TRUE(s.ok()) << s.error_message();
-  return resp;
-}
-
-pb::EvalResult JobsClient::RunEval(const pb::EvalRequest& r) {
-  pb::RunEvalRequest req;
-  *req.mutable_request() = r;
-  pb::EvalResult result;
-  grpc::Status s = Call(&pb::DrafterEval::Stub::RunEval, req, &result);
-  EXPECT_TRUE(s.ok()) << s.error_message();
-  return result;
-}
-
-pb::EvalJob JobsClient::WaitDone(const std::string& id) {
-  for (int i = 0; i < 3000; ++i) {
-    pb::EvalJob job = Get(id);
-    if (job.state() != pb::JOB_STATE_QUEUED && job.state() != pb::JOB_STATE_RUNNING) return job;
-    std::this_thread::sleep_for(20ms);
-  }
-  ADD_FAILURE() << "job " << id << " did not finish";
-  return {};
-}
-
-void JobsClient::WaitRunning(const std::string& id) {
-  for (int i = 0; i < 3000; ++i) {
-    pb::EvalJob job = Get(id);
-    if (job.state() == pb::JOB_STATE_RUNNING && job.progress().blocks_done() > 0) return;
-    ASSERT_TRUE(job.state() == pb::JOB_STATE_QUEUED || job.state() == pb::JOB_STATE_RUNNING)
-        << job.DebugString();
-    std::this_thread::sleep_for(10ms);
-  }
-  FAIL() << "job " << id << " never ran";
-}
-
 pb::EvalRequest JobRequest(const std::string& dataset, int max_samples) {
   pb::EvalRequest r;
   r.set_drafter("m");
@@ -93,15 +25,8 @@ pb::EvalRequest JobRequest(const std::string& dataset, int max_samples) {
 }
 
 void ExpectSameNumbers(pb::EvalResult got, pb::EvalResult want) {
-  for (pb::EvalResult* r : {&got, &want}) {
-    r->clear_setup_seconds();
-    r->clear_compute_seconds();
-    r->clear_tokens_per_second();
-    for (pb::ShardPlacement& s : *r->mutable_shards()) {
-      s.clear_seconds();
-      s.clear_server();
-    }
-  }
+  got = WithoutTimings(std::move(got));
+  want = WithoutTimings(std::move(want));
   std::string diff;
   google::protobuf::util::MessageDifferencer d;
   d.ReportDifferencesToString(&diff);

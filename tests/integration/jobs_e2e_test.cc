@@ -26,7 +26,7 @@ using ::dflash::testing::ExpectSameNumbers;
 using ::dflash::testing::JobRequest;
 using ::dflash::testing::JobsE2eTest;
 using ::testing::HasSubstr;
-using Client = ::dflash::testing::JobsClient;
+using Client = ::dflash::testing::JobClient;
 using namespace std::chrono_literals;
 
 TEST_F(JobsE2eTest, ConcurrentClientsWatchCancelCompareAndHistory) {
@@ -37,7 +37,7 @@ TEST_F(JobsE2eTest, ConcurrentClientsWatchCancelCompareAndHistory) {
 
   // A long job occupies the single runner.
   pb::EvalJob longjob;
-  ASSERT_TRUE(main.Submit(JobRequest("big"), &longjob).ok());
+  ASSERT_TRUE(main.TrySubmit(JobRequest("big"), &longjob).ok());
   EXPECT_EQ(longjob.state(), pb::JOB_STATE_QUEUED);
   EXPECT_THAT(longjob.id(), ::testing::MatchesRegex("ev-[0-9]{8}-[0-9]{6}-[0-9]{4}"));
   main.WaitRunning(longjob.id());
@@ -55,7 +55,7 @@ TEST_F(JobsE2eTest, ConcurrentClientsWatchCancelCompareAndHistory) {
         r.set_step(step * 1000);
         (*r.mutable_labels())["client"] = absl::StrCat(c);
         pb::EvalJob job;
-        grpc::Status s = client.Submit(r, &job);
+        grpc::Status s = client.TrySubmit(r, &job);
         ASSERT_TRUE(s.ok()) << s.error_message();
         EXPECT_EQ(job.state(), pb::JOB_STATE_QUEUED);
         ids[step] = job.id();
@@ -81,7 +81,7 @@ TEST_F(JobsE2eTest, ConcurrentClientsWatchCancelCompareAndHistory) {
 
   // One queued job cancelled at once; the running one at a chunk boundary.
   pb::EvalJob queued;
-  ASSERT_TRUE(main.Submit(JobRequest("d"), &queued).ok());
+  ASSERT_TRUE(main.TrySubmit(JobRequest("d"), &queued).ok());
   pb::EvalJob cancelled;
   ASSERT_TRUE(main.Cancel(queued.id(), &cancelled).ok());
   EXPECT_EQ(cancelled.state(), pb::JOB_STATE_CANCELLED);
@@ -159,9 +159,9 @@ TEST_F(JobsE2eTest, ConcurrentClientsWatchCancelCompareAndHistory) {
 
   // Compare: the same data in another layout is another dataset.
   pb::EvalJob split;
-  ASSERT_TRUE(main.Submit(JobRequest("split"), &split).ok());
+  ASSERT_TRUE(main.TrySubmit(JobRequest("split"), &split).ok());
   pb::EvalJob full;
-  ASSERT_TRUE(main.Submit(JobRequest("d"), &full).ok());
+  ASSERT_TRUE(main.TrySubmit(JobRequest("d"), &full).ok());
   ASSERT_EQ(main.WaitDone(split.id()).state(), pb::JOB_STATE_SUCCEEDED);
   ASSERT_EQ(main.WaitDone(full.id()).state(), pb::JOB_STATE_SUCCEEDED);
   pb::CompareEvalsRequest cmp;
@@ -200,7 +200,7 @@ TEST_F(JobsE2eTest, ConcurrentClientsWatchCancelCompareAndHistory) {
   ckpt.set_step(4000);
   ckpt.set_unload_after(true);
   pb::EvalJob loop;
-  ASSERT_TRUE(main.Submit(ckpt, &loop).ok());
+  ASSERT_TRUE(main.TrySubmit(ckpt, &loop).ok());
   pb::EvalJob loop_done = main.WaitDone(loop.id());
   ASSERT_EQ(loop_done.state(), pb::JOB_STATE_SUCCEEDED) << loop_done.error_message();
   ExpectSameNumbers(loop_done.result(), main.Get(full.id()).result());  // same weights
@@ -211,19 +211,19 @@ TEST_F(JobsE2eTest, ConcurrentClientsWatchCancelCompareAndHistory) {
 
   // Bad submits are refused before queueing.
   pb::EvalJob bad;
-  grpc::Status s = main.Submit(JobRequest("nope"), &bad);
+  grpc::Status s = main.TrySubmit(JobRequest("nope"), &bad);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::NOT_FOUND);
   EXPECT_THAT(s.error_message(), HasSubstr("no resident dataset named 'nope'"));
   pb::EvalRequest both = JobRequest("d");
   both.set_checkpoint_path(data_ + "/drafter-pt");
-  s = main.Submit(both, &bad);
+  s = main.TrySubmit(both, &bad);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   // A checkpoint that does not load fails the job with the load's error.
   pb::EvalRequest missing = JobRequest("d");
   missing.clear_drafter();
   missing.set_checkpoint_path(data_ + "/no-such-drafter");
   pb::EvalJob failed;
-  ASSERT_TRUE(main.Submit(missing, &failed).ok());
+  ASSERT_TRUE(main.TrySubmit(missing, &failed).ok());
   pb::EvalJob failed_done = main.WaitDone(failed.id());
   EXPECT_EQ(failed_done.state(), pb::JOB_STATE_FAILED);
   EXPECT_EQ(failed_done.error_code(), static_cast<int>(grpc::StatusCode::NOT_FOUND));
