@@ -216,7 +216,7 @@ TEST_F(EvalServiceTest, LongMessagesAreCutSoTheClientStillGetsThem) {
 }
 
 TEST_F(EvalServiceTest, JobRpcsWithoutAJobServiceAreUnimplemented) {
-  // The no-jobs constructor: job RPCs say why; tests/service/job_rpcs_test.cc
+  // The no-jobs constructor: job RPCs say why; tests/service/job_rpcs_*_test.cc
   // covers them with a job service.
   const std::string why = "this server was started without a job service";
   {
