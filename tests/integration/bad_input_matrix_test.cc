@@ -73,7 +73,7 @@ class BadInputMatrixTest : public MatrixServerTest, public ::testing::WithParamI
  protected:
   static void SetUpTestSuite() {
     SetUpMatrixServer();
-    if (stub_ == nullptr) return;
+    if (jobs_ == nullptr) return;
     pb::EvalRequest small;
     small.set_drafter("m");
     small.set_dataset("d");

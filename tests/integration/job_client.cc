@@ -19,8 +19,10 @@ bool Pending(const pb::EvalJob& job) {
 }  // namespace
 
 JobClient::JobClient(const std::string& address)
-    : stub(pb::DrafterEval::NewStub(
-          grpc::CreateChannel(address, grpc::InsecureChannelCredentials()))) {}
+    : JobClient(grpc::CreateChannel(address, grpc::InsecureChannelCredentials())) {}
+
+JobClient::JobClient(const std::shared_ptr<grpc::Channel>& channel)
+    : stub(pb::DrafterEval::NewStub(channel)) {}
 
 grpc::Status JobClient::TrySubmit(const pb::EvalRequest& r, pb::EvalJob* job) {
   pb::SubmitEvalRequest req;

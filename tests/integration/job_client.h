@@ -17,6 +17,8 @@ namespace dflash::testing {
 
 struct JobClient {
   explicit JobClient(const std::string& address);
+  // On a channel the caller already holds (and may use for other stubs).
+  explicit JobClient(const std::shared_ptr<grpc::Channel>& channel);
 
   // One unary call with a fresh context and a 60 s deadline.
   template <typename Req, typename Resp>

@@ -14,7 +14,7 @@ using namespace std::chrono_literals;
 
 std::shared_ptr<grpc::Channel>* MatrixServerTest::channel_ = nullptr;
 grpc::GenericStub* MatrixServerTest::generic_ = nullptr;
-pb::DrafterEval::Stub* MatrixServerTest::stub_ = nullptr;
+JobClient* MatrixServerTest::jobs_ = nullptr;
 
 void MatrixServerTest::SetUpMatrixServer() {
   SetUpTinyServer({"--max-concurrent-streams", absl::StrCat(kMaxStreams), "--max-request-bytes",
@@ -23,12 +23,12 @@ void MatrixServerTest::SetUpMatrixServer() {
   channel_ = new std::shared_ptr<grpc::Channel>(
       grpc::CreateChannel(server_->address(), grpc::InsecureChannelCredentials()));
   generic_ = new grpc::GenericStub(*channel_);
-  stub_ = pb::DrafterEval::NewStub(*channel_).release();
+  jobs_ = new JobClient(*channel_);
 }
 
 void MatrixServerTest::TearDownMatrixServer() {
-  delete stub_;
-  stub_ = nullptr;
+  delete jobs_;
+  jobs_ = nullptr;
   delete generic_;
   generic_ = nullptr;
   delete channel_;
@@ -37,7 +37,7 @@ void MatrixServerTest::TearDownMatrixServer() {
 }
 
 void MatrixServerTest::SetUp() {
-  ASSERT_NE(stub_, nullptr) << "the suite's server did not start; see the failure above";
+  ASSERT_NE(jobs_, nullptr) << "the suite's server did not start; see the failure above";
 }
 
 std::string MatrixServerTest::DataCanon() {
@@ -96,25 +96,11 @@ void MatrixServerTest::Run(const Case& c) {
 }
 
 pb::EvalJob MatrixServerTest::GetEval(const std::string& id) {
-  grpc::ClientContext ctx;
-  ctx.set_deadline(std::chrono::system_clock::now() + 60s);
-  pb::GetEvalRequest req;
-  req.set_id(id);
-  pb::EvalJob job;
-  grpc::Status s = stub_->GetEval(&ctx, req, &job);
-  EXPECT_TRUE(s.ok()) << s.error_message();
-  return job;
+  return jobs_->Get(id);
 }
 
 pb::EvalJob MatrixServerTest::Submit(const pb::EvalRequest& request) {
-  grpc::ClientContext ctx;
-  ctx.set_deadline(std::chrono::system_clock::now() + 60s);
-  pb::SubmitEvalRequest req;
-  *req.mutable_request() = request;
-  pb::EvalJob job;
-  grpc::Status s = stub_->SubmitEval(&ctx, req, &job);
-  EXPECT_TRUE(s.ok()) << s.error_message();
-  return job;
+  return jobs_->Submit(request);
 }
 
 pb::EvalJob MatrixServerTest::WaitFor(const std::string& id,
@@ -130,14 +116,9 @@ pb::EvalJob MatrixServerTest::WaitFor(const std::string& id,
 }
 
 pb::ListEvalsResponse MatrixServerTest::ListRun(const std::string& run) {
-  grpc::ClientContext ctx;
-  ctx.set_deadline(std::chrono::system_clock::now() + 60s);
   pb::ListEvalsRequest req;
   req.set_run(run);
-  pb::ListEvalsResponse resp;
-  grpc::Status s = stub_->ListEvals(&ctx, req, &resp);
-  EXPECT_TRUE(s.ok()) << s.error_message();
-  return resp;
+  return jobs_->List(req);
 }
 
 }  // namespace dflash::testing::bad_input

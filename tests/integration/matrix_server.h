@@ -15,6 +15,7 @@
 
 #include "dflash/eval/v1/service.grpc.pb.h"
 #include "integration/bad_input_cases.h"
+#include "integration/job_client.h"
 #include "integration/tiny_fixture.h"
 
 namespace dflash::testing::bad_input {
@@ -46,6 +47,7 @@ class MatrixServerTest : public TinyServerTest {
   // has seen it end.
   static void Run(const Case& c);
 
+  // GetEval and SubmitEval through jobs_ (a test failure when they fail).
   static pb::EvalJob GetEval(const std::string& id);
   static pb::EvalJob Submit(const pb::EvalRequest& request);
   // Polls GetEval until `done(job)` or 120 s.
@@ -55,7 +57,7 @@ class MatrixServerTest : public TinyServerTest {
 
   static std::shared_ptr<grpc::Channel>* channel_;
   static grpc::GenericStub* generic_;
-  static pb::DrafterEval::Stub* stub_;
+  static JobClient* jobs_;  // the job RPCs, on channel_
 };
 
 }  // namespace dflash::testing::bad_input

@@ -40,7 +40,7 @@ TEST_F(StreamLimitTest, WatchEvalPastTheStreamLimitIsRefusedUntilOneCloses) {
     req.set_name("big");
     req.set_path(data_ + "/big");
     pb::LoadResponse resp;
-    grpc::Status s = stub_->LoadDataset(&ctx, req, &resp);
+    grpc::Status s = jobs_->stub->LoadDataset(&ctx, req, &resp);
     ASSERT_TRUE(s.ok()) << s.error_message();
   }
   pb::EvalRequest long_request;
@@ -66,7 +66,7 @@ TEST_F(StreamLimitTest, WatchEvalPastTheStreamLimitIsRefusedUntilOneCloses) {
     s.ctx.set_deadline(std::chrono::system_clock::now() + 120s);
     pb::WatchEvalRequest req;
     req.set_id(queued_id);
-    s.reader = stub_->WatchEval(&s.ctx, req);
+    s.reader = jobs_->stub->WatchEval(&s.ctx, req);
     s.open = s.reader->Read(&s.first);
     return s.open ? grpc::Status::OK : s.reader->Finish();
   };
@@ -125,7 +125,7 @@ TEST_F(StreamLimitTest, WatchEvalPastTheStreamLimitIsRefusedUntilOneCloses) {
     pb::CancelEvalRequest req;
     req.set_id(queued_id);
     pb::EvalJob cancelled;
-    ASSERT_TRUE(stub_->CancelEval(&ctx, req, &cancelled).ok());
+    ASSERT_TRUE(jobs_->stub->CancelEval(&ctx, req, &cancelled).ok());
     EXPECT_EQ(cancelled.state(), pb::JOB_STATE_CANCELLED);
   }
   for (Stream* s : {second.get(), fourth.get()}) {
@@ -152,7 +152,7 @@ TEST_F(StreamLimitTest, WatchEvalPastTheStreamLimitIsRefusedUntilOneCloses) {
     pb::CancelEvalRequest req;
     req.set_id(long_id);
     pb::EvalJob cancelled;
-    ASSERT_TRUE(stub_->CancelEval(&ctx, req, &cancelled).ok());
+    ASSERT_TRUE(jobs_->stub->CancelEval(&ctx, req, &cancelled).ok());
   }
   EXPECT_EQ(WaitFor(long_id,
                     [](const pb::EvalJob& j) {
