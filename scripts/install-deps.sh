@@ -17,8 +17,9 @@ PACKAGES=(
   libpq-dev postgresql
   # operations: config files, Prometheus metrics, the web view's HTTP server
   libyaml-cpp-dev prometheus-cpp-dev libcpp-httplib-dev
-  # tests and fuzzing
-  libgtest-dev libgmock-dev clang libclang-rt-14-dev clang-format clang-tidy
+  # tests and fuzzing; the style gate (universal-ctags: every function's
+  # length, scripts/check_function_length.py)
+  libgtest-dev libgmock-dev clang libclang-rt-14-dev clang-format clang-tidy universal-ctags
   # fixtures, the Python baseline, the Python client package (client/python:
   # a venv --system-site-packages, pip, its type check) and the example on it
   python3 python3-torch python3-grpcio python3-protobuf python3-venv python3-pip python3-mypy

@@ -220,6 +220,13 @@ SampleExpectations Expectations(const Declared& declared, int64_t vocab_size, in
   return expect;
 }
 
+// What --skip-bad-samples skips: a defect of one sample's file (bad or
+// missing contents), never an I/O or internal failure.
+bool IsSampleDefect(const absl::Status& status) {
+  return status.code() == absl::StatusCode::kInvalidArgument ||
+         status.code() == absl::StatusCode::kNotFound;
+}
+
 }  // namespace
 
 std::vector<int> EvalDataset::layer_ids() const {
@@ -267,10 +274,7 @@ absl::StatusOr<EvalDataset> EvalDataset::Load(const DatasetLoadOptions& options)
     const std::string full = (fs::path(options.path) / file.relative).string();
     absl::StatusOr<HostSample> host = ReadSample(full, expect);
     if (!host.ok()) {
-      const absl::StatusCode code = host.status().code();
-      const bool sample_defect =
-          code == absl::StatusCode::kInvalidArgument || code == absl::StatusCode::kNotFound;
-      if (options.skip_bad_samples && sample_defect) {
+      if (options.skip_bad_samples && IsSampleDefect(host.status())) {
         ds.skipped_.push_back(absl::StrCat(file.relative, ": ", host.status().message()));
         continue;
       }
