@@ -1,6 +1,7 @@
 // The draft keys (dflash2-semantics.md §1: dflash_config first, then the top
 // level) of DFlash 1 and 2 drafters, each bad key named, and the top-level
-// keys implemented, skipped, refused or warned about.
+// keys implemented, skipped, refused or warned about (config/internal/draft_keys.h,
+// through the reader).
 #include <string>
 #include <vector>
 
@@ -15,12 +16,14 @@
 namespace dflash::config {
 namespace {
 
+using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using Json = nlohmann::json;
 using samples::DFlash2Config;
 using samples::Parse;
 using samples::Qwen36Config;
 using samples::StatusWith;
+using samples::V4Config;
 
 constexpr auto kInvalid = absl::StatusCode::kInvalidArgument;
 
@@ -150,6 +153,115 @@ TEST(DFlash2ConfigTest, ScalesAndCausalityOfAnUpdatedDFlash1) {
   EXPECT_THAT(
       Parse(j),
       StatusWith(kInvalid, "config field 'input_embedding_scale' must be positive; got -1"));
+}
+
+// Moved from drafter_config_test.cc (the draft keys through the reader).
+// z-lab's _draft_value: dflash_config first, then the top level.
+TEST(DrafterConfigTest, DFlashConfigBlockSizeWinsOverTopLevel) {
+  Json j = V4Config();
+  j["block_size"] = 16;
+  ASSERT_OK_AND_ASSIGN(DrafterConfig c, Parse(j));
+  EXPECT_EQ(c.block_size, 8);
+  j["dflash_config"].erase("block_size");
+  ASSERT_OK_AND_ASSIGN(c, Parse(j));
+  EXPECT_EQ(c.block_size, 16);
+  EXPECT_THAT(DescribeDraftKeys(c), ::testing::Contains("draft key block_size = 16 (top level)"));
+}
+
+TEST(DrafterConfigTest, MissingBlockSizeDefaultsTo16AndSaysSo) {
+  Json j = V4Config();
+  j["dflash_config"].erase("block_size");
+  ASSERT_OK_AND_ASSIGN(DrafterConfig c, Parse(j));
+  EXPECT_EQ(c.block_size, 16);
+  EXPECT_THAT(DescribeDraftKeys(c), ::testing::Contains("draft key block_size = 16 (default)"));
+}
+
+// z-lab's current model.py requires target_layer_ids: the old formula's
+// guess is named in the error, never used.
+TEST(DrafterConfigTest, MissingTargetLayerIdsIsRefusedWithTheOldGuess) {
+  Json j = Qwen36Config();
+  j["dflash_config"].erase("target_layer_ids");
+  EXPECT_THAT(
+      Parse(j),
+      StatusWith(
+          kInvalid,
+          "config field 'target_layer_ids' is missing (looked in dflash_config and at the top "
+          "level); z-lab's current model.py requires it (the formula fallback is gone); the old "
+          "formula would have guessed [1, 16, 31, 46, 61]: add the list the drafter was trained "
+          "on to dflash_config"));
+  j.erase("num_target_layers");
+  EXPECT_THAT(
+      Parse(j),
+      StatusWith(
+          kInvalid,
+          "config field 'target_layer_ids' is missing (looked in dflash_config and at the top "
+          "level); z-lab's current model.py requires it (the formula fallback is gone)"));
+}
+
+TEST(DFlash2ConfigTest, ArchitecturesPickTheFamily) {
+  Json j = Qwen36Config();
+  j["architectures"] = "DFlashDraftModel";
+  EXPECT_THAT(Parse(j), StatusWith(kInvalid,
+                                   "config field 'architectures' must be an array of strings; got "
+                                   "string"));
+  j["architectures"] = {"DFlashDraftModel", 2};
+  EXPECT_THAT(Parse(j), StatusWith(kInvalid,
+                                   "config field 'architectures' must be an array of strings; got "
+                                   "2"));
+  j["architectures"] = {"DFlashDraftModel", "DFlash2DraftModel"};
+  EXPECT_THAT(Parse(j), StatusWith(kInvalid,
+                                   "config field 'architectures' names both DFlashDraftModel and "
+                                   "DFlash2DraftModel"));
+  j["architectures"] = {"Qwen3ForCausalLM"};
+  ASSERT_OK_AND_ASSIGN(DrafterConfig c, Parse(j));
+  EXPECT_FALSE(c.is_dflash2());
+  EXPECT_THAT(c.warnings,
+              ElementsAre("architectures [\"Qwen3ForCausalLM\"] names neither "
+                          "DFlashDraftModel nor DFlash2DraftModel; reading it as DFlash 1"));
+  j.erase("architectures");  // absent: DFlash 1 without a warning
+  ASSERT_OK_AND_ASSIGN(c, Parse(j));
+  EXPECT_FALSE(c.is_dflash2());
+  EXPECT_THAT(c.warnings, ::testing::IsEmpty());
+}
+
+TEST(DFlash2ConfigTest, DFlash1KeyValues) {
+  Json j = Qwen36Config();
+  j["dflash_config"]["block_size"] = 0;
+  EXPECT_THAT(Parse(j), StatusWith(kInvalid,
+                                   "config field 'dflash_config.block_size' must be positive; got "
+                                   "0"));
+  j = Qwen36Config();
+  j["dflash_config"]["target_layer_ids"] = Json::array();
+  EXPECT_THAT(Parse(j),
+              StatusWith(kInvalid, "config field 'dflash_config.target_layer_ids' is empty"));
+  j["dflash_config"]["target_layer_ids"] = {1, -2};
+  EXPECT_THAT(Parse(j), StatusWith(kInvalid,
+                                   "config field 'dflash_config.target_layer_ids[1]' must be a "
+                                   "non-negative integer; got -2"));
+  j = Qwen36Config();
+  j["dflash_config"].erase("mask_token_id");
+  j["mask_token_id"] = -1;
+  EXPECT_THAT(Parse(j), StatusWith(kInvalid, "config field 'mask_token_id' must be >= 0; got -1"));
+  j = Qwen36Config();
+  j["output_multiplier"] = "0.5";
+  EXPECT_THAT(Parse(j), StatusWith(kInvalid,
+                                   "config field 'output_multiplier' must be a number; got string "
+                                   "\"0.5\""));
+  j = Qwen36Config();
+  j["mlp_bias"] = true;
+  EXPECT_THAT(Parse(j), StatusWith(kInvalid,
+                                   "config field 'mlp_bias' is true; MLP biases are not "
+                                   "implemented"));
+  j["mlp_bias"] = false;
+  EXPECT_THAT(Parse(j), ::dflash::testing::IsOk());
+}
+
+// The old formula's guess for a one-layer drafter: the middle target layer.
+TEST(DFlash2ConfigTest, OldFormulaGuessForOneDraftLayer) {
+  Json j = samples::V4Config();
+  j["num_hidden_layers"] = 1;
+  j["dflash_config"].erase("target_layer_ids");
+  EXPECT_THAT(Parse(j), StatusWith(kInvalid, HasSubstr("the old formula would have guessed [18]")));
 }
 
 }  // namespace

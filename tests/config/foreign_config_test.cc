@@ -271,5 +271,38 @@ TEST(ForeignConfigTest, ModelOptVariantsAreRefusedByName) {
                                 "recorded"));
 }
 
+// Each foreign key of the wrong type or value, named with what was found.
+TEST(ForeignConfigTest, MalformedForeignValuesAreNamed) {
+  Json j = SpeculatorsConfig();
+  j["aux_hidden_state_layer_ids"] = Json::array();
+  EXPECT_THAT(Parse(j), Refused("config field 'aux_hidden_state_layer_ids' must be a non-empty "
+                                "array; got []"));
+  j["aux_hidden_state_layer_ids"] = 17;
+  EXPECT_THAT(Parse(j), Refused("config field 'aux_hidden_state_layer_ids' must be a non-empty "
+                                "array; got 17"));
+  j = SpeculatorsConfig();
+  j["draft_vocab_size"] = "32000";
+  EXPECT_THAT(Parse(j),
+              Refused("config field 'draft_vocab_size' must be an integer; got \"32000\""));
+  j = SpeculatorsConfig();
+  j["sliding_window_non_causal"] = "yes";
+  EXPECT_THAT(Parse(j), Refused("config field 'sliding_window_non_causal' must be a boolean; got "
+                                "\"yes\""));
+  j = ModelOptConfig();
+  j["use_swa"] = 1;
+  EXPECT_THAT(Parse(j), Refused("config field 'use_swa' must be a boolean; got 1"));
+  j = ModelOptConfig();
+  j["swa_window_size"] = 0;
+  EXPECT_THAT(Parse(j), Refused("config field 'swa_window_size' must be a positive integer when "
+                                "use_swa is true; got 0"));
+  j.erase("swa_window_size");
+  EXPECT_THAT(Parse(j), Refused("config field 'swa_window_size' must be a positive integer when "
+                                "use_swa is true; got null"));
+  j = ModelOptConfig();
+  j["dflash_config"]["causal"] = "no";
+  EXPECT_THAT(Parse(j),
+              Refused("config field 'dflash_config.causal' must be a boolean; got \"no\""));
+}
+
 }  // namespace
 }  // namespace dflash::config

@@ -181,5 +181,26 @@ TEST(KeyTableTest, ReadingAKeyTheTableDoesNotDeclareIsCaught) {
   EXPECT_THAT(CheckReadable("selector_rank", {KeyKind::kDraft, KeyKind::kDFlash2Draft}), IsOk());
 }
 
+// CheckReadable's message names what the table says of the key and the
+// kinds the reader asked for, each by its name.
+TEST(KeyTableTest, CheckReadableNamesTheKindsExactly) {
+  EXPECT_THAT(CheckReadable("transformers_version", {KeyKind::kImplemented}),
+              StatusIs(kInternal, ::testing::Eq(std::string(
+                                      "config key 'transformers_version' is read but the key "
+                                      "table (config/internal/key_table.cc) lists it as harmless; "
+                                      "a reader may read only keys declared as implemented"))));
+  EXPECT_THAT(CheckReadable("block_size", {KeyKind::kImplemented, KeyKind::kRefused}),
+              StatusIs(kInternal, ::testing::Eq(std::string(
+                                      "config key 'block_size' is read but the key table "
+                                      "(config/internal/key_table.cc) lists it as draft key; a "
+                                      "reader may read only keys declared as implemented or "
+                                      "refused"))));
+  EXPECT_THAT(CheckReadable("selector_rank", {KeyKind::kDraft}),
+              StatusIs(kInternal, HasSubstr("lists it as DFlash 2 draft key;")));
+  EXPECT_THAT(CheckReadable("quantization_config", {KeyKind::kRefused}), IsOk());
+  EXPECT_THAT(KeysOfKind({}), ::testing::IsEmpty());
+  EXPECT_EQ(KeysOfKind({KeyKind::kDFlash2Draft}), DFlash2KeyNames());
+}
+
 }  // namespace
 }  // namespace dflash::config::internal

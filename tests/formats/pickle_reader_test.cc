@@ -1,3 +1,6 @@
+// ParsePickle's opcode table (Unpickler::Step, pickle_reader.cc): each
+// opcode family and the values it yields. The machine's errors (reads,
+// stack, containers, memo, limits, globals) are in unpickler_test.cc.
 #include "formats/pickle_reader.h"
 
 #include <cstring>
@@ -5,6 +8,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "pickle_bytes.h"
 #include "test_util/status_matchers.h"
 
 namespace dflash::formats {
@@ -12,75 +16,6 @@ namespace {
 
 using ::dflash::testing::StatusIs;
 using ::testing::HasSubstr;
-
-// Builds pickle bytes opcode by opcode (string literals with \x escapes
-// swallow following hex letters, so we do not use them).
-class Pk {
- public:
-  Pk() { Op(0x80).U8(2); }  // PROTO 2
-  static Pk Bare() { return Pk(0); }
-  Pk& Op(uint8_t op) { return U8(op); }
-  Pk& U8(uint8_t v) {
-    b_.push_back(static_cast<char>(v));
-    return *this;
-  }
-  Pk& LE(uint64_t v, int n) {
-    for (int i = 0; i < n; ++i) U8(static_cast<uint8_t>(v >> (8 * i)));
-    return *this;
-  }
-  Pk& Raw(const std::string& s) {
-    b_ += s;
-    return *this;
-  }
-  Pk& Mark() { return Op('('); }
-  Pk& Str(const std::string& s) { return Op('X').LE(s.size(), 4).Raw(s); }
-  Pk& Int(int32_t v) { return Op('J').LE(static_cast<uint32_t>(v), 4); }
-  Pk& Int1(uint8_t v) { return Op('K').U8(v); }
-  Pk& None() { return Op('N'); }
-  Pk& Global(const std::string& module, const std::string& name) {
-    return Op('c').Raw(module + "\n" + name + "\n");
-  }
-  Pk& Put(uint8_t i) { return Op('q').U8(i); }
-  Pk& Get(uint8_t i) { return Op('h').U8(i); }
-  Pk& Stop() { return Op('.'); }
-  // ('storage', torch.<type>, key, 'cpu', numel) BINPERSID
-  Pk& Storage(const std::string& type, const std::string& key, int numel) {
-    return Mark()
-        .Str("storage")
-        .Global("torch", type)
-        .Str(key)
-        .Str("cpu")
-        .Int(numel)
-        .Op('t')
-        .Op('Q');
-  }
-  // _rebuild_tensor_v2(storage, offset, size, stride, False, OrderedDict())
-  Pk& Tensor(const std::string& type, const std::string& key, int numel, int offset,
-             std::vector<int> size, std::vector<int> stride) {
-    Global("torch._utils", "_rebuild_tensor_v2").Mark().Storage(type, key, numel);
-    Int(offset).Mark();
-    for (int s : size) Int(s);
-    Op('t').Mark();
-    for (int s : stride) Int(s);
-    Op('t').Op(0x89).Global("collections", "OrderedDict").Op(')').Op('R');
-    return Op('t').Op('R');
-  }
-  const std::string& bytes() const { return b_; }
-
- private:
-  explicit Pk(int) {}
-  std::string b_;
-};
-
-PickleValuePtr ParseOk(const Pk& p, const PickleLimits& limits = {}) {
-  auto r = ParsePickle(p.bytes(), limits);
-  EXPECT_TRUE(r.ok()) << r.status();
-  return r.ok() ? *r : std::make_shared<PickleValue>();
-}
-
-absl::Status ParseStatus(const Pk& p, const PickleLimits& limits = {}) {
-  return ParsePickle(p.bytes(), limits).status();
-}
 
 // ---- scalars ----
 
@@ -317,145 +252,15 @@ TEST(PickleReaderTest, Parameters) {
   EXPECT_EQ(s->kind, PickleKind::kTensor);
 }
 
-TEST(PickleReaderTest, Describe) {
-  EXPECT_EQ(DescribePickleValue(*ParseOk(Pk().Int1(1).Stop())), "int");
-  EXPECT_EQ(DescribePickleValue(*ParseOk(Pk().Mark().Int1(1).Op('l').Stop())), "list of 1");
-  EXPECT_EQ(DescribePickleValue(*ParseOk(Pk().Op('}').Stop())), "dict of 0");
-  EXPECT_EQ(DescribePickleValue(*ParseOk(Pk().Global("torch", "LongStorage").Stop())),
-            "global torch.LongStorage");
-}
-
 TEST(PickleReaderTest, TrailingBytesAfterStopAreIgnored) {
   EXPECT_EQ(ParseOk(Pk().Int1(5).Stop().Raw("junk"))->integer, 5);
 }
 
-// ---- errors ----
-
-void ExpectInvalid(const Pk& p, const std::string& substr, const PickleLimits& limits = {}) {
-  EXPECT_THAT(ParseStatus(p, limits),
-              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr(substr)));
-}
+// ---- errors of the opcode table ----
 
 TEST(PickleReaderErrorTest, UnknownOpcode) {
   ExpectInvalid(Pk().Op(0xff), "pickle: unknown or unsupported opcode 0xff at byte 2");
   ExpectInvalid(Pk().Int1(1).Op('i'), "opcode 0x69 at byte 4");  // INST
-}
-
-TEST(PickleReaderErrorTest, Truncated) {
-  ExpectInvalid(Pk().Op('J').U8(1).U8(2), "pickle: truncated at byte 5");
-  ExpectInvalid(Pk().Op('X').LE(1000, 4).Raw("abc"), "pickle: truncated at byte 10");
-  ExpectInvalid(Pk().Op(0x8d).LE(~uint64_t{0}, 8), "pickle: truncated at byte 11");
-  ExpectInvalid(Pk().Op(0x8a).U8(4).U8(1), "pickle: truncated at byte 5");
-  ExpectInvalid(Pk().Int1(1), "pickle: truncated at byte 4 (no STOP opcode)");
-  ExpectInvalid(Pk::Bare(), "pickle: truncated at byte 0");
-  ExpectInvalid(Pk().Op('c').Raw("collections"), "pickle: truncated at byte 14");
-}
-
-TEST(PickleReaderErrorTest, DisallowedGlobals) {
-  ExpectInvalid(Pk().Global("os", "system").Stop(),
-                "pickle: global 'os.system' is not allowed (allowed: "
-                "collections.OrderedDict, torch._utils._rebuild_tensor_v2");
-  ExpectInvalid(Pk().Op(0x8c).U8(8).Raw("builtins").Op(0x8c).U8(4).Raw("eval").Op(0x93).Stop(),
-                "pickle: global 'builtins.eval' is not allowed");
-  ExpectInvalid(Pk().Global("torch", "ComplexFloatStorage").Stop(),
-                "global 'torch.ComplexFloatStorage' is not allowed");
-  ExpectInvalid(Pk().Global("collections", std::string(300, 'x')), "global name is too long");
-}
-
-TEST(PickleReaderErrorTest, TooDeep) {
-  Pk p;
-  p.Op(')');
-  for (int i = 0; i < 1001; ++i) p.Op(0x85);
-  ExpectInvalid(p.Stop(), "pickle: nesting deeper than 1000");
-  PickleLimits small;
-  small.max_depth = 2;
-  ExpectInvalid(Pk().Op(']').Op(']').Op(']').Op('a').Op('a').Stop(), "nesting deeper than 2",
-                small);
-  EXPECT_EQ(ParseOk(Pk().Op(']').Op(']').Op('a').Stop(), small)->depth, 2);
-}
-
-TEST(PickleReaderErrorTest, MissingMemoEntry) {
-  ExpectInvalid(Pk().Get(5).Stop(), "pickle: memo has no entry 5 (opcode 0x68 at byte 2)");
-  ExpectInvalid(Pk().Op('j').LE(99999, 4).Stop(), "memo has no entry 99999");
-  ExpectInvalid(Pk().Put(0).Stop(), "stack underflow (opcode 0x71");
-}
-
-TEST(PickleReaderErrorTest, StackUnderflowAndMissingMark) {
-  ExpectInvalid(Pk().Op('a').Stop(), "pickle: stack underflow (opcode 0x61 at byte 2)");
-  ExpectInvalid(Pk().Int1(1).Op(0x86).Stop(), "stack underflow (opcode 0x86");
-  ExpectInvalid(Pk().Stop(), "stack underflow (opcode 0x2e");
-  ExpectInvalid(Pk().Int1(1).Op('t').Stop(), "pickle: MARK missing (opcode 0x74 at byte 4)");
-  ExpectInvalid(Pk().Op('}').Op('u').Stop(), "MARK missing (opcode 0x75");
-  ExpectInvalid(Pk().Op(']').Op('e').Stop(), "MARK missing (opcode 0x65");
-  ExpectInvalid(Pk().Op('1').Stop(), "MARK missing (opcode 0x31");
-  // Values below a MARK are out of reach until the mark is closed.
-  ExpectInvalid(Pk().Int1(1).Mark().Op('0').Stop(), "stack underflow (opcode 0x30");
-}
-
-TEST(PickleReaderErrorTest, RecursiveStructures) {
-  ExpectInvalid(Pk().Op(']').Put(0).Get(0).Op('a').Stop(),
-                "a list is modified after being placed in another value");
-  ExpectInvalid(Pk().Op(']').Put(0).Op(']').Get(0).Op('a').Get(0).None().Op('a').Stop(),
-                "recursive structures are not supported");
-  ExpectInvalid(Pk().Op('}').Put(0).Str("k").Get(0).Op('s').Stop(),
-                "a dict is modified after being placed in another value");
-}
-
-TEST(PickleReaderErrorTest, BadContainerUse) {
-  ExpectInvalid(Pk().Op('}').None().None().Op('s').Stop(),
-                "dict key must be a str or an int; got none");
-  ExpectInvalid(Pk().Op(']').None().None().Op('s').Stop(), "SETITEM on a list");
-  ExpectInvalid(Pk().Op('}').None().Op('a').Stop(), "APPEND to a dict");
-  ExpectInvalid(Pk().Op('}').Mark().Str("a").Op('u').Stop(), "odd number of items");
-}
-
-TEST(PickleReaderErrorTest, Limits) {
-  PickleLimits l;
-  l.max_container_size = 2;
-  ExpectInvalid(Pk().Mark().Int1(1).Int1(2).Int1(3).Op('l').Stop(),
-                "container with more than 2 items", l);
-  ExpectInvalid(Pk().Op(']').Mark().Int1(1).Int1(2).Int1(3).Op('e').Stop(),
-                "container with more than 2 items", l);
-  ExpectInvalid(Pk().Op('}').Mark().Int1(1).Int1(2).Int1(3).Int1(4).Int1(5).Int1(6).Op('u').Stop(),
-                "container with more than 2 items", l);
-  PickleLimits m;
-  m.max_memo_size = 1;
-  ExpectInvalid(Pk().Int1(1).Put(0).Put(1).Stop(), "memo larger than 1", m);
-  EXPECT_EQ(ParseOk(Pk().Int1(1).Put(0).Put(0).Stop(), m)->integer, 1);
-  PickleLimits s;
-  s.max_stack_size = 3;
-  ExpectInvalid(Pk().Int1(1).Int1(2).Mark().Int1(3).Stop(), "stack deeper than 3", s);
-}
-
-TEST(PickleReaderErrorTest, BadCalls) {
-  ExpectInvalid(Pk().Int1(1).Op(')').Op('R').Stop(),
-                "REDUCE expects a global and a tuple; got int and tuple");
-  ExpectInvalid(Pk().Global("torch", "FloatStorage").Op(')').Op('R').Stop(),
-                "'torch.FloatStorage' cannot be called");
-  ExpectInvalid(Pk().Global("collections", "OrderedDict").Op(']').Op(0x85).Op('R').Stop(),
-                "collections.OrderedDict with 1 arguments is not supported");
-  ExpectInvalid(Pk().Global("torch._utils", "_rebuild_tensor_v2").Op(')').Op('R').Stop(),
-                "_rebuild_tensor_v2 takes 6 or 7 arguments; got 0");
-  ExpectInvalid(Pk().Tensor("FloatStorage", "0", 4, 0, {-1}, {1}).Stop(),
-                "negative size or stride");
-  ExpectInvalid(Pk().Tensor("FloatStorage", "0", 4, 0, {1, 2}, {1}).Stop(),
-                "tensor has 2 sizes and 1 strides");
-  ExpectInvalid(Pk().Global("torch._utils", "_rebuild_parameter").Int1(1).Op(0x85).Op('R').Stop(),
-                "torch._utils._rebuild_parameter expects (tensor, ...) with 3 arguments");
-  ExpectInvalid(Pk().Op(']').Op('}').Op('b').Stop(), "BUILD is only supported on an OrderedDict");
-  ExpectInvalid(Pk().Str("storage").Op(0x85).Op('Q').Stop(),
-                "persistent id is not ('storage', torch.<Type>Storage");
-  ExpectInvalid(Pk().Mark()
-                    .Str("storage")
-                    .Global("collections", "OrderedDict")
-                    .Str("0")
-                    .Str("cpu")
-                    .Int1(1)
-                    .Op('t')
-                    .Op('Q')
-                    .Stop(),
-                "persistent id is not");
-  ExpectInvalid(Pk::Bare().Op(0x80).U8(6).Stop(), "unsupported protocol 6");
 }
 
 }  // namespace

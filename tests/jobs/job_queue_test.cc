@@ -10,7 +10,6 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "jobs/job_id.h"
 #include "jobs/local_backend.h"
 #include "store/sqlite_result_store.h"
 #include "test_util/status_matchers.h"
@@ -391,17 +390,6 @@ TEST_F(JobQueueTest, BadOptionsAreInvalidArgument) {
   options.max_queued = 0;
   EXPECT_THAT(JobQueue::Create(*store_, nullptr, options, std::make_unique<LocalBackend>(*store_)),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("must be >= 1")));
-}
-
-TEST(JobIdGeneratorTest, IdsAreSortableAndUniqueWithinASecondAndAcrossClockSteps) {
-  JobIdGenerator ids;
-  const int64_t t = 1796014502000000;  // 2026-11-30 04:55:02 UTC
-  EXPECT_EQ(ids.Next(t), "ev-20261130-045502-0001");
-  EXPECT_EQ(ids.Next(t + 10), "ev-20261130-045502-0002");
-  EXPECT_EQ(ids.Next(t - 5000000), "ev-20261130-045502-0003");  // clock stepped back
-  EXPECT_EQ(ids.Next(t + 1000000), "ev-20261130-045503-0001");
-  JobIdGenerator after("ev-20261130-045502-0041");
-  EXPECT_EQ(after.Next(t), "ev-20261130-045502-0042");
 }
 
 }  // namespace

@@ -122,13 +122,5 @@ TEST(CalibrationJson, RoundTrips) {
   EXPECT_THAT(CalibrationFromJson(nlohmann::json{{"source", "vllm"}}).status(),
               StatusIs(absl::StatusCode::kDataLoss, HasSubstr("stored calibration:")));
 }
-
-TEST(ConditionalRates, UnavailableAfterZero) {
-  auto c = ConditionalRates({0.5, 0.0, 0.0});
-  EXPECT_THAT(*c[0], DoubleEq(0.5));
-  EXPECT_THAT(*c[1], DoubleEq(0.0));
-  EXPECT_FALSE(c[2].has_value());
-}
-
 }  // namespace
 }  // namespace dflash::served

@@ -5,6 +5,7 @@
 //   EXPECT_THAT(OpenSafetensors(p), IsOk());
 //   EXPECT_THAT(st, StatusIs(absl::StatusCode::kNotFound, HasSubstr("fc.weight")));
 //   ASSERT_OK_AND_ASSIGN(auto src, OpenSafetensors(p));
+//   EXPECT_THAT(ReadInt(obj, "n", "n", &v), IsOkAndHolds(true));
 #pragma once
 
 #include <ostream>
@@ -36,6 +37,15 @@ MATCHER_P2(StatusIs, code, message_matcher, "has code " + absl::StatusCodeToStri
   *result_listener << "status: " << s.ToString();
   return s.code() == code &&
          ::testing::ExplainMatchResult(message_matcher, std::string(s.message()), result_listener);
+}
+
+// An OK StatusOr whose value matches `value_matcher`.
+MATCHER_P(IsOkAndHolds, value_matcher, "is OK and holds a matching value") {
+  if (!arg.ok()) {
+    *result_listener << "status: " << arg.status().ToString();
+    return false;
+  }
+  return ::testing::ExplainMatchResult(value_matcher, *arg, result_listener);
 }
 
 }  // namespace dflash::testing

@@ -1,6 +1,6 @@
-// ParseDrafterConfig: transformers 4.x and 5.x spellings, the released
-// Qwen3.6-27B-DFlash shape, every error with its code and message, and
-// z-lab's target_layer_ids fallback.
+// ParseDrafterConfig (config/drafter_config_reader.h): transformers 4.x and
+// 5.x spellings, the released Qwen3.6-27B-DFlash shape, and every error with
+// its code and message. The draft keys' cases are in draft_keys_test.cc.
 #include "config/drafter_config_reader.h"
 
 #include <cmath>
@@ -69,26 +69,6 @@ TEST(DrafterConfigTest, V4SpellingAndDefaults) {
   EXPECT_EQ(DescribeConfig(c),
             "DFlash 1, 2 layers (2 full), H=64, 4/4 heads x 16, I=128, B=8, target layers "
             "[1, 17, 33], mask 151669");
-}
-
-// z-lab's _draft_value: dflash_config first, then the top level.
-TEST(DrafterConfigTest, DFlashConfigBlockSizeWinsOverTopLevel) {
-  Json j = V4Config();
-  j["block_size"] = 16;
-  ASSERT_OK_AND_ASSIGN(DrafterConfig c, Parse(j));
-  EXPECT_EQ(c.block_size, 8);
-  j["dflash_config"].erase("block_size");
-  ASSERT_OK_AND_ASSIGN(c, Parse(j));
-  EXPECT_EQ(c.block_size, 16);
-  EXPECT_THAT(DescribeDraftKeys(c), ::testing::Contains("draft key block_size = 16 (top level)"));
-}
-
-TEST(DrafterConfigTest, MissingBlockSizeDefaultsTo16AndSaysSo) {
-  Json j = V4Config();
-  j["dflash_config"].erase("block_size");
-  ASSERT_OK_AND_ASSIGN(DrafterConfig c, Parse(j));
-  EXPECT_EQ(c.block_size, 16);
-  EXPECT_THAT(DescribeDraftKeys(c), ::testing::Contains("draft key block_size = 16 (default)"));
 }
 
 TEST(DrafterConfigTest, V4RopeScalingLinearWithTypeKey) {
@@ -205,6 +185,74 @@ TEST(DrafterConfigTest, RopeErrors) {
                          "config field 'rope_scaling.factor' must be a number; got string \"2\""));
 }
 
+// The value checks behind the type checks: each refused value by name.
+TEST(DrafterConfigTest, RopeValueErrors) {
+  Json j = Qwen36Config();
+  j["rope_parameters"] = Json::array({1});
+  EXPECT_THAT(Parse(j),
+              StatusWith(kInvalid, "config field 'rope_parameters' must be an object; got array"));
+  j["rope_parameters"] = {{"full_attention", {{"rope_theta", 1e6}}}};
+  EXPECT_THAT(
+      Parse(j),
+      StatusWith(kInvalid, "config field 'rope_parameters' is per layer type; not supported"));
+  j["rope_parameters"] = {{"rope_theta", 1.0}};
+  EXPECT_THAT(Parse(j),
+              StatusWith(kInvalid, "config field 'rope_theta' must be greater than 1; got 1"));
+  j["rope_parameters"] = {{"rope_type", "linear"}, {"rope_theta", 1e6}, {"factor", 0.0}};
+  EXPECT_THAT(
+      Parse(j),
+      StatusWith(kInvalid, "config field 'rope_parameters.factor' must be positive; got 0"));
+  j["rope_parameters"]["factor"] = 2.0;
+  j["partial_rotary_factor"] = 0.5;
+  EXPECT_THAT(Parse(j), StatusWith(kInvalid,
+                                   "config field 'partial_rotary_factor' is 0.5; only 1.0 is "
+                                   "supported"));
+  j["partial_rotary_factor"] = 1.0;  // the one value that is the same as absent
+  EXPECT_THAT(Parse(j), IsOk());
+}
+
+TEST(DrafterConfigTest, Llama3FactorOrder) {
+  Json j = V4Config();
+  j["rope_scaling"] = Json::parse(R"({"rope_type": "llama3", "factor": 8.0,
+      "low_freq_factor": 4.0, "high_freq_factor": 1.0,
+      "original_max_position_embeddings": 8192})");
+  EXPECT_THAT(Parse(j), StatusWith(kInvalid,
+                                   "config fields 'rope_scaling.low_freq_factor' (4) and "
+                                   "'high_freq_factor' (1) must satisfy 0 < low < high"));
+  j["rope_scaling"]["low_freq_factor"] = 0.0;
+  EXPECT_THAT(Parse(j), StatusWith(kInvalid,
+                                   "config fields 'rope_scaling.low_freq_factor' (0) and "
+                                   "'high_freq_factor' (1) must satisfy 0 < low < high"));
+  j["rope_scaling"] = Json::parse(R"({"rope_type": "llama3", "factor": 8.0,
+      "low_freq_factor": 1.0, "high_freq_factor": 4.0})");
+  EXPECT_THAT(
+      Parse(j),
+      StatusWith(kInvalid,
+                 "config field 'rope_scaling.original_max_position_embeddings' is missing"));
+  j["rope_scaling"]["original_max_position_embeddings"] = 0;
+  EXPECT_THAT(Parse(j), StatusWith(kInvalid,
+                                   "config field 'rope_scaling.original_max_position_embeddings' "
+                                   "must be positive; got 0"));
+}
+
+TEST(DrafterConfigTest, LayerTypesAndEpsValues) {
+  Json j = Qwen36Config();
+  j["layer_types"] = "sliding_attention";
+  EXPECT_THAT(Parse(j),
+              StatusWith(kInvalid, "config field 'layer_types' must be an array; got string"));
+  j = Qwen36Config();
+  j["layer_types"][3] = 1;
+  EXPECT_THAT(Parse(j),
+              StatusWith(kInvalid, "config field 'layer_types[3]' must be a string; got number"));
+  j = Qwen36Config();
+  j["rms_norm_eps"] = 0.0;
+  EXPECT_THAT(Parse(j),
+              StatusWith(kInvalid, "config field 'rms_norm_eps' must be positive; got 0"));
+  j["rms_norm_eps"] = -1e-6;
+  EXPECT_THAT(Parse(j),
+              StatusWith(kInvalid, "config field 'rms_norm_eps' must be positive; got -1e-06"));
+}
+
 TEST(DrafterConfigTest, MissingRequiredFields) {
   for (const char* field :
        {"hidden_size", "num_attention_heads", "intermediate_size", "num_hidden_layers"}) {
@@ -314,28 +362,6 @@ TEST(DrafterConfigTest, LayerTypes) {
   ASSERT_OK_AND_ASSIGN(c, Parse(j));
   EXPECT_THAT(c.sliding, ElementsAre(false, false, false, false, false));
   EXPECT_EQ(c.sliding_window, 0);
-}
-
-// z-lab's current model.py requires target_layer_ids: the old formula's
-// guess is named in the error, never used.
-TEST(DrafterConfigTest, MissingTargetLayerIdsIsRefusedWithTheOldGuess) {
-  Json j = Qwen36Config();
-  j["dflash_config"].erase("target_layer_ids");
-  EXPECT_THAT(
-      Parse(j),
-      StatusWith(
-          kInvalid,
-          "config field 'target_layer_ids' is missing (looked in dflash_config and at the top "
-          "level); z-lab's current model.py requires it (the formula fallback is gone); the old "
-          "formula would have guessed [1, 16, 31, 46, 61]: add the list the drafter was trained "
-          "on to dflash_config"));
-  j.erase("num_target_layers");
-  EXPECT_THAT(
-      Parse(j),
-      StatusWith(
-          kInvalid,
-          "config field 'target_layer_ids' is missing (looked in dflash_config and at the top "
-          "level); z-lab's current model.py requires it (the formula fallback is gone)"));
 }
 
 TEST(DrafterConfigTest, ParseFile) {
