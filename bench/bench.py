@@ -239,7 +239,7 @@ def machine_info(threads, roof):
                                  roof.get("matmul_gflops_2048", 0))}
 
 
-def main():
+def parse_args():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", required=True)
     ap.add_argument("--fixture", required=True)
@@ -254,10 +254,123 @@ def main():
     ap.add_argument("--scaling", action="store_true")
     ap.add_argument("--tol", type=float, default=2e-3)
     ap.add_argument("--json", default="")
-    args = ap.parse_args()
+    return ap.parse_args()
+
+
+def s1_args(args):
+    return ["--mode", "anchor", "--anchors", "even", "--max-blocks", str(args.s1_blocks)]
+
+
+def svc_eval(srv, args, req, runs):
+    """The service's eval of bdrafter on bdataset `runs` times: (times, last reply)."""
+    times, reply = [], None
+    for _ in range(runs):
+        dt, reply = srv.eval("--drafter", "bdrafter", "--dataset", "bdataset",
+                             "--max-samples", str(args.samples), *req)
+        times.append(dt)
+    return times, reply
+
+
+def base_eval(args, req, runs, drafter=None):
+    """The Python baseline `runs` times: (times, last output)."""
     fx, T = args.fixture, args.threads
-    work = tempfile.mkdtemp(prefix="dflash-bench.")
-    res = {"rows": {}, "agreement": {}, "load_avg_start": os.getloadavg()}
+    times, out = [], None
+    for _ in range(runs):
+        dt, text = timed(baseline_cmd(fx, drafter or os.path.join(fx, "drafter"), T,
+                                      ["--max-samples", str(args.samples)] + req))
+        times.append(dt)
+        out = json.loads(text)
+    return times, out
+
+
+def s1_s2_rows(srv, args, res):
+    """Rows S1 (anchor) and S2 (replay): service against baseline, agreement
+    checked. Returns the last baseline output."""
+    bout = None
+    for row, req in (("S1", s1_args(args)), ("S2", ["--mode", "replay"])):
+        log("== %s: %s" % (row, " ".join(req)))
+        st, sreply = svc_eval(srv, args, req, 1 if args.smoke else args.runs)
+        bt, bout = base_eval(args, req, 1 if args.smoke else args.baseline_runs)
+        res["agreement"][row] = check_agree(row, service_metrics(sreply),
+                                            baseline_metrics(bout), args.tol)
+        res["rows"][row] = {"service_s": median(st), "baseline_s": median(bt),
+                            "service_runs": st, "baseline_runs": bt,
+                            "blocks": service_metrics(sreply)["blocks"],
+                            "service_compute_s": float(find(sreply, "computeSeconds") or 0),
+                            "baseline_eval_s": bout["timings"]["eval_s"],
+                            "baseline_timings": bout["timings"],
+                            "accept_length": service_metrics(sreply)["accept_length"]}
+        log("   service %.2fs (runs %s), baseline %.2fs (runs %s)"
+            % (median(st), ["%.2f" % x for x in st], median(bt), ["%.2f" % x for x in bt]))
+    return bout
+
+
+def z_rows(srv, args, work, res):
+    """Z: z-lab's loop shape (dflash_generate: draft KV cache, one drafter
+    call and the lm_head over the whole block per step) against the
+    service's replay, both under the current z-lab rules: at the run's
+    threads (each side's default pools), and both held to one thread."""
+    fx, T = args.fixture, args.threads
+    res["rows"]["Z"], res["agreement"]["Z"] = zlab_row(
+        srv, fx, T, None, 1 if args.smoke else args.runs,
+        1 if args.smoke else args.baseline_runs, args)
+    if not args.smoke and T > 1:
+        one = Server(args.build, os.path.join(work, "one-thread"), fx, 1, one_thread_env())
+        try:
+            load_fixture(one, fx)
+            res["rows"]["Z1"], res["agreement"]["Z1"] = zlab_row(
+                one, fx, 1, one_thread_env(), args.runs, args.baseline_runs, args)
+        finally:
+            one.stop()
+
+
+def s3_row(srv, args, res):
+    """S3: the training-loop sweep over fresh checkpoints."""
+    ckpts = make_checkpoints(args.fixture, args.checkpoints)
+    s3 = ["--mode", "anchor", "--anchors", "even", "--max-blocks", str(args.s3_blocks)]
+    log("== S3: %d checkpoints, %s" % (len(ckpts), " ".join(s3)))
+    svc_sweeps, base_sweeps = [], []
+    for _ in range(args.runs):
+        t0 = time.time()
+        replies = [srv.eval("--checkpoint", c, "--dataset", "bdataset", "--max-samples",
+                            str(args.samples), *s3)[1] for c in ckpts]
+        svc_sweeps.append(time.time() - t0)
+    for _ in range(args.baseline_runs):
+        t0 = time.time()
+        outs = [base_eval(args, s3, 1, c)[1] for c in ckpts]
+        base_sweeps.append(time.time() - t0)
+    for k, (r, o) in enumerate(zip(replies, outs)):
+        check_agree("S3 step-%d" % (k + 1), service_metrics(r), baseline_metrics(o),
+                    args.tol)
+    res["rows"]["S3"] = {"service_s": median(svc_sweeps), "baseline_s": median(base_sweeps),
+                         "service_runs": svc_sweeps, "baseline_runs": base_sweeps,
+                         "blocks": service_metrics(replies[0])["blocks"] * len(ckpts)}
+    log("   service %.2fs, baseline %.2fs" % (median(svc_sweeps), median(base_sweeps)))
+
+
+def scaling(srv, args):
+    """The service's time against samples, blocks per sample and new tokens."""
+    sc = {"samples": [], "blocks": [], "tokens": []}
+    for n in (16, 32, 64):
+        dt, r = srv.eval("--drafter", "bdrafter", "--dataset", "bdataset",
+                         "--max-samples", str(n), *s1_args(args))
+        sc["samples"].append((n, dt, float(find(r, "computeSeconds") or 0)))
+    for m in (2, 4, 8, 16):
+        dt, r = srv.eval("--drafter", "bdrafter", "--dataset", "bdataset",
+                         "--max-samples", str(args.samples), "--mode", "anchor",
+                         "--anchors", "even", "--max-blocks", str(m))
+        sc["blocks"].append((m, dt, float(find(r, "computeSeconds") or 0)))
+    for m in (32, 64, 128):
+        dt, r = srv.eval("--drafter", "bdrafter", "--dataset", "bdataset",
+                         "--max-samples", str(args.samples), "--mode", "replay",
+                         "--max-new-tokens", str(m))
+        sc["tokens"].append((m, dt, float(find(r, "computeSeconds") or 0)))
+    return sc
+
+
+def service_rows(args, work, res):
+    """Every row that needs the server. Returns True when the smoke is done."""
+    fx, T = args.fixture, args.threads
     srv = Server(args.build, work, fx, T)
     try:
         # Loads through the service (resident bytes, peak RSS).
@@ -265,106 +378,25 @@ def main():
         loads["server_vmhwm"] = proc_kb(srv.proc.pid, "VmHWM")
         loads["server_vmrss"] = proc_kb(srv.proc.pid, "VmRSS")
         res["service_loads"] = loads
-
-        def svc_eval(req, runs):
-            times, reply = [], None
-            for _ in range(runs):
-                dt, reply = srv.eval("--drafter", "bdrafter", "--dataset", "bdataset",
-                                     "--max-samples", str(args.samples), *req)
-                times.append(dt)
-            return times, reply
-
-        def base_eval(req, runs, drafter=None):
-            times, out = [], None
-            for _ in range(runs):
-                dt, text = timed(baseline_cmd(fx, drafter or os.path.join(fx, "drafter"), T,
-                                              ["--max-samples", str(args.samples)] + req))
-                times.append(dt)
-                out = json.loads(text)
-            return times, out
-
-        s1 = ["--mode", "anchor", "--anchors", "even", "--max-blocks", str(args.s1_blocks)]
-        s2 = ["--mode", "replay"]
-        for row, req in (("S1", s1), ("S2", s2)):
-            log("== %s: %s" % (row, " ".join(req)))
-            st, sreply = svc_eval(req, 1 if args.smoke else args.runs)
-            bt, bout = base_eval(req, 1 if args.smoke else args.baseline_runs)
-            res["agreement"][row] = check_agree(row, service_metrics(sreply),
-                                                baseline_metrics(bout), args.tol)
-            res["rows"][row] = {"service_s": median(st), "baseline_s": median(bt),
-                                "service_runs": st, "baseline_runs": bt,
-                                "blocks": service_metrics(sreply)["blocks"],
-                                "service_compute_s": float(find(sreply, "computeSeconds") or 0),
-                                "baseline_eval_s": bout["timings"]["eval_s"],
-                                "baseline_timings": bout["timings"],
-                                "accept_length": service_metrics(sreply)["accept_length"]}
-            log("   service %.2fs (runs %s), baseline %.2fs (runs %s)"
-                % (median(st), ["%.2f" % x for x in st], median(bt), ["%.2f" % x for x in bt]))
-        # Z: z-lab's loop shape (dflash_generate: draft KV cache, one drafter
-        # call and the lm_head over the whole block per step) against the
-        # service's replay, both under the current z-lab rules: at the run's
-        # threads (each side's default pools), and both held to one thread.
-        res["rows"]["Z"], res["agreement"]["Z"] = zlab_row(
-            srv, fx, T, None, 1 if args.smoke else args.runs,
-            1 if args.smoke else args.baseline_runs, args)
-        if not args.smoke and T > 1:
-            one = Server(args.build, os.path.join(work, "one-thread"), fx, 1, one_thread_env())
-            try:
-                load_fixture(one, fx)
-                res["rows"]["Z1"], res["agreement"]["Z1"] = zlab_row(
-                    one, fx, 1, one_thread_env(), args.runs, args.baseline_runs, args)
-            finally:
-                one.stop()
+        bout = s1_s2_rows(srv, args, res)
+        z_rows(srv, args, work, res)
         res["baseline_blas"] = bout.get("blas", [])
         res["baseline_threads"] = bout.get("threads")
         if args.smoke:
             log("smoke: baseline and service agree")
-            return 0
-
-        # S3: the training-loop sweep.
-        ckpts = make_checkpoints(fx, args.checkpoints)
-        s3 = ["--mode", "anchor", "--anchors", "even", "--max-blocks", str(args.s3_blocks)]
-        log("== S3: %d checkpoints, %s" % (len(ckpts), " ".join(s3)))
-        svc_sweeps, base_sweeps = [], []
-        for _ in range(args.runs):
-            t0 = time.time()
-            replies = [srv.eval("--checkpoint", c, "--dataset", "bdataset", "--max-samples",
-                                str(args.samples), *s3)[1] for c in ckpts]
-            svc_sweeps.append(time.time() - t0)
-        for _ in range(args.baseline_runs):
-            t0 = time.time()
-            outs = [base_eval(s3, 1, c)[1] for c in ckpts]
-            base_sweeps.append(time.time() - t0)
-        for k, (r, o) in enumerate(zip(replies, outs)):
-            check_agree("S3 step-%d" % (k + 1), service_metrics(r), baseline_metrics(o),
-                        args.tol)
-        res["rows"]["S3"] = {"service_s": median(svc_sweeps), "baseline_s": median(base_sweeps),
-                             "service_runs": svc_sweeps, "baseline_runs": base_sweeps,
-                             "blocks": service_metrics(replies[0])["blocks"] * len(ckpts)}
-        log("   service %.2fs, baseline %.2fs" % (median(svc_sweeps), median(base_sweeps)))
-
+            return True
+        s3_row(srv, args, res)
         if args.scaling:
-            sc = {"samples": [], "blocks": [], "tokens": []}
-            for n in (16, 32, 64):
-                dt, r = srv.eval("--drafter", "bdrafter", "--dataset", "bdataset",
-                                 "--max-samples", str(n), *s1)
-                sc["samples"].append((n, dt, float(find(r, "computeSeconds") or 0)))
-            for m in (2, 4, 8, 16):
-                dt, r = srv.eval("--drafter", "bdrafter", "--dataset", "bdataset",
-                                 "--max-samples", str(args.samples), "--mode", "anchor",
-                                 "--anchors", "even", "--max-blocks", str(m))
-                sc["blocks"].append((m, dt, float(find(r, "computeSeconds") or 0)))
-            for m in (32, 64, 128):
-                dt, r = srv.eval("--drafter", "bdrafter", "--dataset", "bdataset",
-                                 "--max-samples", str(args.samples), "--mode", "replay",
-                                 "--max-new-tokens", str(m))
-                sc["tokens"].append((m, dt, float(find(r, "computeSeconds") or 0)))
-            res["scaling"] = sc
+            res["scaling"] = scaling(srv, args)
     finally:
         srv.stop()
         shutil.rmtree(work, ignore_errors=True)
+    return False
 
-    # Roofline, loads and memory: the eval core in one process (no gRPC).
+
+def roofline(args, res):
+    """Roofline, loads and memory: the eval core in one process (no gRPC)."""
+    fx, T = args.fixture, args.threads
     log("== roofline_bench (anchor, S1 request)")
     dt, text = timed([os.path.join(args.build, "bench", "roofline_bench"),
                       "--target", os.path.join(fx, "target"),
@@ -375,6 +407,15 @@ def main():
                       "--repeat", str(args.runs)])
     res["roofline"] = json.loads(text)
     res["machine"] = machine_info(T, res["roofline"])
+
+
+def main():
+    args = parse_args()
+    work = tempfile.mkdtemp(prefix="dflash-bench.")
+    res = {"rows": {}, "agreement": {}, "load_avg_start": os.getloadavg()}
+    if service_rows(args, work, res):
+        return 0
+    roofline(args, res)
     res["request"] = {"samples": args.samples, "s1_blocks": args.s1_blocks,
                       "s3_blocks": args.s3_blocks, "checkpoints": args.checkpoints,
                       "runs": args.runs, "baseline_runs": args.baseline_runs}
@@ -384,7 +425,6 @@ def main():
             f.write(text + "\n")
     print(text)
     return 0
-
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -142,37 +142,34 @@ FlopCount CountFlops(const dflash::config::DrafterConfig& c, int64_t V,
   return f;
 }
 
-absl::StatusOr<std::string> Run(const Args& args) {
-  at::NoGradGuard no_grad;
-  if (args.threads > 0) at::set_num_threads(static_cast<int>(args.threads));
-  const c10::Device device(args.device);
-  const c10::ScalarType dtype = args.dtype == "bf16" ? at::kBFloat16 : at::kFloat;
-  std::ostringstream js;
-  js << "{\n \"threads\": " << at::get_num_threads() << ",\n \"device\": \"" << device.str()
-     << "\",\n \"dtype\": \"" << args.dtype << "\",\n";
+// Prints the matmul peaks measured here; returns the best.
+double WritePeaks(std::ostream& js, c10::ScalarType dtype, c10::Device device) {
   const double peak1k = MatmulPeak(1024, dtype, device);
   const double peak2k = MatmulPeak(2048, dtype, device);
-  const double peak = std::max(peak1k, peak2k);
   js << " \"matmul_gflops_1024\": " << peak1k << ",\n \"matmul_gflops_2048\": " << peak2k << ",\n";
   if (device.is_cuda()) {  // a GPU reaches its peak only on large products
     js << " \"matmul_gflops_8192\": " << MatmulPeak(8192, dtype, device) << ",\n";
   }
+  return std::max(peak1k, peak2k);
+}
 
-  // Loads, each timed with a warm page cache and its peak RSS growth.
-  auto load_json = [&](const char* name, const std::vector<std::string>& files, double secs,
-                       int64_t rss_before, int64_t tensor_bytes) {
-    PlainRead(files);  // warm
-    auto [file_bytes, plain_s] = PlainRead(files);
-    const int64_t peak_growth = ProcStatus("VmHWM") - rss_before;
-    js << " \"load_" << name << "\": {\"seconds\": " << secs << ", \"file_bytes\": " << file_bytes
-       << ", \"plain_read_seconds\": " << plain_s << ", \"tensor_bytes\": " << tensor_bytes
-       << ", \"peak_rss_growth\": " << peak_growth << "},\n";
-  };
-  for (const std::string& p : {args.target, args.drafter, args.dataset}) PlainRead(FilesUnder(p));
+// One load's line: its time, against a plain read of its files with a warm
+// page cache, and its peak RSS growth.
+void WriteLoad(std::ostream& js, const char* name, const std::vector<std::string>& files,
+               double secs, int64_t rss_before, int64_t tensor_bytes) {
+  PlainRead(files);  // warm
+  auto [file_bytes, plain_s] = PlainRead(files);
+  const int64_t peak_growth = ProcStatus("VmHWM") - rss_before;
+  js << " \"load_" << name << "\": {\"seconds\": " << secs << ", \"file_bytes\": " << file_bytes
+     << ", \"plain_read_seconds\": " << plain_s << ", \"tensor_bytes\": " << tensor_bytes
+     << ", \"peak_rss_growth\": " << peak_growth << "},\n";
+}
 
+absl::StatusOr<dflash::weights::TargetTensors> LoadTarget(const Args& args, c10::ScalarType dtype,
+                                                          c10::Device device, std::ostream& js) {
   ResetPeak();
-  int64_t rss0 = ProcStatus("VmRSS");
-  Clock::time_point t = Clock::now();
+  const int64_t rss0 = ProcStatus("VmRSS");
+  const Clock::time_point t = Clock::now();
   ASSIGN_OR_RETURN(dflash::weights::TargetTensors target,
                    dflash::weights::LoadTargetTensors(
                        args.target, dflash::weights::TargetLoadOptions{dtype, device, false}));
@@ -180,37 +177,52 @@ absl::StatusOr<std::string> Run(const Args& args) {
   const int64_t target_tensor_bytes =
       target.embed.nbytes() + (target.tied ? 0 : target.lm_head.nbytes());
   js << " \"target_bytes_read\": " << target.bytes_read << ",\n";
-  load_json("target", FilesUnder(args.target), target_s, rss0, target_tensor_bytes);
+  WriteLoad(js, "target", FilesUnder(args.target), target_s, rss0, target_tensor_bytes);
+  return target;
+}
 
+// The drafter and its config, loaded as the server does (validated first).
+struct LoadedDrafter {
+  dflash::config::DrafterConfig cfg;
+  dflash::model::DrafterModel model;
+};
+
+absl::StatusOr<LoadedDrafter> LoadDrafter(const Args& args, int64_t target_hidden_size,
+                                          c10::ScalarType dtype, c10::Device device,
+                                          std::ostream& js) {
   ResetPeak();
-  rss0 = ProcStatus("VmRSS");
-  t = Clock::now();
+  const int64_t rss0 = ProcStatus("VmRSS");
+  const Clock::time_point t = Clock::now();
   ASSIGN_OR_RETURN(auto opened, dflash::weights::OpenCheckpoint(args.drafter, ""));
   ASSIGN_OR_RETURN(auto cfg, dflash::config::ParseDrafterConfigFile(opened.config_path));
   dflash::weights::ValidateOptions vo;
   vo.ignore = dflash::model::DrafterIgnoreRules();
   ASSIGN_OR_RETURN(auto report,
                    dflash::weights::ValidateWeightMap(
-                       *opened.source, dflash::model::DrafterSchema(cfg, target.hidden_size), vo));
+                       *opened.source, dflash::model::DrafterSchema(cfg, target_hidden_size), vo));
   if (!report.ok) return absl::FailedPreconditionError("drafter checkpoint does not validate");
   ASSIGN_OR_RETURN(auto tensors,
                    dflash::weights::LoadValidatedWeights(*opened.source, report, dtype, device));
   int64_t drafter_storage = 0;
   for (const auto& [name, w] : tensors) drafter_storage += w.storage().nbytes();
   ASSIGN_OR_RETURN(auto drafter, dflash::model::DrafterModel::Create(cfg, std::move(tensors)));
-  load_json("drafter", FilesUnder(args.drafter), Since(t), rss0, drafter.bytes());
+  WriteLoad(js, "drafter", FilesUnder(args.drafter), Since(t), rss0, drafter.bytes());
   js << " \"drafter_storage_bytes\": " << drafter_storage << ",\n";
+  return LoadedDrafter{std::move(cfg), std::move(drafter)};
+}
 
+absl::StatusOr<dflash::data::EvalDataset> LoadDataset(const Args& args, c10::ScalarType dtype,
+                                                      c10::Device device, std::ostream& js) {
   ResetPeak();
-  rss0 = ProcStatus("VmRSS");
-  t = Clock::now();
+  const int64_t rss0 = ProcStatus("VmRSS");
+  const Clock::time_point t = Clock::now();
   dflash::data::DatasetLoadOptions dlo;
   dlo.name = "bench";
   dlo.path = args.dataset;
   dlo.dtype = dtype;
   dlo.device = device;
   ASSIGN_OR_RETURN(auto dataset, dflash::data::EvalDataset::Load(dlo));
-  load_json("dataset", FilesUnder(args.dataset), Since(t), rss0, dataset.bytes());
+  WriteLoad(js, "dataset", FilesUnder(args.dataset), Since(t), rss0, dataset.bytes());
   {  // storage actually held (a view over a larger buffer would show here)
     std::set<const void*> seen;
     int64_t storage = 0;
@@ -224,7 +236,10 @@ absl::StatusOr<std::string> Run(const Args& args) {
     }
     js << " \"dataset_storage_bytes\": " << storage << ",\n";
   }
+  return dataset;
+}
 
+EvalOptions OptionsOf(const Args& args) {
   EvalOptions o;
   o.mode = args.mode == "replay" ? dflash::types::Mode::kReplay : dflash::types::Mode::kAnchor;
   o.anchors = args.anchors == "all" ? dflash::types::AnchorStrategy::kAll
@@ -232,15 +247,24 @@ absl::StatusOr<std::string> Run(const Args& args) {
   o.max_blocks = args.max_blocks;
   o.max_samples = args.max_samples;
   o.full_positions = args.full_positions;
+  return o;
+}
+
+// The eval `repeat` times: its numbers, the median compute time, the FLOPs
+// and their share of `peak`.
+absl::Status WriteEval(const Args& args, const LoadedDrafter& drafter,
+                       const dflash::weights::TargetTensors& target,
+                       const dflash::data::EvalDataset& dataset, double peak, std::ostream& js) {
+  const EvalOptions o = OptionsOf(args);
   std::vector<double> times;
   dflash::types::EvalResult result;
   for (int64_t i = 0; i < std::max<int64_t>(1, args.repeat); ++i) {
-    ASSIGN_OR_RETURN(result, dflash::eval::Evaluate(drafter, target, dataset, o));
+    ASSIGN_OR_RETURN(result, dflash::eval::Evaluate(drafter.model, target, dataset, o));
     times.push_back(result.compute_seconds);
   }
   std::sort(times.begin(), times.end());
   const double median = times[times.size() / 2];
-  const FlopCount f = CountFlops(cfg, target.vocab_size, dataset, o, result);
+  const FlopCount f = CountFlops(drafter.cfg, target.vocab_size, dataset, o, result);
   js << " \"eval\": {\"mode\": \"" << args.mode << "\", \"blocks\": " << result.blocks
      << ", \"tokens_scored\": " << result.tokens_scored
      << ", \"accept_length_pooled\": " << result.accept_length_pooled << ", \"tau\": " << result.tau
@@ -256,6 +280,25 @@ absl::StatusOr<std::string> Run(const Args& args) {
     js << (i ? ", " : "") << result.positions[i].accuracy;
   }
   js << "]}\n}\n";
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> Run(const Args& args) {
+  at::NoGradGuard no_grad;
+  if (args.threads > 0) at::set_num_threads(static_cast<int>(args.threads));
+  const c10::Device device(args.device);
+  const c10::ScalarType dtype = args.dtype == "bf16" ? at::kBFloat16 : at::kFloat;
+  std::ostringstream js;
+  js << "{\n \"threads\": " << at::get_num_threads() << ",\n \"device\": \"" << device.str()
+     << "\",\n \"dtype\": \"" << args.dtype << "\",\n";
+  const double peak = WritePeaks(js, dtype, device);
+
+  // Loads, each timed with a warm page cache and its peak RSS growth.
+  for (const std::string& p : {args.target, args.drafter, args.dataset}) PlainRead(FilesUnder(p));
+  ASSIGN_OR_RETURN(auto target, LoadTarget(args, dtype, device, js));
+  ASSIGN_OR_RETURN(auto drafter, LoadDrafter(args, target.hidden_size, dtype, device, js));
+  ASSIGN_OR_RETURN(auto dataset, LoadDataset(args, dtype, device, js));
+  RETURN_IF_ERROR(WriteEval(args, drafter, target, dataset, peak, js));
   return js.str();
 }
 

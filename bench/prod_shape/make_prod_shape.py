@@ -307,6 +307,43 @@ def dry_run(scale, s, verbose):
     print("config.json: " + json.dumps(drafter_config(s)))
 
 
+def write_header_only(out, s):
+    """OUT/drafter only: config.json and a sparse model.safetensors (the real
+    header, zero data)."""
+    ddir = os.path.join(out, "drafter")
+    os.makedirs(ddir, exist_ok=True)
+    with open(os.path.join(ddir, "config.json"), "w") as f:
+        json.dump(drafter_config(s), f, indent=1)
+    text, data_bytes = st_header(drafter_specs(s))
+    with open(os.path.join(ddir, "model.safetensors"), "wb") as f:
+        f.write(struct.pack("<Q", len(text)))
+        f.write(text)
+        f.truncate(8 + len(text) + data_bytes)
+    print("header-only drafter (%s of tensors, sparse) in %s" % (gb(data_bytes), ddir))
+
+
+def write_dataset_dir(out, s, args):
+    """OUT/dataset: random ids (never the mask id), the second half a
+    response, hidden states N(0, 1) of the drafter's 5 target layers, stored
+    bf16. Returns the manifest's entry."""
+    import torch
+    import make_fixture as mf
+    g = torch.Generator().manual_seed(args.seed + 2)
+    samples = []
+    for i in range(args.samples):
+        L = args.tokens
+        ids = torch.randint(0, s["V"] - 1, (L,), generator=g)
+        mask = torch.zeros(L, dtype=torch.int64)
+        mask[L // 2:] = 1
+        feats = torch.randn(L, len(s["layers"]) * s["H"], generator=g).to(torch.bfloat16)
+        samples.append((i, ids, mask, feats))
+    dsdir = os.path.join(out, "dataset")
+    mf.write_dataset(dsdir, samples, s["H"], {"hidden_states": s["layers"]},
+                     {"hidden_states": (0, len(s["layers"]))})
+    return {"samples": args.samples, "tokens": args.tokens,
+            "tensor_bytes": args.samples * args.tokens * (len(s["layers"]) * s["H"] * 2 + 16)}
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -328,20 +365,10 @@ def main(argv=None):
     if not args.out:
         ap.error("OUT is required unless --dry-run")
     if args.header_only:
-        ddir = os.path.join(args.out, "drafter")
-        os.makedirs(ddir, exist_ok=True)
-        with open(os.path.join(ddir, "config.json"), "w") as f:
-            json.dump(drafter_config(s), f, indent=1)
-        text, data_bytes = st_header(drafter_specs(s))
-        with open(os.path.join(ddir, "model.safetensors"), "wb") as f:
-            f.write(struct.pack("<Q", len(text)))
-            f.write(text)
-            f.truncate(8 + len(text) + data_bytes)
-        print("header-only drafter (%s of tensors, sparse) in %s" % (gb(data_bytes), ddir))
+        write_header_only(args.out, s)
         return 0
     import torch
     torch.set_num_threads(1)
-    import make_fixture as mf
     check_names_against_fixture()
     t0 = time.time()
     out = args.out
@@ -371,22 +398,7 @@ def main(argv=None):
     man["target"] = {"tensors": len(t), "tensor_bytes": tb, "file_bytes": files}
     print("target: %d tensors, %s, %.1fs" % (len(t), gb(tb), time.time() - t0), flush=True)
 
-    # Dataset: random ids (never the mask id), the second half a response,
-    # hidden states N(0, 1) of the drafter's 5 target layers, stored bf16.
-    g = torch.Generator().manual_seed(args.seed + 2)
-    samples = []
-    for i in range(args.samples):
-        L = args.tokens
-        ids = torch.randint(0, s["V"] - 1, (L,), generator=g)
-        mask = torch.zeros(L, dtype=torch.int64)
-        mask[L // 2:] = 1
-        feats = torch.randn(L, len(s["layers"]) * s["H"], generator=g).to(torch.bfloat16)
-        samples.append((i, ids, mask, feats))
-    dsdir = os.path.join(out, "dataset")
-    mf.write_dataset(dsdir, samples, s["H"], {"hidden_states": s["layers"]},
-                     {"hidden_states": (0, len(s["layers"]))})
-    man["dataset"] = {"samples": args.samples, "tokens": args.tokens,
-                      "tensor_bytes": args.samples * args.tokens * (len(s["layers"]) * s["H"] * 2 + 16)}
+    man["dataset"] = write_dataset_dir(out, s, args)
     man["seconds"] = time.time() - t0
     with open(os.path.join(out, "manifest.json"), "w") as f:
         json.dump(man, f, indent=1)

@@ -36,6 +36,7 @@ import time
 # The side-by-side bench's helpers: the JSON lookup and stderr log.
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from bench import find, log  # noqa: E402  (bench/bench.py; its main() runs only as a script)
+from prod_shape_report import markdown, mb  # noqa: E402
 
 READ_BUF = 8 << 20  # bench/file_read.cc's plain read: one reused 8 MiB buffer
 
@@ -216,11 +217,7 @@ def st_tensor_bytes(path):
     return os.path.getsize(path) - 8 - n
 
 
-def mb(n):
-    return "%.1f MB" % (n / 1e6) if n < 1e9 else "%.3f GB" % (n / 1e9)
-
-
-def main():
+def parse_args():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", required=True)
     ap.add_argument("--fixture", required=True)
@@ -232,7 +229,113 @@ def main():
     ap.add_argument("--validate-only", action="store_true",
                     help="only `dflash-eval validate` FIXTURE/drafter (reads headers only; "
                          "works on make_prod_shape.py --header-only files)")
-    args = ap.parse_args()
+    return ap.parse_args()
+
+
+def step_validate(srv, fx, res):
+    """1. validate (exit 3 = the checkpoint failed validation)."""
+    dt, rep, rc = srv.call("validate", os.path.join(fx, "drafter"), ok_codes=(0, 3))
+    res["validate"] = {"seconds": dt, "ok": bool(find(rep, "ok")), "exit": rc,
+                       "found": int(find(rep, "found") or 0),
+                       "tensor_bytes": int(find(rep, "tensorBytes") or 0),
+                       "problems": find(rep, "problems") or [],
+                       "facts": find(rep, "facts") or []}
+    log("validate: exit %d, ok %s, %d tensors found, %.2fs"
+        % (rc, res["validate"]["ok"], res["validate"]["found"], dt))
+    if rc != 0 or not res["validate"]["ok"]:
+        raise SystemExit("the drafter did not validate: %s" % res["validate"]["problems"])
+
+
+def step_target_and_dataset(srv, fx, res):
+    """2. target and dataset (bf16), beside the drafter as in production."""
+    dt, rep, _ = srv.call("load-target", os.path.join(fx, "target"), "--name", "t",
+                          "--dtype", "bf16")
+    res["target_load_s"] = dt
+    dt, rep, _ = srv.call("load-dataset", os.path.join(fx, "dataset"), "--name", "ds",
+                          "--dtype", "bf16")
+    res["dataset_load_s"] = dt
+    log("target %.2fs, dataset %.2fs" % (res["target_load_s"], res["dataset_load_s"]))
+
+
+def step_plain_read(dfile, args, res):
+    """3. plain read of the drafter file, right before its load (same cache
+    state)."""
+    res["page_cache_before_read"] = resident_pages(dfile)
+    n1, r1 = plain_read(dfile, drop=args.cold)
+    n2, r2 = plain_read(dfile, drop=args.cold)
+    res["plain_read"] = {"bytes": n2, "seconds": [r1, r2], "cold": args.cold}
+    nf, rf = fresh_read(dfile)
+    res["fresh_read"] = {"bytes": nf, "seconds": rf}
+    res["page_cache_before_load"] = resident_pages(dfile)
+    log("plain read %s: %.3fs, %.3fs (page cache %s before); into fresh memory: %s in "
+        "%.3fs" % (mb(n2), r1, r2, res["page_cache_before_read"], mb(nf), rf))
+
+
+def step_drafter_load(srv, fx, dfile, args, res):
+    """4. the drafter load, with RSS before / during / after."""
+    pid = srv.proc.pid
+    if args.cold:
+        fd = os.open(dfile, os.O_RDONLY)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        os.close(fd)
+    before = proc_status(pid)
+    hwm_reset = reset_hwm(pid)
+    sampler = RssSampler(pid)
+    sampler.start()
+    dt, rep, _ = srv.call("load-drafter", os.path.join(fx, "drafter"), "--name", "d",
+                          "--dtype", "bf16")
+    sampled_peak = sampler.stop()
+    after = proc_status(pid)
+    _, ls, _ = srv.call("ls")
+    dres = next(r for r in ls.get("resources", []) if r.get("name") == "d"
+                and "DRAFTER" in str(r.get("kind")))
+    res["drafter_load"] = {"client_seconds": dt,
+                           "server_seconds": float(dres.get("loadSeconds", 0)),
+                           "reported_bytes": int(dres.get("bytes", 0)),
+                           "dtype": dres.get("dtype"), "summary": dres.get("summary"),
+                           "report_tensor_bytes": int(find(rep, "tensorBytes") or 0)}
+    res["rss_before_drafter"] = before
+    res["rss_after_drafter"] = after
+    res["hwm_reset"] = hwm_reset
+    res["sampled_peak_rss"] = sampled_peak
+    res["sampler_samples"] = sampler.n
+    res["sampled_at_peak"] = sampler.at_peak
+    peak = max(after["VmHWM"] if hwm_reset else 0, sampled_peak)
+    res["peak_growth"] = peak - before["VmRSS"]
+    res["resident_growth"] = after["VmRSS"] - before["VmRSS"]
+    log("drafter load: server %.3fs, client %.3fs; reported %d bytes; RSS %d -> %d, "
+        "peak %d" % (res["drafter_load"]["server_seconds"], dt,
+                     res["drafter_load"]["reported_bytes"], before["VmRSS"],
+                     after["VmRSS"], peak))
+
+
+def step_eval(srv, res):
+    """5. one anchor block."""
+    pid = srv.proc.pid
+    reset_hwm(pid)
+    rss0 = proc_status(pid)["VmRSS"]
+    dt, rep, _ = srv.call("eval", "--sync", "--drafter", "d", "--dataset", "ds",
+                          "--mode", "anchor", "--anchors", "even", "--max-blocks", "1",
+                          "--max-samples", "1")
+    st = proc_status(pid)
+    pos = find(rep, "positions") or []
+    res["eval"] = {"client_seconds": dt,
+                   "compute_seconds": float(find(rep, "computeSeconds") or 0),
+                   "blocks": int(find(rep, "blocks") or 0),
+                   "accept_length": float(find(rep, "acceptLengthPooled") or 0),
+                   "unary_accept_length": float(find(rep, "unaryAcceptLengthPooled") or 0),
+                   "family": find(rep, "family"), "semantics": find(rep, "semantics"),
+                   "accuracy": [float(p.get("accuracy", 0)) for p in pos],
+                   "coverage": [float(p.get("coverage", 0)) for p in pos],
+                   "peak_growth": st["VmHWM"] - rss0, "rss_after": st["VmRSS"]}
+    log("eval: %d block(s), accept length %.3f, %.2fs (compute %.2fs)"
+        % (res["eval"]["blocks"], res["eval"]["accept_length"], dt,
+           res["eval"]["compute_seconds"]))
+    res["rss_final"] = st
+
+
+def main():
+    args = parse_args()
     if args.validate_only:
         return validate_only(args)
     fx = os.path.abspath(args.fixture)
@@ -247,98 +350,13 @@ def main():
                k: meminfo()[k] for k in ("MemTotal", "MemAvailable")}}
     work = tempfile.mkdtemp(prefix="dflash-prodshape.")
     srv = Server(args.build, work, fx, args.threads)
-    pid = srv.proc.pid
     try:
-        res["rss_idle"] = proc_status(pid)
-
-        # 1. validate (exit 3 = the checkpoint failed validation)
-        dt, rep, rc = srv.call("validate", os.path.join(fx, "drafter"), ok_codes=(0, 3))
-        res["validate"] = {"seconds": dt, "ok": bool(find(rep, "ok")), "exit": rc,
-                           "found": int(find(rep, "found") or 0),
-                           "tensor_bytes": int(find(rep, "tensorBytes") or 0),
-                           "problems": find(rep, "problems") or [],
-                           "facts": find(rep, "facts") or []}
-        log("validate: exit %d, ok %s, %d tensors found, %.2fs"
-            % (rc, res["validate"]["ok"], res["validate"]["found"], dt))
-        if rc != 0 or not res["validate"]["ok"]:
-            raise SystemExit("the drafter did not validate: %s" % res["validate"]["problems"])
-
-        # 2. target and dataset (bf16), beside the drafter as in production
-        dt, rep, _ = srv.call("load-target", os.path.join(fx, "target"), "--name", "t",
-                              "--dtype", "bf16")
-        res["target_load_s"] = dt
-        dt, rep, _ = srv.call("load-dataset", os.path.join(fx, "dataset"), "--name", "ds",
-                              "--dtype", "bf16")
-        res["dataset_load_s"] = dt
-        log("target %.2fs, dataset %.2fs" % (res["target_load_s"], res["dataset_load_s"]))
-
-        # 3. plain read of the drafter file, right before its load (same cache state)
-        res["page_cache_before_read"] = resident_pages(dfile)
-        n1, r1 = plain_read(dfile, drop=args.cold)
-        n2, r2 = plain_read(dfile, drop=args.cold)
-        res["plain_read"] = {"bytes": n2, "seconds": [r1, r2], "cold": args.cold}
-        nf, rf = fresh_read(dfile)
-        res["fresh_read"] = {"bytes": nf, "seconds": rf}
-        res["page_cache_before_load"] = resident_pages(dfile)
-        log("plain read %s: %.3fs, %.3fs (page cache %s before); into fresh memory: %s in "
-            "%.3fs" % (mb(n2), r1, r2, res["page_cache_before_read"], mb(nf), rf))
-
-        # 4. the drafter load, with RSS before / during / after
-        if args.cold:
-            fd = os.open(dfile, os.O_RDONLY)
-            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-            os.close(fd)
-        before = proc_status(pid)
-        hwm_reset = reset_hwm(pid)
-        sampler = RssSampler(pid)
-        sampler.start()
-        dt, rep, _ = srv.call("load-drafter", os.path.join(fx, "drafter"), "--name", "d",
-                              "--dtype", "bf16")
-        sampled_peak = sampler.stop()
-        after = proc_status(pid)
-        _, ls, _ = srv.call("ls")
-        dres = next(r for r in ls.get("resources", []) if r.get("name") == "d"
-                    and "DRAFTER" in str(r.get("kind")))
-        res["drafter_load"] = {"client_seconds": dt,
-                               "server_seconds": float(dres.get("loadSeconds", 0)),
-                               "reported_bytes": int(dres.get("bytes", 0)),
-                               "dtype": dres.get("dtype"), "summary": dres.get("summary"),
-                               "report_tensor_bytes": int(find(rep, "tensorBytes") or 0)}
-        res["rss_before_drafter"] = before
-        res["rss_after_drafter"] = after
-        res["hwm_reset"] = hwm_reset
-        res["sampled_peak_rss"] = sampled_peak
-        res["sampler_samples"] = sampler.n
-        res["sampled_at_peak"] = sampler.at_peak
-        peak = max(after["VmHWM"] if hwm_reset else 0, sampled_peak)
-        res["peak_growth"] = peak - before["VmRSS"]
-        res["resident_growth"] = after["VmRSS"] - before["VmRSS"]
-        log("drafter load: server %.3fs, client %.3fs; reported %d bytes; RSS %d -> %d, "
-            "peak %d" % (res["drafter_load"]["server_seconds"], dt,
-                         res["drafter_load"]["reported_bytes"], before["VmRSS"],
-                         after["VmRSS"], peak))
-
-        # 5. one anchor block
-        reset_hwm(pid)
-        rss0 = proc_status(pid)["VmRSS"]
-        dt, rep, _ = srv.call("eval", "--sync", "--drafter", "d", "--dataset", "ds",
-                              "--mode", "anchor", "--anchors", "even", "--max-blocks", "1",
-                              "--max-samples", "1")
-        st = proc_status(pid)
-        pos = find(rep, "positions") or []
-        res["eval"] = {"client_seconds": dt,
-                       "compute_seconds": float(find(rep, "computeSeconds") or 0),
-                       "blocks": int(find(rep, "blocks") or 0),
-                       "accept_length": float(find(rep, "acceptLengthPooled") or 0),
-                       "unary_accept_length": float(find(rep, "unaryAcceptLengthPooled") or 0),
-                       "family": find(rep, "family"), "semantics": find(rep, "semantics"),
-                       "accuracy": [float(p.get("accuracy", 0)) for p in pos],
-                       "coverage": [float(p.get("coverage", 0)) for p in pos],
-                       "peak_growth": st["VmHWM"] - rss0, "rss_after": st["VmRSS"]}
-        log("eval: %d block(s), accept length %.3f, %.2fs (compute %.2fs)"
-            % (res["eval"]["blocks"], res["eval"]["accept_length"], dt,
-               res["eval"]["compute_seconds"]))
-        res["rss_final"] = st
+        res["rss_idle"] = proc_status(srv.proc.pid)
+        step_validate(srv, fx, res)
+        step_target_and_dataset(srv, fx, res)
+        step_plain_read(dfile, args, res)
+        step_drafter_load(srv, fx, dfile, args, res)
+        step_eval(srv, res)
     finally:
         srv.stop()
         shutil.rmtree(work, ignore_errors=True)
@@ -381,97 +399,6 @@ def machine():
         pass
     return {"cpu": cpu, "cores": os.cpu_count(), "kernel": platform.release(),
             "mem_total": meminfo()["MemTotal"]}
-
-
-def markdown(r):
-    s = r["shapes"]
-    dl, ev = r["drafter_load"], r["eval"]
-    read_s = r["plain_read"]["seconds"][-1]
-    load_s = dl["server_seconds"]
-    frac = read_s / load_s if load_s > 0 else 0
-    fr = r["fresh_read"]
-    fresh_bw = fr["bytes"] / fr["seconds"] if fr["seconds"] > 0 else 0
-    rep_b, ten_b = dl["reported_bytes"], r["drafter_tensor_bytes"]
-    dev = (rep_b - ten_b) / ten_b if ten_b else 0
-    ratio = r["peak_growth"] / r["resident_growth"] if r["resident_growth"] > 0 else float("inf")
-    yes = lambda ok: "yes" if ok else "**no**"  # noqa: E731
-    pc = r["page_cache_before_read"]
-    cache = ("cold (posix_fadvise DONTNEED before each read and before the load)"
-             if r["plain_read"]["cold"] else
-             "warm: both the plain read and the load found the file in the page cache"
-             " (%s of its pages resident before the first read, %s before the load; the "
-             "table uses the second of two plain reads)"
-             % ("?" if pc is None else "%.0f%%" % (100 * pc),
-                "?" if r["page_cache_before_load"] is None
-                else "%.0f%%" % (100 * r["page_cache_before_load"])))
-    m = r["machine"]
-    finite = ev["blocks"] == 1 and ev["accept_length"] >= 1
-    rows = [
-        ("validate (`dflash-eval validate`, %d tensors)" % r["validate"]["found"],
-         "ok, %.2f s" % r["validate"]["seconds"], "ok", yes(r["validate"]["ok"])),
-        ("drafter load, bf16 (server's load_seconds; client call %.2f s)" % dl["client_seconds"],
-         "%.2f s (%.0f MB/s)" % (load_s, ten_b / load_s / 1e6 if load_s else 0),
-         "about a plain read", "-"),
-        ("plain read of model.safetensors (%s, 8 MiB buffer)" % mb(r["drafter_file_bytes"]),
-         "%.2f s (%.0f MB/s)" % (read_s, r["drafter_file_bytes"] / read_s / 1e6),
-         "", ""),
-        ("load throughput / plain-read throughput", "%.0f %%" % (100 * frac), ">= 70 %",
-         yes(frac >= 0.7)),
-        ("read into fresh memory (%s of the file into one new anonymous mapping)"
-         % mb(r["fresh_read"]["bytes"]),
-         "%.0f MB/s: the load runs at %.0f %% of it"
-         % (fresh_bw / 1e6, 100 * (ten_b / load_s) / fresh_bw if load_s and fresh_bw else 0),
-         "(info: the floor of a load that owns its memory)", "-"),
-        ("resident drafter: reported vs tensor bytes of the file",
-         "%s vs %s (%+.1f %%)" % (mb(rep_b), mb(ten_b), 100 * dev), "within 5 %",
-         yes(abs(dev) <= 0.05)),
-        ("server RSS that stays after the load (VmRSS after - before)",
-         mb(r["resident_growth"]), "(info: vs %s reported)" % mb(rep_b), "-"),
-        ("peak RSS growth during the load (VmHWM, reset before it, - VmRSS before)",
-         "%s (%.2fx of what stays)" % (mb(r["peak_growth"]), ratio), "<= 1.25x",
-         yes(ratio <= 1.25)),
-        ("one anchor block (anchor, even, 1 sample, 1 block)",
-         "%.2f s wall (compute %.2f s): %d block, accept length %.3f (unary %.3f)"
-         % (ev["client_seconds"], ev["compute_seconds"], ev["blocks"], ev["accept_length"],
-            ev["unary_accept_length"]), "evaluates", yes(finite)),
-    ]
-    out = []
-    out.append("### Production shape (%s scale)" % r["scale"])
-    out.append("")
-    out.append("`bench/prod_shape/run.sh%s` (random bf16 weights, `bench/prod_shape/"
-               "make_prod_shape.py`): a DFlash 2 drafter H %d, I %d, %d/%d heads x %d, %d "
-               "layers sliding W %d, is_causal false, B %d, conv K %d gs %d, selector r %d "
-               "top-%d, V %d, target layers %s (%s of bf16 tensors); a bf16 target "
-               "(embed_tokens + lm_head, %d x %d) and the dataset (2 samples x 64 tokens) "
-               "resident beside it."
-               % ("" if r["scale"] == "full" else " --scale " + r["scale"], s["H"], s["I"],
-                  s["nh"], s["nkv"], s["d"], s["n"], s["W"], s["B"], s["K"], s["gs"], s["r"],
-                  s["k"], s["V"], s["layers"], mb(ten_b), s["V"], s["H"]))
-    out.append("")
-    out.append("| measure | value | target | met |")
-    out.append("|---|---|---|---|")
-    for row in rows:
-        out.append("| %s |" % " | ".join(row))
-    out.append("")
-    b, a = r["rss_before_drafter"], r["rss_after_drafter"]
-    out.append("How it was measured: dflash-evald `--device cpu --threads %d` on %s, %d cores, "
-               "%.1f GiB RAM (%.1f GiB available at the start), kernel %s; load average %s at "
-               "the start, %s at the end. Page cache: %s. RSS from /proc/PID/status: before the "
-               "drafter load VmRSS %s (RssAnon %s, RssFile %s), after VmRSS %s (RssAnon %s, "
-               "RssFile %s); VmHWM %s via /proc/PID/clear_refs right before the load, peak "
-               "also sampled every 10 ms (%d samples, max %s: RssAnon %s, RssFile %s). The "
-               "eval's own peak RSS growth: %s."
-               % (r["threads"], m["cpu"] or "?", m["cores"], m["mem_total"] / 2 ** 30,
-                  r["mem_start"]["MemAvailable"] / 2 ** 30, m["kernel"],
-                  "/".join("%.1f" % x for x in r["load_avg_start"]),
-                  "/".join("%.1f" % x for x in r["load_avg_end"]), cache,
-                  mb(b["VmRSS"]), mb(b.get("RssAnon", 0)), mb(b.get("RssFile", 0)),
-                  mb(a["VmRSS"]), mb(a.get("RssAnon", 0)), mb(a.get("RssFile", 0)),
-                  "reset to VmRSS" if r["hwm_reset"] else "not reset (clear_refs refused)",
-                  r["sampler_samples"], mb(r["sampled_peak_rss"]),
-                  mb(r["sampled_at_peak"].get("RssAnon", 0)),
-                  mb(r["sampled_at_peak"].get("RssFile", 0)), mb(ev["peak_growth"])))
-    return "\n".join(out)
 
 
 if __name__ == "__main__":

@@ -88,6 +88,36 @@ TEST(ManifestsTest, EveryDocumentHasKindVersionAndName) {
   }
 }
 
+// Every mount of container `c` names a volume of `pod`; config and token
+// come from the manifests' `configmaps` and `secrets`.
+void ExpectMountsFromManifests(const YAML::Node& pod, const YAML::Node& c,
+                               const std::set<std::string>& configmaps,
+                               const std::set<std::string>& secrets) {
+  std::map<std::string, YAML::Node> volumes;
+  for (const auto& v : pod["spec"]["volumes"]) volumes[v["name"].as<std::string>()] = YAML::Node(v);
+  std::set<std::string> mounted;
+  for (const auto& m : c["volumeMounts"]) {
+    const std::string name = m["name"].as<std::string>();
+    EXPECT_EQ(volumes.count(name), 1u) << "mount of missing volume " << name;
+    mounted.insert(m["mountPath"].as<std::string>());
+  }
+  EXPECT_EQ(mounted.count("/var/lib/dflash-evald"), 1u) << "no state directory";
+  EXPECT_EQ(mounted.count("/data"), 1u) << "no models/datasets volume";
+  bool has_config = false, has_secret = false;
+  for (const auto& [name, v] : volumes) {
+    if (v["configMap"]) {
+      EXPECT_EQ(configmaps.count(v["configMap"]["name"].as<std::string>()), 1u) << name;
+      has_config = true;
+    }
+    if (v["secret"]) {
+      EXPECT_EQ(secrets.count(v["secret"]["secretName"].as<std::string>()), 1u) << name;
+      has_secret = true;
+    }
+  }
+  EXPECT_TRUE(has_config);
+  EXPECT_TRUE(has_secret);
+}
+
 TEST(ManifestsTest, ServerPodsAskForAGpuProbeGrpcHealthAndAreScraped) {
   std::map<std::string, YAML::Node> by_kind;
   std::set<std::string> configmaps, secrets;
@@ -133,30 +163,7 @@ TEST(ManifestsTest, ServerPodsAskForAGpuProbeGrpcHealthAndAreScraped) {
   }
   EXPECT_TRUE(pod["spec"]["securityContext"]["runAsNonRoot"].as<bool>(false));
 
-  // Every mount names a volume; config and token come from the manifests.
-  std::map<std::string, YAML::Node> volumes;
-  for (const auto& v : pod["spec"]["volumes"]) volumes[v["name"].as<std::string>()] = YAML::Node(v);
-  std::set<std::string> mounted;
-  for (const auto& m : c["volumeMounts"]) {
-    const std::string name = m["name"].as<std::string>();
-    EXPECT_EQ(volumes.count(name), 1u) << "mount of missing volume " << name;
-    mounted.insert(m["mountPath"].as<std::string>());
-  }
-  EXPECT_EQ(mounted.count("/var/lib/dflash-evald"), 1u) << "no state directory";
-  EXPECT_EQ(mounted.count("/data"), 1u) << "no models/datasets volume";
-  bool has_config = false, has_secret = false;
-  for (const auto& [name, v] : volumes) {
-    if (v["configMap"]) {
-      EXPECT_EQ(configmaps.count(v["configMap"]["name"].as<std::string>()), 1u) << name;
-      has_config = true;
-    }
-    if (v["secret"]) {
-      EXPECT_EQ(secrets.count(v["secret"]["secretName"].as<std::string>()), 1u) << name;
-      has_secret = true;
-    }
-  }
-  EXPECT_TRUE(has_config);
-  EXPECT_TRUE(has_secret);
+  ExpectMountsFromManifests(pod, c, configmaps, secrets);
 
   // The Service reaches the pods on named ports that exist.
   YAML::Node svc = by_kind["Service"];

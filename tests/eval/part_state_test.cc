@@ -59,17 +59,17 @@ EvalPart Part(int64_t begin, int64_t end) {
   return part;
 }
 
-// Finished numbers equal: `exact` to the last bit, else sums within 1e-12.
-void ExpectSameFinish(const EvalPart& x, const EvalPart& y, bool exact) {
-  const types::EvalResult a = x.metrics.Finish(types::Mode::kAnchor),
-                          b = y.metrics.Finish(types::Mode::kAnchor);
-  const auto close = [exact](double u, double v) {
-    if (exact) {
-      EXPECT_EQ(u, v);
-    } else {
-      EXPECT_NEAR(u, v, 1e-12 * std::max(1.0, std::abs(u)));
-    }
-  };
+// `u` equals `v`: `exact` to the last bit, else within 1e-12 (sums).
+void ExpectClose(double u, double v, bool exact) {
+  if (exact) {
+    EXPECT_EQ(u, v);
+  } else {
+    EXPECT_NEAR(u, v, 1e-12 * std::max(1.0, std::abs(u)));
+  }
+}
+
+// The pooled counts and rates.
+void ExpectSameTotals(const types::EvalResult& a, const types::EvalResult& b) {
   EXPECT_EQ(a.blocks, b.blocks);
   EXPECT_EQ(a.samples, b.samples);
   EXPECT_EQ(a.tokens_scored, b.tokens_scored);
@@ -85,6 +85,9 @@ void ExpectSameFinish(const EvalPart& x, const EvalPart& y, bool exact) {
   EXPECT_EQ(a.selector_near_ties, b.selector_near_ties);
   EXPECT_EQ(a.loop_token_share, b.loop_token_share);
   EXPECT_EQ(a.loop_accept_share, b.loop_accept_share);
+}
+
+void ExpectSamePositions(const types::EvalResult& a, const types::EvalResult& b, bool exact) {
   ASSERT_EQ(a.positions.size(), b.positions.size());
   for (size_t j = 0; j < a.positions.size(); ++j) {
     const types::PositionMetrics &p = a.positions[j], &q = b.positions[j];
@@ -97,8 +100,11 @@ void ExpectSameFinish(const EvalPart& x, const EvalPart& y, bool exact) {
     EXPECT_EQ(p.unary_correct, q.unary_correct);
     EXPECT_EQ(p.covered, q.covered);
     EXPECT_EQ(p.tf_correct, q.tf_correct);
-    close(p.mean_cross_entropy, q.mean_cross_entropy);
+    ExpectClose(p.mean_cross_entropy, q.mean_cross_entropy, exact);
   }
+}
+
+void ExpectSameSamples(const types::EvalResult& a, const types::EvalResult& b) {
   ASSERT_EQ(a.per_sample.size(), b.per_sample.size());
   for (size_t i = 0; i < a.per_sample.size(); ++i) {
     const types::SampleSummary &s = a.per_sample[i], &t = b.per_sample[i];
@@ -122,6 +128,10 @@ void ExpectSameFinish(const EvalPart& x, const EvalPart& y, bool exact) {
     EXPECT_EQ(s.language, t.language);
     EXPECT_EQ(s.thinking, t.thinking);
   }
+}
+
+// Sampled acceptance, finished the same way for both.
+void ExpectSameSampled(const EvalPart& x, const EvalPart& y, bool exact) {
   const std::vector<types::SampledAcceptance> u = x.sampled.Finish(300, 11),
                                               v = y.sampled.Finish(300, 11);
   ASSERT_EQ(u.size(), kSettings.size());
@@ -133,16 +143,26 @@ void ExpectSameFinish(const EvalPart& x, const EvalPart& y, bool exact) {
     EXPECT_EQ(u[k].counted, v[k].counted);
     ASSERT_EQ(u[k].mean_alpha.size(), v[k].mean_alpha.size());
     for (size_t j = 0; j < u[k].mean_alpha.size(); ++j) {
-      close(u[k].mean_alpha[j], v[k].mean_alpha[j]);
-      close(u[k].draft_length_curve[j], v[k].draft_length_curve[j]);
-      close(u[k].marginal_accept[j], v[k].marginal_accept[j]);
+      ExpectClose(u[k].mean_alpha[j], v[k].mean_alpha[j], exact);
+      ExpectClose(u[k].draft_length_curve[j], v[k].draft_length_curve[j], exact);
+      ExpectClose(u[k].marginal_accept[j], v[k].marginal_accept[j], exact);
     }
-    close(u[k].expected_accept_length_pooled, v[k].expected_accept_length_pooled);
+    ExpectClose(u[k].expected_accept_length_pooled, v[k].expected_accept_length_pooled, exact);
     EXPECT_EQ(u[k].expected_tau, v[k].expected_tau);  // per-sample sums: not re-added
     ASSERT_TRUE(u[k].accept_length_ci.has_value() && v[k].accept_length_ci.has_value());
     EXPECT_EQ(u[k].accept_length_ci->lo, v[k].accept_length_ci->lo);  // same samples and seed
     EXPECT_EQ(u[k].accept_length_ci->hi, v[k].accept_length_ci->hi);
   }
+}
+
+// Finished numbers equal: `exact` to the last bit, else sums within 1e-12.
+void ExpectSameFinish(const EvalPart& x, const EvalPart& y, bool exact) {
+  const types::EvalResult a = x.metrics.Finish(types::Mode::kAnchor),
+                          b = y.metrics.Finish(types::Mode::kAnchor);
+  ExpectSameTotals(a, b);
+  ASSERT_NO_FATAL_FAILURE(ExpectSamePositions(a, b, exact));
+  ASSERT_NO_FATAL_FAILURE(ExpectSameSamples(a, b));
+  ASSERT_NO_FATAL_FAILURE(ExpectSameSampled(x, y, exact));
   EXPECT_EQ(x.context_positions, y.context_positions);
 }
 

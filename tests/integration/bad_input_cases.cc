@@ -77,15 +77,18 @@ std::string Compare(const std::vector<std::string>& ids) {
   return r.SerializeAsString();
 }
 
-std::vector<Case> MatrixCases(const MatrixContext& ctx) {
-  const MatrixValues v(ctx);
-  std::vector<Case> cases = ResourceCases(v);
-  for (auto* group : {&EvalCases, &JobCases}) {
-    std::vector<Case> more = group(v);
-    cases.insert(cases.end(), std::make_move_iterator(more.begin()),
-                 std::make_move_iterator(more.end()));
+std::vector<Case> Join(std::vector<std::vector<Case>> groups) {
+  std::vector<Case> cases;
+  for (std::vector<Case>& group : groups) {
+    cases.insert(cases.end(), std::make_move_iterator(group.begin()),
+                 std::make_move_iterator(group.end()));
   }
   return cases;
+}
+
+std::vector<Case> MatrixCases(const MatrixContext& ctx) {
+  const MatrixValues v(ctx);
+  return Join({ResourceCases(v), EvalCases(v), JobCases(v)});
 }
 
 }  // namespace dflash::testing::bad_input

@@ -115,6 +115,9 @@ std::vector<Case> EvalCases(const MatrixValues& v);
 // ExportProfile, CalibrateEval:
 std::vector<Case> JobCases(const MatrixValues& v);
 
+// The groups' cases, one after another (each group is one RPC, or a part).
+std::vector<Case> Join(std::vector<std::vector<Case>> groups);
+
 // The matrix: every case of every RPC, in order.
 std::vector<Case> MatrixCases(const MatrixContext& ctx);
 

@@ -8,17 +8,14 @@
 
 namespace dflash::testing::bad_input {
 
-std::vector<Case> EvalCases(const MatrixValues& v) {
+namespace {
+
+// RunEval: a field missing, unknown, negative or out of range.
+std::vector<Case> RunEvalFieldCases(const MatrixValues& v) {
   const std::string& data = v.data;
-  const std::string& D = v.data_canon;
-  const std::string& huge = v.huge;
   const std::string& long_name = v.long_name;
-  const std::string& bad_utf8 = v.bad_utf8;
-  const std::string& int32_range = v.int32_range;
   using RReq = pb::RunEvalRequest;
-  using QReq = pb::SubmitEvalRequest;
-  std::vector<Case> cases = {
-      // --- RunEval
+  return {
       {"RunEval", "request: missing", "", Code::INVALID_ARGUMENT, "request is required"},
       {"RunEval", "drafter and checkpoint_path: both empty",
        EvalMsg<RReq>([](pb::EvalRequest& r) { r.clear_drafter(); }), Code::INVALID_ARGUMENT,
@@ -64,6 +61,18 @@ std::vector<Case> EvalCases(const MatrixValues& v) {
        EvalMsg<RReq>([&](pb::EvalRequest& r) { r.set_block_size(kInt32Max); }),
        Code::INVALID_ARGUMENT,
        "block_size 2147483647 must be in [2, 8] (the drafter's block size)"},
+  };
+}
+
+// RunEval: checkpoint paths, bytes that do not parse, a request over the limit.
+std::vector<Case> RunEvalPathAndBytesCases(const MatrixValues& v) {
+  const std::string& data = v.data;
+  const std::string& D = v.data_canon;
+  const std::string& huge = v.huge;
+  const std::string& bad_utf8 = v.bad_utf8;
+  const std::string& int32_range = v.int32_range;
+  using RReq = pb::RunEvalRequest;
+  return {
       {"RunEval", "checkpoint_path: outside the roots", EvalMsg<RReq>([](pb::EvalRequest& r) {
          r.clear_drafter();
          r.set_checkpoint_path("/etc");
@@ -95,9 +104,14 @@ std::vector<Case> EvalCases(const MatrixValues& v) {
        EvalMsg<RReq>([&](pb::EvalRequest& r) { r.set_checkpoint_path(huge); }),
        Code::RESOURCE_EXHAUSTED,
        TooBig(EvalMsg<RReq>([&](pb::EvalRequest& r) { r.set_checkpoint_path(huge); }))},
+  };
+}
 
-      // The request's rules (core/request_check.h): RunEval and SubmitEval
-      // answer each mistake with the same code and words.
+// RunEval: the request's rules (core/request_check.h); SubmitEval answers
+// each mistake with the same code and words.
+std::vector<Case> RunEvalRuleCases(const MatrixValues& /*v*/) {
+  using RReq = pb::RunEvalRequest;
+  return {
       {"RunEval", "sampling: mode replay", EvalMsg<RReq>([](pb::EvalRequest& r) {
          r.set_mode(pb::EVAL_MODE_REPLAY);
          r.add_sampling()->set_temperature(0.7);
@@ -111,8 +125,15 @@ std::vector<Case> EvalCases(const MatrixValues& v) {
       {"RunEval", "sampling: temperature -1",
        EvalMsg<RReq>([](pb::EvalRequest& r) { r.add_sampling()->set_temperature(-1); }),
        Code::INVALID_ARGUMENT, "sampling 't=-1': temperature must be >= 0 (0 = greedy)"},
+  };
+}
 
-      // --- SubmitEval
+// SubmitEval: a field missing, unknown or out of range; labels; raw bytes.
+std::vector<Case> SubmitEvalFieldCases(const MatrixValues& v) {
+  const std::string& long_name = v.long_name;
+  const std::string& bad_utf8 = v.bad_utf8;
+  using QReq = pb::SubmitEvalRequest;
+  return {
       {"SubmitEval", "request: missing", "", Code::INVALID_ARGUMENT, "request is required"},
       {"SubmitEval", "drafter and checkpoint_path: both empty",
        EvalMsg<QReq>([](pb::EvalRequest& r) { r.clear_drafter(); }), Code::INVALID_ARGUMENT,
@@ -162,6 +183,13 @@ std::vector<Case> EvalCases(const MatrixValues& v) {
        Code::INVALID_ARGUMENT,
        Parse("SubmitEvalRequest",
              "field 'request.step' (13) has wire type 5 (32-bit); expected 0 (varint)")},
+  };
+}
+
+// SubmitEval: sampling policies and engines.
+std::vector<Case> SubmitEvalPolicyCases(const MatrixValues& /*v*/) {
+  using QReq = pb::SubmitEvalRequest;
+  return {
       {"SubmitEval", "policies: unknown", EvalMsg<QReq>([](pb::EvalRequest& r) {
          r.add_sampling()->set_temperature(0.7);
          r.add_policies("beam");
@@ -184,8 +212,13 @@ std::vector<Case> EvalCases(const MatrixValues& v) {
        EvalMsg<QReq>([](pb::EvalRequest& r) { r.set_engine("vllm"); }), Code::INVALID_ARGUMENT,
        "a policy or engine applies to sampled acceptance: add a sampling setting (e.g. "
        "--sampling t=0.7)"},
-      // The request's rules (core/request_check.h): RunEval and SubmitEval
-      // answer each mistake with the same code and words.
+  };
+}
+
+// SubmitEval: the request's rules (core/request_check.h), as RunEval's.
+std::vector<Case> SubmitEvalRuleCases(const MatrixValues& /*v*/) {
+  using QReq = pb::SubmitEvalRequest;
+  return {
       {"SubmitEval", "sampling: mode replay", EvalMsg<QReq>([](pb::EvalRequest& r) {
          r.set_mode(pb::EVAL_MODE_REPLAY);
          r.add_sampling()->set_temperature(0.7);
@@ -199,6 +232,15 @@ std::vector<Case> EvalCases(const MatrixValues& v) {
       {"SubmitEval", "sampling: temperature -1",
        EvalMsg<QReq>([](pb::EvalRequest& r) { r.add_sampling()->set_temperature(-1); }),
        Code::INVALID_ARGUMENT, "sampling 't=-1': temperature must be >= 0 (0 = greedy)"},
+  };
+}
+
+// SubmitEval: drafter and path both given, gates, a request over the limit.
+std::vector<Case> SubmitEvalGateCases(const MatrixValues& v) {
+  const std::string& data = v.data;
+  const std::string& huge = v.huge;
+  using QReq = pb::SubmitEvalRequest;
+  return {
       {"SubmitEval", "drafter and checkpoint_path: both given",
        EvalMsg<QReq>([&](pb::EvalRequest& r) { r.set_checkpoint_path(data + "/drafter"); }),
        Code::INVALID_ARGUMENT, "give a resident drafter name or a checkpoint path, not both"},
@@ -211,9 +253,15 @@ std::vector<Case> EvalCases(const MatrixValues& v) {
       {"SubmitEval", "run: 10 MiB", EvalMsg<QReq>([&](pb::EvalRequest& r) { r.set_run(huge); }),
        Code::RESOURCE_EXHAUSTED,
        TooBig(EvalMsg<QReq>([&](pb::EvalRequest& r) { r.set_run(huge); }))},
-
   };
-  return cases;
+}
+
+}  // namespace
+
+std::vector<Case> EvalCases(const MatrixValues& v) {
+  return Join({RunEvalFieldCases(v), RunEvalPathAndBytesCases(v), RunEvalRuleCases(v),
+               SubmitEvalFieldCases(v), SubmitEvalPolicyCases(v), SubmitEvalRuleCases(v),
+               SubmitEvalGateCases(v)});
 }
 
 }  // namespace dflash::testing::bad_input

@@ -9,16 +9,13 @@
 
 namespace dflash::testing::bad_input {
 
-std::vector<Case> JobCases(const MatrixValues& v) {
-  const std::string& done_id = v.done_id;
+namespace {
+
+std::vector<Case> GetEvalCases(const MatrixValues& v) {
   const std::string& huge = v.huge;
   const std::string& long_name = v.long_name;
   const std::string& bad_utf8 = v.bad_utf8;
-  const std::string& int32_range = v.int32_range;
-  const std::vector<std::string>& many_ids = v.many_ids;
-  using LReq = pb::ListEvalsRequest;
-  std::vector<Case> cases = {
-      // --- GetEval
+  return {
       {"GetEval", "id: missing", "", Code::INVALID_ARGUMENT, "id is empty"},
       {"GetEval", "id: unknown", IdMsg(pb::GetEvalRequest(), "ev-no-such"), Code::NOT_FOUND,
        "no job with id 'ev-no-such'"},
@@ -35,8 +32,15 @@ std::vector<Case> JobCases(const MatrixValues& v) {
        Parse("GetEvalRequest", "the tag at byte 0 is longer than 10 bytes")},
       {"GetEval", "id: 10 MiB", IdMsg(pb::GetEvalRequest(), huge), Code::RESOURCE_EXHAUSTED,
        TooBig(IdMsg(pb::GetEvalRequest(), huge))},
+  };
+}
 
-      // --- ListEvals
+std::vector<Case> ListEvalsCases(const MatrixValues& v) {
+  const std::string& huge = v.huge;
+  const std::string& long_name = v.long_name;
+  const std::string& int32_range = v.int32_range;
+  using LReq = pb::ListEvalsRequest;
+  return {
       {"ListEvals", "state: 99",
        Msg<LReq>([](LReq& r) { r.set_state(static_cast<pb::JobState>(99)); }),
        Code::INVALID_ARGUMENT, "state 99 is not a job state"},
@@ -74,8 +78,14 @@ std::vector<Case> JobCases(const MatrixValues& v) {
        Parse("ListEvalsRequest", "field 'order_by_step' (10) holds 3; a bool is 0 or 1")},
       {"ListEvals", "page_token: 10 MiB", Msg<LReq>([&](LReq& r) { r.set_page_token(huge); }),
        Code::RESOURCE_EXHAUSTED, TooBig(Msg<LReq>([&](LReq& r) { r.set_page_token(huge); }))},
+  };
+}
 
-      // --- WatchEval
+std::vector<Case> WatchEvalCases(const MatrixValues& v) {
+  const std::string& huge = v.huge;
+  const std::string& long_name = v.long_name;
+  const std::string& bad_utf8 = v.bad_utf8;
+  return {
       {"WatchEval", "id: missing", "", Code::INVALID_ARGUMENT, "id is empty"},
       {"WatchEval", "id: unknown", IdMsg(pb::WatchEvalRequest(), "ev-no-such"), Code::NOT_FOUND,
        "no job with id 'ev-no-such'"},
@@ -88,8 +98,14 @@ std::vector<Case> JobCases(const MatrixValues& v) {
              "the tag at byte 0 has field number 0; field numbers are 1 to 536870911")},
       {"WatchEval", "id: 10 MiB", IdMsg(pb::WatchEvalRequest(), huge), Code::RESOURCE_EXHAUSTED,
        TooBig(IdMsg(pb::WatchEvalRequest(), huge))},
+  };
+}
 
-      // --- CancelEval
+std::vector<Case> CancelEvalCases(const MatrixValues& v) {
+  const std::string& done_id = v.done_id;
+  const std::string& huge = v.huge;
+  const std::string& bad_utf8 = v.bad_utf8;
+  return {
       {"CancelEval", "id: missing", "", Code::INVALID_ARGUMENT, "id is empty"},
       {"CancelEval", "id: unknown", IdMsg(pb::CancelEvalRequest(), "ev-no-such"), Code::NOT_FOUND,
        "no job with id 'ev-no-such'"},
@@ -100,8 +116,12 @@ std::vector<Case> JobCases(const MatrixValues& v) {
        NotUtf8("CancelEvalRequest", "id")},
       {"CancelEval", "id: 10 MiB", IdMsg(pb::CancelEvalRequest(), huge), Code::RESOURCE_EXHAUSTED,
        TooBig(IdMsg(pb::CancelEvalRequest(), huge))},
+  };
+}
 
-      // --- ResubmitEval
+std::vector<Case> ResubmitEvalCases(const MatrixValues& v) {
+  const std::string& huge = v.huge;
+  return {
       {"ResubmitEval", "id: missing", "", Code::INVALID_ARGUMENT, "id is empty"},
       {"ResubmitEval", "id: unknown", IdMsg(pb::ResubmitEvalRequest(), "ev-no-such"),
        Code::NOT_FOUND, "no job with id 'ev-no-such'"},
@@ -111,8 +131,15 @@ std::vector<Case> JobCases(const MatrixValues& v) {
              "field 'id' (1) has wire type 1 (64-bit); expected 2 (length-delimited)")},
       {"ResubmitEval", "id: 10 MiB", IdMsg(pb::ResubmitEvalRequest(), huge),
        Code::RESOURCE_EXHAUSTED, TooBig(IdMsg(pb::ResubmitEvalRequest(), huge))},
+  };
+}
 
-      // --- CompareEvals
+std::vector<Case> CompareEvalsCases(const MatrixValues& v) {
+  const std::string& done_id = v.done_id;
+  const std::string& huge = v.huge;
+  const std::string& bad_utf8 = v.bad_utf8;
+  const std::vector<std::string>& many_ids = v.many_ids;
+  return {
       {"CompareEvals", "ids: missing", "", Code::INVALID_ARGUMENT,
        "compare needs at least two job ids; got 0"},
       {"CompareEvals", "ids: one", Compare({done_id}), Code::INVALID_ARGUMENT,
@@ -129,8 +156,13 @@ std::vector<Case> JobCases(const MatrixValues& v) {
        NotUtf8("CompareEvalsRequest", "ids")},
       {"CompareEvals", "ids: 10 MiB", Compare({huge}), Code::RESOURCE_EXHAUSTED,
        TooBig(Compare({huge}))},
+  };
+}
 
-      // --- ExportProfile
+std::vector<Case> ExportProfileCases(const MatrixValues& v) {
+  const std::string& done_id = v.done_id;
+  const std::string& huge = v.huge;
+  return {
       {"ExportProfile", "id: missing", "", Code::INVALID_ARGUMENT, "id is empty"},
       {"ExportProfile", "id: unknown", Profile("ev-no-such", "modelopt", 0), Code::NOT_FOUND,
        "no job with id 'ev-no-such'"},
@@ -144,8 +176,13 @@ std::vector<Case> JobCases(const MatrixValues& v) {
        Code::INVALID_ARGUMENT, "setting 1: job " + done_id + " has 0 (greedy)"},
       {"ExportProfile", "id: 10 MiB", Profile(huge, "vllm", 0), Code::RESOURCE_EXHAUSTED,
        TooBig(Profile(huge, "vllm", 0))},
+  };
+}
 
-      // --- CalibrateEval
+std::vector<Case> CalibrateEvalCases(const MatrixValues& v) {
+  const std::string& done_id = v.done_id;
+  const std::string& huge = v.huge;
+  return {
       {"CalibrateEval", "id: missing", "", Code::INVALID_ARGUMENT, "id is empty"},
       {"CalibrateEval", "served: none", Calibrate(done_id, {}), Code::INVALID_ARGUMENT,
        "no served counters: give two vLLM scrapes (before, after), SGLang meta_info JSON lines "
@@ -171,7 +208,14 @@ std::vector<Case> JobCases(const MatrixValues& v) {
       {"CalibrateEval", "served: 10 MiB", Calibrate(done_id, {{"a.prom", huge}}),
        Code::RESOURCE_EXHAUSTED, TooBig(Calibrate(done_id, {{"a.prom", huge}}))},
   };
-  return cases;
+}
+
+}  // namespace
+
+std::vector<Case> JobCases(const MatrixValues& v) {
+  return Join({GetEvalCases(v), ListEvalsCases(v), WatchEvalCases(v), CancelEvalCases(v),
+               ResubmitEvalCases(v), CompareEvalsCases(v), ExportProfileCases(v),
+               CalibrateEvalCases(v)});
 }
 
 }  // namespace dflash::testing::bad_input

@@ -9,33 +9,30 @@
 
 namespace dflash::testing::bad_input {
 
-std::vector<Case> ResourceCases(const MatrixValues& v) {
-  const std::string& data = v.data;
-  const std::string& D = v.data_canon;
+namespace {
+
+// GetServerInfo: no fields; only the bytes can be wrong.
+std::vector<Case> GetServerInfoCases(const MatrixValues& v) {
   const std::string& huge = v.huge;
-  const std::string& long_name = v.long_name;
-  const std::string& long_path = v.long_path;
-  const std::string& deep_path = v.deep_path;
-  const std::string& nul_path = v.nul_path;
-  const std::string& bad_utf8 = v.bad_utf8;
-  const std::string& kDTypes = v.dtypes;
-  const std::string& int32_range = v.int32_range;
-  const std::string& enum_range = v.enum_range;
-  using VReq = pb::ValidateCheckpointRequest;
-  using DReq = pb::LoadDrafterRequest;
-  using TReq = pb::LoadTargetRequest;
-  using SReq = pb::LoadDatasetRequest;
-  using UReq = pb::UnloadRequest;
-  std::vector<Case> cases = {
-      // --- GetServerInfo: no fields; only the bytes can be wrong.
+  return {
       {"GetServerInfo", "bytes: a lone 0xff", "\xFF", Code::INVALID_ARGUMENT,
        Parse("GetServerInfoRequest", "the tag at byte 0 is truncated")},
       {"GetServerInfo", "field 7 (unknown, a newer client): skipped", VarintField(7, 1), Code::OK,
        ""},
       {"GetServerInfo", "field 7: 10 MiB", LenField(7, huge), Code::RESOURCE_EXHAUSTED,
        TooBig(LenField(7, huge))},
+  };
+}
 
-      // --- ValidateCheckpoint
+std::vector<Case> ValidateCheckpointCases(const MatrixValues& v) {
+  const std::string& data = v.data;
+  const std::string& D = v.data_canon;
+  const std::string& huge = v.huge;
+  const std::string& long_path = v.long_path;
+  const std::string& deep_path = v.deep_path;
+  const std::string& nul_path = v.nul_path;
+  using VReq = pb::ValidateCheckpointRequest;
+  return {
       {"ValidateCheckpoint", "path: missing", "", Code::INVALID_ARGUMENT, "path is empty"},
       {"ValidateCheckpoint", "path: absent file",
        Msg<VReq>([&](VReq& r) { r.set_path(data + "/no-such-drafter"); }), Code::NOT_FOUND,
@@ -86,8 +83,18 @@ std::vector<Case> ResourceCases(const MatrixValues& v) {
        Code::INVALID_ARGUMENT,
        Parse("ValidateCheckpointRequest",
              "field 'path' (1) at byte 0 declares 100 bytes but only 3 remain")},
+  };
+}
 
-      // --- LoadDrafter
+std::vector<Case> LoadDrafterCases(const MatrixValues& v) {
+  const std::string& data = v.data;
+  const std::string& D = v.data_canon;
+  const std::string& huge = v.huge;
+  const std::string& long_name = v.long_name;
+  const std::string& kDTypes = v.dtypes;
+  const std::string& enum_range = v.enum_range;
+  using DReq = pb::LoadDrafterRequest;
+  return {
       {"LoadDrafter", "path: missing", "", Code::INVALID_ARGUMENT, "path is empty"},
       {"LoadDrafter", "path: absent file",
        Msg<DReq>([&](DReq& r) { r.set_path(data + "/no-such-drafter"); }), Code::NOT_FOUND,
@@ -142,8 +149,16 @@ std::vector<Case> ResourceCases(const MatrixValues& v) {
        Parse("LoadDrafterRequest", "field 'dtype' (4) holds 1099511627776" + enum_range)},
       {"LoadDrafter", "path: 10 MiB", Msg<DReq>([&](DReq& r) { r.set_path(huge); }),
        Code::RESOURCE_EXHAUSTED, TooBig(Msg<DReq>([&](DReq& r) { r.set_path(huge); }))},
+  };
+}
 
-      // --- LoadTarget
+std::vector<Case> LoadTargetCases(const MatrixValues& v) {
+  const std::string& data = v.data;
+  const std::string& D = v.data_canon;
+  const std::string& huge = v.huge;
+  const std::string& kDTypes = v.dtypes;
+  using TReq = pb::LoadTargetRequest;
+  return {
       {"LoadTarget", "path: missing", "", Code::INVALID_ARGUMENT, "path is empty"},
       {"LoadTarget", "path: outside the roots", Msg<TReq>([](TReq& r) { r.set_path("/"); }),
        Code::PERMISSION_DENIED, "path '/' is outside the server's data roots"},
@@ -173,8 +188,17 @@ std::vector<Case> ResourceCases(const MatrixValues& v) {
              "field 'name' (1) is not valid UTF-8 (byte 0x80 at offset 1 of the value)")},
       {"LoadTarget", "path: 10 MiB", Msg<TReq>([&](TReq& r) { r.set_path(huge); }),
        Code::RESOURCE_EXHAUSTED, TooBig(Msg<TReq>([&](TReq& r) { r.set_path(huge); }))},
+  };
+}
 
-      // --- LoadDataset (name "d2": "d" with the same path would be reused as is)
+// LoadDataset (name "d2": "d" with the same path would be reused as is).
+std::vector<Case> LoadDatasetCases(const MatrixValues& v) {
+  const std::string& data = v.data;
+  const std::string& D = v.data_canon;
+  const std::string& kDTypes = v.dtypes;
+  const std::string& int32_range = v.int32_range;
+  using SReq = pb::LoadDatasetRequest;
+  return {
       {"LoadDataset", "path: missing", "", Code::INVALID_ARGUMENT, "path is empty"},
       {"LoadDataset", "path: absent",
        Msg<SReq>([&](SReq& r) { r.set_path(data + "/no-such-dataset"); }), Code::NOT_FOUND,
@@ -241,8 +265,16 @@ std::vector<Case> ResourceCases(const MatrixValues& v) {
        Parse("LoadDatasetRequest",
              "field 'skip_bad_samples' (6) has wire type 2 (length-delimited); expected 0 "
              "(varint)")},
+  };
+}
 
-      // --- Unload*
+// UnloadDrafter, UnloadTarget, UnloadDataset.
+std::vector<Case> UnloadCases(const MatrixValues& v) {
+  const std::string& huge = v.huge;
+  const std::string& long_name = v.long_name;
+  const std::string& bad_utf8 = v.bad_utf8;
+  using UReq = pb::UnloadRequest;
+  return {
       {"UnloadDrafter", "name: missing", "", Code::INVALID_ARGUMENT, "name is empty"},
       {"UnloadTarget", "name: missing", "", Code::INVALID_ARGUMENT, "name is empty"},
       {"UnloadDataset", "name: missing", "", Code::INVALID_ARGUMENT, "name is empty"},
@@ -260,8 +292,12 @@ std::vector<Case> ResourceCases(const MatrixValues& v) {
        NotUtf8("UnloadRequest", "name")},
       {"UnloadDrafter", "name: 10 MiB", Msg<UReq>([&](UReq& r) { r.set_name(huge); }),
        Code::RESOURCE_EXHAUSTED, TooBig(Msg<UReq>([&](UReq& r) { r.set_name(huge); }))},
+  };
+}
 
-      // --- ListResources
+std::vector<Case> ListResourcesCases(const MatrixValues& v) {
+  const std::string& enum_range = v.enum_range;
+  return {
       {"ListResources", "kind: 99", Msg<pb::ListResourcesRequest>([](auto& r) {
          r.set_kind(static_cast<pb::ResourceKind>(99));
        }),
@@ -276,9 +312,14 @@ std::vector<Case> ResourceCases(const MatrixValues& v) {
        Code::INVALID_ARGUMENT,
        Parse("ListResourcesRequest",
              "field 'kind' (1) has wire type 1 (64-bit); expected 0 (varint)")},
-
   };
-  return cases;
+}
+
+}  // namespace
+
+std::vector<Case> ResourceCases(const MatrixValues& v) {
+  return Join({GetServerInfoCases(v), ValidateCheckpointCases(v), LoadDrafterCases(v),
+               LoadTargetCases(v), LoadDatasetCases(v), UnloadCases(v), ListResourcesCases(v)});
 }
 
 }  // namespace dflash::testing::bad_input

@@ -129,252 +129,326 @@ std::vector<std::string> ResidentNames(const pb::ListResourcesResponse& list) {
   return names;
 }
 
-class SoakE2eTest : public testing::TinyServerTest {};
+// The codes each call may answer besides OK.
+const Codes kNone = {};
+// Names may vanish (another thread unloaded them) or be held by an evaluation.
+const Codes kUnload = {absl::StatusCode::kNotFound, absl::StatusCode::kFailedPrecondition};
+const Codes kLoad = {absl::StatusCode::kAlreadyExists, absl::StatusCode::kResourceExhausted};
+const Codes kEval = {absl::StatusCode::kNotFound, absl::StatusCode::kFailedPrecondition,
+                     absl::StatusCode::kResourceExhausted};
+
+// What the soak's threads share.
+struct Soak {
+  std::string address;
+  std::string data;
+  Clock::time_point deadline;
+  Tally tally;
+  JobIds jobs;
+  std::atomic<int64_t> ops{0};
+};
+
+// One client thread of the soak: thread 0 cycles its own objects, the
+// others mix calls at random.
+class SoakWorker {
+ public:
+  SoakWorker(Soak& soak, int index)
+      : soak_(soak),
+        index_(index),
+        c_(soak.address, std::chrono::duration_cast<std::chrono::milliseconds>(kCallTimeout)),
+        rng_(1234 + index) {}
+
+  void Run() {
+    if (index_ == 0) {
+      for (int i = 0; i < kMaxOpsPerThread && Clock::now() < soak_.deadline; ++i) Cycle();
+      return;
+    }
+    for (int i = 0; i < kMaxOpsPerThread && Clock::now() < soak_.deadline; ++i) {
+      ++soak_.ops;
+      Call(Pick(12));
+    }
+  }
+
+ private:
+  int Pick(int n) { return std::uniform_int_distribution<int>(0, n - 1)(rng_); }
+  std::string DrafterName() {
+    int k = Pick(kDrafterCopies + 1);
+    return k == kDrafterCopies ? std::string("m") : absl::StrCat("soak-m", k);
+  }
+  std::string DatasetName() {
+    int k = Pick(kDatasetCopies + 1);
+    return k == kDatasetCopies ? std::string("d") : absl::StrCat("soak-d", k);
+  }
+  void FillEvalRequest(pb::EvalRequest* r) {
+    r->set_drafter(DrafterName());
+    r->set_dataset(DatasetName());
+    r->set_mode(Pick(2) == 0 ? pb::EVAL_MODE_ANCHOR : pb::EVAL_MODE_REPLAY);
+    r->set_max_samples(2);
+    r->set_max_blocks(2);
+    r->set_run("soak");
+  }
+
+  // One cycle of the cycler: its own drafter and dataset copies, which no
+  // other thread names, loaded, evaluated through the queue, unloaded while
+  // the job may still hold them (refused or not, by timing), then unloaded
+  // once the job ended, which must succeed. The random mix rarely frees its
+  // shared copies (queued jobs hold them); this makes unloads under load
+  // happen every cycle.
+  void Cycle() {
+    Tally& tally = soak_.tally;
+    soak_.ops += 6;
+    pb::LoadDrafterRequest ld;
+    ld.set_name("cycle-m");
+    ld.set_path(soak_.data + "/soak-cycle");
+    tally.Record("cycle LoadDrafter", c_.LoadDrafter(ld).status(), kNone);
+    pb::LoadDatasetRequest lds;
+    lds.set_name("cycle-d");
+    lds.set_path(soak_.data + "/soak-dataset-cycle");
+    tally.Record("cycle LoadDataset", c_.LoadDataset(lds).status(), kNone);
+    pb::SubmitEvalRequest r;
+    FillEvalRequest(r.mutable_request());
+    r.mutable_request()->set_drafter("cycle-m");
+    r.mutable_request()->set_dataset("cycle-d");
+    auto job = c_.SubmitEval(r);
+    // The queue may be full of the others' jobs.
+    tally.Record("cycle SubmitEval", job.status(), {absl::StatusCode::kResourceExhausted});
+    const Codes kHeld = {absl::StatusCode::kFailedPrecondition};
+    tally.Record("cycle UnloadDrafter while queued",
+                 c_.Unload(pb::RESOURCE_KIND_DRAFTER, "cycle-m").status(), kHeld);
+    if (job.ok()) {
+      soak_.jobs.Add(job->id());
+      absl::StatusOr<pb::EvalJob> done = c_.WatchEval(job->id(), nullptr);
+      tally.Record("cycle wait", done.status(), kNone);
+    }
+    // Its job has ended: nothing holds them now.
+    tally.Record("cycle UnloadDrafter", c_.Unload(pb::RESOURCE_KIND_DRAFTER, "cycle-m").status(),
+                 {absl::StatusCode::kNotFound});  // already unloaded above
+    tally.Record("cycle UnloadDataset", c_.Unload(pb::RESOURCE_KIND_DATASET, "cycle-d").status(),
+                 kNone);
+  }
+
+  // One call of the random mix, `which` of 12.
+  void Call(int which) {
+    Tally& tally = soak_.tally;
+    switch (which) {
+      case 0: {
+        int k = Pick(kDrafterCopies);
+        pb::LoadDrafterRequest r;
+        r.set_name(absl::StrCat("soak-m", k));
+        r.set_path(absl::StrCat(soak_.data, "/soak-", k));
+        tally.Record("LoadDrafter", c_.LoadDrafter(r).status(), kLoad);
+        break;
+      }
+      case 1:
+        tally.Record(
+            "UnloadDrafter",
+            c_.Unload(pb::RESOURCE_KIND_DRAFTER, absl::StrCat("soak-m", Pick(kDrafterCopies)))
+                .status(),
+            kUnload);
+        break;
+      case 2: {
+        int k = Pick(kDatasetCopies);
+        pb::LoadDatasetRequest r;
+        r.set_name(absl::StrCat("soak-d", k));
+        r.set_path(absl::StrCat(soak_.data, "/soak-dataset-", k));
+        tally.Record("LoadDataset", c_.LoadDataset(r).status(), kLoad);
+        break;
+      }
+      case 3:
+        tally.Record(
+            "UnloadDataset",
+            c_.Unload(pb::RESOURCE_KIND_DATASET, absl::StrCat("soak-d", Pick(kDatasetCopies)))
+                .status(),
+            kUnload);
+        break;
+      case 4:
+      case 5: {
+        pb::SubmitEvalRequest r;
+        FillEvalRequest(r.mutable_request());
+        auto job = c_.SubmitEval(r);
+        tally.Record("SubmitEval", job.status(), kEval);
+        if (job.ok()) soak_.jobs.Add(job->id());
+        break;
+      }
+      default: CallReadOrCancel(which);
+    }
+  }
+
+  // The calls of the mix that read, cancel or evaluate at once (6 to 11).
+  void CallReadOrCancel(int which) {
+    Tally& tally = soak_.tally;
+    switch (which) {
+      case 6: {
+        std::string id = soak_.jobs.Pick(rng_);
+        if (id.empty()) break;
+        tally.Record("GetEval", c_.GetEval(id).status(), kNone);
+        break;
+      }
+      case 7: {
+        pb::ListEvalsRequest r;
+        r.set_page_size(20);
+        tally.Record("ListEvals", c_.ListEvals(r).status(), kNone);
+        break;
+      }
+      case 8: {
+        std::string id = soak_.jobs.Pick(rng_);
+        if (id.empty()) break;
+        // Cancelling a job that already ended is refused.
+        tally.Record("CancelEval", c_.CancelEval(id).status(),
+                     {absl::StatusCode::kFailedPrecondition});
+        break;
+      }
+      case 9: {
+        pb::RunEvalRequest r;
+        FillEvalRequest(r.mutable_request());
+        tally.Record("RunEval", c_.RunEval(r).status(), kEval);
+        break;
+      }
+      case 10: tally.Record("ListResources", c_.ListResources({}).status(), kNone); break;
+      case 11:
+        tally.Record("GetServerInfo", c_.GetServerInfo().status(), kNone);
+        tally.Record("Health", c_.Health(), kNone);
+        break;
+    }
+  }
+
+  Soak& soak_;
+  const int index_;
+  EvalClient c_;
+  std::mt19937 rng_;
+};
+
+// The server's resident objects and bytes before the soak.
+struct Baseline {
+  std::vector<std::string> names;
+  int64_t bytes = 0;
+  int64_t device_bytes = 0;
+};
+
+class SoakE2eTest : public testing::TinyServerTest {
+ protected:
+  // Copies of the drafter and dataset for the mix to load, and one of each
+  // for the cycler.
+  static void CopySoakObjects(const std::string& data) {
+    for (int k = 0; k < kDrafterCopies; ++k) {
+      fs::copy(data + "/drafter", absl::StrCat(data, "/soak-", k), fs::copy_options::recursive);
+    }
+    for (int k = 0; k < kDatasetCopies; ++k) {
+      fs::copy(data + "/dataset", absl::StrCat(data, "/soak-dataset-", k),
+               fs::copy_options::recursive);
+    }
+    fs::copy(data + "/drafter", data + "/soak-cycle", fs::copy_options::recursive);
+    fs::copy(data + "/dataset", data + "/soak-dataset-cycle", fs::copy_options::recursive);
+  }
+
+  static void TakeBaseline(EvalClient& admin, Baseline* base) {
+    auto base_list = admin.ListResources({});
+    ASSERT_TRUE(base_list.ok()) << base_list.status();
+    auto base_info = admin.GetServerInfo();
+    ASSERT_TRUE(base_info.ok()) << base_info.status();
+    base->names = ResidentNames(*base_list);
+    ASSERT_EQ(base->names, (std::vector<std::string>{"dataset:d", "drafter:m", "target:t"}));
+    base->bytes = ResidentBytes(*base_list);
+    base->device_bytes = DeviceBytes(*base_info);
+    ASSERT_GT(base->bytes, 0);
+  }
+
+  // The cycler freed its objects under load, every cycle; every reply was
+  // documented.
+  static void ExpectCyclesAndNoBadReplies(const Tally& tally) {
+    EXPECT_GT(tally.Count("cycle UnloadDataset OK"), 0) << tally.Report();
+    EXPECT_EQ(tally.Count("cycle UnloadDataset OK"), tally.Count("cycle LoadDataset OK"));
+    EXPECT_EQ(
+        tally.Count("cycle UnloadDrafter while queued OK") + tally.Count("cycle UnloadDrafter OK"),
+        tally.Count("cycle LoadDrafter OK"));
+    const std::vector<std::string> bad = tally.bad();
+    EXPECT_TRUE(bad.empty()) << bad.size() << " undocumented replies, first ones:\n"
+                             << absl::StrJoin(bad.begin(),
+                                              bad.begin() + std::min<size_t>(bad.size(), 10), "\n");
+  }
+
+  // Every job reaches a final state.
+  static void ExpectJobsFinal(EvalClient& admin, const JobIds& jobs) {
+    const Clock::time_point jobs_deadline = Clock::now() + std::chrono::seconds(30);
+    std::vector<std::string> pending = jobs.All();
+    std::map<std::string, int> final_states;
+    while (!pending.empty() && Clock::now() < jobs_deadline) {
+      std::vector<std::string> still;
+      for (const std::string& id : pending) {
+        auto job = admin.GetEval(id);
+        ASSERT_TRUE(job.ok()) << id << ": " << job.status();
+        if (client::IsFinalState(job->state())) {
+          ++final_states[pb::JobState_Name(job->state())];
+        } else {
+          still.push_back(id);
+        }
+      }
+      pending.swap(still);
+      if (!pending.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+    EXPECT_TRUE(pending.empty()) << pending.size() << " jobs not final after 30 s, e.g. "
+                                 << pending.front();
+    std::cout << "final job states:";
+    for (const auto& [state, n] : final_states) std::cout << " " << state << "=" << n;
+    std::cout << "\n";
+  }
+
+  // Unload every soak object; back to the baseline.
+  static void ExpectBackToBaseline(EvalClient& admin, const Baseline& base) {
+    auto unload_all = [&](pb::ResourceKind kind, const std::string& prefix, int copies) {
+      for (int k = 0; k < copies; ++k) {
+        absl::Status s = admin.Unload(kind, absl::StrCat(prefix, k)).status();
+        EXPECT_TRUE(s.ok() || s.code() == absl::StatusCode::kNotFound) << s;
+      }
+    };
+    unload_all(pb::RESOURCE_KIND_DRAFTER, "soak-m", kDrafterCopies);
+    unload_all(pb::RESOURCE_KIND_DATASET, "soak-d", kDatasetCopies);
+
+    auto after_list = admin.ListResources({});
+    ASSERT_TRUE(after_list.ok()) << after_list.status();
+    auto after_info = admin.GetServerInfo();
+    ASSERT_TRUE(after_info.ok()) << after_info.status();
+    EXPECT_EQ(ResidentNames(*after_list), base.names);
+    EXPECT_EQ(ResidentBytes(*after_list), base.bytes);
+    EXPECT_EQ(DeviceBytes(*after_info), base.device_bytes);
+    EXPECT_EQ(after_info->resident_targets(), 1);
+    EXPECT_EQ(after_info->resident_drafters(), 1);
+    EXPECT_EQ(after_info->resident_datasets(), 1);
+    EXPECT_EQ(after_info->queued_jobs() + after_info->running_jobs(), 0);
+  }
+};
 
 TEST_F(SoakE2eTest, MixedClientsKeepTheServerConsistent) {
   const std::string address = server_->address();
   // Loopback only: the soak never reaches beyond this machine.
   ASSERT_TRUE(absl::StartsWith(address, "127.0.0.1:")) << address;
-
-  for (int k = 0; k < kDrafterCopies; ++k) {
-    fs::copy(data_ + "/drafter", absl::StrCat(data_, "/soak-", k), fs::copy_options::recursive);
-  }
-  for (int k = 0; k < kDatasetCopies; ++k) {
-    fs::copy(data_ + "/dataset", absl::StrCat(data_, "/soak-dataset-", k),
-             fs::copy_options::recursive);
-  }
-  fs::copy(data_ + "/drafter", data_ + "/soak-cycle", fs::copy_options::recursive);
-  fs::copy(data_ + "/dataset", data_ + "/soak-dataset-cycle", fs::copy_options::recursive);
+  CopySoakObjects(data_);
 
   EvalClient admin(address, std::chrono::duration_cast<std::chrono::milliseconds>(kCallTimeout));
-  auto base_list = admin.ListResources({});
-  ASSERT_TRUE(base_list.ok()) << base_list.status();
-  auto base_info = admin.GetServerInfo();
-  ASSERT_TRUE(base_info.ok()) << base_info.status();
-  const std::vector<std::string> base_names = ResidentNames(*base_list);
-  ASSERT_EQ(base_names, (std::vector<std::string>{"dataset:d", "drafter:m", "target:t"}));
-  const int64_t base_bytes = ResidentBytes(*base_list);
-  const int64_t base_device_bytes = DeviceBytes(*base_info);
-  ASSERT_GT(base_bytes, 0);
+  Baseline base;
+  ASSERT_NO_FATAL_FAILURE(TakeBaseline(admin, &base));
 
-  Tally tally;
-  JobIds jobs;
+  Soak soak;
+  soak.address = address;
+  soak.data = data_;
   const Clock::time_point start = Clock::now();
-  const Clock::time_point deadline = start + kSoakTime;
-  std::atomic<int64_t> ops{0};
-
-  auto worker = [&](int index) {
-    EvalClient c(address, std::chrono::duration_cast<std::chrono::milliseconds>(kCallTimeout));
-    std::mt19937 rng(1234 + index);
-    auto pick = [&](int n) { return std::uniform_int_distribution<int>(0, n - 1)(rng); };
-    auto drafter_name = [&] {
-      int k = pick(kDrafterCopies + 1);
-      return k == kDrafterCopies ? std::string("m") : absl::StrCat("soak-m", k);
-    };
-    auto dataset_name = [&] {
-      int k = pick(kDatasetCopies + 1);
-      return k == kDatasetCopies ? std::string("d") : absl::StrCat("soak-d", k);
-    };
-    auto eval_request = [&](pb::EvalRequest* r) {
-      r->set_drafter(drafter_name());
-      r->set_dataset(dataset_name());
-      r->set_mode(pick(2) == 0 ? pb::EVAL_MODE_ANCHOR : pb::EVAL_MODE_REPLAY);
-      r->set_max_samples(2);
-      r->set_max_blocks(2);
-      r->set_run("soak");
-    };
-    const Codes kNone = {};
-    // Names may vanish (another thread unloaded them) or be held by an evaluation.
-    const Codes kUnload = {absl::StatusCode::kNotFound, absl::StatusCode::kFailedPrecondition};
-    const Codes kLoad = {absl::StatusCode::kAlreadyExists, absl::StatusCode::kResourceExhausted};
-    const Codes kEval = {absl::StatusCode::kNotFound, absl::StatusCode::kFailedPrecondition,
-                         absl::StatusCode::kResourceExhausted};
-
-    if (index == 0) {
-      // The cycler: its own drafter and dataset copies, which no other
-      // thread names, loaded, evaluated through the queue, unloaded while
-      // the job may still hold them (refused or not, by timing), then
-      // unloaded once the job ended, which must succeed. The random mix
-      // rarely frees its shared copies (queued jobs hold them); this makes
-      // unloads under load happen every cycle.
-      for (int i = 0; i < kMaxOpsPerThread && Clock::now() < deadline; ++i) {
-        ops += 6;
-        pb::LoadDrafterRequest ld;
-        ld.set_name("cycle-m");
-        ld.set_path(data_ + "/soak-cycle");
-        tally.Record("cycle LoadDrafter", c.LoadDrafter(ld).status(), kNone);
-        pb::LoadDatasetRequest lds;
-        lds.set_name("cycle-d");
-        lds.set_path(data_ + "/soak-dataset-cycle");
-        tally.Record("cycle LoadDataset", c.LoadDataset(lds).status(), kNone);
-        pb::SubmitEvalRequest r;
-        eval_request(r.mutable_request());
-        r.mutable_request()->set_drafter("cycle-m");
-        r.mutable_request()->set_dataset("cycle-d");
-        auto job = c.SubmitEval(r);
-        // The queue may be full of the others' jobs.
-        tally.Record("cycle SubmitEval", job.status(), {absl::StatusCode::kResourceExhausted});
-        const Codes kHeld = {absl::StatusCode::kFailedPrecondition};
-        tally.Record("cycle UnloadDrafter while queued",
-                     c.Unload(pb::RESOURCE_KIND_DRAFTER, "cycle-m").status(), kHeld);
-        if (job.ok()) {
-          jobs.Add(job->id());
-          absl::StatusOr<pb::EvalJob> done = c.WatchEval(job->id(), nullptr);
-          tally.Record("cycle wait", done.status(), kNone);
-        }
-        // Its job has ended: nothing holds them now.
-        tally.Record("cycle UnloadDrafter", c.Unload(pb::RESOURCE_KIND_DRAFTER, "cycle-m").status(),
-                     {absl::StatusCode::kNotFound});  // already unloaded above
-        tally.Record("cycle UnloadDataset", c.Unload(pb::RESOURCE_KIND_DATASET, "cycle-d").status(),
-                     kNone);
-      }
-      return;
-    }
-    for (int i = 0; i < kMaxOpsPerThread && Clock::now() < deadline; ++i) {
-      ++ops;
-      switch (pick(12)) {
-        case 0: {
-          int k = pick(kDrafterCopies);
-          pb::LoadDrafterRequest r;
-          r.set_name(absl::StrCat("soak-m", k));
-          r.set_path(absl::StrCat(data_, "/soak-", k));
-          tally.Record("LoadDrafter", c.LoadDrafter(r).status(), kLoad);
-          break;
-        }
-        case 1:
-          tally.Record(
-              "UnloadDrafter",
-              c.Unload(pb::RESOURCE_KIND_DRAFTER, absl::StrCat("soak-m", pick(kDrafterCopies)))
-                  .status(),
-              kUnload);
-          break;
-        case 2: {
-          int k = pick(kDatasetCopies);
-          pb::LoadDatasetRequest r;
-          r.set_name(absl::StrCat("soak-d", k));
-          r.set_path(absl::StrCat(data_, "/soak-dataset-", k));
-          tally.Record("LoadDataset", c.LoadDataset(r).status(), kLoad);
-          break;
-        }
-        case 3:
-          tally.Record(
-              "UnloadDataset",
-              c.Unload(pb::RESOURCE_KIND_DATASET, absl::StrCat("soak-d", pick(kDatasetCopies)))
-                  .status(),
-              kUnload);
-          break;
-        case 4:
-        case 5: {
-          pb::SubmitEvalRequest r;
-          eval_request(r.mutable_request());
-          auto job = c.SubmitEval(r);
-          tally.Record("SubmitEval", job.status(), kEval);
-          if (job.ok()) jobs.Add(job->id());
-          break;
-        }
-        case 6: {
-          std::string id = jobs.Pick(rng);
-          if (id.empty()) break;
-          tally.Record("GetEval", c.GetEval(id).status(), kNone);
-          break;
-        }
-        case 7: {
-          pb::ListEvalsRequest r;
-          r.set_page_size(20);
-          tally.Record("ListEvals", c.ListEvals(r).status(), kNone);
-          break;
-        }
-        case 8: {
-          std::string id = jobs.Pick(rng);
-          if (id.empty()) break;
-          // Cancelling a job that already ended is refused.
-          tally.Record("CancelEval", c.CancelEval(id).status(),
-                       {absl::StatusCode::kFailedPrecondition});
-          break;
-        }
-        case 9: {
-          pb::RunEvalRequest r;
-          eval_request(r.mutable_request());
-          tally.Record("RunEval", c.RunEval(r).status(), kEval);
-          break;
-        }
-        case 10: tally.Record("ListResources", c.ListResources({}).status(), kNone); break;
-        case 11:
-          tally.Record("GetServerInfo", c.GetServerInfo().status(), kNone);
-          tally.Record("Health", c.Health(), kNone);
-          break;
-      }
-    }
-  };
-
+  soak.deadline = start + kSoakTime;
   std::vector<std::thread> threads;
-  for (int i = 0; i < kThreads; ++i) threads.emplace_back(worker, i);
+  for (int i = 0; i < kThreads; ++i) {
+    threads.emplace_back([&soak, i] { SoakWorker(soak, i).Run(); });
+  }
   for (std::thread& t : threads) t.join();
   const double soak_seconds = std::chrono::duration<double>(Clock::now() - start).count();
 
-  std::cout << "soak: " << kThreads << " threads, " << ops.load() << " operations, "
-            << jobs.All().size() << " jobs submitted, " << soak_seconds << " s\n"
-            << tally.Report() << "\n";
-  // The cycler freed its objects under load, every cycle.
-  EXPECT_GT(tally.Count("cycle UnloadDataset OK"), 0) << tally.Report();
-  EXPECT_EQ(tally.Count("cycle UnloadDataset OK"), tally.Count("cycle LoadDataset OK"));
-  EXPECT_EQ(
-      tally.Count("cycle UnloadDrafter while queued OK") + tally.Count("cycle UnloadDrafter OK"),
-      tally.Count("cycle LoadDrafter OK"));
-  const std::vector<std::string> bad = tally.bad();
-  EXPECT_TRUE(bad.empty()) << bad.size() << " undocumented replies, first ones:\n"
-                           << absl::StrJoin(bad.begin(),
-                                            bad.begin() + std::min<size_t>(bad.size(), 10), "\n");
+  std::cout << "soak: " << kThreads << " threads, " << soak.ops.load() << " operations, "
+            << soak.jobs.All().size() << " jobs submitted, " << soak_seconds << " s\n"
+            << soak.tally.Report() << "\n";
+  ExpectCyclesAndNoBadReplies(soak.tally);
 
   // The server still answers.
   EXPECT_TRUE(admin.Health().ok());
   ASSERT_TRUE(admin.GetServerInfo().ok());
-
-  // Every job reaches a final state.
-  const Clock::time_point jobs_deadline = Clock::now() + std::chrono::seconds(30);
-  std::vector<std::string> pending = jobs.All();
-  std::map<std::string, int> final_states;
-  while (!pending.empty() && Clock::now() < jobs_deadline) {
-    std::vector<std::string> still;
-    for (const std::string& id : pending) {
-      auto job = admin.GetEval(id);
-      ASSERT_TRUE(job.ok()) << id << ": " << job.status();
-      if (client::IsFinalState(job->state())) {
-        ++final_states[pb::JobState_Name(job->state())];
-      } else {
-        still.push_back(id);
-      }
-    }
-    pending.swap(still);
-    if (!pending.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  }
-  EXPECT_TRUE(pending.empty()) << pending.size() << " jobs not final after 30 s, e.g. "
-                               << pending.front();
-  std::cout << "final job states:";
-  for (const auto& [state, n] : final_states) std::cout << " " << state << "=" << n;
-  std::cout << "\n";
-
-  // Unload every soak object; back to the baseline.
-  auto unload_all = [&](pb::ResourceKind kind, const std::string& prefix, int copies) {
-    for (int k = 0; k < copies; ++k) {
-      absl::Status s = admin.Unload(kind, absl::StrCat(prefix, k)).status();
-      EXPECT_TRUE(s.ok() || s.code() == absl::StatusCode::kNotFound) << s;
-    }
-  };
-  unload_all(pb::RESOURCE_KIND_DRAFTER, "soak-m", kDrafterCopies);
-  unload_all(pb::RESOURCE_KIND_DATASET, "soak-d", kDatasetCopies);
-
-  auto after_list = admin.ListResources({});
-  ASSERT_TRUE(after_list.ok()) << after_list.status();
-  auto after_info = admin.GetServerInfo();
-  ASSERT_TRUE(after_info.ok()) << after_info.status();
-  EXPECT_EQ(ResidentNames(*after_list), base_names);
-  EXPECT_EQ(ResidentBytes(*after_list), base_bytes);
-  EXPECT_EQ(DeviceBytes(*after_info), base_device_bytes);
-  EXPECT_EQ(after_info->resident_targets(), 1);
-  EXPECT_EQ(after_info->resident_drafters(), 1);
-  EXPECT_EQ(after_info->resident_datasets(), 1);
-  EXPECT_EQ(after_info->queued_jobs() + after_info->running_jobs(), 0);
+  ASSERT_NO_FATAL_FAILURE(ExpectJobsFinal(admin, soak.jobs));
+  ASSERT_NO_FATAL_FAILURE(ExpectBackToBaseline(admin, base));
 
   // The same process served it all.
   EXPECT_EQ(::kill(server_->pid(), 0), 0) << "server process " << server_->pid() << " is gone";

@@ -70,6 +70,164 @@ void RopeInPlace(Vec& x, int64_t heads, int64_t d, double pos, const Vec& inv, d
   }
 }
 
+// The sizes, norm epsilon and RoPE tables of one forward.
+struct Shape {
+  int64_t H, nh, nkv, d, B;
+  double eps;
+  Vec inv;
+  double rscale;
+};
+
+Shape ShapeOf(const config::DrafterConfig& cfg) {
+  return {cfg.hidden_size,
+          cfg.num_attention_heads,
+          cfg.num_key_value_heads,
+          cfg.head_dim,
+          cfg.block_size,
+          cfg.rms_norm_eps,
+          ReferenceInvFreq(cfg.rope, cfg.head_dim),
+          ReferenceRopeScale(cfg.rope)};
+}
+
+// One layer's weights (absent biases read as zeros).
+struct LayerWeights {
+  Mat in_norm, post_norm, wq, wk, wv, wo, bq, bk, bv, bo, qn, kn, gate, up, down;
+};
+
+LayerWeights ReadLayer(const std::map<std::string, at::Tensor>& w, int64_t li, const Shape& s) {
+  const std::string p = "layers." + std::to_string(li) + ".";
+  return {Read(w, p + "input_layernorm.weight"),
+          Read(w, p + "post_attention_layernorm.weight"),
+          Read(w, p + "self_attn.q_proj.weight"),
+          Read(w, p + "self_attn.k_proj.weight"),
+          Read(w, p + "self_attn.v_proj.weight"),
+          Read(w, p + "self_attn.o_proj.weight"),
+          ReadOrZero(w, p + "self_attn.q_proj.bias", s.nh * s.d),
+          ReadOrZero(w, p + "self_attn.k_proj.bias", s.nkv * s.d),
+          ReadOrZero(w, p + "self_attn.v_proj.bias", s.nkv * s.d),
+          ReadOrZero(w, p + "self_attn.o_proj.bias", s.H),
+          Read(w, p + "self_attn.q_norm.weight"),
+          Read(w, p + "self_attn.k_norm.weight"),
+          Read(w, p + "mlp.gate_proj.weight"),
+          Read(w, p + "mlp.up_proj.weight"),
+          Read(w, p + "mlp.down_proj.weight")};
+}
+
+// The context: rows 0..a-1 of the features through fc and hidden_norm.
+std::vector<Vec> ContextRows(const std::map<std::string, at::Tensor>& w, const at::Tensor& features,
+                             int64_t a, const Shape& s) {
+  Mat feats;
+  {
+    at::Tensor f = features.to(at::kCPU).to(at::kDouble).contiguous();
+    feats.rows = f.size(0);
+    feats.cols = f.size(1);
+    feats.v.assign(f.data_ptr<double>(), f.data_ptr<double>() + f.numel());
+  }
+  const Mat fc = Read(w, "fc.weight");
+  const Mat hidden_norm = Read(w, "hidden_norm.weight");
+  std::vector<Vec> ctx;  // a rows of H
+  for (int64_t c = 0; c < a; ++c) {
+    Vec row(feats.v.begin() + c * feats.cols, feats.v.begin() + (c + 1) * feats.cols);
+    Vec h = Apply(fc, row, nullptr);
+    RmsInPlace(h, 0, s.H, hidden_norm, s.eps);
+    ctx.push_back(h);
+  }
+  return ctx;
+}
+
+// The block's input rows x0 [B, H].
+std::vector<Vec> BlockRows(const at::Tensor& x0, const Shape& s) {
+  std::vector<Vec> x(s.B);
+  at::Tensor t = x0.to(at::kCPU).to(at::kDouble).contiguous();
+  for (int64_t j = 0; j < s.B; ++j) {
+    x[j].assign(t.data_ptr<double>() + j * s.H, t.data_ptr<double>() + (j + 1) * s.H);
+  }
+  return x;
+}
+
+// Keys and values of one layer, with each key's position.
+struct KeyValues {
+  std::vector<Vec> keys, vals;
+  std::vector<int64_t> key_pos;
+};
+
+// Context rows (positions 0..a-1), then block rows `y` (normed).
+KeyValues LayerKeys(const LayerWeights& lw, const std::vector<Vec>& ctx, const std::vector<Vec>& y,
+                    int64_t a, const Shape& s) {
+  KeyValues kv;
+  auto add_key = [&](const Vec& src, int64_t pos) {
+    Vec k = Apply(lw.wk, src, &lw.bk);
+    for (int64_t h = 0; h < s.nkv; ++h) RmsInPlace(k, h * s.d, s.d, lw.kn, s.eps);
+    RopeInPlace(k, s.nkv, s.d, static_cast<double>(pos), s.inv, s.rscale);
+    kv.keys.push_back(k);
+    kv.vals.push_back(Apply(lw.wv, src, &lw.bv));
+    kv.key_pos.push_back(pos);
+  };
+  for (int64_t c = 0; c < a; ++c) add_key(ctx[c], c);
+  for (int64_t j = 0; j < s.B; ++j) add_key(y[j], a + j);
+  return kv;
+}
+
+// Head h of query q at position qpos over the keys, added into attn. On a
+// sliding layer the window hides context keys only.
+void AttendHead(const Vec& q, int64_t h, int64_t qpos, const KeyValues& kv, int64_t a, bool sliding,
+                int64_t window, const Shape& s, Vec& attn) {
+  const int64_t d = s.d;
+  const int64_t kvh = h / (s.nh / s.nkv);
+  const std::vector<Vec>& keys = kv.keys;
+  Vec sc(keys.size());
+  double mx = -1e300;
+  std::vector<bool> visible(keys.size(), true);
+  for (size_t t = 0; t < keys.size(); ++t) {
+    // dflash-semantics §4 (zlab-2025): the window hides context keys only.
+    if (sliding && kv.key_pos[t] < a && qpos - kv.key_pos[t] >= window) {
+      visible[t] = false;
+    }
+    double dot = 0;
+    for (int64_t e = 0; e < d; ++e) dot += q[h * d + e] * keys[t][kvh * d + e];
+    sc[t] = dot / std::sqrt(static_cast<double>(d));
+    if (visible[t]) mx = std::max(mx, sc[t]);
+  }
+  double z = 0;
+  for (size_t t = 0; t < keys.size(); ++t) {
+    sc[t] = visible[t] ? std::exp(sc[t] - mx) : 0.0;
+    z += sc[t];
+  }
+  for (size_t t = 0; t < keys.size(); ++t) {
+    for (int64_t e = 0; e < d; ++e) {
+      attn[h * d + e] += sc[t] / z * kv.vals[t][kvh * d + e];
+    }
+  }
+}
+
+// Attention of every block row: x[j] += o_proj(attention of y[j]).
+void AttentionInPlace(std::vector<Vec>& x, const std::vector<Vec>& y, const LayerWeights& lw,
+                      const KeyValues& kv, int64_t a, bool sliding, int64_t window,
+                      const Shape& s) {
+  for (int64_t j = 0; j < s.B; ++j) {
+    const int64_t qpos = a + j;
+    Vec q = Apply(lw.wq, y[j], &lw.bq);
+    for (int64_t h = 0; h < s.nh; ++h) RmsInPlace(q, h * s.d, s.d, lw.qn, s.eps);
+    RopeInPlace(q, s.nh, s.d, static_cast<double>(qpos), s.inv, s.rscale);
+    Vec attn(s.nh * s.d, 0.0);
+    for (int64_t h = 0; h < s.nh; ++h) AttendHead(q, h, qpos, kv, a, sliding, window, s, attn);
+    Vec o = Apply(lw.wo, attn, &lw.bo);
+    for (int64_t i = 0; i < s.H; ++i) x[j][i] += o[i];
+  }
+}
+
+// The MLP after all queries of this layer (attention read the old x).
+void MlpInPlace(std::vector<Vec>& x, const LayerWeights& lw, const Shape& s) {
+  for (int64_t j = 0; j < s.B; ++j) {
+    Vec h = x[j];
+    RmsInPlace(h, 0, s.H, lw.post_norm, s.eps);
+    Vec g = Apply(lw.gate, h, nullptr), u = Apply(lw.up, h, nullptr);
+    for (size_t i = 0; i < g.size(); ++i) g[i] = g[i] / (1.0 + std::exp(-g[i])) * u[i];
+    Vec dn = Apply(lw.down, g, nullptr);
+    for (int64_t i = 0; i < s.H; ++i) x[j][i] += dn[i];
+  }
+}
+
 }  // namespace
 
 std::vector<double> ReferenceInvFreq(const config::RopeConfig& r, int64_t d) {
@@ -122,124 +280,24 @@ double ReferenceRopeScale(const config::RopeConfig& r) {
 std::vector<double> ReferenceBlock(const config::DrafterConfig& cfg,
                                    const std::map<std::string, at::Tensor>& w,
                                    const at::Tensor& features, const at::Tensor& x0, int64_t a) {
-  const int64_t H = cfg.hidden_size, nh = cfg.num_attention_heads;
-  const int64_t nkv = cfg.num_key_value_heads, d = cfg.head_dim;
-  const int64_t B = cfg.block_size;
-  const double eps = cfg.rms_norm_eps;
-  const Vec inv = ReferenceInvFreq(cfg.rope, d);
-  const double rscale = ReferenceRopeScale(cfg.rope);
-
-  Mat feats;
-  {
-    at::Tensor f = features.to(at::kCPU).to(at::kDouble).contiguous();
-    feats.rows = f.size(0);
-    feats.cols = f.size(1);
-    feats.v.assign(f.data_ptr<double>(), f.data_ptr<double>() + f.numel());
-  }
-  const Mat fc = Read(w, "fc.weight");
-  const Mat hidden_norm = Read(w, "hidden_norm.weight");
-  std::vector<Vec> ctx;  // a rows of H
-  for (int64_t c = 0; c < a; ++c) {
-    Vec row(feats.v.begin() + c * feats.cols, feats.v.begin() + (c + 1) * feats.cols);
-    Vec h = Apply(fc, row, nullptr);
-    RmsInPlace(h, 0, H, hidden_norm, eps);
-    ctx.push_back(h);
-  }
-  std::vector<Vec> x(B);
-  {
-    at::Tensor t = x0.to(at::kCPU).to(at::kDouble).contiguous();
-    for (int64_t j = 0; j < B; ++j) {
-      x[j].assign(t.data_ptr<double>() + j * H, t.data_ptr<double>() + (j + 1) * H);
-    }
-  }
-
+  const Shape s = ShapeOf(cfg);
+  const std::vector<Vec> ctx = ContextRows(w, features, a, s);
+  std::vector<Vec> x = BlockRows(x0, s);
   for (int64_t li = 0; li < cfg.num_hidden_layers; ++li) {
-    const std::string p = "layers." + std::to_string(li) + ".";
-    const Mat in_norm = Read(w, p + "input_layernorm.weight");
-    const Mat post_norm = Read(w, p + "post_attention_layernorm.weight");
-    const Mat wq = Read(w, p + "self_attn.q_proj.weight");
-    const Mat wk = Read(w, p + "self_attn.k_proj.weight");
-    const Mat wv = Read(w, p + "self_attn.v_proj.weight");
-    const Mat wo = Read(w, p + "self_attn.o_proj.weight");
-    const Mat bq = ReadOrZero(w, p + "self_attn.q_proj.bias", nh * d);
-    const Mat bk = ReadOrZero(w, p + "self_attn.k_proj.bias", nkv * d);
-    const Mat bv = ReadOrZero(w, p + "self_attn.v_proj.bias", nkv * d);
-    const Mat bo = ReadOrZero(w, p + "self_attn.o_proj.bias", H);
-    const Mat qn = Read(w, p + "self_attn.q_norm.weight");
-    const Mat kn = Read(w, p + "self_attn.k_norm.weight");
-    const Mat gate = Read(w, p + "mlp.gate_proj.weight");
-    const Mat up = Read(w, p + "mlp.up_proj.weight");
-    const Mat down = Read(w, p + "mlp.down_proj.weight");
-    const bool sliding = cfg.sliding[li];
-
-    // Keys and values: context rows (positions 0..a-1), then block rows.
-    std::vector<Vec> keys, vals;
-    std::vector<int64_t> key_pos;
-    std::vector<Vec> y(B);
-    for (int64_t j = 0; j < B; ++j) {
+    const LayerWeights lw = ReadLayer(w, li, s);
+    std::vector<Vec> y(s.B);
+    for (int64_t j = 0; j < s.B; ++j) {
       y[j] = x[j];
-      RmsInPlace(y[j], 0, H, in_norm, eps);
+      RmsInPlace(y[j], 0, s.H, lw.in_norm, s.eps);
     }
-    auto add_key = [&](const Vec& src, int64_t pos) {
-      Vec k = Apply(wk, src, &bk);
-      for (int64_t h = 0; h < nkv; ++h) RmsInPlace(k, h * d, d, kn, eps);
-      RopeInPlace(k, nkv, d, static_cast<double>(pos), inv, rscale);
-      keys.push_back(k);
-      vals.push_back(Apply(wv, src, &bv));
-      key_pos.push_back(pos);
-    };
-    for (int64_t c = 0; c < a; ++c) add_key(ctx[c], c);
-    for (int64_t j = 0; j < B; ++j) add_key(y[j], a + j);
-
-    for (int64_t j = 0; j < B; ++j) {
-      const int64_t qpos = a + j;
-      Vec q = Apply(wq, y[j], &bq);
-      for (int64_t h = 0; h < nh; ++h) RmsInPlace(q, h * d, d, qn, eps);
-      RopeInPlace(q, nh, d, static_cast<double>(qpos), inv, rscale);
-      Vec attn(nh * d, 0.0);
-      for (int64_t h = 0; h < nh; ++h) {
-        const int64_t kvh = h / (nh / nkv);
-        Vec s(keys.size());
-        double mx = -1e300;
-        std::vector<bool> visible(keys.size(), true);
-        for (size_t t = 0; t < keys.size(); ++t) {
-          // dflash-semantics §4 (zlab-2025): the window hides context keys only.
-          if (sliding && key_pos[t] < a && qpos - key_pos[t] >= cfg.sliding_window) {
-            visible[t] = false;
-          }
-          double dot = 0;
-          for (int64_t e = 0; e < d; ++e) dot += q[h * d + e] * keys[t][kvh * d + e];
-          s[t] = dot / std::sqrt(static_cast<double>(d));
-          if (visible[t]) mx = std::max(mx, s[t]);
-        }
-        double z = 0;
-        for (size_t t = 0; t < keys.size(); ++t) {
-          s[t] = visible[t] ? std::exp(s[t] - mx) : 0.0;
-          z += s[t];
-        }
-        for (size_t t = 0; t < keys.size(); ++t) {
-          for (int64_t e = 0; e < d; ++e) {
-            attn[h * d + e] += s[t] / z * vals[t][kvh * d + e];
-          }
-        }
-      }
-      Vec o = Apply(wo, attn, &bo);
-      for (int64_t i = 0; i < H; ++i) x[j][i] += o[i];
-    }
-    // The MLP after all queries of this layer (attention read the old x).
-    for (int64_t j = 0; j < B; ++j) {
-      Vec h = x[j];
-      RmsInPlace(h, 0, H, post_norm, eps);
-      Vec g = Apply(gate, h, nullptr), u = Apply(up, h, nullptr);
-      for (size_t i = 0; i < g.size(); ++i) g[i] = g[i] / (1.0 + std::exp(-g[i])) * u[i];
-      Vec dn = Apply(down, g, nullptr);
-      for (int64_t i = 0; i < H; ++i) x[j][i] += dn[i];
-    }
+    const KeyValues kv = LayerKeys(lw, ctx, y, a, s);
+    AttentionInPlace(x, y, lw, kv, a, cfg.sliding[li], cfg.sliding_window, s);
+    MlpInPlace(x, lw, s);
   }
   const Mat norm = Read(w, "norm.weight");
   Vec out;
-  for (int64_t j = 0; j < B; ++j) {
-    RmsInPlace(x[j], 0, H, norm, eps);
+  for (int64_t j = 0; j < s.B; ++j) {
+    RmsInPlace(x[j], 0, s.H, norm, s.eps);
     out.insert(out.end(), x[j].begin(), x[j].end());
   }
   return out;

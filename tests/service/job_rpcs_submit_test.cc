@@ -29,8 +29,8 @@ using ::testing::ElementsAre;
 using ::testing::IsEmpty;
 using ::testing::Pair;
 
-TEST_F(JobRpcsTest, SubmitEvalTranslatesTheRequestToAJobRequest) {
-  jobs_.Answer([](auto& a) { a.record = Record("ev-1", types::JobState::kQueued); });
+// A SubmitEvalRequest with every field set.
+pb::SubmitEvalRequest FullRequest() {
   pb::SubmitEvalRequest req;
   pb::EvalRequest& r = *req.mutable_request();
   r.set_drafter("step-4000");
@@ -71,17 +71,11 @@ TEST_F(JobRpcsTest, SubmitEvalTranslatesTheRequestToAJobRequest) {
   r.set_gate_min_delta(0.1);
   r.set_gate_allow_recipe_mismatch(true);
   r.set_gate_floor(0.25);
-  pb::EvalJob job;
-  ASSERT_EQ(Describe(Call(&pb::DrafterEval::Stub::SubmitEval, req, &job)), "OK: ");
+  return req;
+}
 
-  const std::vector<types::JobRequest> submitted = jobs_.calls().submitted;
-  ASSERT_EQ(submitted.size(), 1u);
-  const types::JobRequest& got = submitted[0];
-  EXPECT_EQ(got.params.drafter, "step-4000");
-  EXPECT_EQ(got.params.checkpoint_path, "/ckpt/step-4000");
-  EXPECT_EQ(got.params.dataset, "mt-bench");
-  EXPECT_EQ(got.params.target, "qwen3-8b");
-  const types::EvalOptions& o = got.params.options;
+// The options of FullRequest(), as the job request holds them.
+void ExpectFullOptions(const types::EvalOptions& o) {
   EXPECT_EQ(o.mode, types::Mode::kReplay);
   EXPECT_EQ(o.max_samples, 64);
   EXPECT_EQ(o.max_blocks, 8);
@@ -105,6 +99,22 @@ TEST_F(JobRpcsTest, SubmitEvalTranslatesTheRequestToAJobRequest) {
   EXPECT_EQ(o.ci, types::CiMethod::kNone);
   EXPECT_EQ(o.ci_resamples, 500);
   EXPECT_EQ(o.shards, 4);
+}
+
+TEST_F(JobRpcsTest, SubmitEvalTranslatesTheRequestToAJobRequest) {
+  jobs_.Answer([](auto& a) { a.record = Record("ev-1", types::JobState::kQueued); });
+  pb::SubmitEvalRequest req = FullRequest();
+  pb::EvalJob job;
+  ASSERT_EQ(Describe(Call(&pb::DrafterEval::Stub::SubmitEval, req, &job)), "OK: ");
+
+  const std::vector<types::JobRequest> submitted = jobs_.calls().submitted;
+  ASSERT_EQ(submitted.size(), 1u);
+  const types::JobRequest& got = submitted[0];
+  EXPECT_EQ(got.params.drafter, "step-4000");
+  EXPECT_EQ(got.params.checkpoint_path, "/ckpt/step-4000");
+  EXPECT_EQ(got.params.dataset, "mt-bench");
+  EXPECT_EQ(got.params.target, "qwen3-8b");
+  ASSERT_NO_FATAL_FAILURE(ExpectFullOptions(got.params.options));
   EXPECT_EQ(got.run, "run-a");
   EXPECT_EQ(got.step, 4000);
   EXPECT_THAT(got.labels, ElementsAre(Pair("branch", "main"), Pair("lr", "3e-4")));

@@ -97,6 +97,129 @@ class TorchPtFileTest : public ::testing::Test {
     }
   }
 
+  // Plain state dicts and a training checkpoint's extras.
+  void ReadsPlainFixtures() {
+    {
+      SCOPED_TRACE("PlainStateDict");
+      CheckAgainstSidecar("plain.pt");
+      ASSERT_OK_AND_ASSIGN(TensorSourcePtr src, OpenTorchPt(Path("plain.pt")));
+      EXPECT_THAT(src->skipped_entries(),
+                  IsEmpty());  // _metadata (BUILD) is dropped
+      EXPECT_NE(src->Find("fc.weight"), nullptr);
+      EXPECT_EQ(src->Find("empty")->nbytes, 0);
+    }
+    {
+      SCOPED_TRACE("SingleItemDict");
+      CheckAgainstSidecar("single.pt");
+    }
+    {
+      SCOPED_TRACE("TrainingCheckpointSkipsOptimizerAndStep");
+      CheckAgainstSidecar("train.pt");
+      ASSERT_OK_AND_ASSIGN(TensorSourcePtr src, OpenTorchPt(Path("train.pt")));
+      EXPECT_THAT(src->skipped_entries(),
+                  ElementsAre("optimizer (optimizer state with 6 tensors, not model weights)",
+                              "step (int)"));
+    }
+  }
+
+  // Training wrappers: unwrapped, named in the report, refused when mixed.
+  void ReadsWrappedFixtures() {
+    {
+      SCOPED_TRACE("WrappedStateDictIsUnwrapped");
+      CheckAgainstSidecar("wrapped.pt");
+      ASSERT_OK_AND_ASSIGN(TensorSourcePtr src, OpenTorchPt(Path("wrapped.pt")));
+      EXPECT_EQ(src->unwrapped_wrapper(), "state_dict");
+      EXPECT_THAT(src->skipped_entries(), IsEmpty());
+    }
+    {
+      SCOPED_TRACE("TrainingWrappersWithSiblings");
+      for (const auto& [file, wrapper] : std::vector<std::pair<std::string, std::string>>{
+               {"lightning.pt", "state_dict"},
+               {"deepspeed.pt", "module"},
+               {"model_state_dict.pt", "model_state_dict"}}) {
+        SCOPED_TRACE(file);
+        CheckAgainstSidecar(file);
+        ASSERT_OK_AND_ASSIGN(TensorSourcePtr src, OpenTorchPt(Path(file)));
+        EXPECT_EQ(src->unwrapped_wrapper(), wrapper);
+      }
+      ASSERT_OK_AND_ASSIGN(TensorSourcePtr src, OpenTorchPt(Path("lightning.pt")));
+      EXPECT_THAT(src->skipped_entries(),
+                  ElementsAre("epoch (int)", "global_step (int)",
+                              "optimizer_states.0 (optimizer state with 6 tensors, not model "
+                              "weights)",
+                              "hyper_parameters (dict, not a tensor)"));
+      ASSERT_OK_AND_ASSIGN(src, OpenTorchPt(Path("deepspeed.pt")));
+      EXPECT_THAT(src->skipped_entries(), ElementsAre("iteration (int)"));
+      // The plain state dict names no wrapper.
+      ASSERT_OK_AND_ASSIGN(src, OpenTorchPt(Path("plain.pt")));
+      EXPECT_EQ(src->unwrapped_wrapper(), "");
+    }
+    {
+      SCOPED_TRACE("ReportNamesTheWrapper");
+      ASSERT_OK_AND_ASSIGN(TensorSourcePtr src, OpenTorchPt(Path("lightning.pt")));
+      ValidateOptions options;
+      options.allow_unexpected = true;  // the buffers
+      ASSERT_OK_AND_ASSIGN(
+          WeightReport r,
+          ValidateWeightMap(*src, {{"fc.weight", {3, 4}}, {"fc.bias", {3}}}, options));
+      EXPECT_TRUE(r.ok) << ::testing::PrintToString(r.problems);
+      EXPECT_EQ(r.unwrapped_wrapper, "state_dict");
+      EXPECT_EQ(r.stripped_prefix, "model.");  // Lightning's own attribute name
+      EXPECT_EQ(r.found, 2);
+      EXPECT_THAT(r.facts, Contains(HasSubstr("unwrapped the training wrapper 'state_dict'")));
+      EXPECT_THAT(r.skipped_entries, Contains("epoch (int)"));
+    }
+    {
+      SCOPED_TRACE("TensorsInsideAndOutsideAWrapperAreRefused");
+      EXPECT_THAT(OpenTorchPt(Path("wrapped_and_top.pt")).status(),
+                  StatusIs(absl::StatusCode::kInvalidArgument,
+                           AllOf(HasSubstr("inside the wrapper 'state_dict'"),
+                                 HasSubstr("outside it ('extra.weight')"))));
+      EXPECT_THAT(OpenTorchPt(Path("two_wrappers.pt")).status(),
+                  StatusIs(absl::StatusCode::kInvalidArgument,
+                           HasSubstr("both under 'state_dict' and under 'module'")));
+    }
+  }
+
+  // Nesting, views and shared storage, parameters, captures, renamed archives.
+  void ReadsOtherLayouts() {
+    {
+      SCOPED_TRACE("NestedDictsListsAndIntKeys");
+      CheckAgainstSidecar("nested.pt");
+      ASSERT_OK_AND_ASSIGN(TensorSourcePtr src, OpenTorchPt(Path("nested.pt")));
+      EXPECT_THAT(
+          src->skipped_entries(),
+          UnorderedElementsAre("pair.1.1 (str)", "config (dict, not a tensor)", "scale (float)"));
+    }
+    {
+      SCOPED_TRACE("ViewsOffsetsTransposesAndSharedStorage");
+      CheckAgainstSidecar("views.pt");
+      ASSERT_OK_AND_ASSIGN(TensorSourcePtr src, OpenTorchPt(Path("views.pt")));
+      ASSERT_OK_AND_ASSIGN(at::Tensor base, src->Read("base"));
+      ASSERT_OK_AND_ASSIGN(at::Tensor tr, src->Read("transposed"));
+      EXPECT_TRUE(at::equal(tr, base.t()));
+      // Reads are independent copies: writing one does not change the other.
+      base.fill_(0);
+      ASSERT_OK_AND_ASSIGN(at::Tensor rows, src->Read("rows"));
+      EXPECT_EQ(rows[0][0].item<float>(), 6.0f);
+    }
+    {
+      SCOPED_TRACE("Parameter");
+      CheckAgainstSidecar("param.pt");
+    }
+    {
+      SCOPED_TRACE("GzipCapture");
+      CheckAgainstSidecar("data_0.ckpt.gz");
+      ASSERT_OK_AND_ASSIGN(TensorSourcePtr src, OpenTorchPt(Path("data_0.ckpt.gz")));
+      EXPECT_THAT(src->names(), ElementsAre("input_ids", "loss_mask", "hidden_states"));
+      EXPECT_EQ(src->Find("hidden_states")->dtype, formats::DType::kBF16);
+    }
+    {
+      SCOPED_TRACE("ArchiveWithOtherTopFolder");
+      CheckAgainstSidecar("renamed.pt");
+    }
+  }
+
   static std::string* dir_;
   static nlohmann::json* expected_;
   static int fixture_rc_;
@@ -109,117 +232,9 @@ int TorchPtFileTest::fixture_rc_ = -1;
 // Few TEST_Fs: each checks many fixture files (made once per ctest run by
 // the make_pt_fixtures step).
 TEST_F(TorchPtFileTest, ReadsEveryFixture) {
-  {
-    SCOPED_TRACE("PlainStateDict");
-    CheckAgainstSidecar("plain.pt");
-    ASSERT_OK_AND_ASSIGN(TensorSourcePtr src, OpenTorchPt(Path("plain.pt")));
-    EXPECT_THAT(src->skipped_entries(),
-                IsEmpty());  // _metadata (BUILD) is dropped
-    EXPECT_NE(src->Find("fc.weight"), nullptr);
-    EXPECT_EQ(src->Find("empty")->nbytes, 0);
-  }
-  {
-    SCOPED_TRACE("SingleItemDict");
-    CheckAgainstSidecar("single.pt");
-  }
-  {
-    SCOPED_TRACE("TrainingCheckpointSkipsOptimizerAndStep");
-    CheckAgainstSidecar("train.pt");
-    ASSERT_OK_AND_ASSIGN(TensorSourcePtr src, OpenTorchPt(Path("train.pt")));
-    EXPECT_THAT(
-        src->skipped_entries(),
-        ElementsAre("optimizer (optimizer state with 6 tensors, not model weights)", "step (int)"));
-  }
-  {
-    SCOPED_TRACE("WrappedStateDictIsUnwrapped");
-    CheckAgainstSidecar("wrapped.pt");
-    ASSERT_OK_AND_ASSIGN(TensorSourcePtr src, OpenTorchPt(Path("wrapped.pt")));
-    EXPECT_EQ(src->unwrapped_wrapper(), "state_dict");
-    EXPECT_THAT(src->skipped_entries(), IsEmpty());
-  }
-  {
-    SCOPED_TRACE("TrainingWrappersWithSiblings");
-    for (const auto& [file, wrapper] : std::vector<std::pair<std::string, std::string>>{
-             {"lightning.pt", "state_dict"},
-             {"deepspeed.pt", "module"},
-             {"model_state_dict.pt", "model_state_dict"}}) {
-      SCOPED_TRACE(file);
-      CheckAgainstSidecar(file);
-      ASSERT_OK_AND_ASSIGN(TensorSourcePtr src, OpenTorchPt(Path(file)));
-      EXPECT_EQ(src->unwrapped_wrapper(), wrapper);
-    }
-    ASSERT_OK_AND_ASSIGN(TensorSourcePtr src, OpenTorchPt(Path("lightning.pt")));
-    EXPECT_THAT(src->skipped_entries(),
-                ElementsAre("epoch (int)", "global_step (int)",
-                            "optimizer_states.0 (optimizer state with 6 tensors, not model "
-                            "weights)",
-                            "hyper_parameters (dict, not a tensor)"));
-    ASSERT_OK_AND_ASSIGN(src, OpenTorchPt(Path("deepspeed.pt")));
-    EXPECT_THAT(src->skipped_entries(), ElementsAre("iteration (int)"));
-    // The plain state dict names no wrapper.
-    ASSERT_OK_AND_ASSIGN(src, OpenTorchPt(Path("plain.pt")));
-    EXPECT_EQ(src->unwrapped_wrapper(), "");
-  }
-  {
-    SCOPED_TRACE("ReportNamesTheWrapper");
-    ASSERT_OK_AND_ASSIGN(TensorSourcePtr src, OpenTorchPt(Path("lightning.pt")));
-    ValidateOptions options;
-    options.allow_unexpected = true;  // the buffers
-    ASSERT_OK_AND_ASSIGN(
-        WeightReport r,
-        ValidateWeightMap(*src, {{"fc.weight", {3, 4}}, {"fc.bias", {3}}}, options));
-    EXPECT_TRUE(r.ok) << ::testing::PrintToString(r.problems);
-    EXPECT_EQ(r.unwrapped_wrapper, "state_dict");
-    EXPECT_EQ(r.stripped_prefix, "model.");  // Lightning's own attribute name
-    EXPECT_EQ(r.found, 2);
-    EXPECT_THAT(r.facts, Contains(HasSubstr("unwrapped the training wrapper 'state_dict'")));
-    EXPECT_THAT(r.skipped_entries, Contains("epoch (int)"));
-  }
-  {
-    SCOPED_TRACE("TensorsInsideAndOutsideAWrapperAreRefused");
-    EXPECT_THAT(OpenTorchPt(Path("wrapped_and_top.pt")).status(),
-                StatusIs(absl::StatusCode::kInvalidArgument,
-                         AllOf(HasSubstr("inside the wrapper 'state_dict'"),
-                               HasSubstr("outside it ('extra.weight')"))));
-    EXPECT_THAT(OpenTorchPt(Path("two_wrappers.pt")).status(),
-                StatusIs(absl::StatusCode::kInvalidArgument,
-                         HasSubstr("both under 'state_dict' and under 'module'")));
-  }
-  {
-    SCOPED_TRACE("NestedDictsListsAndIntKeys");
-    CheckAgainstSidecar("nested.pt");
-    ASSERT_OK_AND_ASSIGN(TensorSourcePtr src, OpenTorchPt(Path("nested.pt")));
-    EXPECT_THAT(
-        src->skipped_entries(),
-        UnorderedElementsAre("pair.1.1 (str)", "config (dict, not a tensor)", "scale (float)"));
-  }
-  {
-    SCOPED_TRACE("ViewsOffsetsTransposesAndSharedStorage");
-    CheckAgainstSidecar("views.pt");
-    ASSERT_OK_AND_ASSIGN(TensorSourcePtr src, OpenTorchPt(Path("views.pt")));
-    ASSERT_OK_AND_ASSIGN(at::Tensor base, src->Read("base"));
-    ASSERT_OK_AND_ASSIGN(at::Tensor tr, src->Read("transposed"));
-    EXPECT_TRUE(at::equal(tr, base.t()));
-    // Reads are independent copies: writing one does not change the other.
-    base.fill_(0);
-    ASSERT_OK_AND_ASSIGN(at::Tensor rows, src->Read("rows"));
-    EXPECT_EQ(rows[0][0].item<float>(), 6.0f);
-  }
-  {
-    SCOPED_TRACE("Parameter");
-    CheckAgainstSidecar("param.pt");
-  }
-  {
-    SCOPED_TRACE("GzipCapture");
-    CheckAgainstSidecar("data_0.ckpt.gz");
-    ASSERT_OK_AND_ASSIGN(TensorSourcePtr src, OpenTorchPt(Path("data_0.ckpt.gz")));
-    EXPECT_THAT(src->names(), ElementsAre("input_ids", "loss_mask", "hidden_states"));
-    EXPECT_EQ(src->Find("hidden_states")->dtype, formats::DType::kBF16);
-  }
-  {
-    SCOPED_TRACE("ArchiveWithOtherTopFolder");
-    CheckAgainstSidecar("renamed.pt");
-  }
+  ASSERT_NO_FATAL_FAILURE(ReadsPlainFixtures());
+  ASSERT_NO_FATAL_FAILURE(ReadsWrappedFixtures());
+  ASSERT_NO_FATAL_FAILURE(ReadsOtherLayouts());
 }
 
 // Lines of /proc/self/maps that name `file`.

@@ -19,6 +19,39 @@ def check_semantics(semantics, family):
         raise ValueError("semantics 'zlab-2025' predates DFlash 2; use zlab-current")
 
 
+def _draft_value(cfg, name, default=None):
+    """z-lab's _draft_value: dflash_config[name], else top-level name, else default."""
+    dc = cfg.get("dflash_config") or {}
+    if name in dc:
+        return dc[name]
+    return cfg.get(name, default)
+
+
+def _required(cfg, name):
+    v = _draft_value(cfg, name)
+    if v is None:
+        raise ValueError("config has no %s (looked in dflash_config, then top level)"
+                         % name)
+    return v
+
+
+def _rope(cfg):
+    """RoPE: 5.x rope_parameters or 4.x rope_theta + rope_scaling."""
+    rp = cfg.get("rope_parameters")
+    if rp:
+        rope = dict(rp)
+        rope.setdefault("rope_theta", cfg.get("rope_theta", 10000.0))
+    else:
+        rope = dict(cfg.get("rope_scaling") or {})
+        rope["rope_theta"] = cfg.get("rope_theta", 10000.0)
+    rope_type = rope.get("rope_type") or rope.get("type") or "default"
+    if rope_type not in ("default", "linear", "llama3", "yarn"):
+        raise ValueError("unknown rope_type '%s'" % rope_type)
+    rope["rope_type"] = rope_type
+    rope.setdefault("max_position_embeddings", cfg.get("max_position_embeddings"))
+    return rope
+
+
 class DrafterConfig:
     def __init__(self, cfg):
         self.raw = cfg
@@ -32,30 +65,27 @@ class DrafterConfig:
         self.num_layers = int(cfg["num_hidden_layers"])
         self.eps = float(cfg.get("rms_norm_eps", 1e-6))
         self.attention_bias = bool(cfg.get("attention_bias", False))
-        dc = cfg.get("dflash_config") or {}
+        self._read_draft_keys(cfg)
+        self._read_layers(cfg)
+        self.vocab_size = cfg.get("vocab_size")
+        if self.family == "dflash2":
+            self._read_dflash2(cfg)
+        self.rope = _rope(cfg)
 
-        def draft_value(name, default=None):
-            """z-lab's _draft_value: dflash_config[name], else top-level name, else default."""
-            if name in dc:
-                return dc[name]
-            return cfg.get(name, default)
-
-        def required(name):
-            v = draft_value(name)
-            if v is None:
-                raise ValueError("config has no %s (looked in dflash_config, then top level)"
-                                 % name)
-            return v
-
-        self.block_size = int(draft_value("block_size", 16))
-        self.target_layer_ids = [int(x) for x in required("target_layer_ids")]
-        self.mask_token_id = int(required("mask_token_id"))
-        v = draft_value("input_embedding_scale")
+    def _read_draft_keys(self, cfg):
+        """The draft keys (dflash_config first, then top level)."""
+        self.block_size = int(_draft_value(cfg, "block_size", 16))
+        self.target_layer_ids = [int(x) for x in _required(cfg, "target_layer_ids")]
+        self.mask_token_id = int(_required(cfg, "mask_token_id"))
+        v = _draft_value(cfg, "input_embedding_scale")
         self.input_embedding_scale = 1.0 if v is None else float(v)
-        v = draft_value("output_multiplier")
+        v = _draft_value(cfg, "output_multiplier")
         self.output_multiplier = 1.0 if v is None else float(v)
-        v = draft_value("final_logit_softcapping")
+        v = _draft_value(cfg, "final_logit_softcapping")
         self.softcap = float(v) if v is not None and float(v) > 0 else None
+
+    def _read_layers(self, cfg):
+        """Layer types, and each layer's causality and window under both rule sets."""
         types = cfg.get("layer_types") or ["full_attention"] * self.num_layers
         if len(types) != self.num_layers:
             raise ValueError("layer_types has %d entries; expected %d"
@@ -82,28 +112,15 @@ class DrafterConfig:
                 self.window.append(int(sw))
             else:
                 self.window.append(None)
-        self.vocab_size = cfg.get("vocab_size")
-        if self.family == "dflash2":
-            self.conv_kernel_size = int(required("conv_kernel_size"))
-            self.conv_group_size = int(required("conv_group_size"))
-            self.selector_rank = int(required("selector_rank"))
-            self.selector_top_k = int(required("selector_top_k"))
-            if self.conv_group_size <= 0 or self.hidden_size % self.conv_group_size:
-                raise ValueError("conv_group_size %d must divide hidden_size %d"
-                                 % (self.conv_group_size, self.hidden_size))
-            if self.conv_kernel_size < 1 or self.selector_rank < 1 or self.selector_top_k < 1:
-                raise ValueError("conv_kernel_size, selector_rank and selector_top_k must be >= 1")
-        # RoPE: 5.x rope_parameters or 4.x rope_theta + rope_scaling.
-        rp = cfg.get("rope_parameters")
-        if rp:
-            rope = dict(rp)
-            rope.setdefault("rope_theta", cfg.get("rope_theta", 10000.0))
-        else:
-            rope = dict(cfg.get("rope_scaling") or {})
-            rope["rope_theta"] = cfg.get("rope_theta", 10000.0)
-        rope_type = rope.get("rope_type") or rope.get("type") or "default"
-        if rope_type not in ("default", "linear", "llama3", "yarn"):
-            raise ValueError("unknown rope_type '%s'" % rope_type)
-        rope["rope_type"] = rope_type
-        rope.setdefault("max_position_embeddings", cfg.get("max_position_embeddings"))
-        self.rope = rope
+
+    def _read_dflash2(self, cfg):
+        """DFlash 2's convolution and selector keys."""
+        self.conv_kernel_size = int(_required(cfg, "conv_kernel_size"))
+        self.conv_group_size = int(_required(cfg, "conv_group_size"))
+        self.selector_rank = int(_required(cfg, "selector_rank"))
+        self.selector_top_k = int(_required(cfg, "selector_top_k"))
+        if self.conv_group_size <= 0 or self.hidden_size % self.conv_group_size:
+            raise ValueError("conv_group_size %d must divide hidden_size %d"
+                             % (self.conv_group_size, self.hidden_size))
+        if self.conv_kernel_size < 1 or self.selector_rank < 1 or self.selector_top_k < 1:
+            raise ValueError("conv_kernel_size, selector_rank and selector_top_k must be >= 1")

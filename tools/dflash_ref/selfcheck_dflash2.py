@@ -17,16 +17,8 @@ from selfcheck_common import anchor_drafts, check, consistent, load_expected, n_
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def dflash2_checks(out, embed, head, d2, s2):
-    # (j) DFlash 2.
-    dw = ref.Drafter(os.path.join(out, "drafter2-dotweight"), embed, head)
-    check(sorted(dw.w) == sorted(d2.w) and all(torch.equal(dw.w[k], d2.w[k]) for k in d2.w),
-          "(j) drafter2-dotweight ('.weight' codebooks) loads the same tensors")
-    try:
-        ref.evaluate(d2, s2[:1], "anchor", semantics="zlab-2025")
-        check(False, "(j) DFlash 2 under zlab-2025 refused")
-    except ValueError as e:
-        check("predates DFlash 2" in str(e), "(j) DFlash 2 under zlab-2025 refused: %s" % e)
+def dflash2_ablations(d2, s2):
+    """(j) Each DFlash 2 feature changes the anchor-mode drafts; undone after."""
     base = anchor_drafts(d2, s2)
     nslots = sum(len(b) for b in base)
 
@@ -61,15 +53,10 @@ def dflash2_checks(out, embed, head, d2, s2):
     ablated("input_embedding_scale 1", lambda: setattr(d2.cfg, "input_embedding_scale", 1.0),
             lambda: setattr(d2.cfg, "input_embedding_scale", scale))
     check(n_differ(base, anchor_drafts(d2, s2)) == 0, "(j) ablations undone")
-    for rel, mode in (("dflash2/anchor_all.json", "anchor"), ("dflash2/replay.json", "replay")):
-        want = load_expected(out, rel)
-        consistent(want, d2.cfg.block_size, "(j) expected/" + rel)
-        check(any(p["unary_accuracy"] != p["accuracy"] for p in want["positions"]) and
-              want["first_miss"]["coverage_miss"] > 0 and want["first_miss"]["ranking_error"] > 0,
-              "(j) expected/%s: selector changes accuracy; coverage misses %d, ranking errors %d"
-              % (rel, want["first_miss"]["coverage_miss"], want["first_miss"]["ranking_error"]))
-        check(want["accept_length_pooled"] > 1.5, "(j) expected/%s accept length %.3f > 1.5"
-              % (rel, want["accept_length_pooled"]))
+
+
+def dflash2_block_checks(out, embed, head, d2, s2):
+    """(j) Shortened blocks, cached context K/V, float64, the logits CLI."""
     # Shortened blocks matter for bidirectional layers: the block at L-3 has 3 rows.
     s = s2[0]
     a = s.input_ids.shape[0] - 3
@@ -98,6 +85,29 @@ def dflash2_checks(out, embed, head, d2, s2):
     check(float((torch.tensor(lg["logits"]) - plain).abs().max()) == 0.0 and
           lg["selector_drafts"] == prop["drafts"] and lg["candidates"] == prop["candidates"],
           "(j) logits CLI on drafter2-dotweight == in-process (logits, selector drafts)")
+
+
+def dflash2_checks(out, embed, head, d2, s2):
+    # (j) DFlash 2.
+    dw = ref.Drafter(os.path.join(out, "drafter2-dotweight"), embed, head)
+    check(sorted(dw.w) == sorted(d2.w) and all(torch.equal(dw.w[k], d2.w[k]) for k in d2.w),
+          "(j) drafter2-dotweight ('.weight' codebooks) loads the same tensors")
+    try:
+        ref.evaluate(d2, s2[:1], "anchor", semantics="zlab-2025")
+        check(False, "(j) DFlash 2 under zlab-2025 refused")
+    except ValueError as e:
+        check("predates DFlash 2" in str(e), "(j) DFlash 2 under zlab-2025 refused: %s" % e)
+    dflash2_ablations(d2, s2)
+    for rel, mode in (("dflash2/anchor_all.json", "anchor"), ("dflash2/replay.json", "replay")):
+        want = load_expected(out, rel)
+        consistent(want, d2.cfg.block_size, "(j) expected/" + rel)
+        check(any(p["unary_accuracy"] != p["accuracy"] for p in want["positions"]) and
+              want["first_miss"]["coverage_miss"] > 0 and want["first_miss"]["ranking_error"] > 0,
+              "(j) expected/%s: selector changes accuracy; coverage misses %d, ranking errors %d"
+              % (rel, want["first_miss"]["coverage_miss"], want["first_miss"]["ranking_error"]))
+        check(want["accept_length_pooled"] > 1.5, "(j) expected/%s accept length %.3f > 1.5"
+              % (rel, want["accept_length_pooled"]))
+    dflash2_block_checks(out, embed, head, d2, s2)
 
 
 def v1new_checks(v1, s1):
