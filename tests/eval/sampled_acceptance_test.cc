@@ -1,15 +1,10 @@
-// Hand-computed cases of docs/decision-metrics.md §2-§3: processed
-// distributions, alpha, expected accept length, the accumulator's pooled and
-// per-sample means, and the draft-length curve.
+// Hand-computed cases of docs/decision-metrics.md §2-§3: expected accept
+// length, the accumulator's pooled and per-sample means, shard merges and
+// setting checks (the processed distributions: sampling_distributions_test).
 #include "eval/sampled_acceptance.h"
 
-#include <ATen/ATen.h>
-
-#include <cmath>
 #include <vector>
 
-#include "eval/draft_length_curve.h"
-#include "eval/sampling_distributions.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "test_util/status_matchers.h"
@@ -20,44 +15,7 @@ namespace {
 using ::testing::DoubleEq;
 using ::testing::ElementsAre;
 
-class SampledAcceptanceTest : public ::testing::Test {
- protected:
-  // logits log(4), log(2), log(1), log(1): probabilities 1/2, 1/4, 1/8, 1/8 at T = 1.
-  static at::Tensor Logits() { return at::log(at::tensor({4.0f, 2.0f, 1.0f, 1.0f})).unsqueeze(0); }
-  static std::vector<float> Row(const at::Tensor& t) {
-    at::Tensor c = t.contiguous();
-    return std::vector<float>(c.data_ptr<float>(), c.data_ptr<float>() + c.numel());
-  }
-};
-
-TEST_F(SampledAcceptanceTest, ProcessingFollowsTemperatureTopKTopP) {
-  using ::testing::FloatNear;
-  EXPECT_THAT(Row(ProcessedProbs(Logits(), {1.0, 1.0, 0})),
-              ElementsAre(FloatNear(0.5, 1e-6), FloatNear(0.25, 1e-6), FloatNear(0.125, 1e-6),
-                          FloatNear(0.125, 1e-6)));
-  // top-k 2 keeps 1/2 and 1/4, renormalised: 2/3, 1/3.
-  EXPECT_THAT(Row(ProcessedProbs(Logits(), {1.0, 1.0, 2})),
-              ElementsAre(FloatNear(2.0 / 3, 1e-6), FloatNear(1.0 / 3, 1e-6), 0, 0));
-  // top-p 0.7: mass above 1/4 is 1/2 < 0.7 (kept); above 1/8 is 3/4 (dropped).
-  EXPECT_THAT(Row(ProcessedProbs(Logits(), {1.0, 0.7, 0})),
-              ElementsAre(FloatNear(2.0 / 3, 1e-6), FloatNear(1.0 / 3, 1e-6), 0, 0));
-  // top-p 0.5: the mass above 1/4 is exactly 0.5, not below it: only the first.
-  EXPECT_THAT(Row(ProcessedProbs(Logits(), {1.0, 0.5, 0})), ElementsAre(1, 0, 0, 0));
-  // T = 2: probabilities proportional to 2, sqrt 2, 1, 1.
-  const double z = 2 + std::sqrt(2.0) + 2;
-  EXPECT_THAT(Row(ProcessedProbs(Logits(), {2.0, 1.0, 0})),
-              ElementsAre(FloatNear(2 / z, 1e-6), FloatNear(std::sqrt(2.0) / z, 1e-6),
-                          FloatNear(1 / z, 1e-6), FloatNear(1 / z, 1e-6)));
-  // T = 0: one-hot argmax, top-k and top-p do not matter.
-  EXPECT_THAT(Row(ProcessedProbs(Logits(), {0.0, 0.5, 3})), ElementsAre(1, 0, 0, 0));
-}
-
-TEST_F(SampledAcceptanceTest, AlphaIsTheOverlapOfTheTwoDistributions) {
-  // p = (1/2, 1/4, 1/8, 1/8); q = (1/4, 1/4, 1/2, 0): min = 1/4 + 1/4 + 1/8 + 0 = 5/8.
-  const at::Tensor p = ProcessedProbs(Logits(), {1.0, 1.0, 0});
-  const at::Tensor q = at::tensor({0.25f, 0.25f, 0.5f, 0.0f}).unsqueeze(0);
-  EXPECT_FLOAT_EQ(at::minimum(p, q).sum().item<float>(), 0.625f);
-}
+class SampledAcceptanceTest : public ::testing::Test {};
 
 TEST_F(SampledAcceptanceTest, ExpectedAcceptLengthOfABlock) {
   // alpha = (0.5, 0.5, 1): 1 + 0.5 + 0.25 + 0.25 = 2.
@@ -123,13 +81,6 @@ TEST_F(SampledAcceptanceTest, PooledIntervalIsThePercentilesOfTheResamples) {
   ASSERT_TRUE(r[0].accept_length_ci.has_value());
   EXPECT_DOUBLE_EQ(r[0].accept_length_ci->lo, 1.0);
   EXPECT_DOUBLE_EQ(r[0].accept_length_ci->hi, 1.875);
-}
-
-TEST_F(SampledAcceptanceTest, DraftLengthCurveFromTheHistogram) {
-  // B = 4: n = 0, 1, 2, 3 in 2, 1, 0, 1 blocks (pooled accept length (2+2+4)/4 = 2).
-  // k = 1: (2*1 + 1*2 + 0 + 1*2) / 4 = 1.5; k = 2: (2 + 2 + 3) / 4 = 1.75; k = 3: 2.
-  EXPECT_THAT(DraftLengthCurve({2, 1, 0, 1}), ElementsAre(1.5, 1.75, 2.0));
-  EXPECT_TRUE(DraftLengthCurve({0, 0, 0}).empty());
 }
 
 TEST_F(SampledAcceptanceTest, BadSettingsAreNamed) {

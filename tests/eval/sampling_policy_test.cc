@@ -1,14 +1,11 @@
 // The sampling request's one rule (eval/sampling_policy.h): policies x
 // settings, engine presets and their conventions, and every bad request
-// with its exact message; and the policies' alphas on hand-computed rows
-// (docs/served-acceptance.md §2).
+// with its exact message (the policies' alphas on hand-computed rows:
+// sampling_distributions_test).
 #include "eval/sampling_policy.h"
-
-#include <ATen/ATen.h>
 
 #include <limits>
 
-#include "eval/sampling_distributions.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "test_util/status_matchers.h"
@@ -102,54 +99,6 @@ TEST(SamplingPolicyTest, BadRequestsAreNamed) {
               StatusIs(code,
                        "unknown policy 'greedy' (known: sample, argmax, selector (DFlash "
                        "2), match)"));
-}
-
-class PolicyAlphaTest : public ::testing::Test {
- protected:
-  // The target's p = (1/2, 1/4, 1/8, 1/8) at T = 1; the drafter's q =
-  // (1/4, 1/4, 1/2, 0).
-  static at::Tensor TargetLogits() {
-    return at::log(at::tensor({4.0f, 2.0f, 1.0f, 1.0f})).unsqueeze(0);
-  }
-  static at::Tensor DraftLogits() {
-    return at::log(at::tensor({1.0f, 1.0f, 2.0f, 0.0f})).unsqueeze(0);
-  }
-  static double Alpha(types::SamplingSetting s) {
-    const at::Tensor p = ProcessedProbs(TargetLogits(), s);
-    return Dflash1Alpha(p, DraftLogits(), s).item<float>();
-  }
-};
-
-TEST_F(PolicyAlphaTest, HandComputedAtTemperatureOne) {
-  types::SamplingSetting s{1.0, 1.0, 0, types::ProposalPolicy::kSample};
-  EXPECT_NEAR(Alpha(s), 5.0 / 8, 1e-6);  // 1/4 + 1/4 + 1/8 + 0
-  s.policy = types::ProposalPolicy::kArgmax;
-  EXPECT_NEAR(Alpha(s), 1.0 / 8, 1e-6);  // p(argmax q = 2)
-  s.policy = types::ProposalPolicy::kMatch;
-  EXPECT_NEAR(Alpha(s), 1.0 / 4, 1e-6);  // 1/8 + 1/16 + 1/16 + 0
-}
-
-TEST_F(PolicyAlphaTest, TopPTruncatesBothOrTheTargetOnly) {
-  // top-p 0.5: p = (1, 0, 0, 0); q truncated too = (0, 0, 1, 0).
-  types::SamplingSetting s{1.0, 0.5, 0, types::ProposalPolicy::kSample};
-  EXPECT_NEAR(Alpha(s), 0.0, 1e-6);
-  s.truncate_draft = false;  // q stays (1/4, 1/4, 1/2, 0)
-  EXPECT_NEAR(Alpha(s), 1.0 / 4, 1e-6);
-  s.policy = types::ProposalPolicy::kMatch;
-  EXPECT_NEAR(Alpha(s), 1.0 / 4, 1e-6);
-  s.policy = types::ProposalPolicy::kArgmax;
-  EXPECT_NEAR(Alpha(s), 0.0, 1e-6);
-}
-
-TEST_F(PolicyAlphaTest, AtTemperatureZeroEveryPolicyIsTheGreedyMatch) {
-  for (types::ProposalPolicy p : {types::ProposalPolicy::kSample, types::ProposalPolicy::kArgmax,
-                                  types::ProposalPolicy::kMatch}) {
-    // Target argmax 0, draft argmax 2: no match; then a drafter that agrees.
-    types::SamplingSetting s{0.0, 1.0, 0, p};
-    EXPECT_EQ(Alpha(s), 0.0) << static_cast<int>(p);
-    const at::Tensor agree = at::log(at::tensor({3.0f, 1.0f, 2.0f, 0.0f})).unsqueeze(0);
-    EXPECT_EQ(Dflash1Alpha(ProcessedProbs(TargetLogits(), s), agree, s).item<float>(), 1.0f);
-  }
 }
 
 }  // namespace

@@ -1,23 +1,18 @@
-// service/proto_convert: EvalRequest -> core / job request -> EvalRequest
-// round trips (defaults normalised), every shape check with its message, the
-// enum mappings and the EvalResult fields.
-#include "service/proto_convert.h"
+// service/eval_convert: EvalRequest -> EvalParams (defaults, every shape
+// check with its message: enums, counts, names, semantics, metrics,
+// sampling, policies, intervals, shards) and EvalResult -> its proto.
+#include "service/eval_convert.h"
 
 #include <string>
 
-#include <google/protobuf/util/message_differencer.h>
-
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "resident/resource.h"
 #include "test_util/status_matchers.h"
 
 namespace dflash::service {
 namespace {
 
-using ::dflash::testing::IsOk;
 using ::dflash::testing::StatusIs;
-using ::google::protobuf::util::MessageDifferencer;
 using ::testing::Eq;
 
 constexpr auto kInvalid = absl::StatusCode::kInvalidArgument;
@@ -45,9 +40,9 @@ pb::EvalRequest FullRequest() {
   return r;
 }
 
-class ProtoConvertTest : public ::testing::Test {};
+class EvalConvertTest : public ::testing::Test {};
 
-TEST_F(ProtoConvertTest, EvalRequestToCoreParams) {
+TEST_F(EvalConvertTest, EvalRequestToCoreParams) {
   ASSERT_OK_AND_ASSIGN(types::EvalParams p, FromProto(FullRequest()));
   EXPECT_EQ(p.drafter, "step-4000");
   EXPECT_EQ(p.dataset, "gsm8k");
@@ -64,7 +59,7 @@ TEST_F(ProtoConvertTest, EvalRequestToCoreParams) {
   EXPECT_TRUE(p.options.full_positions);
 }
 
-TEST_F(ProtoConvertTest, DefaultsOfAnEmptyRequest) {
+TEST_F(EvalConvertTest, DefaultsOfAnEmptyRequest) {
   ASSERT_OK_AND_ASSIGN(types::EvalParams p, FromProto(pb::EvalRequest()));
   EXPECT_EQ(p.options.mode, types::Mode::kAnchor);
   EXPECT_EQ(p.options.anchors, types::AnchorStrategy::kEven);
@@ -74,35 +69,7 @@ TEST_F(ProtoConvertTest, DefaultsOfAnEmptyRequest) {
   EXPECT_FALSE(p.options.full_positions);
 }
 
-TEST_F(ProtoConvertTest, JobRequestRoundTrip) {
-  const pb::EvalRequest in = FullRequest();
-  ASSERT_OK_AND_ASSIGN(auto job, JobRequestFromProto(in));
-  pb::EvalRequest out;
-  ToProto(job, &out);
-  EXPECT_TRUE(MessageDifferencer::Equals(in, out)) << out.DebugString();
-}
-
-TEST_F(ProtoConvertTest, RoundTripNormalisesDefaults) {
-  pb::EvalRequest in;
-  in.set_dataset("d");
-  in.set_checkpoint_path("/srv/models/step-5000");
-  ASSERT_OK_AND_ASSIGN(auto job, JobRequestFromProto(in));
-  pb::EvalRequest out;
-  ToProto(job, &out);
-  // What an empty field meant is written out.
-  pb::EvalRequest want = in;
-  want.set_mode(pb::EVAL_MODE_ANCHOR);
-  want.set_anchors(pb::ANCHOR_STRATEGY_EVEN);
-  want.set_semantics("zlab-current");
-  EXPECT_TRUE(MessageDifferencer::Equals(want, out)) << out.DebugString();
-  // And a second trip changes nothing.
-  ASSERT_OK_AND_ASSIGN(auto again, JobRequestFromProto(out));
-  pb::EvalRequest out2;
-  ToProto(again, &out2);
-  EXPECT_TRUE(MessageDifferencer::Equals(out, out2));
-}
-
-TEST_F(ProtoConvertTest, EvalRequestShapeErrors) {
+TEST_F(EvalConvertTest, EvalRequestShapeErrors) {
   auto with = [](auto edit) {
     pb::EvalRequest r = FullRequest();
     edit(r);
@@ -131,50 +98,9 @@ TEST_F(ProtoConvertTest, EvalRequestShapeErrors) {
               StatusIs(kInvalid, Eq("drafter is 257 bytes long; at most 256 are allowed")));
   EXPECT_THAT(FromProto(with([](pb::EvalRequest& r) { r.set_dataset("a\nb"); })),
               StatusIs(kInvalid, Eq("dataset contains control character 0x0a at byte 1")));
-  EXPECT_THAT(JobRequestFromProto(with([](pb::EvalRequest& r) { r.set_step(-1); })),
-              StatusIs(kInvalid, Eq("step must be >= 0; got -1")));
-  EXPECT_THAT(JobRequestFromProto(with([](pb::EvalRequest& r) { r.set_run("r\x7f"); })),
-              StatusIs(kInvalid, Eq("run contains control character 0x7f at byte 1")));
-  EXPECT_THAT(JobRequestFromProto(
-                  with([](pb::EvalRequest& r) { (*r.mutable_labels())["bad key!"] = "v"; })),
-              StatusIs(kInvalid, Eq("labels key 'bad key!' is not 1 to 63 letters, digits, "
-                                    "'_', '-', '.', '/'")));
-  EXPECT_THAT(
-      JobRequestFromProto(with([](pb::EvalRequest& r) { (*r.mutable_labels())["lr"] = "a\tb"; })),
-      StatusIs(kInvalid, Eq("labels['lr'] contains control character 0x09 at byte 1")));
 }
 
-TEST_F(ProtoConvertTest, NamesAndIds) {
-  EXPECT_THAT(CheckName("run", ""), IsOk());
-  EXPECT_THAT(CheckName("run", std::string(256, 'x')), IsOk());
-  EXPECT_THAT(CheckName("run", "caf\xC3\xA9"), IsOk());  // UTF-8 is fine
-  EXPECT_THAT(CheckId("job_id", ""), StatusIs(kInvalid, Eq("job_id is empty")));
-  EXPECT_THAT(CheckId("job_id", "j\x01"),
-              StatusIs(kInvalid, Eq("job_id contains control character 0x01 at byte 1")));
-}
-
-TEST_F(ProtoConvertTest, DTypeAndKindMappings) {
-  for (const char* d : {"fp32", "fp16", "bf16"}) {
-    ASSERT_OK_AND_ASSIGN(std::string back, DTypeFromProto(DTypeToProto(d)));
-    EXPECT_EQ(back, d);
-  }
-  ASSERT_OK_AND_ASSIGN(std::string unspecified, DTypeFromProto(pb::DTYPE_UNSPECIFIED));
-  EXPECT_EQ(unspecified, "");
-  EXPECT_EQ(DTypeToProto("fp64"), pb::DTYPE_UNSPECIFIED);
-  EXPECT_THAT(DTypeFromProto(static_cast<pb::DType>(9)),
-              StatusIs(kInvalid, Eq("dtype 9 is not a DType: 0 (the default), 1 (fp32), 2 "
-                                    "(fp16) or 3 (bf16)")));
-  ASSERT_OK_AND_ASSIGN(resident::ResourceKind k, KindFromProto(pb::RESOURCE_KIND_DATASET));
-  EXPECT_EQ(k, resident::ResourceKind::kDataset);
-  ASSERT_OK_AND_ASSIGN(k, KindFromProto(pb::RESOURCE_KIND_TARGET));
-  EXPECT_EQ(k, resident::ResourceKind::kTarget);
-  ASSERT_OK_AND_ASSIGN(k, KindFromProto(pb::RESOURCE_KIND_DRAFTER));
-  EXPECT_EQ(k, resident::ResourceKind::kDrafter);
-  EXPECT_THAT(KindFromProto(static_cast<pb::ResourceKind>(0)),
-              StatusIs(kInvalid, Eq("resource kind 0 is not one of target, drafter, dataset")));
-}
-
-TEST_F(ProtoConvertTest, EvalResultFields) {
+TEST_F(EvalConvertTest, EvalResultFields) {
   types::EvalResult r;
   r.mode = types::Mode::kReplay;
   r.family = "DFlash 1";
@@ -239,6 +165,85 @@ TEST_F(ProtoConvertTest, EvalResultFields) {
   EXPECT_EQ(out.dataset_fingerprint(), "h64:b");
   EXPECT_THAT(out.warnings(), ::testing::ElementsAre("w"));
   EXPECT_FALSE(out.has_first_miss());  // DFlash 1: no selector split
+}
+
+TEST_F(EvalConvertTest, SamplingIntervalsAndShardsFromTheWire) {
+  pb::EvalRequest r;
+  pb::SamplingSetting* s = r.add_sampling();
+  s->set_temperature(0.6);
+  s->set_top_k(20);  // top_p 0 on the wire: off
+  r.add_policies("argmax");
+  r.set_ci("none");
+  r.set_ci_resamples(500);
+  r.set_shards(3);
+  ASSERT_OK_AND_ASSIGN(types::EvalParams p, FromProto(r));
+  ASSERT_EQ(p.options.sampling.size(), 1u);
+  EXPECT_EQ(p.options.sampling[0].temperature, 0.6);
+  EXPECT_EQ(p.options.sampling[0].top_p, 1.0);
+  EXPECT_EQ(p.options.sampling[0].top_k, 20);
+  EXPECT_THAT(p.options.policies, ::testing::ElementsAre(types::ProposalPolicy::kArgmax));
+  EXPECT_EQ(p.options.ci, types::CiMethod::kNone);
+  EXPECT_EQ(p.options.ci_resamples, 500);
+  EXPECT_EQ(p.options.shards, 3);
+}
+
+TEST_F(EvalConvertTest, SamplingIntervalsAndShardsShapeErrors) {
+  const auto bad = [](auto edit, const std::string& msg) {
+    pb::EvalRequest r;
+    edit(r);
+    EXPECT_THAT(FromProto(r), StatusIs(kInvalid, Eq(msg)));
+  };
+  bad(
+      [](pb::EvalRequest& r) {
+        for (int i = 0; i < 17; ++i) r.add_sampling();
+      },
+      "sampling has 17 settings; at most 16");
+  bad([](pb::EvalRequest& r) { r.add_policies("greedy"); },
+      "unknown policy 'greedy' (known: sample, argmax, selector (DFlash 2), match)");
+  bad([](pb::EvalRequest& r) { r.set_ci("jackknife"); },
+      "ci must be bootstrap or none (empty = bootstrap); got 'jackknife'");
+  bad([](pb::EvalRequest& r) { r.set_ci_resamples(-1); }, "ci_resamples must be >= 0; got -1");
+  bad([](pb::EvalRequest& r) { r.set_ci_resamples(100001); },
+      "ci_resamples must be <= 100000; got 100001");
+  bad([](pb::EvalRequest& r) { r.set_shards(-1); }, "shards must be >= 0; got -1");
+  bad([](pb::EvalRequest& r) { r.set_shards(4097); }, "shards must be <= 4096; got 4097");
+}
+
+TEST_F(EvalConvertTest, ResultExtrasOnlyWhenComputed) {
+  types::EvalResult r;
+  r.mode = types::Mode::kAnchor;
+  types::PositionMetrics reached, unreached;
+  reached.position = 1;
+  reached.counted = 2;
+  unreached.position = 2;
+  r.positions = {reached, unreached};
+  r.selector_top_k = 4;
+  r.first_miss.all_accepted = 1;
+  r.first_miss.coverage_miss = 2;
+  r.first_miss.ranking_error = 3;
+  r.target_consistency.positions = 10;
+  r.target_consistency.matches = 9;
+  r.target_consistency.fraction = 0.9;
+  types::DatasetResult d;
+  d.dataset = "gsm8k";
+  d.result.blocks = 7;
+  r.suite_results = {d};
+  pb::EvalResult out;
+  ToProto(r, &out);
+  EXPECT_EQ(out.mode(), pb::EVAL_MODE_ANCHOR);
+  EXPECT_FALSE(out.positions(0).unavailable());
+  EXPECT_TRUE(out.positions(1).unavailable());  // nobody reached it: not a rate of 0
+  ASSERT_TRUE(out.has_first_miss());
+  EXPECT_EQ(out.first_miss().all_accepted(), 1);
+  EXPECT_EQ(out.first_miss().coverage_miss(), 2);
+  EXPECT_EQ(out.first_miss().ranking_error(), 3);
+  ASSERT_TRUE(out.has_target_consistency());
+  EXPECT_EQ(out.target_consistency().matches(), 9);
+  EXPECT_DOUBLE_EQ(out.target_consistency().fraction(), 0.9);
+  ASSERT_EQ(out.suite_results_size(), 1);
+  EXPECT_EQ(out.suite_results(0).dataset(), "gsm8k");
+  EXPECT_EQ(out.suite_results(0).result().blocks(), 7);
+  EXPECT_FALSE(pb::EvalResult().has_target_consistency());
 }
 
 }  // namespace

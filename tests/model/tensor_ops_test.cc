@@ -1,15 +1,15 @@
-// DFlash 2's building blocks against a plain float64 reference written from
-// dflash2-semantics.md §3 (loops, no torch ops): the grouped dynamic causal
-// conv (both sides, block-local taps) and the candidate selector's scores,
-// tie rule and greedy walk.
+// The drafter's building blocks: RmsNorm and Linear against plain loops,
+// and DFlash 2's grouped dynamic causal conv against a float64 reference
+// written from dflash2-semantics.md §3 (loops, no torch ops): both sides,
+// block-local taps.
+#include "model/tensor_ops.h"
+
 #include <cmath>
 #include <vector>
 
 #include <ATen/ATen.h>
 
 #include "gtest/gtest.h"
-#include "model/candidate_selector.h"
-#include "model/tensor_ops.h"
 
 namespace dflash::model {
 namespace {
@@ -79,56 +79,42 @@ TEST(DFlash2OpsTest, ConvTapsStayInsideEachBlock) {
                         conv.Prepare(a).first[0].narrow(0, 0, 3)));
 }
 
-TEST(DFlash2OpsTest, SelectorScoresWalkAndTieRuleMatchTheFloat64Reference) {
-  at::manual_seed(11);
-  const int64_t V = 20, r = 5, H = 6, k = 4, nb = 3, J = 4;
-  SelectorWeights w;
-  w.projection = at::randn({r, H});
-  w.predecessor = at::randn({V, r});
-  w.successor = at::randn({V, r});
-  w.top_k = k;
-  at::Tensor hidden = at::randn({nb, J, H});
-  at::Tensor unary = at::randn({nb, J, k});
-  at::Tensor cand = at::randint(0, V, {nb, J, k}, at::kLong);
-  at::Tensor anchors = at::randint(0, V, {nb}, at::kLong);
-  at::Tensor labels = at::randint(0, V, {nb, J}, at::kLong);
-  SelectorWalk walk = WalkSelector(w, hidden, unary, cand, anchors, labels);
-
-  // float64 reference of §3, one block and one slot at a time.
-  const at::Tensor hd = hidden.to(at::kDouble), pd = w.projection.to(at::kDouble);
-  const at::Tensor A = w.predecessor.to(at::kDouble), Bc = w.successor.to(at::kDouble);
-  auto choose = [&](int64_t b, int64_t j, int64_t pred) {
-    double best = -INFINITY;
-    int64_t best_id = -1;
-    for (int64_t c = 0; c < k; ++c) {
-      const int64_t id = cand[b][j][c].item<int64_t>();
-      double s = unary[b][j][c].item<double>();
-      for (int64_t q = 0; q < r; ++q) {
-        double eta = 0;
-        for (int64_t i = 0; i < H; ++i) eta += pd[q][i].item<double>() * hd[b][j][i].item<double>();
-        s += A[pred][q].item<double>() * eta * Bc[id][q].item<double>();
-      }
-      if (s > best + 1e-9 || (std::abs(s - best) <= 1e-9 && id < best_id)) {
-        best = s;
-        best_id = id;
-      }
-    }
-    return best_id;
-  };
-  for (int64_t b = 0; b < nb; ++b) {
-    int64_t pred = anchors[b].item<int64_t>();
-    for (int64_t j = 0; j < J; ++j) {
-      const int64_t want = choose(b, j, pred);
-      EXPECT_EQ(walk.path[b][j].item<int64_t>(), want) << "block " << b << " slot " << j;
-      const int64_t gold = j == 0 ? anchors[b].item<int64_t>() : labels[b][j - 1].item<int64_t>();
-      EXPECT_EQ(walk.teacher_forced[b][j].item<int64_t>(), choose(b, j, gold));
-      pred = want;
+// x * w / sqrt(mean(x^2) + eps) per row, in double.
+TEST(TensorOpsTest, RmsNormMatchesTheLoop) {
+  const at::Tensor x = at::tensor({1.0f, -2.0f, 3.0f, 0.5f, 0.0f, -1.0f}).view({2, 3});
+  const at::Tensor w = at::tensor({0.5f, 1.0f, 2.0f});
+  const double eps = 1e-6;
+  const at::Tensor y = RmsNorm(x, w, eps);
+  ASSERT_EQ(y.sizes(), x.sizes());
+  double max_diff = 0;
+  for (int64_t r = 0; r < 2; ++r) {
+    double ms = 0;
+    for (int64_t c = 0; c < 3; ++c) ms += std::pow(x[r][c].item<double>(), 2) / 3;
+    for (int64_t c = 0; c < 3; ++c) {
+      const double want = w[c].item<double>() * x[r][c].item<double>() / std::sqrt(ms + eps);
+      max_diff = std::max(max_diff, std::abs(y[r][c].item<double>() - want));
     }
   }
-  // Exact ties go to the lower token id.
-  at::Tensor scores = at::tensor(std::vector<float>{1.0f, 3.0f, 3.0f, 2.0f}).view({1, 4});
-  at::Tensor ids = at::tensor(std::vector<int64_t>{5, 9, 4, 1}).view({1, 4});
-  EXPECT_EQ(ChooseCandidate(scores, ids).item<int64_t>(), 4);
+  EXPECT_LT(max_diff, 1e-6) << "max |diff| " << max_diff;
+}
+
+// The statistics are fp32 even for bf16 input; the result is bf16.
+TEST(TensorOpsTest, RmsNormKeepsTheInputDtype) {
+  const at::Tensor x = at::tensor({3.0f, 4.0f}).view({1, 2});
+  const at::Tensor y = RmsNorm(x.to(at::kBFloat16), at::ones({2}, at::kBFloat16), 0.0);
+  EXPECT_EQ(y.scalar_type(), at::kBFloat16);
+  // rms = sqrt((9 + 16) / 2) = 3.5355: 0.8485, 1.1314 (bf16 rounds to 1/128).
+  EXPECT_NEAR(y[0][0].item<float>(), 3.0 / std::sqrt(12.5), 1.0 / 128);
+  EXPECT_NEAR(y[0][1].item<float>(), 4.0 / std::sqrt(12.5), 1.0 / 128);
+}
+
+TEST(TensorOpsTest, LinearWithAndWithoutBias) {
+  const at::Tensor x = at::tensor({1.0f, 2.0f}).view({1, 2});
+  const at::Tensor w = at::tensor({1.0f, 0.0f, 3.0f, -1.0f, 0.5f, 0.5f}).view({3, 2});
+  // x @ w^T = (1, 1, 1.5).
+  EXPECT_TRUE(at::equal(Linear(x, w), at::tensor({1.0f, 1.0f, 1.5f}).view({1, 3})));
+  EXPECT_TRUE(at::equal(Linear(x, w, at::tensor({1.0f, 2.0f, 3.0f})),
+                        at::tensor({2.0f, 3.0f, 4.5f}).view({1, 3})));
 }
 
 }  // namespace

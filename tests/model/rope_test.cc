@@ -4,6 +4,7 @@
 #include "model/rope.h"
 
 #include <cmath>
+#include <string>
 #include <vector>
 
 #include <ATen/ATen.h>
@@ -91,6 +92,63 @@ TEST(RopeTest, Errors) {
   EXPECT_THAT(ComputeRope(config::RopeConfig{}, 7),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("head_dim must be positive and even; got 7")));
+}
+
+// Every refusal with its exact message, in the order they are checked.
+TEST(RopeTest, ErrorsAreExact) {
+  const auto bad = [](const config::RopeConfig& r, int64_t d, const std::string& msg) {
+    EXPECT_THAT(ComputeRope(r, d), StatusIs(absl::StatusCode::kInvalidArgument, msg));
+  };
+  config::RopeConfig r;
+  bad(r, 0, "rope head_dim must be positive and even; got 0");
+  r.theta = 1.0;
+  bad(r, 8, "rope_theta must be greater than 1; got 1");
+  r.type = "dynamic";  // theta first
+  bad(r, 8, "rope_theta must be greater than 1; got 1");
+  r.theta = 1e4;
+  bad(r, 8, "unknown rope_type 'dynamic' (known: default, linear, llama3, yarn)");
+  r.type = "linear";
+  r.factor = 0.0;
+  bad(r, 8, "rope factor must be positive; got 0");
+  r.type = "yarn";
+  r.factor = 2.0;
+  r.original_max_position_embeddings = -1;
+  bad(r, 8, "rope type 'yarn' needs original_max_position_embeddings > 0; got -1");
+  // The default type reads no factor.
+  r.type = "default";
+  r.factor = 0.0;
+  EXPECT_OK(ComputeRope(r, 8));
+}
+
+// theta^(-2i/d) and its linear scaling, by hand for d = 4, theta = 100.
+TEST(RopeTest, DefaultAndLinearByHand) {
+  config::RopeConfig r;
+  r.theta = 100.0;
+  ASSERT_OK_AND_ASSIGN(RopeTables t, ComputeRope(r, 4));
+  EXPECT_THAT(t.inv_freq, ::testing::ElementsAre(1.0, ::testing::DoubleNear(0.1, 1e-15)));
+  EXPECT_EQ(t.attention_scaling, 1.0);
+  r.type = "linear";
+  r.factor = 2.0;
+  ASSERT_OK_AND_ASSIGN(t, ComputeRope(r, 4));
+  EXPECT_THAT(t.inv_freq, ::testing::ElementsAre(0.5, ::testing::DoubleNear(0.05, 1e-15)));
+}
+
+// Yarn without a factor above 1 keeps attention unscaled.
+TEST(RopeTest, YarnScalingIsOneAtFactorOne) {
+  config::RopeConfig r;
+  r.type = "yarn";
+  r.theta = 1e4;
+  r.factor = 1.0;
+  r.original_max_position_embeddings = 4096;
+  ASSERT_OK_AND_ASSIGN(RopeTables t, ComputeRope(r, 8));
+  EXPECT_EQ(t.attention_scaling, 1.0);
+  // factor 1: interpolation equals extrapolation, the default table.
+  config::RopeConfig d;
+  d.theta = 1e4;
+  ASSERT_OK_AND_ASSIGN(RopeTables want, ComputeRope(d, 8));
+  for (size_t i = 0; i < want.inv_freq.size(); ++i) {
+    EXPECT_DOUBLE_EQ(t.inv_freq[i], want.inv_freq[i]) << i;
+  }
 }
 
 TEST(RopeTest, RotatesHalvesWithScaledCosSin) {
