@@ -70,23 +70,10 @@ TEST_F(JobServiceImplTest, ResubmitAndCompare) {
               StatusIs(absl::StatusCode::kFailedPrecondition,
                        Eq("job " + failed.id + " is FAILED; only SUCCEEDED jobs can be compared")));
 }
-// Four samples alike (B = 2): accept length accepted_total / 2 in each, so the
-// paired interval is the point difference.
+// Four samples alike (SetFourLikeSamples), with position metrics.
 void SetPerSample(types::EvalResult& r, int64_t accepted_total) {
-  r.dataset_fingerprint = "h64:d";
+  SetFourLikeSamples(r, accepted_total);
   r.positions.assign(1, types::PositionMetrics{1, 8, 4, 0.5, 4, 0.5, 8, 0.5});
-  r.per_sample.clear();
-  for (int64_t i = 0; i < 4; ++i) {
-    types::SampleSummary s;
-    s.sample_index = i;
-    s.blocks = 2;
-    s.accepted_total = accepted_total;
-    s.counted = {2};
-    s.correct = {1};
-    s.accepted = {1};
-    s.conditional_counted = {2};
-    r.per_sample.push_back(s);
-  }
 }
 
 TEST_F(JobServiceImplTest, CompareWithPerSampleCountsGivesPairedDifferences) {

@@ -21,21 +21,8 @@ class JobGateTest : public JobServiceImplTest {
  protected:
   // Four samples alike (B = 2), each with tau = accepted_total / 2.
   void SetTau(int64_t accepted_total) {
-    types::EvalResult& r = core_.eval_result;
-    r.dataset_fingerprint = "h64:d";
-    r.positions.assign(1, types::PositionMetrics{});
-    r.per_sample.clear();
-    for (int64_t i = 0; i < 4; ++i) {
-      types::SampleSummary s;
-      s.sample_index = i;
-      s.blocks = 2;
-      s.accepted_total = accepted_total;
-      s.counted = {2};
-      s.correct = {1};
-      s.accepted = {1};
-      s.conditional_counted = {2};
-      r.per_sample.push_back(s);
-    }
+    SetFourLikeSamples(core_.eval_result, accepted_total);
+    core_.eval_result.positions.assign(1, types::PositionMetrics{});
   }
   // Runs step `step` of run "r" to the end, gated against `reference`
   // ("" = no gate).

@@ -111,4 +111,20 @@ types::JobRecord JobServiceImplTest::WaitDone(const std::string& id) {
   return done;
 }
 
+void SetFourLikeSamples(types::EvalResult& r, int64_t accepted_total) {
+  r.dataset_fingerprint = "h64:d";
+  r.per_sample.clear();
+  for (int64_t i = 0; i < 4; ++i) {
+    types::SampleSummary s;
+    s.sample_index = i;
+    s.blocks = 2;
+    s.accepted_total = accepted_total;
+    s.counted = {2};
+    s.correct = {1};
+    s.accepted = {1};
+    s.conditional_counted = {2};
+    r.per_sample.push_back(s);
+  }
+}
+
 }  // namespace dflash::core

@@ -46,6 +46,11 @@ class GatedCore : public dflash::testing::FakeEvalCore {
 resident::ResourceInfo Resident(resident::ResourceKind kind, const std::string& name,
                                 const std::string& fp);
 
+// Four samples alike (B = 2) on dataset "h64:d", accept length
+// accepted_total / 2 in each: a paired interval is then the point
+// difference. The caller sets r.positions.
+void SetFourLikeSamples(types::EvalResult& r, int64_t accepted_total);
+
 // Target t, dataset d and drafter m resident; RunEval returns 7 replay
 // blocks at accept length 2.5 unless the test changes core_.eval_result.
 class JobServiceImplTest : public ::testing::Test {

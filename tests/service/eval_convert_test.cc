@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "full_eval_request.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "test_util/status_matchers.h"
@@ -17,33 +18,10 @@ using ::testing::Eq;
 
 constexpr auto kInvalid = absl::StatusCode::kInvalidArgument;
 
-pb::EvalRequest FullRequest() {
-  pb::EvalRequest r;
-  r.set_drafter("step-4000");
-  r.set_dataset("gsm8k");
-  r.set_target("qwen3-8b");
-  r.set_mode(pb::EVAL_MODE_REPLAY);
-  r.set_max_samples(12);
-  r.set_max_blocks(7);
-  r.set_anchors(pb::ANCHOR_STRATEGY_RANDOM);
-  r.set_seed(uint64_t{1} << 40);
-  r.set_block_size(8);
-  r.set_max_new_tokens(256);
-  r.set_semantics("zlab-2025");
-  r.set_run("run-a");
-  r.set_step(4000);
-  (*r.mutable_labels())["lr"] = "3e-4";
-  (*r.mutable_labels())["team/owner"] = "eval";
-  r.set_unload_after(true);
-  r.set_metrics("acceptance");
-  r.set_full_positions(true);
-  return r;
-}
-
 class EvalConvertTest : public ::testing::Test {};
 
 TEST_F(EvalConvertTest, EvalRequestToCoreParams) {
-  ASSERT_OK_AND_ASSIGN(types::EvalParams p, FromProto(FullRequest()));
+  ASSERT_OK_AND_ASSIGN(types::EvalParams p, FromProto(FullEvalRequest()));
   EXPECT_EQ(p.drafter, "step-4000");
   EXPECT_EQ(p.dataset, "gsm8k");
   EXPECT_EQ(p.target, "qwen3-8b");
@@ -71,7 +49,7 @@ TEST_F(EvalConvertTest, DefaultsOfAnEmptyRequest) {
 
 TEST_F(EvalConvertTest, EvalRequestShapeErrors) {
   auto with = [](auto edit) {
-    pb::EvalRequest r = FullRequest();
+    pb::EvalRequest r = FullEvalRequest();
     edit(r);
     return r;
   };

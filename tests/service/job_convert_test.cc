@@ -8,6 +8,7 @@
 
 #include <google/protobuf/util/message_differencer.h>
 
+#include "full_eval_request.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "test_util/status_matchers.h"
@@ -21,33 +22,10 @@ using ::testing::Eq;
 
 constexpr auto kInvalid = absl::StatusCode::kInvalidArgument;
 
-pb::EvalRequest FullRequest() {
-  pb::EvalRequest r;
-  r.set_drafter("step-4000");
-  r.set_dataset("gsm8k");
-  r.set_target("qwen3-8b");
-  r.set_mode(pb::EVAL_MODE_REPLAY);
-  r.set_max_samples(12);
-  r.set_max_blocks(7);
-  r.set_anchors(pb::ANCHOR_STRATEGY_RANDOM);
-  r.set_seed(uint64_t{1} << 40);
-  r.set_block_size(8);
-  r.set_max_new_tokens(256);
-  r.set_semantics("zlab-2025");
-  r.set_run("run-a");
-  r.set_step(4000);
-  (*r.mutable_labels())["lr"] = "3e-4";
-  (*r.mutable_labels())["team/owner"] = "eval";
-  r.set_unload_after(true);
-  r.set_metrics("acceptance");
-  r.set_full_positions(true);
-  return r;
-}
-
 class JobConvertTest : public ::testing::Test {};
 
 TEST_F(JobConvertTest, JobRequestRoundTrip) {
-  const pb::EvalRequest in = FullRequest();
+  const pb::EvalRequest in = FullEvalRequest();
   ASSERT_OK_AND_ASSIGN(auto job, JobRequestFromProto(in));
   pb::EvalRequest out;
   ToProto(job, &out);
@@ -76,7 +54,7 @@ TEST_F(JobConvertTest, RoundTripNormalisesDefaults) {
 
 TEST_F(JobConvertTest, JobRequestShapeErrors) {
   auto with = [](auto edit) {
-    pb::EvalRequest r = FullRequest();
+    pb::EvalRequest r = FullEvalRequest();
     edit(r);
     return r;
   };
@@ -94,7 +72,7 @@ TEST_F(JobConvertTest, JobRequestShapeErrors) {
 }
 
 TEST_F(JobConvertTest, GateFieldsAndTheirRanges) {
-  pb::EvalRequest r = FullRequest();
+  pb::EvalRequest r = FullEvalRequest();
   r.set_gate("ev-base");
   r.set_gate_metric("tau");
   r.set_gate_min_delta(0.05);
