@@ -102,7 +102,8 @@ HostBlockInputs MakeBlockInputs(const std::vector<BlockRequest>& blocks, int64_t
 }  // namespace
 
 absl::StatusOr<BlockScorer::Drafted> BlockScorer::Forward(
-    const std::vector<BlockRequest>& blocks, const model::ContextCache& context) const {
+    const std::vector<BlockRequest>& blocks, const model::ContextCache& context,
+    bool defer_tail) const {
   const int64_t nb = static_cast<int64_t>(blocks.size());
   const int64_t B = block_size_;
   const config::DrafterConfig& cfg = drafter_.config();
@@ -120,13 +121,19 @@ absl::StatusOr<BlockScorer::Drafted> BlockScorer::Forward(
   model::BlockOptions options;
   options.semantics = semantics_;
   if (host.shortened) options.lengths = host.lengths.to(device);
-  ASSIGN_OR_RETURN(
-      at::Tensor hidden,
-      drafter_.ForwardBlocks(x0, host.anchors.to(device), host.seq.to(device), context, options));
+  const at::Tensor anchors = host.anchors.to(device), seq = host.seq.to(device);
+  const at::Tensor anchor_tokens = host.inputs.select(1, 0);
+  if (defer_tail) {  // slot 0 is never scored: its rows are dropped here
+    ASSIGN_OR_RETURN(model::DeferredBlocks d,
+                     drafter_.ForwardBlocksDeferred(x0, anchors, seq, context, options));
+    return Drafted{d.x.narrow(1, 1, B - 1), d.heads.narrow(1, 1, B - 1), host.labels,
+                   anchor_tokens};
+  }
+  ASSIGN_OR_RETURN(at::Tensor hidden, drafter_.ForwardBlocks(x0, anchors, seq, context, options));
   ASSIGN_OR_RETURN(at::Tensor slots, TorchGuard("casting draft slots", [&] {
                      return hidden.narrow(1, 1, B - 1).to(Projector().dtype());
                    }));
-  return Drafted{std::move(slots), host.labels, host.inputs.select(1, 0)};
+  return Drafted{std::move(slots), at::Tensor(), host.labels, anchor_tokens};
 }
 
 VocabProjector BlockScorer::Projector() const {
@@ -168,15 +175,17 @@ bool BlockScorer::CanPipeline() const {
 
 absl::StatusOr<std::vector<PendingSlots>> BlockScorer::Draft(
     const std::vector<BlockRequest>& blocks, const model::ContextCache& context) const {
-  ASSIGN_OR_RETURN(Drafted drafted, Forward(blocks, context));
-  return TorchGuard("scoring drafts",
-                    [&] { return StartPending(drafted.slots, drafted.labels, Projector()); });
+  // The last layer's tail waits for the rows a slice scores (DFlash 1).
+  ASSIGN_OR_RETURN(Drafted drafted, Forward(blocks, context, drafter_.CanDeferTail()));
+  return TorchGuard("scoring drafts", [&] {
+    return StartPending(drafted.slots, drafted.heads, drafted.labels, Projector());
+  });
 }
 
 absl::Status BlockScorer::ScoreNextSlices(const std::vector<PendingSlots*>& items,
                                           int64_t slice_width) const {
   return TorchGuard("scoring drafts",
-                    [&] { eval::ScoreNextSlices(items, Projector(), slice_width); });
+                    [&] { eval::ScoreNextSlices(items, Projector(), slice_width, &drafter_); });
 }
 
 }  // namespace dflash::eval

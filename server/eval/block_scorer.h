@@ -95,12 +95,15 @@ class BlockScorer {
   VocabProjector Projector() const;
   // The block inputs through the drafter: the draft slots' hidden states
   // [nb, B - 1, H] in the head's dtype, with the blocks' labels [nb, B - 1]
-  // and anchor tokens [nb] (host).
+  // and anchor tokens [nb] (host). With defer_tail (the drafter's
+  // CanDeferTail), slots hold the last layer's input in the model dtype and
+  // heads its attention heads [nb, B - 1, nh * d] (model::DeferredBlocks).
   struct Drafted {
-    at::Tensor slots, labels, anchors;
+    at::Tensor slots, heads, labels, anchors;
   };
   absl::StatusOr<Drafted> Forward(const std::vector<BlockRequest>& blocks,
-                                  const model::ContextCache& context) const;
+                                  const model::ContextCache& context,
+                                  bool defer_tail = false) const;
 };
 
 }  // namespace dflash::eval

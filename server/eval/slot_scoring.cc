@@ -125,13 +125,14 @@ std::vector<BlockScore> StartScores(const at::Tensor& labels, const VocabProject
 
 }  // namespace
 
-std::vector<PendingSlots> StartPending(const at::Tensor& hidden, const at::Tensor& labels,
-                                       const VocabProjector& projector) {
+std::vector<PendingSlots> StartPending(const at::Tensor& hidden, const at::Tensor& heads,
+                                       const at::Tensor& labels, const VocabProjector& projector) {
   std::vector<BlockScore> scores = StartScores(labels, projector, hidden.device());
   const int64_t J = labels.size(1);
   std::vector<PendingSlots> out(scores.size());
   for (size_t b = 0; b < scores.size(); ++b) {
     out[b].hidden = hidden[static_cast<int64_t>(b)];
+    if (heads.defined()) out[b].heads = heads[static_cast<int64_t>(b)];
     const int64_t* row = labels.data_ptr<int64_t>() + static_cast<int64_t>(b) * J;
     out[b].labels.assign(row, row + J);
     out[b].score = std::move(scores[b]);
@@ -140,17 +141,27 @@ std::vector<PendingSlots> StartPending(const at::Tensor& hidden, const at::Tenso
 }
 
 void ScoreNextSlices(const std::vector<PendingSlots*>& items, const VocabProjector& projector,
-                     int64_t width) {
-  std::vector<at::Tensor> rows;
-  std::vector<int64_t> labels;
-  std::vector<std::pair<PendingSlots*, int64_t>> taken;  // item, slots in this pass
+                     int64_t width, const model::DrafterModel* drafter) {
+  std::vector<at::Tensor> rows, finished, heads;  // ready rows; rows and heads to finish
+  std::vector<int64_t> labels, labels_finished;
+  std::vector<std::pair<PendingSlots*, int64_t>> taken, taken_finished;  // item, slots
   for (PendingSlots* p : items) {
     if (p->done()) continue;
     const int64_t j0 = p->score.measured();
     const int64_t w = std::min(std::max<int64_t>(width, 1), p->score.positions - j0);
-    rows.push_back(p->hidden.narrow(0, j0, w));
-    labels.insert(labels.end(), p->labels.begin() + j0, p->labels.begin() + j0 + w);
-    taken.emplace_back(p, w);
+    const bool deferred = p->heads.defined();
+    (deferred ? finished : rows).push_back(p->hidden.narrow(0, j0, w));
+    if (deferred) heads.push_back(p->heads.narrow(0, j0, w));
+    std::vector<int64_t>& lab = deferred ? labels_finished : labels;
+    lab.insert(lab.end(), p->labels.begin() + j0, p->labels.begin() + j0 + w);
+    (deferred ? taken_finished : taken).emplace_back(p, w);
+  }
+  if (!finished.empty()) {  // one tail for every deferred row of the pass
+    TORCH_CHECK(drafter != nullptr, "deferred draft slots need their drafter to finish");
+    rows.push_back(
+        drafter->FinishRows(at::cat(finished, 0), at::cat(heads, 0)).to(projector.dtype()));
+    labels.insert(labels.end(), labels_finished.begin(), labels_finished.end());
+    taken.insert(taken.end(), taken_finished.begin(), taken_finished.end());
   }
   if (rows.empty()) return;
   const at::Tensor lab = at::tensor(labels, at::kLong);

@@ -68,6 +68,9 @@ struct SlotInputs {
 // pays one pass instead of one per slice.
 struct PendingSlots {
   at::Tensor hidden;            // [J, H] slots 1..J, lm_head's dtype and device
+  at::Tensor heads;             // defined: hidden is the last layer's input (model
+                                // dtype) and these its heads [J, nh * d]
+                                // (model::DeferredBlocks)
   std::vector<int64_t> labels;  // [J] t[a + j], -1 where absent
   BlockScore score;             // positions and labels_in_vocab set; correct grows
   // Every slot scored, or a miss among them.
@@ -77,15 +80,18 @@ struct PendingSlots {
   }
 };
 
-// Each block of hidden [nb, J, H] with its labels [nb, J] (host int64) as a
-// PendingSlots.
-std::vector<PendingSlots> StartPending(const at::Tensor& hidden, const at::Tensor& labels,
-                                       const VocabProjector& projector);
+// Each block of hidden [nb, J, H] (and heads [nb, J, nh * d] when the last
+// layer's tail is deferred, else undefined) with its labels [nb, J] (host
+// int64) as a PendingSlots.
+std::vector<PendingSlots> StartPending(const at::Tensor& hidden, const at::Tensor& heads,
+                                       const at::Tensor& labels, const VocabProjector& projector);
 
 // One vocabulary pass: the next `width` slots (fewer at a block's end) of
-// every item not done. Throws c10::Error (callers run it under TorchGuard).
+// every item not done; items with heads are first finished by `drafter`
+// (FinishRows), only for those slots. Throws c10::Error (callers run it
+// under TorchGuard).
 void ScoreNextSlices(const std::vector<PendingSlots*>& items, const VocabProjector& projector,
-                     int64_t width);
+                     int64_t width, const model::DrafterModel* drafter = nullptr);
 
 // hidden [nb, J, H]: slots 1..J of each block in lm_head's dtype and device.
 // Throws c10::Error (callers run it under TorchGuard).

@@ -224,9 +224,9 @@ struct BlockPass {
 };
 
 // Layer li's attention from its (normed, DFlash 2: convolved) input y
-// [nb, B, H] to the output projection [nb, B, H].
-at::Tensor SelfAttention(const config::DrafterConfig& c, const LayerWeights& l, int64_t li,
-                         const at::Tensor& y, const BlockPass& pass, const ContextCache& context) {
+// [nb, B, H] to its heads [nb, B, nh * d], before the output projection.
+at::Tensor AttentionHeads(const config::DrafterConfig& c, const LayerWeights& l, int64_t li,
+                          const at::Tensor& y, const BlockPass& pass, const ContextCache& context) {
   const int64_t nb = pass.nb, B = pass.B;
   const int64_t nh = c.num_attention_heads, nkv = c.num_key_value_heads;
   const int64_t g = nh / nkv, d = c.head_dim;
@@ -242,37 +242,37 @@ at::Tensor SelfAttention(const config::DrafterConfig& c, const LayerWeights& l, 
   const at::Tensor& window = pass.rules[li].window > 0 ? pass.window_pattern : at::Tensor();
   at::Tensor attn = AttendGroups(q, kb, vb, context.k[li], context.v[li], *pass.host, pass.groups,
                                  window, pass.blk_masks[li], g, scale);
-  attn = attn.view({nb, nkv, g, B, d}).permute({0, 3, 1, 2, 4}).reshape({nb, B, nh * d});
-  return Linear(attn, l[kWo], l[kBo]);
+  return attn.view({nb, nkv, g, B, d}).permute({0, 3, 1, 2, 4}).reshape({nb, B, nh * d});
+}
+
+at::Tensor Mlp(const LayerWeights& l, const at::Tensor& h) {
+  return at::linear(at::silu(at::linear(h, l[kGate])) * at::linear(h, l[kUp]), l[kDown]);
+}
+
+// A DFlash 1 layer after its attention heads, row by row: x + o_proj(heads),
+// then + MLP. x [..., H], heads [..., nh * d] (any rows of a block).
+at::Tensor LayerTail(const config::DrafterConfig& c, const LayerWeights& l, at::Tensor x,
+                     const at::Tensor& heads) {
+  x = x + Linear(heads, l[kWo], l[kBo]);
+  return x + Mlp(l, RmsNorm(x, l[kPostNorm], c.rms_norm_eps));
 }
 
 // One decoder layer: x + attention, then + MLP, each wrapped in DFlash 2's
 // dynamic convs.
 at::Tensor DecoderLayer(const config::DrafterConfig& c, const LayerWeights& l, int64_t li,
                         at::Tensor x, const BlockPass& pass, const ContextCache& context) {
-  const bool dflash2 = c.is_dflash2();
   at::Tensor y = RmsNorm(x, l[kInputNorm], c.rms_norm_eps);
-  at::Tensor d_attn;  // DFlash 2: the attention conv's side-1 coefficients
-  if (dflash2) {
-    std::tie(y, d_attn) =
-        DynamicConv{l[kAttnConvBase], l[kAttnConvProj], c.conv_group_size}.Prepare(y);
-  }
-  at::Tensor a = SelfAttention(c, l, li, y, pass, context);
-  if (dflash2) {
-    a = DynamicConv{l[kAttnConvBase], l[kAttnConvProj], c.conv_group_size}.Finish(a, d_attn);
-  }
-  x = x + a;
+  if (!c.is_dflash2()) return LayerTail(c, l, x, AttentionHeads(c, l, li, y, pass, context));
+  at::Tensor d_attn;  // the attention conv's side-1 coefficients
+  const DynamicConv attn_conv{l[kAttnConvBase], l[kAttnConvProj], c.conv_group_size};
+  std::tie(y, d_attn) = attn_conv.Prepare(y);
+  at::Tensor a = Linear(AttentionHeads(c, l, li, y, pass, context), l[kWo], l[kBo]);
+  x = x + attn_conv.Finish(a, d_attn);
   at::Tensor h = RmsNorm(x, l[kPostNorm], c.rms_norm_eps);
   at::Tensor d_mlp;
-  if (dflash2) {
-    std::tie(h, d_mlp) =
-        DynamicConv{l[kMlpConvBase], l[kMlpConvProj], c.conv_group_size}.Prepare(h);
-  }
-  at::Tensor f = at::linear(at::silu(at::linear(h, l[kGate])) * at::linear(h, l[kUp]), l[kDown]);
-  if (dflash2) {
-    f = DynamicConv{l[kMlpConvBase], l[kMlpConvProj], c.conv_group_size}.Finish(f, d_mlp);
-  }
-  return x + f;
+  const DynamicConv mlp_conv{l[kMlpConvBase], l[kMlpConvProj], c.conv_group_size};
+  std::tie(h, d_mlp) = mlp_conv.Prepare(h);
+  return x + mlp_conv.Finish(Mlp(l, h), d_mlp);
 }
 
 }  // namespace
@@ -299,12 +299,39 @@ absl::StatusOr<at::Tensor> DrafterModel::ForwardBlocks(const at::Tensor& x0,
                                                        const at::Tensor& seq,
                                                        const ContextCache& context,
                                                        const BlockOptions& options) const {
+  ASSIGN_OR_RETURN(DeferredBlocks out, RunBlocks(x0, anchors, seq, context, options, false));
+  return std::move(out.x);
+}
+
+absl::StatusOr<DeferredBlocks> DrafterModel::ForwardBlocksDeferred(
+    const at::Tensor& x0, const at::Tensor& anchors, const at::Tensor& seq,
+    const ContextCache& context, const BlockOptions& options) const {
+  if (!CanDeferTail()) {
+    return absl::FailedPreconditionError(
+        "a DFlash 2 drafter's last layer cannot be finished row by row (its convolutions mix "
+        "slots); use ForwardBlocks");
+  }
+  return RunBlocks(x0, anchors, seq, context, options, true);
+}
+
+at::Tensor DrafterModel::FinishRows(const at::Tensor& x, const at::Tensor& heads) const {
+  at::NoGradGuard no_grad;
+  const config::DrafterConfig& c = config_;
+  return RmsNorm(LayerTail(c, layers_.back(), x, heads), norm_, c.rms_norm_eps);
+}
+
+absl::StatusOr<DeferredBlocks> DrafterModel::RunBlocks(const at::Tensor& x0,
+                                                       const at::Tensor& anchors,
+                                                       const at::Tensor& seq,
+                                                       const ContextCache& context,
+                                                       const BlockOptions& options,
+                                                       bool defer_tail) const {
   const config::DrafterConfig& c = config_;
   RETURN_IF_ERROR(CheckBlockInputs(c, fc_, x0, anchors, seq, options.lengths, context));
   const int64_t B = x0.size(1);
   ASSIGN_OR_RETURN(HostBlocks host, ReadBlocks(anchors, seq, options.lengths, B, context));
 
-  return TorchGuard("drafter forward", [&]() -> at::Tensor {
+  return TorchGuard("drafter forward", [&]() -> DeferredBlocks {
     at::NoGradGuard no_grad;
     BlockPass pass;
     pass.nb = x0.size(0);
@@ -331,10 +358,14 @@ absl::StatusOr<at::Tensor> DrafterModel::ForwardBlocks(const at::Tensor& x0,
     pass.blk_masks = BlockMasks(pass.rules, lengths, B, lopt);
 
     at::Tensor x = x0;
-    for (int64_t li = 0; li < c.num_hidden_layers; ++li) {
-      x = DecoderLayer(c, layers_[li], li, x, pass, context);
+    const int64_t last = c.num_hidden_layers - 1;
+    for (int64_t li = 0; li < last; ++li) x = DecoderLayer(c, layers_[li], li, x, pass, context);
+    if (defer_tail) {
+      const at::Tensor y = RmsNorm(x, layers_[last][kInputNorm], c.rms_norm_eps);
+      return DeferredBlocks{x, AttentionHeads(c, layers_[last], last, y, pass, context)};
     }
-    return RmsNorm(x, norm_, c.rms_norm_eps);
+    x = DecoderLayer(c, layers_[last], last, x, pass, context);
+    return DeferredBlocks{RmsNorm(x, norm_, c.rms_norm_eps), at::Tensor()};
   });
 }
 

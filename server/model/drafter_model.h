@@ -66,6 +66,14 @@ struct BlockOptions {
   types::Semantics semantics = types::kDefaultSemantics;
 };
 
+// ForwardBlocksDeferred's result: the last layer stopped after its attention
+// heads, so FinishRows pays its output projection and MLP only for the rows
+// that get scored (replay scores a block only to its first miss).
+struct DeferredBlocks {
+  at::Tensor x;      // [nb, B, H] the last layer's input (its residual)
+  at::Tensor heads;  // [nb, B, nh * d] its attention heads, before o_proj
+};
+
 // DFlash 2's candidate selector (dflash2-semantics §3), in the model dtype.
 struct SelectorWeights {
   at::Tensor projection;   // [r, H]
@@ -116,6 +124,21 @@ class DrafterModel {
                                            const at::Tensor& seq, const ContextCache& context,
                                            const BlockOptions& options = {}) const;
 
+  // ForwardBlocks without the last layer's tail (DFlash 1 only: DFlash 2's
+  // convolutions mix slots after attention). FailedPrecondition on DFlash 2.
+  absl::StatusOr<DeferredBlocks> ForwardBlocksDeferred(const at::Tensor& x0,
+                                                       const at::Tensor& anchors,
+                                                       const at::Tensor& seq,
+                                                       const ContextCache& context,
+                                                       const BlockOptions& options = {}) const;
+  bool CanDeferTail() const { return !config_.is_dflash2(); }
+
+  // Rows of a DeferredBlocks, x [r, H] and heads [r, nh * d], through the
+  // last layer's output projection, residual, MLP and the final norm:
+  // [r, H], what ForwardBlocks returns for those rows. Throws c10::Error
+  // (callers run it under TorchGuard).
+  at::Tensor FinishRows(const at::Tensor& x, const at::Tensor& heads) const;
+
   // The selector of a DFlash 2 drafter; nullptr for DFlash 1.
   const SelectorWeights* selector() const {
     return selector_.projection.defined() ? &selector_ : nullptr;
@@ -140,6 +163,12 @@ class DrafterModel {
   // undefined unless DFlash 2.
   using Layer = std::array<at::Tensor, kNumLayerTensors>;
   DrafterModel() = default;
+
+  // ForwardBlocks and ForwardBlocksDeferred: every layer, or all but the
+  // last one's tail (then the result's heads are defined).
+  absl::StatusOr<DeferredBlocks> RunBlocks(const at::Tensor& x0, const at::Tensor& anchors,
+                                           const at::Tensor& seq, const ContextCache& context,
+                                           const BlockOptions& options, bool defer_tail) const;
 
   // EncodeContext's work once the inputs are checked (throws on torch errors).
   void EncodeInto(const std::vector<at::Tensor>& features, ContextCache& cache) const;

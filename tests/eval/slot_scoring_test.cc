@@ -112,7 +112,7 @@ TEST_F(SlotScoringTest, BlockWithoutLabelsHasNoPositions) {
 
 TEST_F(SlotScoringTest, PendingSlicesGiveWhatToFirstMissGives) {
   const VocabProjector proj(head_, {}, 0);
-  std::vector<PendingSlots> pending = StartPending(hidden_, Labels(), proj);
+  std::vector<PendingSlots> pending = StartPending(hidden_, at::Tensor(), Labels(), proj);
   ASSERT_EQ(pending.size(), 2u);
   EXPECT_EQ(pending[1].score.positions, 3);
   EXPECT_FALSE(pending[0].done());
@@ -133,7 +133,7 @@ TEST_F(SlotScoringTest, PendingEndsAtTheLastPosition) {
   const VocabProjector proj(head_, {}, 0);
   at::Tensor labels = Labels();
   labels[0][2] = Argmax(0, 2);  // block 0 all right
-  std::vector<PendingSlots> pending = StartPending(hidden_, labels, proj);
+  std::vector<PendingSlots> pending = StartPending(hidden_, at::Tensor(), labels, proj);
   std::vector<PendingSlots*> items = {&pending[0]};
   ScoreNextSlices(items, proj, 4);
   EXPECT_FALSE(pending[0].done());

@@ -282,6 +282,35 @@ TEST(DrafterModelTest, BatchedEqualsOneBlockAtATime) {
   std::printf("[ batched vs single ] max rel diff of logits %.3g\n", worst);
 }
 
+// Replay finishes the last layer only for the rows it scores: any rows of
+// any blocks, finished together, equal ForwardBlocks' rows.
+TEST(DrafterModelTest, DeferredTailFinishedForSomeRowsEqualsForwardBlocks) {
+  Fixture f = MakeFixture(TinyConfig("yarn", true), {13, 7, 20});
+  ASSERT_OK_AND_ASSIGN(DrafterModel m, DrafterModel::Create(f.cfg, f.weights));
+  ASSERT_TRUE(m.CanDeferTail());
+  ASSERT_OK_AND_ASSIGN(ContextCache ctx, m.EncodeContext(f.features));
+  const std::vector<Block> blocks = {{2, 17}, {0, 5}, {1, 6}};  // one per sequence
+  std::vector<at::Tensor> xs;
+  for (const Block& b : blocks) xs.push_back(BlockInput(f, b.seq, b.anchor));
+  const at::Tensor x0 = at::stack(xs), anchors = at::tensor({17, 5, 6}, at::kLong);
+  const at::Tensor seqs = at::tensor({2, 0, 1}, at::kLong);
+  ASSERT_OK_AND_ASSIGN(at::Tensor full, m.ForwardBlocks(x0, anchors, seqs, ctx));
+  ASSERT_OK_AND_ASSIGN(DeferredBlocks d, m.ForwardBlocksDeferred(x0, anchors, seqs, ctx));
+  ASSERT_TRUE(d.heads.defined());
+  EXPECT_EQ(d.heads.sizes(), (std::vector<int64_t>{3, 4, 32}));
+  // Slots 1-2 of block 0 and slot 3 of block 2, finished in one call.
+  const at::Tensor got = m.FinishRows(at::cat({d.x[0].narrow(0, 1, 2), d.x[2].narrow(0, 3, 1)}),
+                                      at::cat({d.heads[0].narrow(0, 1, 2), d.heads[2].narrow(0, 3, 1)}));
+  const at::Tensor want = at::cat({full[0].narrow(0, 1, 2), full[2].narrow(0, 3, 1)});
+  EXPECT_LE(MaxRelDiff(got, want), 1e-6);
+  EXPECT_TRUE(at::equal(at::matmul(got, f.lm_head.t()).argmax(-1),
+                        at::matmul(want, f.lm_head.t()).argmax(-1)));
+  // Every row of every block at once, too.
+  EXPECT_LE(MaxRelDiff(m.FinishRows(d.x.reshape({12, 32}), d.heads.reshape({12, 32})),
+                       full.reshape({12, 32})),
+            1e-6);
+}
+
 TEST(DrafterModelTest, Bf16RoughlyAgreesWithReference) {
   Fixture f = MakeFixture(TinyConfig("default"), {13, 20});
   std::map<std::string, at::Tensor> w16;
