@@ -103,7 +103,10 @@ WebPage WebSite::Route(const std::string& path,
 WebReply WebSite::Handle(const std::string& path,
                          const std::multimap<std::string, std::string>& query) {
   absl::string_view p = path;
-  const bool api = absl::ConsumePrefix(&p, "/api");
+  // The twins live under /api/ (and /api itself is the runs' twin); /apix
+  // is an unknown page, not the twin of "x".
+  const bool api = p == "/api" || absl::StartsWith(p, "/api/");
+  if (api) p.remove_prefix(4);
   if (api && p.empty()) p = "/";
   WebPage page = Route(std::string(p), query);
   if (api) return {page.status, "application/json", page.json.dump(1)};

@@ -47,12 +47,12 @@ grpc::Status JobRpcsTest::Raw(const std::string& method, const std::string& byte
   return server_->CallRaw("/dflash.eval.v1.DrafterEval/" + method, bytes);
 }
 
-std::unique_ptr<JobRpcsTest::Watch> JobRpcsTest::OpenWatch(const std::string& id) {
-  auto w = std::make_unique<Watch>();
+std::unique_ptr<WatchStream> OpenWatchStream(const LoopbackServer& server, const std::string& id) {
+  auto w = std::make_unique<WatchStream>();
   w->ctx.set_deadline(std::chrono::system_clock::now() + kWait);
   pb::WatchEvalRequest req;
   req.set_id(id);
-  w->reader = server_->stub().WatchEval(&w->ctx, req);
+  w->reader = server.stub().WatchEval(&w->ctx, req);
   return w;
 }
 

@@ -1,7 +1,8 @@
 // File: job_rpcs_fixture.h
 // The fixture of the job RPCs' tests (job_rpcs_*_test.cc): the service over
 // a fake core and a fake job service, on a real loopback server with a real
-// stub; unary, raw and WatchEval calls to it; a job record to answer with,
+// stub; unary, raw and WatchEval calls to it (a WatchEval stream to any
+// loopback server too: watch_reactor_test.cc); a job record to answer with,
 // and statuses as "CODE: message".
 #pragma once
 
@@ -29,6 +30,14 @@ constexpr int64_t kCreateMicros = 1'700'000'000'123'456;
 std::string Describe(const grpc::Status& st);
 std::string Describe(const absl::Status& st);
 
+// A WatchEval stream: its context (with a kWait deadline) and its reader.
+struct WatchStream {
+  grpc::ClientContext ctx;
+  std::unique_ptr<grpc::ClientReader<::dflash::eval::v1::EvalJob>> reader;
+};
+// Opens WatchEval of `id` on `server`.
+std::unique_ptr<WatchStream> OpenWatchStream(const LoopbackServer& server, const std::string& id);
+
 // A job of run-a, step 4000 (drafter step-4000 on mt-bench), created at
 // kCreateMicros, in `state` with `blocks_done` of 10 blocks done.
 types::JobRecord Record(const std::string& id, types::JobState state, int64_t blocks_done = 0);
@@ -54,12 +63,8 @@ class JobRpcsTest : public ::testing::Test {
   // `bytes` as the request of DrafterEval's `method`.
   grpc::Status Raw(const std::string& method, const std::string& bytes);
 
-  // A WatchEval stream: its context (with a deadline) and its reader.
-  struct Watch {
-    grpc::ClientContext ctx;
-    std::unique_ptr<grpc::ClientReader<::dflash::eval::v1::EvalJob>> reader;
-  };
-  std::unique_ptr<Watch> OpenWatch(const std::string& id);
+  using Watch = WatchStream;
+  std::unique_ptr<Watch> OpenWatch(const std::string& id) { return OpenWatchStream(*server_, id); }
   // The handle of the watch the server started last (after its first
   // message was read, Watch has returned).
   int64_t LastHandle();
