@@ -2,6 +2,7 @@
 // JobQueue's side of the JobBackend seam (jobs/job_backend.h): what a
 // backend may read of the jobs in this process, and the ways it may run,
 // stop or report them.
+#include <algorithm>
 #include <chrono>
 #include <utility>
 
@@ -57,8 +58,11 @@ std::vector<std::string> JobQueue::WatchedElsewhere() const {
   std::vector<std::string> ids;
   std::lock_guard<std::mutex> lock(mu_);
   std::lock_guard<std::mutex> wlock(watch_mu_);
+  // Watchers are kept by handle: a job's are not always adjacent (a, b, a).
   for (const auto& [_, w] : watchers_) {
-    if (!active_.count(w.id) && (ids.empty() || ids.back() != w.id)) ids.push_back(w.id);
+    if (!active_.count(w.id) && std::find(ids.begin(), ids.end(), w.id) == ids.end()) {
+      ids.push_back(w.id);
+    }
   }
   return ids;
 }

@@ -1,5 +1,5 @@
-// JobQueue on a shared PostgreSQL store (a real one,
-// test_util/postgres_server.h) with a fake runner that works in "chunks"
+// JobQueue on a shared PostgreSQL store (a real one, fleet_store_fixture.h)
+// with a fake runner that works in "chunks"
 // until told to stop: a server whose lease is taken over stops the job at
 // the next chunk boundary and writes nothing; a server that stops hands its
 // running job back to the queue.
@@ -9,48 +9,25 @@
 
 #include "absl/strings/str_cat.h"
 #include "fleet/fleet_backend.h"
+#include "fleet_store_fixture.h"
 #include "gtest/gtest.h"
 #include "jobs/job_queue.h"
-#include "store/postgres_result_store.h"
-#include "test_util/postgres_server.h"
 
 namespace dflash {
 namespace {
 
-using ::dflash::testing::PostgresServer;
 using types::JobRecord;
 using types::JobState;
 using namespace std::chrono_literals;
 
-class FleetQueueTest : public ::testing::Test {
+class FleetQueueTest : public testing::FleetStoreTest {
  protected:
-  static void SetUpTestSuite() {
-    auto pg = PostgresServer::Start();
-    ASSERT_TRUE(pg.ok()) << pg.status();
-    pg_ = pg->release();
-  }
-  static void TearDownTestSuite() { delete pg_; }
-
   void SetUp() override {
-    ASSERT_NE(pg_, nullptr);
-    static int n = 0;
-    db_ = absl::StrCat("q", ++n);
-    auto url = pg_->CreateDatabase(db_);
-    ASSERT_TRUE(url.ok()) << url.status();
-    auto store = store::PostgresResultStore::Open(*url, "");
-    ASSERT_TRUE(store.ok()) << store.status();
-    store_ = std::move(store).value();
-    fleet::FleetOptions options;
-    options.server = "q1";
+    FleetStoreTest::SetUp();
+    if (HasFatalFailure()) return;
+    fleet::FleetOptions options = testing::QuickFleetOptions("q1");
     options.lease = 1000ms;
-    options.heartbeat = 100ms;
     options.poll = 50ms;
-    options.resident = [] {
-      store::ClaimRequest c;
-      c.targets = {"t"};
-      c.datasets = {"d"};
-      return c;
-    };
     // Chunks of 10 ms until the queue says stop (or 30 s pass).
     jobs::Runner runner =
         [this](const JobRecord&,
@@ -67,10 +44,7 @@ class FleetQueueTest : public ::testing::Test {
       }
       return types::EvalResult{};
     };
-    auto queue = jobs::JobQueue::Create(*store_, runner, jobs::JobQueueOptions{},
-                                        std::make_unique<fleet::FleetBackend>(*store_, options));
-    ASSERT_TRUE(queue.ok()) << queue.status();
-    queue_ = std::move(queue).value();
+    StartQueue(std::move(options), std::move(runner));
   }
 
   std::string SubmitAndWaitRunning() {
@@ -88,15 +62,8 @@ class FleetQueueTest : public ::testing::Test {
     return submitted->id;
   }
 
-  std::string Sql(const std::string& sql) { return pg_->Sql(db_, sql).value_or("(failed)"); }
-
-  static PostgresServer* pg_;
-  std::string db_;
-  std::unique_ptr<store::PostgresResultStore> store_;
-  std::unique_ptr<jobs::JobQueue> queue_;
   std::atomic<bool> stopped_{false};
 };
-PostgresServer* FleetQueueTest::pg_ = nullptr;
 
 TEST_F(FleetQueueTest, ALostLeaseStopsTheJobAndWritesNothing) {
   const std::string id = SubmitAndWaitRunning();

@@ -2,13 +2,12 @@
 // JobQueue over a fake backend whose jobs wait elsewhere, to show the queue
 // leaves to its backend what differs between one server and a fleet (where
 // a job waits, a job not here, a job handed back) and nothing more.
-#include <condition_variable>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "fake_job_backend.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "jobs/job_queue.h"
@@ -20,11 +19,10 @@
 namespace dflash::jobs {
 namespace {
 
+using ::dflash::testing::FakeBackend;
 using ::dflash::testing::StatusIs;
 using ::testing::HasSubstr;
 using namespace std::chrono_literals;
-
-constexpr auto kHang = 30s;  // bounds a failure only
 
 class JobBackendTest : public ::testing::Test {
  protected:
@@ -65,80 +63,6 @@ TEST_F(JobBackendTest, LocalIdsFollowTheStoresGreatestAndNothingWaitsElsewhere) 
   EXPECT_THAT(local->CancelElsewhere("ev-nope", 0ms),
               StatusIs(absl::StatusCode::kNotFound, ::testing::_));
 }
-
-// Jobs wait "in the store": Record keeps none here; the one runner runs
-// the job Release() hands it, as a claim would, and every job it ends is
-// handed back with the outcome "handed back: fake".
-class FakeBackend final : public JobBackend {
- public:
-  absl::Status Open() override { return absl::OkStatus(); }
-  void Attach(JobQueue& queue) override { queue_ = &queue; }
-  absl::StatusOr<bool> Record(types::JobRecord& job, int queued_here) override {
-    job.id = "ev-fake-" + std::to_string(++recorded_);
-    queued_here_ = queued_here;
-    return false;
-  }
-  void RunLoop() override {
-    for (;;) {
-      std::optional<types::JobRecord> claimed;
-      {
-        std::unique_lock<std::mutex> lock(mu_);
-        cv_.wait(lock, [&] { return stop_ || to_run_.has_value(); });
-        if (stop_) return;
-        claimed.swap(to_run_);
-      }
-      queue_->RunHere(*std::move(claimed), "");
-    }
-  }
-  void WakeRunners() override {
-    std::lock_guard<std::mutex> lock(mu_);
-    stop_ = true;
-    cv_.notify_all();
-  }
-  void StoreStarted(const types::JobRecord&) override {}
-  absl::Status StoreFinal(types::JobRecord& record, bool) override {
-    std::lock_guard<std::mutex> lock(mu_);
-    final_.push_back(record);
-    cv_.notify_all();
-    return absl::OkStatus();
-  }
-  std::optional<std::string> HandBack(const absl::Status&, bool) override {
-    return "handed back: fake";
-  }
-  absl::StatusOr<types::JobRecord> CancelElsewhere(const std::string& id,
-                                                   std::chrono::milliseconds) override {
-    types::JobRecord r;
-    r.id = id;
-    r.state = types::JobState::kCancelled;
-    return r;
-  }
-  bool WatchElsewhere(const types::JobRecord&) override { return false; }
-  absl::StatusOr<std::vector<store::FleetServer>> LiveServers() override {
-    return std::vector<store::FleetServer>{};
-  }
-
-  void Release(types::JobRecord job) {
-    std::lock_guard<std::mutex> lock(mu_);
-    to_run_ = std::move(job);
-    cv_.notify_all();
-  }
-  // The records StoreFinal got, once there are `n`.
-  std::vector<types::JobRecord> WaitFinal(size_t n) {
-    std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait_for(lock, kHang, [&] { return final_.size() >= n; });
-    return final_;
-  }
-
-  int recorded_ = 0, queued_here_ = -1;
-
- private:
-  JobQueue* queue_ = nullptr;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool stop_ = false;
-  std::optional<types::JobRecord> to_run_;
-  std::vector<types::JobRecord> final_;
-};
 
 TEST_F(JobBackendTest, TheQueueLeavesWaitingCancelAndHandBackToItsBackend) {
   auto owned = std::make_unique<FakeBackend>();

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "job_watch.h"
 #include "jobs/local_backend.h"
 #include "store/sqlite_result_store.h"
 #include "test_util/status_matchers.h"
@@ -19,6 +20,7 @@ namespace dflash::jobs {
 namespace {
 
 using ::dflash::testing::StatusIs;
+using ::dflash::testing::WaitDone;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using types::JobRecord;
@@ -128,36 +130,6 @@ class JobQueueTest : public ::testing::Test {
         *store_,
         [this](const types::JobRecord& j, const types::ProgressFn& p) { return runner_.Run(j, p); },
         options, std::make_unique<LocalBackend>(*store_));
-  }
-
-  // Waits (as a watcher: no polling) until the job is finished; returns its
-  // final record, or DeadlineExceeded after kHang.
-  static absl::StatusOr<types::JobRecord> WaitDone(JobQueue& q, const std::string& id) {
-    struct Done {
-      std::mutex mu;
-      std::condition_variable cv;
-      bool done = false;
-    };
-    auto done = std::make_shared<Done>();
-    auto w = q.Subscribe(id, [done](const types::JobRecord& r) {
-      if (!types::IsTerminal(r.state)) return;
-      std::lock_guard<std::mutex> lock(done->mu);
-      done->done = true;
-      done->cv.notify_all();
-    });
-    if (!w.ok()) return w.status();
-    if (w->handle == 0) return w->current;  // already finished
-    bool finished;
-    {
-      std::unique_lock<std::mutex> lock(done->mu);
-      finished = done->cv.wait_for(lock, kHang, [&] { return done->done; });
-    }
-    if (!finished) {
-      q.Unsubscribe(w->handle);
-      return absl::DeadlineExceededError(absl::StrCat("job ", id, " did not finish"));
-    }
-    // Final states are committed to the store before watchers hear of them.
-    return q.Get(id);
   }
 
   testing::TempDir dir_;

@@ -16,7 +16,7 @@
 #include "gtest/gtest.h"
 #include "store/record_json.h"
 #include "store/sqlite_result_store.h"
-#include "test_util/postgres_server.h"
+#include "test_util/postgres_test.h"
 #include "test_util/status_matchers.h"
 #include "test_util/temp_dir.h"
 
@@ -24,7 +24,6 @@ namespace dflash::store {
 namespace {
 
 using ::dflash::testing::IsOk;
-using ::dflash::testing::PostgresServer;
 using ::dflash::testing::StatusIs;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
@@ -32,35 +31,14 @@ using types::JobRecord;
 using types::JobState;
 using types::ListQuery;
 
-class PostgresStoreTest : public ::testing::Test {
+class PostgresStoreTest : public ::dflash::testing::PostgresTest {
  protected:
-  static void SetUpTestSuite() {
-    auto pg = PostgresServer::Start();
-    ASSERT_TRUE(pg.ok()) << pg.status();
-    pg_ = pg->release();
-  }
-  static void TearDownTestSuite() {
-    delete pg_;
-    pg_ = nullptr;
-  }
-  void SetUp() override {
-    ASSERT_NE(pg_, nullptr);
-    static int n = 0;
-    db_ = absl::StrCat("t", ++n);
-    auto url = pg_->CreateDatabase(db_);
-    ASSERT_TRUE(url.ok()) << url.status();
-    url_ = *url;
-  }
   std::unique_ptr<PostgresResultStore> Open() {
     auto store = PostgresResultStore::Open(url_, "");
     EXPECT_TRUE(store.ok()) << store.status();
     return store.ok() ? std::move(store).value() : nullptr;
   }
-
-  static PostgresServer* pg_;
-  std::string db_, url_;
 };
-PostgresServer* PostgresStoreTest::pg_ = nullptr;
 
 JobRecord Queued(const std::string& id, const std::string& dataset = "d") {
   JobRecord r;
