@@ -5,7 +5,7 @@
 // candidate selector's greedy walk (DFlash 2, dflash2-semantics §3),
 // compared with the labels.
 //
-// Slots are scored in slices of kSliceWidth positions (1-4, 5-8, ...).
+// Slots are scored in slices of kSliceWidth positions (1-2, 3-4, ...).
 // With Positions::kToFirstMiss a block leaves after the slice holding its
 // first miss, so the projection is paid only for what acceptance reads:
 // accept lengths, histogram and conditional rates stay exact, while the
@@ -26,8 +26,13 @@
 
 namespace dflash::eval {
 
-// Slots per slice.
-inline constexpr int64_t kSliceWidth = 4;
+// Slots per slice. Narrower slices score fewer rows past a block's first
+// miss but take more vocabulary passes; on the bench fixture's 64-sample
+// replay (one thread, the last layer finished per slice), 2 took 6 % less
+// CPU than 4 and 3 % less than 3 (BENCHMARKS.md, "Replay against z-lab's
+// loop"). EvalOptions::first_miss_slice (types/, which cannot see this) has
+// the same default.
+inline constexpr int64_t kSliceWidth = 2;
 
 // Which slots are scored.
 enum class Positions { kAll, kToFirstMiss };

@@ -74,8 +74,9 @@ struct EvalOptions {
   // server's --logits-budget-bytes; 0 = the default, eval/vocab_chunks.h).
   int64_t logits_budget_bytes = 0;
   // Draft slots per slice when scoring to the first miss (not part of the
-  // request; tests lower it to exercise slices of small blocks).
-  int64_t first_miss_slice = 4;
+  // request; tests vary it to exercise slices of small blocks). The same as
+  // eval::kSliceWidth (eval/slot_scoring.h says why 2).
+  int64_t first_miss_slice = 2;
   // Anchor mode: acceptance under these sampling settings too, from the
   // dataset's final hidden state (needs a consistent target, see
   // TargetConsistency). All settings share one forward.

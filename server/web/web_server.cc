@@ -66,7 +66,8 @@ absl::StatusOr<std::unique_ptr<WebServer>> WebServer::Start(const std::string& l
     Reply(site.Handle(req.path, query), res);
   });
   // What the library answers itself (an over-long URI: 414, a bad request
-  // line: 400, another method: 405) also gets a readable page.
+  // line or an unknown method: 400, POST and the other known methods: 404
+  // in cpp-httplib 0.11) also gets a readable page.
   s.set_error_handler([](const httplib::Request&, httplib::Response& res) {
     if (!res.body.empty()) return;
     Reply({res.status, "text/html; charset=utf-8",

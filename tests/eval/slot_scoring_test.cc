@@ -11,6 +11,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "model/candidate_selector.h"
+#include "types/eval_types.h"
 
 namespace dflash::eval {
 namespace {
@@ -97,6 +98,12 @@ TEST_F(SlotScoringTest, ToFirstMissStopsAfterTheSliceOfTheMiss) {
   EXPECT_THAT(s[1].correct, ElementsAre(1, 0));
   EXPECT_EQ(s[1].positions, 3);
   EXPECT_TRUE(s[0].cross_entropy.empty());  // not asked for
+}
+
+// The request's default slice (types/, which cannot include this header)
+// is the scorer's.
+TEST(SlotScoringDefaults, RequestSliceIsTheScorersSlice) {
+  EXPECT_EQ(types::EvalOptions{}.first_miss_slice, kSliceWidth);
 }
 
 TEST_F(SlotScoringTest, BlockWithoutLabelsHasNoPositions) {
