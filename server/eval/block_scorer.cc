@@ -101,9 +101,9 @@ HostBlockInputs MakeBlockInputs(const std::vector<BlockRequest>& blocks, int64_t
 
 }  // namespace
 
-absl::StatusOr<BlockScorer::Drafted> BlockScorer::Forward(
-    const std::vector<BlockRequest>& blocks, const model::ContextCache& context,
-    bool defer_tail) const {
+absl::StatusOr<BlockScorer::Drafted> BlockScorer::Forward(const std::vector<BlockRequest>& blocks,
+                                                          const model::ContextCache& context,
+                                                          bool defer_tail) const {
   const int64_t nb = static_cast<int64_t>(blocks.size());
   const int64_t B = block_size_;
   const config::DrafterConfig& cfg = drafter_.config();

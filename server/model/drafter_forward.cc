@@ -320,12 +320,9 @@ at::Tensor DrafterModel::FinishRows(const at::Tensor& x, const at::Tensor& heads
   return RmsNorm(LayerTail(c, layers_.back(), x, heads), norm_, c.rms_norm_eps);
 }
 
-absl::StatusOr<DeferredBlocks> DrafterModel::RunBlocks(const at::Tensor& x0,
-                                                       const at::Tensor& anchors,
-                                                       const at::Tensor& seq,
-                                                       const ContextCache& context,
-                                                       const BlockOptions& options,
-                                                       bool defer_tail) const {
+absl::StatusOr<DeferredBlocks> DrafterModel::RunBlocks(
+    const at::Tensor& x0, const at::Tensor& anchors, const at::Tensor& seq,
+    const ContextCache& context, const BlockOptions& options, bool defer_tail) const {
   const config::DrafterConfig& c = config_;
   RETURN_IF_ERROR(CheckBlockInputs(c, fc_, x0, anchors, seq, options.lengths, context));
   const int64_t B = x0.size(1);

@@ -299,8 +299,9 @@ TEST(DrafterModelTest, DeferredTailFinishedForSomeRowsEqualsForwardBlocks) {
   ASSERT_TRUE(d.heads.defined());
   EXPECT_EQ(d.heads.sizes(), (std::vector<int64_t>{3, 4, 32}));
   // Slots 1-2 of block 0 and slot 3 of block 2, finished in one call.
-  const at::Tensor got = m.FinishRows(at::cat({d.x[0].narrow(0, 1, 2), d.x[2].narrow(0, 3, 1)}),
-                                      at::cat({d.heads[0].narrow(0, 1, 2), d.heads[2].narrow(0, 3, 1)}));
+  const at::Tensor got =
+      m.FinishRows(at::cat({d.x[0].narrow(0, 1, 2), d.x[2].narrow(0, 3, 1)}),
+                   at::cat({d.heads[0].narrow(0, 1, 2), d.heads[2].narrow(0, 3, 1)}));
   const at::Tensor want = at::cat({full[0].narrow(0, 1, 2), full[2].narrow(0, 3, 1)});
   EXPECT_LE(MaxRelDiff(got, want), 1e-6);
   EXPECT_TRUE(at::equal(at::matmul(got, f.lm_head.t()).argmax(-1),
