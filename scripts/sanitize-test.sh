@@ -17,9 +17,10 @@ cd "$(dirname "$0")/.."
 # corrupt and rewritten files (issue 28: "unit tests, fuzz targets, one
 # integration test"; the sampled interval's past-the-end read it once found
 # in an e2e run is held by sampled_acceptance_test).
+# (tests/test_util holds shared helpers, never a test binary.)
 INTEGRATION=(eval_e2e_test)
 mapfile -t UNIT < <(find tests -name '*_test.cc' -not -path 'tests/integration/*' \
-  -not -path 'tests/fleet/*' -printf '%f\n' | sed 's/\.cc$//' | sort)
+  -not -path 'tests/fleet/*' -not -path 'tests/test_util/*' -printf '%f\n' | sed 's/\.cc$//' | sort)
 TESTS=("${UNIT[@]}" "${INTEGRATION[@]}")
 
 BUILD_DIR="${SANITIZE_BUILD_DIR:-build-sanitize}"

@@ -1,6 +1,6 @@
 // File: fleet_store_fixture.h
 // What the in-process tests of fleet/ share: one real PostgreSQL for the
-// suite and a database for each test (test_util/postgres_test.h), a
+// suite and a database for each test (test_util/postgres_fixture.h), a
 // PostgresResultStore on it, and this process's fleet server: a
 // FleetBackend under a JobQueue running the test's runner. Other servers
 // of the fleet are the test writing to the store as they would.
@@ -17,7 +17,7 @@
 #include "fleet/fleet_backend.h"
 #include "jobs/job_queue.h"
 #include "store/postgres_result_store.h"
-#include "test_util/postgres_test.h"
+#include "test_util/postgres_fixture.h"
 
 namespace dflash::testing {
 

@@ -13,7 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "test_util/postgres_test.h"
+#include "test_util/postgres_fixture.h"
 #include "test_util/status_matchers.h"
 
 namespace dflash::store {

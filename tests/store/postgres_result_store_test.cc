@@ -16,7 +16,7 @@
 #include "gtest/gtest.h"
 #include "store/record_json.h"
 #include "store/sqlite_result_store.h"
-#include "test_util/postgres_test.h"
+#include "test_util/postgres_fixture.h"
 #include "test_util/status_matchers.h"
 #include "test_util/temp_dir.h"
 

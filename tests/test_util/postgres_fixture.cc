@@ -1,4 +1,4 @@
-#include "test_util/postgres_test.h"
+#include "test_util/postgres_fixture.h"
 
 #include "absl/strings/str_cat.h"
 

@@ -1,4 +1,4 @@
-// File: postgres_test.h
+// File: postgres_fixture.h
 // A gtest fixture for tests against a real PostgreSQL (postgres_server.h):
 // one server for each test suite, a fresh database for each test.
 //
