@@ -142,31 +142,27 @@ std::vector<PendingSlots> StartPending(const at::Tensor& hidden, const at::Tenso
 
 void ScoreNextSlices(const std::vector<PendingSlots*>& items, const VocabProjector& projector,
                      int64_t width, const model::DrafterModel* drafter) {
-  std::vector<at::Tensor> rows, finished, heads;  // ready rows; rows and heads to finish
-  std::vector<int64_t> labels, labels_finished;
-  std::vector<std::pair<PendingSlots*, int64_t>> taken, taken_finished;  // item, slots
+  std::vector<at::Tensor> rows, heads;  // heads: the deferred items' (all of them or none)
+  std::vector<int64_t> labels;
+  std::vector<std::pair<PendingSlots*, int64_t>> taken;  // item, slots in this pass
   for (PendingSlots* p : items) {
     if (p->done()) continue;
     const int64_t j0 = p->score.measured();
     const int64_t w = std::min(std::max<int64_t>(width, 1), p->score.positions - j0);
-    const bool deferred = p->heads.defined();
-    (deferred ? finished : rows).push_back(p->hidden.narrow(0, j0, w));
-    if (deferred) heads.push_back(p->heads.narrow(0, j0, w));
-    std::vector<int64_t>& lab = deferred ? labels_finished : labels;
-    lab.insert(lab.end(), p->labels.begin() + j0, p->labels.begin() + j0 + w);
-    (deferred ? taken_finished : taken).emplace_back(p, w);
-  }
-  if (!finished.empty()) {  // one tail for every deferred row of the pass
-    TORCH_CHECK(drafter != nullptr, "deferred draft slots need their drafter to finish");
-    rows.push_back(
-        drafter->FinishRows(at::cat(finished, 0), at::cat(heads, 0)).to(projector.dtype()));
-    labels.insert(labels.end(), labels_finished.begin(), labels_finished.end());
-    taken.insert(taken.end(), taken_finished.begin(), taken_finished.end());
+    rows.push_back(p->hidden.narrow(0, j0, w));
+    if (p->heads.defined()) heads.push_back(p->heads.narrow(0, j0, w));
+    labels.insert(labels.end(), p->labels.begin() + j0, p->labels.begin() + j0 + w);
+    taken.emplace_back(p, w);
   }
   if (rows.empty()) return;
+  at::Tensor hidden = at::cat(rows, 0);
+  if (!heads.empty()) {  // one tail for every row of the pass
+    TORCH_CHECK(heads.size() == rows.size() && drafter != nullptr,
+                "a pass finishes deferred slots of one drafter, all of them deferred");
+    hidden = drafter->FinishRows(hidden, at::cat(heads, 0)).to(projector.dtype());
+  }
   const at::Tensor lab = at::tensor(labels, at::kLong);
-  const SlotReductions red =
-      projector.Reduce(at::cat(rows, 0), lab.to(rows[0].device()), /*top_k=*/0, false);
+  const SlotReductions red = projector.Reduce(hidden, lab.to(hidden.device()), /*top_k=*/0, false);
   const at::Tensor drafts = red.drafts.to(at::kCPU).contiguous();
   const int64_t* d = drafts.data_ptr<int64_t>();
   size_t r = 0;

@@ -92,9 +92,9 @@ std::vector<PendingSlots> StartPending(const at::Tensor& hidden, const at::Tenso
                                        const at::Tensor& labels, const VocabProjector& projector);
 
 // One vocabulary pass: the next `width` slots (fewer at a block's end) of
-// every item not done; items with heads are first finished by `drafter`
-// (FinishRows), only for those slots. Throws c10::Error (callers run it
-// under TorchGuard).
+// every item not done; when the items have heads (all of them, from one
+// drafter's Draft), `drafter` first finishes just those slots
+// (FinishRows). Throws c10::Error (callers run it under TorchGuard).
 void ScoreNextSlices(const std::vector<PendingSlots*>& items, const VocabProjector& projector,
                      int64_t width, const model::DrafterModel* drafter = nullptr);
 

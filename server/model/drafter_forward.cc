@@ -249,6 +249,12 @@ at::Tensor Mlp(const LayerWeights& l, const at::Tensor& h) {
   return at::linear(at::silu(at::linear(h, l[kGate])) * at::linear(h, l[kUp]), l[kDown]);
 }
 
+// A DFlash 1 layer's heads from its input x (its own norm, no convs).
+at::Tensor PlainHeads(const config::DrafterConfig& c, const LayerWeights& l, int64_t li,
+                      const at::Tensor& x, const BlockPass& pass, const ContextCache& context) {
+  return AttentionHeads(c, l, li, RmsNorm(x, l[kInputNorm], c.rms_norm_eps), pass, context);
+}
+
 // A DFlash 1 layer after its attention heads, row by row: x + o_proj(heads),
 // then + MLP. x [..., H], heads [..., nh * d] (any rows of a block).
 at::Tensor LayerTail(const config::DrafterConfig& c, const LayerWeights& l, at::Tensor x,
@@ -261,8 +267,8 @@ at::Tensor LayerTail(const config::DrafterConfig& c, const LayerWeights& l, at::
 // dynamic convs.
 at::Tensor DecoderLayer(const config::DrafterConfig& c, const LayerWeights& l, int64_t li,
                         at::Tensor x, const BlockPass& pass, const ContextCache& context) {
+  if (!c.is_dflash2()) return LayerTail(c, l, x, PlainHeads(c, l, li, x, pass, context));
   at::Tensor y = RmsNorm(x, l[kInputNorm], c.rms_norm_eps);
-  if (!c.is_dflash2()) return LayerTail(c, l, x, AttentionHeads(c, l, li, y, pass, context));
   at::Tensor d_attn;  // the attention conv's side-1 coefficients
   const DynamicConv attn_conv{l[kAttnConvBase], l[kAttnConvProj], c.conv_group_size};
   std::tie(y, d_attn) = attn_conv.Prepare(y);
@@ -357,10 +363,7 @@ absl::StatusOr<DeferredBlocks> DrafterModel::RunBlocks(
     at::Tensor x = x0;
     const int64_t last = c.num_hidden_layers - 1;
     for (int64_t li = 0; li < last; ++li) x = DecoderLayer(c, layers_[li], li, x, pass, context);
-    if (defer_tail) {
-      const at::Tensor y = RmsNorm(x, layers_[last][kInputNorm], c.rms_norm_eps);
-      return DeferredBlocks{x, AttentionHeads(c, layers_[last], last, y, pass, context)};
-    }
+    if (defer_tail) return DeferredBlocks{x, PlainHeads(c, layers_[last], last, x, pass, context)};
     x = DecoderLayer(c, layers_[last], last, x, pass, context);
     return DeferredBlocks{RmsNorm(x, norm_, c.rms_norm_eps), at::Tensor()};
   });

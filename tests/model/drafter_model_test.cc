@@ -312,6 +312,29 @@ TEST(DrafterModelTest, DeferredTailFinishedForSomeRowsEqualsForwardBlocks) {
             1e-6);
 }
 
+// DFlash 2's convolutions mix slots after attention: its last layer cannot
+// be finished row by row, and asking says so.
+TEST(DrafterModelTest, DeferredTailIsRefusedForDflash2) {
+  config::DrafterConfig cfg = TinyConfig("default");
+  cfg.family = config::DrafterFamily::kDFlash2;
+  cfg.conv_kernel_size = 2;
+  cfg.conv_group_size = 8;
+  cfg.selector_rank = 4;
+  cfg.selector_top_k = 2;
+  cfg.vocab_size = kVocab;
+  Fixture f = MakeFixture(cfg, {13});
+  ASSERT_OK_AND_ASSIGN(DrafterModel m, DrafterModel::Create(f.cfg, f.weights));
+  EXPECT_FALSE(m.CanDeferTail());
+  ASSERT_OK_AND_ASSIGN(ContextCache ctx, m.EncodeContext(f.features));
+  const at::Tensor x0 = BlockInput(f, 0, 5).unsqueeze(0);
+  const at::Tensor anchors = at::tensor({5}, at::kLong), seqs = at::tensor({0}, at::kLong);
+  EXPECT_THAT(m.ForwardBlocksDeferred(x0, anchors, seqs, ctx).status(),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       "a DFlash 2 drafter's last layer cannot be finished row by row (its "
+                       "convolutions mix slots); use ForwardBlocks"));
+  EXPECT_THAT(m.ForwardBlocks(x0, anchors, seqs, ctx), IsOk());
+}
+
 TEST(DrafterModelTest, Bf16RoughlyAgreesWithReference) {
   Fixture f = MakeFixture(TinyConfig("default"), {13, 20});
   std::map<std::string, at::Tensor> w16;
