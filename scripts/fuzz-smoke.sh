@@ -18,7 +18,9 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD="${FUZZ_BUILD_DIR:-$ROOT/build-fuzz}"
 SECS="${FUZZ_SECONDS:-15}"
-export CCACHE_BASEDIR="$ROOT"
+# As scripts/build.sh: hits across clones (with -g the compile's folder is
+# hashed unless NOHASHDIR), and each header hashed once per build.
+export CCACHE_BASEDIR="$ROOT" CCACHE_NOHASHDIR=1 CCACHE_INODECACHE=1
 
 # ---- seeds --------------------------------------------------------------
 

@@ -5,16 +5,13 @@ and batched forwards, the 4-layer refusal and the stored expected files."""
 
 import json
 import os
-import subprocess
-import sys
 
 import torch
 
 import reference as ref
 from fixture_samples import first_logits_batched
-from selfcheck_common import check, consistent, same_metrics
+from selfcheck_common import check, consistent, run_cli, same_metrics
 
-HERE = os.path.dirname(os.path.abspath(__file__))
 OLD = "zlab-2025"  # the rules the checks below were written for
 
 
@@ -126,12 +123,10 @@ def zlab2025_checks(out, embed, head, drafter, samples):
               "(e) dataset-4layers refused: %s" % e)
 
     # (f) stored expected files == a fresh run through the CLI.
-    cli = [sys.executable, os.path.join(HERE, "reference.py"), "eval",
-           "--drafter", os.path.join(out, "drafter"), "--target", os.path.join(out, "target"),
-           "--dataset", os.path.join(out, "dataset-split")]
+    cli = ["eval", "--drafter", os.path.join(out, "drafter"), "--target",
+           os.path.join(out, "target"), "--dataset", os.path.join(out, "dataset-split")]
     for mode, fname in (("anchor", "anchor_all.json"), ("replay", "replay.json")):
-        got = json.loads(subprocess.run(cli + ["--mode", mode, "--semantics", OLD], check=True,
-                                        stdout=subprocess.PIPE).stdout)
+        got = run_cli(cli + ["--mode", mode, "--semantics", OLD])
         with open(os.path.join(out, "expected", fname)) as f:
             want = json.load(f)
         check("semantics" not in want and "family" not in want,
@@ -140,11 +135,9 @@ def zlab2025_checks(out, embed, head, drafter, samples):
               "(f) CLI result says semantics %s, family dflash" % OLD)
         del got["semantics"], got["family"]
         same_metrics(got, want, "(f) CLI %s on dataset-split == expected/%s" % (mode, fname))
-    lg = json.loads(subprocess.run(
-        [sys.executable, os.path.join(HERE, "reference.py"), "logits",
-         "--drafter", os.path.join(out, "drafter-pt"), "--target", os.path.join(out, "target"),
-         "--dataset", os.path.join(out, "dataset"), "--blocks", "0:%d" % a, "--rows", "3",
-         "--semantics", OLD],
-        check=True, stdout=subprocess.PIPE).stdout)
+    lg = run_cli(
+        ["logits", "--drafter", os.path.join(out, "drafter-pt"), "--target",
+         os.path.join(out, "target"), "--dataset", os.path.join(out, "dataset"),
+         "--blocks", "0:%d" % a, "--rows", "3", "--semantics", OLD])
     d = float((torch.tensor(lg[0]["logits"]) - plain[:3]).abs().max())
     check(d == 0.0, "logits CLI (drafter-pt) == in-process logits (max diff %.1e)" % d)

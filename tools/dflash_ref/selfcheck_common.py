@@ -2,12 +2,26 @@
 result must pass whatever produced it (counts add up, pooled accept length
 and tau agree with the histogram and the per-sample totals)."""
 
+import contextlib
+import io
 import json
 import os
 
 import reference as ref
 
 FAILS = []
+
+
+def run_cli(argv):
+    """reference.py's command line, in this process: its JSON output. Each
+    run as a subprocess cost a torch import (~1.7 s of the ~2 s a run took);
+    the one refusal check still runs the real script (exit code, stderr)."""
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        rc = ref.main(argv)
+    if rc != 0:
+        raise RuntimeError("reference.py %s exited %d" % (" ".join(argv), rc))
+    return json.loads(out.getvalue())
 
 
 def check(cond, what):

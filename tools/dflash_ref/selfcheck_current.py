@@ -12,7 +12,7 @@ import sys
 import torch
 
 import reference as ref
-from selfcheck_common import check, consistent, load_expected, same_metrics
+from selfcheck_common import check, consistent, load_expected, run_cli, same_metrics
 from selfcheck_dflash2 import dflash2_checks, v1new_checks
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -91,8 +91,7 @@ def mask_checks(v1, d2):
 
 def expected_cli_checks(out):
     """Every expected file of the current rules == a fresh CLI run."""
-    cli = [sys.executable, os.path.join(HERE, "reference.py"), "eval",
-           "--target", os.path.join(out, "target")]
+    cli = ["eval", "--target", os.path.join(out, "target")]
     runs = [("drafter", "dataset-split", "current", "zlab-current"),
             ("drafter-v1new", "dataset-v1new", "v1new", "zlab-current"),
             ("drafter-v1new", "dataset-v1new", "v1new/2025", "zlab-2025"),
@@ -103,7 +102,7 @@ def expected_cli_checks(out):
                           os.path.join(out, dsname), "--mode", mode]
             if sem != "zlab-current":
                 args += ["--semantics", sem]
-            got = json.loads(subprocess.run(args, check=True, stdout=subprocess.PIPE).stdout)
+            got = run_cli(args)
             want = load_expected(out, os.path.join(sub, fname))
             check(want["semantics"] == sem and want["family"] ==
                   ("dflash2" if "drafter2" in dname else "dflash"),
@@ -111,7 +110,8 @@ def expected_cli_checks(out):
                   % (sub, fname, want["semantics"], want["family"]))
             same_metrics(got, want, "CLI %s on %s (%s) == expected/%s/%s"
                          % (dname, dsname, sem, sub, fname))
-    r = subprocess.run(cli + ["--drafter", os.path.join(out, "drafter2"), "--dataset",
+    script = [sys.executable, os.path.join(HERE, "reference.py")]
+    r = subprocess.run(script + cli + ["--drafter", os.path.join(out, "drafter2"), "--dataset",
                               os.path.join(out, "dataset2"), "--semantics", "zlab-2025"],
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
     check(r.returncode == 2 and "semantics 'zlab-2025' predates DFlash 2; use zlab-current"

@@ -4,17 +4,12 @@ changes the drafts, the '.weight' codebook copy is the same drafter, the
 counts are consistent; v1new's scale, window and causal layer matter, its
 softcap and multiplier do not move argmax drafts."""
 
-import json
 import os
-import subprocess
-import sys
 
 import torch
 
 import reference as ref
-from selfcheck_common import anchor_drafts, check, consistent, load_expected, n_differ
-
-HERE = os.path.dirname(os.path.abspath(__file__))
+from selfcheck_common import anchor_drafts, check, consistent, load_expected, n_differ, run_cli
 
 
 def dflash2_ablations(d2, s2):
@@ -75,11 +70,10 @@ def dflash2_block_checks(out, embed, head, d2, s2):
     check(float((plain - cached).abs().max()) < 1e-4 and
           float((plain.double() - p64).abs().max() / p64.abs().max()) < 1e-4,
           "(j) drafter2: cached == plain, float32 ~ float64 logits")
-    lg = json.loads(subprocess.run(
-        [sys.executable, os.path.join(HERE, "reference.py"), "logits",
-         "--drafter", os.path.join(out, "drafter2-dotweight"), "--target",
+    lg = run_cli(
+        ["logits", "--drafter", os.path.join(out, "drafter2-dotweight"), "--target",
          os.path.join(out, "target"), "--dataset", os.path.join(out, "dataset2"),
-         "--blocks", "%d:%d" % (s.index, a)], check=True, stdout=subprocess.PIPE).stdout)[0]
+         "--blocks", "%d:%d" % (s.index, a)])[0]
     h = d2.hidden(s.features[:a], s.input_ids[a], a, B2)[1:]
     prop = d2.propose(h, d2.logits(h), s.input_ids[a])
     check(float((torch.tensor(lg["logits"]) - plain).abs().max()) == 0.0 and
