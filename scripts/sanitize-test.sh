@@ -11,24 +11,15 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# Every gtest binary outside tests/integration and tests/fleet (unit tests,
-# each against real files), plus one integration test that drives the
-# sanitized server and client end to end: loads, anchor and replay evals,
-# corrupt and rewritten files (issue 28: "unit tests, fuzz targets, one
-# integration test"; the sampled interval's past-the-end read it once found
-# in an e2e run is held by sampled_acceptance_test).
-# (tests/test_util holds shared helpers, never a test binary.)
-INTEGRATION=(eval_e2e_test)
-mapfile -t UNIT < <(find tests -name '*_test.cc' -not -path 'tests/integration/*' \
-  -not -path 'tests/fleet/*' -not -path 'tests/test_util/*' -printf '%f\n' | sed 's/\.cc$//' | sort)
-TESTS=("${UNIT[@]}" "${INTEGRATION[@]}")
-
+# The set is tests/CMakeLists.txt's: target sanitize_set builds it, ctest's
+# label "sanitize" runs it (every unit test, and one integration test that
+# drives the sanitized server and client end to end).
 BUILD_DIR="${SANITIZE_BUILD_DIR:-build-sanitize}"
 if [ -n "${SANITIZE_ALL:-}" ]; then
   FILTER=()
 else
-  export BUILD_TARGETS="dflash-evald dflash-eval ${TESTS[*]}"
-  FILTER=(-R "^($(IFS='|'; echo "${TESTS[*]}"))\$")
+  export BUILD_TARGETS="sanitize_set"
+  FILTER=(-L '^sanitize$')
 fi
 # -O0 with line tables only (-g1): ASan and UBSan at -O2 -g cost about 2x
 # the compile time of -O0 -g1 per file (35 s vs 18 s for one torch-heavy
