@@ -92,12 +92,21 @@ closure_pkgs() {
     cat "$work/seeds"
     xargs -r ldd <"$work/seeds" 2>/dev/null | awk '/=> \//{print $3}'
   } | sort -u | grep -Ev "$BASE_RE" | grep -v "^$work" | while read -r lib; do
-    dpkg -S "$(readlink -f "$lib")" 2>/dev/null || dpkg -S "$lib" 2>/dev/null || true
-  done | cut -d: -f1 | tr ', ' '\n\n' | grep -v '^$' | sort -u
+    readlink -f "$lib"
+    echo "$lib"  # merged /usr: dpkg may know the file by either name
+  done | sort -u >"$work/closure" || true  # (a seed with no system copy ends the loop false)
+  # One dpkg -S for all (it reads the whole package database per call: one
+  # call per library took 27 of the script's 41 s). Names it does not know
+  # are left out, as before.
+  xargs -r -d '\n' dpkg -S <"$work/closure" 2>/dev/null | cut -d: -f1 | tr ', ' '\n\n' |
+    grep -v '^$' | sort -u || true
 }
 mapfile -t RUNTIME < <(closure_pkgs)
+ls "$work"/deb >"$work/extracted"
 download "${RUNTIME[@]}"
-for d in "$work"/deb/*.deb; do dpkg-deb -x "$d" "$work/x"; done
+for d in "$work"/deb/*.deb; do
+  grep -qxF "$(basename "$d")" "$work/extracted" || dpkg-deb -x "$d" "$work/x"
+done
 
 # Keep headers, libraries, CMake and pkg-config files, three programs.
 OUT_FINAL="$OUT"
@@ -147,7 +156,8 @@ size_kib="$(du -sk "$OUT" | cut -f1)"
 files="$(find "$OUT" -type f | wc -l)"
 rm -rf "$OUT_FINAL"
 mkdir -p "$OUT_FINAL"
-tar czf "$OUT_FINAL/deps.tar.gz" -C "$OUT" usr stdcxx
+# gzip -1: 3x faster than the default level here, a little larger.
+tar cf - -C "$OUT" usr stdcxx | gzip -1 >"$OUT_FINAL/deps.tar.gz"
 packed_kib="$(du -sk "$OUT_FINAL/deps.tar.gz" | cut -f1)"
 {
   echo "# scripts/gpu-bundle.sh, $(date -u +%FT%TZ), Debian $(cat /etc/debian_version)"
