@@ -77,9 +77,10 @@ esac
 
 # compile_commands.json from a configure-only build dir, configured every run
 # so new sources are seen (the generated proto headers are not needed: no
-# torch-using source includes a *.pb.h).
+# torch-using source includes a *.pb.h). One command per source: no unity
+# batches (cmake/unity.cmake).
 mkdir -p "$BUILD"
-cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DDFLASH_PCH=OFF \
+cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DDFLASH_PCH=OFF -DDFLASH_UNITY=OFF \
   -DCMAKE_EXPORT_COMPILE_COMMANDS=ON >"$BUILD/configure.log" 2>&1 ||
   fail "cmake configure failed; see $BUILD/configure.log"
 

@@ -13,24 +13,22 @@
 namespace dflash::data {
 namespace {
 
-absl::Status Bad(const std::string& what) {
-  return absl::InvalidArgumentError(what);
-}
-
 // Opens the file, refusing FP8 captures by name.
 absl::StatusOr<weights::TensorSourcePtr> OpenCapture(const std::string& path) {
   absl::StatusOr<weights::TensorSourcePtr> src = weights::OpenSafetensors(path);
   if (!src.ok() && absl::StrContains(src.status().message(), "'F8_")) {
-    return Bad(absl::StrCat("an FP8 capture (", src.status().message(),
-                            "): this service does not dequantize FP8 hidden states; capture "
-                            "in bf16 or fp32"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("an FP8 capture (", src.status().message(),
+                     "): this service does not dequantize FP8 hidden states; capture "
+                     "in bf16 or fp32"));
   }
   if (!src.ok()) return src.status();
   for (const std::string& name : (*src)->names()) {
     if (absl::StrContains(name, "scale")) {
-      return Bad(absl::StrCat("holds '", name,
-                              "': an FP8 capture with scales; this service does not dequantize "
-                              "FP8 hidden states; capture in bf16 or fp32"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("holds '", name,
+                       "': an FP8 capture with scales; this service does not dequantize "
+                       "FP8 hidden states; capture in bf16 or fp32"));
     }
   }
   return src;
@@ -41,19 +39,21 @@ absl::StatusOr<at::Tensor> ResponseMask(const ResponsePositions& r, const std::s
                                         int64_t length) {
   if (r.all_positions) return at::ones({length}, at::kByte);
   if (r.prompt_lengths.empty()) {
-    return Bad(
+    return absl::InvalidArgumentError(
         "records no loss mask; declare where responses start in dataset.json: "
         "\"prompt_lengths\": [P per sample index] or \"loss_mask\": \"all-positions\"");
   }
   const int64_t index = FileNameIndex(file);
   if (index < 0 || index >= static_cast<int64_t>(r.prompt_lengths.size())) {
-    return Bad(absl::StrCat("has sample index ", index, " but dataset.json 'prompt_lengths' has ",
-                            r.prompt_lengths.size(), " entries"));
+    return absl::InvalidArgumentError(absl::StrCat("has sample index ", index,
+                                                   " but dataset.json 'prompt_lengths' has ",
+                                                   r.prompt_lengths.size(), " entries"));
   }
   const int64_t p = r.prompt_lengths[index];
   if (p >= length) {
-    return Bad(absl::StrCat("has ", length, " tokens but dataset.json 'prompt_lengths[", index,
-                            "]' is ", p, ": no response position"));
+    return absl::InvalidArgumentError(absl::StrCat("has ", length,
+                                                   " tokens but dataset.json 'prompt_lengths[",
+                                                   index, "]' is ", p, ": no response position"));
   }
   at::Tensor mask = at::zeros({length}, at::kByte);
   mask.narrow(0, p, length - p).fill_(1);
@@ -63,20 +63,21 @@ absl::StatusOr<at::Tensor> ResponseMask(const ResponsePositions& r, const std::s
 absl::StatusOr<at::Tensor> TokenIds(const weights::TensorSource& src, int64_t vocab_size) {
   const char* key = src.Find("token_ids") != nullptr ? "token_ids" : "input_ids";
   if (src.Find(key) == nullptr) {
-    return Bad(absl::StrCat("tensor 'token_ids' is missing; the file holds [",
-                            absl::StrJoin(src.names(), ", "), "]"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "tensor 'token_ids' is missing; the file holds [", absl::StrJoin(src.names(), ", "), "]"));
   }
   ASSIGN_OR_RETURN(at::Tensor ids, src.Read(key));
   if (ids.dim() == 2 && ids.size(0) == 1) ids = ids[0];
   if (ids.dim() != 1 || ids.numel() == 0 || at::isFloatingType(ids.scalar_type())) {
-    return Bad(absl::StrCat("'", key, "' has shape ", ShapeText(ids.sizes()), " and dtype ",
-                            c10::toString(ids.scalar_type()), "; expected integer ids [seq]"));
+    return absl::InvalidArgumentError(absl::StrCat("'", key, "' has shape ", ShapeText(ids.sizes()),
+                                                   " and dtype ", c10::toString(ids.scalar_type()),
+                                                   "; expected integer ids [seq]"));
   }
   ids = ids.to(at::kLong).contiguous();
   const int64_t lo = ids.min().item<int64_t>(), hi = ids.max().item<int64_t>();
   if (lo < 0 || (vocab_size > 0 && hi >= vocab_size)) {
-    return Bad(absl::StrCat("'", key, "' holds ids in [", lo, ", ", hi, "]; expected [0, ",
-                            vocab_size, ")"));
+    return absl::InvalidArgumentError(absl::StrCat("'", key, "' holds ids in [", lo, ", ", hi,
+                                                   "]; expected [0, ", vocab_size, ")"));
   }
   return ids;
 }
@@ -86,29 +87,30 @@ absl::StatusOr<at::Tensor> TokenIds(const weights::TensorSource& src, int64_t vo
 absl::StatusOr<at::Tensor> Features(const weights::TensorSource& src,
                                     const SampleExpectations& expect, int64_t length) {
   if (expect.groups.size() != 1 || expect.groups[0].key != "hidden_states") {
-    return Bad(
+    return absl::InvalidArgumentError(
         "a vLLM capture holds one feature, 'hidden_states' [seq, layers, H]; declare "
         "\"features\": {\"hidden_states\": [capture ids]} in dataset.json");
   }
   if (src.Find("hidden_states") == nullptr) {
-    return Bad(absl::StrCat("tensor 'hidden_states' is missing; the file holds [",
-                            absl::StrJoin(src.names(), ", "), "]"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("tensor 'hidden_states' is missing; the file holds [",
+                     absl::StrJoin(src.names(), ", "), "]"));
   }
   ASSIGN_OR_RETURN(at::Tensor h, src.Read("hidden_states"));
   const size_t layers = expect.groups[0].layer_ids.size();
   if (h.dim() != 3 || h.size(0) != length || h.size(1) != static_cast<int64_t>(layers)) {
-    return Bad(absl::StrCat("'hidden_states' has shape ", ShapeText(h.sizes()), "; expected [",
-                            length, ", ", layers, ", H] (", length, " tokens, ", layers,
-                            " declared layers)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("'hidden_states' has shape ", ShapeText(h.sizes()), "; expected [", length,
+                     ", ", layers, ", H] (", length, " tokens, ", layers, " declared layers)"));
   }
   if (expect.hidden_size > 0 && h.size(2) != expect.hidden_size) {
-    return Bad(absl::StrCat("'hidden_states' has hidden size ", h.size(2), "; expected ",
-                            expect.hidden_size));
+    return absl::InvalidArgumentError(absl::StrCat("'hidden_states' has hidden size ", h.size(2),
+                                                   "; expected ", expect.hidden_size));
   }
   if (expect.feature_dtype.has_value() && h.scalar_type() != *expect.feature_dtype) {
-    return Bad(absl::StrCat("'hidden_states' has dtype ", c10::toString(h.scalar_type()),
-                            "; the dataset's first sample has ",
-                            c10::toString(*expect.feature_dtype)));
+    return absl::InvalidArgumentError(
+        absl::StrCat("'hidden_states' has dtype ", c10::toString(h.scalar_type()),
+                     "; the dataset's first sample has ", c10::toString(*expect.feature_dtype)));
   }
   return h.reshape({length, -1}).contiguous();
 }
@@ -126,7 +128,7 @@ absl::StatusOr<HostSample> ReadVllmCapture(const std::string& path,
   ASSIGN_OR_RETURN(out.input_ids, TokenIds(*src, expect.vocab_size));
   const int64_t length = out.input_ids.numel();
   if (src->Find("loss_mask") != nullptr) {
-    return Bad(
+    return absl::InvalidArgumentError(
         "holds a 'loss_mask' tensor, which vLLM captures do not record; for hs_{i}.safetensors "
         "the responses come from dataset.json (\"prompt_lengths\" or \"loss_mask\": "
         "\"all-positions\") only");

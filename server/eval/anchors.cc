@@ -8,7 +8,8 @@
 namespace dflash::eval {
 namespace {
 
-uint64_t SplitMix64(uint64_t x) {
+// splitmix64's mixer: each sample's anchor seed from the run's seed.
+uint64_t MixSeed(uint64_t x) {
   x += 0x9e3779b97f4a7c15ull;
   x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
   x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
@@ -53,7 +54,7 @@ std::vector<int64_t> SelectAnchors(const uint8_t* loss_mask, int64_t length,
     return out;
   }
   // kRandom: partial Fisher-Yates over the eligible list.
-  std::mt19937_64 rng(SplitMix64(seed ^ SplitMix64(static_cast<uint64_t>(sample_index))));
+  std::mt19937_64 rng(MixSeed(seed ^ MixSeed(static_cast<uint64_t>(sample_index))));
   for (int64_t i = 0; i < m; ++i) {
     const int64_t j = i + static_cast<int64_t>(UniformBelow(rng, static_cast<uint64_t>(n - i)));
     std::swap(eligible[i], eligible[j]);

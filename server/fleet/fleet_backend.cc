@@ -29,10 +29,6 @@ int64_t NowMicros() {
       .count();
 }
 
-int64_t Micros(std::chrono::milliseconds d) {
-  return static_cast<int64_t>(d.count()) * 1000;
-}
-
 }  // namespace
 
 FleetBackend::FleetBackend(store::ResultStore& store, FleetOptions options)

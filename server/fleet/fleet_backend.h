@@ -109,4 +109,9 @@ class FleetBackend final : public jobs::JobBackend {
   std::map<std::string, Seen> remote_seen_;  // by job id
 };
 
+// A lease or heartbeat period as the store's microseconds.
+inline int64_t Micros(std::chrono::milliseconds d) {
+  return static_cast<int64_t>(d.count()) * 1000;
+}
+
 }  // namespace dflash::fleet

@@ -15,10 +15,6 @@ namespace {
 using types::JobRecord;
 using Clock = std::chrono::steady_clock;
 
-int64_t Micros(std::chrono::milliseconds d) {
-  return static_cast<int64_t>(d.count()) * 1000;
-}
-
 }  // namespace
 
 void FleetBackend::Loop() {

@@ -62,6 +62,10 @@ std::string Link(absl::string_view url, absl::string_view text) {
   return absl::StrCat("<a href=\"", Escape(url), "\">", Escape(text), "</a>");
 }
 
+std::string Row2(const std::string& k, const std::string& v_html) {
+  return absl::StrCat("<tr><th>", Escape(k), "</th><td>", v_html, "</td></tr>");
+}
+
 std::string Table(const std::vector<std::string>& header,
                   const std::vector<std::vector<std::string>>& rows) {
   std::string out = "<table><tr>";

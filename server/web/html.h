@@ -25,6 +25,9 @@ std::string PageShell(absl::string_view title, absl::string_view body, absl::str
 // <a href="url">text</a>, both escaped.
 std::string Link(absl::string_view url, absl::string_view text);
 
+// One key-value row of a two-column table: <tr><th>key</th><td>value</td></tr>
+// (the key escaped, the value already HTML).
+std::string Row2(const std::string& k, const std::string& v_html);
 // A table: header cells (text, escaped) and rows of cells (already HTML).
 std::string Table(const std::vector<std::string>& header,
                   const std::vector<std::vector<std::string>>& rows);

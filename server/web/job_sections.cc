@@ -13,10 +13,6 @@
 namespace dflash::web {
 namespace {
 
-std::string Row2(const std::string& k, const std::string& v_html) {
-  return absl::StrCat("<tr><th>", Escape(k), "</th><td>", v_html, "</td></tr>");
-}
-
 std::string Percent(int64_t part, int64_t blocks) {
   return absl::StrFormat(
       "%.1f%%", 100.0 * static_cast<double>(part) / static_cast<double>(blocks > 0 ? blocks : 1));

@@ -19,10 +19,6 @@ bool Live(const JobRecord& j) {
   return j.state == types::JobState::kRunning || j.state == types::JobState::kQueued;
 }
 
-std::string Row2(const std::string& k, const std::string& v_html) {
-  return absl::StrCat("<tr><th>", Escape(k), "</th><td>", v_html, "</td></tr>");
-}
-
 // "12 of 900 blocks, 3 of 300 samples": the script below writes the same
 // words from the twin's progress array.
 std::string ProgressText(const types::JobProgress& p) {

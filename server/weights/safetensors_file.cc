@@ -35,7 +35,7 @@ struct OpenedFile {
   formats::SafetensorsLayout layout;
 };
 
-absl::StatusOr<OpenedFile> OpenFile(const std::string& path) {
+absl::StatusOr<OpenedFile> OpenMapped(const std::string& path) {
   OpenedFile out;
   ASSIGN_OR_RETURN(out.map, MappedFile::Open(path));
   ASSIGN_OR_RETURN(out.layout, formats::ParseSafetensorsBytes(out.map->bytes()), "'", path, "'");
@@ -173,7 +173,7 @@ absl::StatusOr<formats::ShardIndex> ReadIndex(const std::string& index_path) {
 }  // namespace
 
 absl::StatusOr<TensorSourcePtr> OpenSafetensors(const std::string& path) {
-  ASSIGN_OR_RETURN(OpenedFile opened, OpenFile(path));
+  ASSIGN_OR_RETURN(OpenedFile opened, OpenMapped(path));
   auto source = std::make_unique<MappedSource>("safetensors", path);
   for (formats::SafetensorsEntry& e : opened.layout.entries) {
     source->Add(opened.map, opened.layout.data_start, std::move(e));
@@ -204,7 +204,7 @@ absl::StatusOr<TensorSourcePtr> OpenShardedSafetensors(const std::string& index_
       continue;
     }
     const std::string shard_path = (dir / shard).string();
-    absl::StatusOr<OpenedFile> opened = OpenFile(shard_path);
+    absl::StatusOr<OpenedFile> opened = OpenMapped(shard_path);
     if (absl::IsNotFound(opened.status())) {
       return absl::NotFoundError(absl::StrCat("'", index_path, "': shard '", shard,
                                               "' (holding tensor '", tensors.front(),

@@ -1,0 +1,54 @@
+# Unity builds (issue 28: build time). A library compiles as a few
+# translation units, each #including DFLASH_UNITY_BATCH of its .cc files in
+# file order, so the headers every file includes (ATen, gRPC, protobuf,
+# abseil) are parsed, instantiated and optimised once per batch instead of
+# once per file. Measured on dflash-evald and dflash-eval, cold, 2 cores:
+# BENCHMARKS.md "CI stages".
+#
+# Why not CMake's UNITY_BUILD: its files #include each source by absolute
+# path, so the text differs in every clone and ccache's direct mode never
+# hits in CI's fresh checkouts. These include each source by its path below
+# an include directory the target already has ("eval/anchors.cc"): the same
+# text everywhere.
+#
+# Every file of a batch shares one scope: two files of a library must not
+# define the same name in an anonymous namespace (the compiler says which).
+# DFLASH_UNITY=OFF compiles file by file (clang-tidy and check-torch2 read
+# per-file compile commands; scripts/check-style.sh maps these batches back).
+option(DFLASH_UNITY "Compile each library as batches of its sources (unity build)" ON)
+set(DFLASH_UNITY_BATCH 8 CACHE STRING "Sources per unity translation unit")
+
+# dflash_unity_sources(<out_var> <name> <base_dir> <sources...>): the batch
+# files for <sources>, each source included by its path relative to
+# <base_dir> (an include directory of the target); <sources> unchanged when
+# DFLASH_UNITY is OFF. Files are rewritten only when their text changes.
+function(dflash_unity_sources out name base)
+  if(NOT DFLASH_UNITY)
+    set(${out} ${ARGN} PARENT_SCOPE)
+    return()
+  endif()
+  set(dir ${CMAKE_BINARY_DIR}/unity)
+  set(files "")
+  set(text "")
+  set(count 0)
+  set(index 0)
+  foreach(src ${ARGN})
+    file(RELATIVE_PATH rel ${base} ${src})
+    string(APPEND text "#include \"${rel}\"\n")
+    math(EXPR count "${count} + 1")
+    if(count EQUAL DFLASH_UNITY_BATCH)
+      set(f ${dir}/${name}_${index}.cc)
+      file(CONFIGURE OUTPUT ${f} CONTENT "// cmake/unity.cmake\n${text}" @ONLY)
+      list(APPEND files ${f})
+      set(text "")
+      set(count 0)
+      math(EXPR index "${index} + 1")
+    endif()
+  endforeach()
+  if(count GREATER 0)
+    set(f ${dir}/${name}_${index}.cc)
+    file(CONFIGURE OUTPUT ${f} CONTENT "// cmake/unity.cmake\n${text}" @ONLY)
+    list(APPEND files ${f})
+  endif()
+  set(${out} ${files} PARENT_SCOPE)
+endfunction()
