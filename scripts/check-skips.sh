@@ -5,10 +5,10 @@
 # no GPU) or needs its absence, allowed by its exact GTEST_SKIP message:
 # "no CUDA device" or "this machine has CUDA".
 #
-# Reads the gtest XML reports of a ctest run made with
-# GTEST_OUTPUT=xml:DIR/ (every gtest binary writes DIR/<binary>.xml);
+# Reads the gtest XML reports of a ctest run: every gtest entry writes
+# BUILD/test-results/<entry>.xml (tests/CMakeLists.txt, dflash_gtest_entry);
 # scripts/test.sh does this after ctest:
-#   GTEST_OUTPUT="xml:$PWD/build/test-results/" ctest --test-dir build ...
+#   ctest --test-dir build ...
 #   scripts/check-skips.sh build/test-results
 # Exit 0: no skip but the allowed ones; 1: skips (listed) or no reports.
 set -euo pipefail
@@ -29,8 +29,8 @@ ALLOWED = {"no CUDA device", "this machine has CUDA"}
 folder = sys.argv[1]
 reports = sorted(glob.glob(os.path.join(folder, "*.xml")))
 if not reports:
-    print(f"check-skips: no gtest XML reports in {folder}; run ctest with "
-          f"GTEST_OUTPUT=xml:{os.path.abspath(folder)}/", file=sys.stderr)
+    print(f"check-skips: no gtest XML reports in {folder}; ctest writes them "
+          f"(tests/CMakeLists.txt, dflash_gtest_entry)", file=sys.stderr)
     sys.exit(1)
 
 allowed, bad = [], []

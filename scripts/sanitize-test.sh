@@ -34,7 +34,6 @@ export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
 RESULTS="$(cd "$BUILD_DIR" && pwd)/test-results"
 rm -rf "$RESULTS"
 mkdir -p "$RESULTS"
-GTEST_OUTPUT="xml:$RESULTS/" \
-  ctest --test-dir "$BUILD_DIR" --output-on-failure -j "${JOBS:-$(nproc)}" --timeout 1800 \
+ctest --test-dir "$BUILD_DIR" --output-on-failure -j "${JOBS:-$(nproc)}" --timeout 1800 \
   "${FILTER[@]}" "$@"
 bash scripts/check-skips.sh "$RESULTS"  # a skipped test fails CI (scripts/test.sh)

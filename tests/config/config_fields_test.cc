@@ -21,7 +21,7 @@ using ::dflash::testing::IsOk;
 using ::dflash::testing::IsOkAndHolds;
 using samples::StatusWith;
 
-constexpr auto kInvalid = absl::StatusCode::kInvalidArgument;
+using ::dflash::testing::kInvalid;
 
 TEST(ConfigFieldsTest, AbsentAndNullLeaveTheOutputAlone) {
   const Json obj = Json::parse(R"({"n": null})");

@@ -25,7 +25,7 @@ using samples::Qwen36Config;
 using samples::StatusWith;
 using samples::V4Config;
 
-constexpr auto kInvalid = absl::StatusCode::kInvalidArgument;
+using ::dflash::testing::kInvalid;
 
 TEST(DFlash2ConfigTest, ReleasedShapeParsesWithEveryDraftKeyAndItsSource) {
   ASSERT_OK_AND_ASSIGN(DrafterConfig c, Parse(DFlash2Config()));

@@ -28,7 +28,7 @@ using samples::Qwen36Config;
 using samples::StatusWith;
 using samples::V4Config;
 
-constexpr auto kInvalid = absl::StatusCode::kInvalidArgument;
+using ::dflash::testing::kInvalid;
 
 TEST(DrafterConfigTest, Qwen36DFlash) {
   ASSERT_OK_AND_ASSIGN(DrafterConfig c, Parse(Qwen36Config()));

@@ -14,6 +14,7 @@
 namespace dflash::config {
 namespace {
 
+using ::dflash::config::samples::Parse;
 using ::dflash::testing::StatusIs;
 using ::testing::Contains;
 using ::testing::ElementsAre;
@@ -21,7 +22,7 @@ using ::testing::Eq;
 using ::testing::HasSubstr;
 using Json = nlohmann::json;
 
-constexpr auto kInvalid = absl::StatusCode::kInvalidArgument;
+using ::dflash::testing::kInvalid;
 
 // The released Qwen3.6-27B drafter's shape in z-lab's layout, without
 // num_target_layers (the other trainers' files do not carry it).
@@ -49,10 +50,6 @@ Json SpeculatorsConfig() {
     "projector_type": "dflash", "sample_from_anchor": false, "shift_label": false,
     "lambda_base_start": 1.0, "speculators_version": "0.5.0", "dtype": "bfloat16"
   })");
-}
-
-absl::StatusOr<DrafterConfig> Parse(const Json& j) {
-  return ParseDrafterConfig(j.dump());
 }
 
 auto Refused(const std::string& message) {

@@ -28,7 +28,7 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using Json = nlohmann::json;
 
-constexpr auto kInvalid = absl::StatusCode::kInvalidArgument;
+using ::dflash::testing::kInvalid;
 constexpr auto kInternal = absl::StatusCode::kInternal;
 
 // A valid value for every key the reader reads (a DFlash 2 drafter, so that

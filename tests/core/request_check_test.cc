@@ -16,7 +16,7 @@ using ::dflash::testing::IsOk;
 using ::dflash::testing::StatusIs;
 using ::testing::Eq;
 
-constexpr auto kInvalid = absl::StatusCode::kInvalidArgument;
+using ::dflash::testing::kInvalid;
 
 class RequestCheckTest : public ::testing::Test {
  protected:

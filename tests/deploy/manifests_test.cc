@@ -18,22 +18,17 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "test_util/process.h"
+#include "test_util/temp_dir.h"
 
 namespace dflash {
 namespace {
 
 namespace fs = std::filesystem;
+using ::dflash::testing::ReadFileOrEmpty;
 using ::testing::HasSubstr;
 
 std::string Source() {
   return testing::BinaryFromEnv("DFLASH_SOURCE_DIR");
-}
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
 }
 
 struct Doc {
@@ -187,13 +182,13 @@ TEST(ManifestsTest, ConfigMapAndExampleConfigPassTheServersParser) {
     found = true;
   }
   EXPECT_TRUE(found);
-  EXPECT_EQ(ConfigError(ReadFile(Source() + "/deploy/config.example.yaml")), "");
+  EXPECT_EQ(ConfigError(ReadFileOrEmpty(Source() + "/deploy/config.example.yaml")), "");
   // And the check can fail.
   EXPECT_THAT(ConfigError("listen: x\nstat_dir: /y\n"), HasSubstr("unknown key 'stat_dir'"));
 }
 
 TEST(ManifestsTest, DockerfileKeepsItsPinsUserHealthcheckAndVolume) {
-  const std::string df = ReadFile(Source() + "/Dockerfile");
+  const std::string df = ReadFileOrEmpty(Source() + "/Dockerfile");
   ASSERT_FALSE(df.empty());
   // The pins are ARGs before the first FROM, in one place.
   const size_t first_from = df.find("\nFROM ");
@@ -211,7 +206,7 @@ TEST(ManifestsTest, DockerfileKeepsItsPinsUserHealthcheckAndVolume) {
 }
 
 TEST(ManifestsTest, SystemdUnitIsHardened) {
-  const std::string unit = ReadFile(Source() + "/deploy/dflash-evald.service");
+  const std::string unit = ReadFileOrEmpty(Source() + "/deploy/dflash-evald.service");
   for (const char* line :
        {"User=dflash", "ProtectSystem=strict", "ReadWritePaths=/var/lib/dflash-evald",
         "Restart=on-failure", "NoNewPrivileges=yes"}) {

@@ -66,26 +66,28 @@ dflash::testing::TinyWorld* PartRangesTest::world_ = nullptr;
 dflash::testing::TempDir* PartRangesTest::dir_ = nullptr;
 model::DrafterModel* PartRangesTest::drafter_ = nullptr;
 
-using P = std::pair<size_t, size_t>;
+using Range = std::pair<size_t, size_t>;
 
 TEST_F(PartRangesTest, OneRangePerSlotBalancedByTokens) {
   const data::EvalDataset d = Load();
   types::EvalOptions o;
   // 51 tokens in two: the running sum 14, 25, 34 first reaches 25.5 at
   // sample 2.
-  EXPECT_THAT(Pairs(PartRanges(Slots(2), d, o, {0, 4})), ::testing::ElementsAre(P{0, 3}, P{3, 4}));
+  EXPECT_THAT(Pairs(PartRanges(Slots(2), d, o, {0, 4})),
+              ::testing::ElementsAre(Range{0, 3}, Range{3, 4}));
   // shards overrides the slots: 17 a third, 34 two thirds.
   o.shards = 3;
   EXPECT_THAT(Pairs(PartRanges(Slots(1), d, o, {0, 4})),
-              ::testing::ElementsAre(P{0, 2}, P{2, 3}, P{3, 4}));
+              ::testing::ElementsAre(Range{0, 2}, Range{2, 3}, Range{3, 4}));
 }
 
 TEST_F(PartRangesTest, RangesWithinAPartAreInDatasetPositions) {
   const data::EvalDataset d = Load();
   types::EvalOptions o;
   // Samples 1..3: 11, 9, 17 tokens; 11 + 9 = 20 first reaches 18.5.
-  EXPECT_THAT(Pairs(PartRanges(Slots(2), d, o, {1, 4})), ::testing::ElementsAre(P{1, 3}, P{3, 4}));
-  EXPECT_THAT(Pairs(PartRanges(Slots(1), d, o, {2, 3})), ::testing::ElementsAre(P{2, 3}));
+  EXPECT_THAT(Pairs(PartRanges(Slots(2), d, o, {1, 4})),
+              ::testing::ElementsAre(Range{1, 3}, Range{3, 4}));
+  EXPECT_THAT(Pairs(PartRanges(Slots(1), d, o, {2, 3})), ::testing::ElementsAre(Range{2, 3}));
 }
 
 // Each worker's share of the budget holds its chunk, the chunk read ahead

@@ -84,12 +84,14 @@ TEST_F(SampledAcceptanceTest, PooledIntervalIsThePercentilesOfTheResamples) {
 }
 
 TEST_F(SampledAcceptanceTest, BadSettingsAreNamed) {
-  EXPECT_THAT(CheckSamplingSetting({-1, 1, 0}),
-              testing::StatusIs(absl::StatusCode::kInvalidArgument,
-                                "sampling 't=-1': temperature must be >= 0 (0 = greedy)"));
-  EXPECT_THAT(CheckSamplingSetting({0.6, 1.5, 0}),
-              testing::StatusIs(absl::StatusCode::kInvalidArgument,
-                                "sampling 't=0.6,p=1.5': top_p must be in (0, 1] (1 = off)"));
+  EXPECT_THAT(
+      CheckSamplingSetting({-1, 1, 0}),
+      ::dflash::testing::StatusIs(absl::StatusCode::kInvalidArgument,
+                                  "sampling 't=-1': temperature must be >= 0 (0 = greedy)"));
+  EXPECT_THAT(
+      CheckSamplingSetting({0.6, 1.5, 0}),
+      ::dflash::testing::StatusIs(absl::StatusCode::kInvalidArgument,
+                                  "sampling 't=0.6,p=1.5': top_p must be in (0, 1] (1 = off)"));
   EXPECT_TRUE(CheckSamplingSetting({0.6, 0.95, 20}).ok());
 }
 

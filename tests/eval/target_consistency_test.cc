@@ -21,14 +21,17 @@ namespace {
 
 using ::dflash::testing::StatusIs;
 
-constexpr int64_t kV = 5, kH = 5;
-
 std::string Raw(const at::Tensor& t) {
   const at::Tensor c = t.contiguous();
   return std::string(static_cast<const char*>(c.data_ptr()), c.nbytes());
 }
 
 class TargetConsistencyTest : public ::testing::Test {
+ public:
+  // The model's shape (members, not file constants: a folder's tests
+  // compile as one unity batch, cmake/unity.cmake).
+  static constexpr int64_t kV = 5, kH = 5;
+
  protected:
   // lm_head = 2 * identity and norm ones: row e_t (times any scale) gives
   // argmax t, with or without the norm.

@@ -19,6 +19,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "jobs/job_watch.h"
+#include "resident/placement.h"
 #include "test_util/status_matchers.h"
 
 namespace dflash::fleet {
@@ -36,12 +37,6 @@ using ::testing::Eq;
 using types::JobRecord;
 using types::JobState;
 using namespace std::chrono_literals;
-
-int64_t NowMicros() {
-  return std::chrono::duration_cast<std::chrono::microseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 // The id a server makes first in second `unix_seconds`.
 std::string FirstIdOf(int64_t unix_seconds) {
@@ -124,7 +119,7 @@ TEST_F(FleetBackendTest, AnIdAnotherServerTookIsMadeAgainAfterTheGreatest) {
   Start();
   // After this server read the greatest id, another made one in each
   // second from just before now to a few seconds ahead.
-  const int64_t now = NowMicros() / 1'000'000;
+  const int64_t now = resident::NowUnixMicros() / 1'000'000;
   std::string greatest;
   for (int64_t s = now - 1; s <= now + 5; ++s) {
     JobRecord theirs = Unclaimable();

@@ -20,6 +20,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "jobs/job_watch.h"
+#include "resident/placement.h"
 #include "test_util/status_matchers.h"
 
 namespace dflash::fleet {
@@ -35,12 +36,6 @@ using types::JobState;
 using namespace std::chrono_literals;
 
 constexpr auto kHang = 30s;  // bounds a failure only
-
-int64_t NowMicros() {
-  return std::chrono::duration_cast<std::chrono::microseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 // The runner: "held" jobs report 7 blocks done, then wait at the gate;
 // "chunks" jobs report a chunk every 2 ms until told to stop.
@@ -131,7 +126,7 @@ TEST_F(FleetHeartbeatTest, ACancelAskedThroughTheStoreStopsTheJobHere) {
                        ::dflash::testing::WatchUntil(*queue_, job.id, [](const JobRecord& r) {
                          return r.state == JobState::kRunning;
                        }));
-  ASSERT_OK(store_->RequestCancel(job.id, NowMicros()).status());
+  ASSERT_OK(store_->RequestCancel(job.id, resident::NowUnixMicros()).status());
   ASSERT_OK_AND_ASSIGN(JobRecord done, WaitDone(*queue_, job.id));
   EXPECT_EQ(done.state, JobState::kCancelled);
   EXPECT_EQ(done.error_message, "cancelled while running");

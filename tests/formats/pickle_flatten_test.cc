@@ -18,7 +18,7 @@ using ::dflash::testing::StatusIs;
 using ::testing::ElementsAre;
 using ::testing::Eq;
 
-constexpr auto kInvalid = absl::StatusCode::kInvalidArgument;
+using ::dflash::testing::kInvalid;
 
 // A tensor over storage "0" of `numel` F32 elements.
 PickleValuePtr T(std::vector<int64_t> size, std::vector<int64_t> stride, int64_t offset = 0,

@@ -19,7 +19,7 @@ using ::dflash::testing::StatusIs;
 using ::testing::ElementsAre;
 using ::testing::Eq;
 
-constexpr auto kInvalid = absl::StatusCode::kInvalidArgument;
+using ::dflash::testing::kInvalid;
 
 PickleValuePtr Int(int64_t v) {
   PickleValuePtr p = MakePickleValue(PickleKind::kInt);

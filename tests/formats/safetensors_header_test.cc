@@ -21,7 +21,7 @@ using ::testing::Eq;
 using ::testing::Pair;
 using ::testing::StartsWith;
 
-constexpr auto kInvalid = absl::StatusCode::kInvalidArgument;
+using ::dflash::testing::kInvalid;
 
 // One tensor 't' with these JSON fields.
 std::string OneTensor(const std::string& fields) {

@@ -18,7 +18,7 @@ using ::testing::Eq;
 using ::testing::Pair;
 using ::testing::StartsWith;
 
-constexpr auto kInvalid = absl::StatusCode::kInvalidArgument;
+using ::dflash::testing::kInvalid;
 constexpr char kPath[] = "/ckpt/model.safetensors.index.json";
 
 TEST(ShardIndexTest, MapsTensorsAndShardsBothWays) {

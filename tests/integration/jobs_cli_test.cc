@@ -16,6 +16,7 @@
 #include "test_util/process.h"
 #include "test_util/status_matchers.h"
 #include "test_util/temp_dir.h"
+#include "test_util/text_count.h"
 
 namespace dflash {
 namespace {
@@ -23,24 +24,13 @@ namespace {
 namespace fs = std::filesystem;
 using ::dflash::testing::BinaryFromEnv;
 using ::dflash::testing::CommandResult;
+using ::dflash::testing::ReadFileOrEmpty;
 using ::dflash::testing::RunCommand;
 using ::dflash::testing::ServerProcess;
 using ::testing::HasSubstr;
 using ::testing::MatchesRegex;
 using json = nlohmann::json;
-
-int Count(const std::string& s, const std::string& needle) {
-  int n = 0;
-  for (size_t p = s.find(needle); p != std::string::npos; p = s.find(needle, p + 1)) ++n;
-  return n;
-}
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using ::dflash::testing::Count;
 
 // Tags balance and there is one <svg> root (the unit test checks more).
 void ExpectSvg(const std::string& svg, int series) {
@@ -165,7 +155,7 @@ TEST_F(JobsCliTest, HistoryIsOrderedByStepAndDrawsOneSeries) {
   EXPECT_LT(s100, s200);
   EXPECT_LT(s200, s300);
   EXPECT_THAT(r.out, HasSubstr("chart written to " + svg));
-  const std::string text = ReadFile(svg);
+  const std::string text = ReadFileOrEmpty(svg);
   ExpectSvg(text, 1);
   EXPECT_THAT(text, HasSubstr(">hist-run</text>"));
   json j = CliJson({"history", "--run", "hist-run"});
@@ -186,7 +176,7 @@ TEST_F(JobsCliTest, CompareTwoJobsSideBySideWithAChart) {
   EXPECT_THAT(r.out, HasSubstr("accept length"));
   EXPECT_THAT(r.out, HasSubstr("  pos 1 "));
   EXPECT_THAT(r.out, HasSubstr("(+0.000)"));  // same weights: no difference
-  const std::string text = ReadFile(svg);
+  const std::string text = ReadFileOrEmpty(svg);
   ExpectSvg(text, 2);
   EXPECT_THAT(text, HasSubstr(a));
   EXPECT_THAT(text, HasSubstr(b));

@@ -32,19 +32,13 @@ using ::dflash::testing::CommandResult;
 using ::dflash::testing::HttpGet;
 using ::dflash::testing::MakeLongDataset;
 using ::dflash::testing::MetricSample;
+using ::dflash::testing::ReadFileOrEmpty;
 using ::dflash::testing::RunCommand;
 using ::dflash::testing::ServerProcess;
 using ::testing::HasSubstr;
 using ::testing::Not;
 using json = nlohmann::json;
 namespace fs = std::filesystem;
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 class OpsE2eTest : public ::testing::Test {
  protected:
@@ -184,7 +178,7 @@ class OpsE2eTest : public ::testing::Test {
   // Every line the server logged on stdout (`log_path`) is one JSON object;
   // the RunEval call's line carries its structured fields.
   static void ExpectJsonLogLines(const std::string& log_path) {
-    std::istringstream lines(ReadFile(log_path));
+    std::istringstream lines(ReadFileOrEmpty(log_path));
     std::string line;
     int parsed = 0, rpc_lines = 0;
     while (std::getline(lines, line)) {

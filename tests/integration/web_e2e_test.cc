@@ -24,6 +24,7 @@
 #include "integration/tiny_fixture.h"
 #include "test_util/process.h"
 #include "test_util/temp_dir.h"
+#include "test_util/text_count.h"
 
 namespace dflash {
 namespace {
@@ -35,14 +36,9 @@ using ::dflash::testing::RunCommand;
 using ::testing::HasSubstr;
 using ::testing::Not;
 using json = nlohmann::json;
+using ::dflash::testing::Count;
 
 const char kEvil[] = "<script>alert(1)</script>";
-
-int Count(const std::string& text, const std::string& what) {
-  int n = 0;
-  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
-  return n;
-}
 
 class WebE2eTest : public testing::TinyServerTest {
  protected:
@@ -153,10 +149,6 @@ class WebE2eTest : public testing::TinyServerTest {
 dflash::testing::TempDir* WebE2eTest::ports_ = nullptr;
 int WebE2eTest::http_port_ = 0;
 
-int64_t Int(const json& j) {
-  return dflash::testing::JsonInt(j);
-}
-
 // Chromium reports script errors on stderr as console messages.
 void ExpectNoConsoleErrors(const std::string& console) {
   EXPECT_THAT(console, Not(HasSubstr("Uncaught"))) << console;
@@ -246,8 +238,9 @@ TEST_F(WebE2eTest, SampledAcceptanceIsOnTheRunAndTheJobPages) {
   const json cli = CliJson({"results", id});
   const json& tc = cli["targetConsistency"];
   EXPECT_THAT(dom, HasSubstr(absl::StrFormat("<td>%.1f%% (%d of %d)</td>",
-                                             100 * tc["fraction"].get<double>(), Int(tc["matches"]),
-                                             Int(tc["positions"]))));
+                                             100 * tc["fraction"].get<double>(),
+                                             dflash::testing::JsonInt(tc["matches"]),
+                                             dflash::testing::JsonInt(tc["positions"]))));
   ASSERT_EQ(cli["sampling"].size(), 2u);
   EXPECT_THAT(dom, HasSubstr(absl::StrCat(
                        "<td>t=0.6,p=0.95,k=20 sample</td><td>",

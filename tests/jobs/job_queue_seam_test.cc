@@ -17,6 +17,7 @@
 #include "fake_job_backend.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "job_watch.h"
 #include "jobs/job_queue.h"
 #include "store/sqlite_result_store.h"
 #include "test_util/status_matchers.h"
@@ -32,7 +33,7 @@ using types::JobRecord;
 using types::JobState;
 using namespace std::chrono_literals;
 
-constexpr auto kHang = 30s;  // bounds a failure only
+using ::dflash::testing::kHang;  // bounds a failure only
 
 // What the runner does with a job, by its request.run: "once" reports one
 // chunk and succeeds; "chunks" reports a chunk each millisecond until the

@@ -27,9 +27,7 @@ using types::JobRecord;
 using types::JobState;
 using namespace std::chrono_literals;
 
-// How long a test waits for something that should happen at once; only a
-// hung queue takes this long, so it bounds a failure, never a success.
-constexpr auto kHang = 30s;
+using ::dflash::testing::kHang;
 
 // A runner without torch: request.params.options.max_blocks "chunks", each waiting
 // for a permit from the test (or none with free_run), reporting progress

@@ -17,13 +17,16 @@
 
 namespace dflash::testing {
 
+// How long a test waits for what should happen at once: only a hung queue
+// takes this long, so it bounds a failure, never a success.
+inline constexpr std::chrono::seconds kHang{30};
+
 // The first record of job `id`, its current one or a later change, for
 // which `until` holds. FailedPrecondition when the job finished without
 // one; DeadlineExceeded after `limit`.
 absl::StatusOr<types::JobRecord> WatchUntil(
     jobs::JobQueue& queue, const std::string& id,
-    const std::function<bool(const types::JobRecord&)>& until,
-    std::chrono::seconds limit = std::chrono::seconds(30));
+    const std::function<bool(const types::JobRecord&)>& until, std::chrono::seconds limit = kHang);
 
 // Job `id`'s final record, read back once it finished (a final state is
 // committed to the store before any watcher hears of it).

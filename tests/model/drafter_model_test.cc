@@ -13,6 +13,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "model/drafter_schema.h"
+#include "model/legacy_options.h"
 #include "model/reference_drafter.h"
 #include "test_util/status_matchers.h"
 
@@ -22,15 +23,7 @@
 namespace dflash::model {
 namespace {
 
-// The plain references here implement the older rules (every layer
-// bidirectional in the block, one-sided windows): compare under zlab-2025.
-// zlab-current is checked against tools/dflash_ref in the e2e tests.
-BlockOptions Legacy() {
-  BlockOptions o;
-  o.semantics = types::Semantics::kZlab2025;
-  return o;
-}
-
+using ::dflash::model::testing::Legacy;
 using ::dflash::testing::IsOk;
 using ::dflash::testing::StatusIs;
 using ::testing::HasSubstr;

@@ -16,6 +16,7 @@
 #include "gtest/gtest.h"
 #include "model/drafter_model.h"
 #include "model/drafter_schema.h"
+#include "model/legacy_options.h"
 #include "test_util/process.h"
 #include "test_util/status_matchers.h"
 #include "test_util/temp_dir.h"
@@ -23,15 +24,7 @@
 namespace dflash::model {
 namespace {
 
-// The plain references here implement the older rules (every layer
-// bidirectional in the block, one-sided windows): compare under zlab-2025.
-// zlab-current is checked against tools/dflash_ref in the e2e tests.
-BlockOptions Legacy() {
-  BlockOptions o;
-  o.semantics = types::Semantics::kZlab2025;
-  return o;
-}
-
+using ::dflash::model::testing::Legacy;
 using Json = nlohmann::json;
 
 void WriteF32(const std::string& path, const at::Tensor& t) {

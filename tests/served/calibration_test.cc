@@ -15,7 +15,7 @@ using ::testing::DoubleEq;
 using ::testing::HasSubstr;
 
 // B = 4, replay, argmax under vLLM's rule: marginal 0.9, 0.7, 0.4.
-AcceptanceCurve Curve() {
+AcceptanceCurve VllmArgmaxCurve() {
   AcceptanceCurve c;
   c.label = "t=0.7 policy=argmax engine=vllm";
   c.policy = "argmax";
@@ -48,7 +48,7 @@ ServedCounters Vllm(std::vector<int64_t> per_pos) {
 }
 
 TEST(Calibrate, SameNumbersAreWithin) {
-  auto c = Calibrate(Curve(), Vllm({90, 70, 40}));
+  auto c = Calibrate(VllmArgmaxCurve(), Vllm({90, 70, 40}));
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->verdict, "within");
   EXPECT_THAT(c->ratio, DoubleEq(1.0));
@@ -61,7 +61,7 @@ TEST(Calibrate, SameNumbersAreWithin) {
 }
 
 TEST(Calibrate, LaterPositionsOffSaysWhere) {
-  auto c = Calibrate(Curve(), Vllm({90, 35, 20}));
+  auto c = Calibrate(VllmArgmaxCurve(), Vllm({90, 35, 20}));
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->verdict, "off");
   EXPECT_THAT(c->ratio, DoubleEq(2.45 / 3.0));
@@ -70,7 +70,7 @@ TEST(Calibrate, LaterPositionsOffSaysWhere) {
 }
 
 TEST(Calibrate, PolicyAndGreedyMismatchesAreNamed) {
-  AcceptanceCurve sample = Curve();
+  AcceptanceCurve sample = VllmArgmaxCurve();
   sample.policy = "sample";
   auto c = Calibrate(sample, Vllm({45, 35, 20}));
   ASSERT_TRUE(c.ok()) << c.status();
@@ -81,7 +81,7 @@ TEST(Calibrate, PolicyAndGreedyMismatchesAreNamed) {
 }
 
 TEST(Calibrate, RequestWeightingUsesTauAndItsInterval) {
-  AcceptanceCurve curve = Curve();
+  AcceptanceCurve curve = VllmArgmaxCurve();
   curve.per_request_ci = Range{2.7, 3.2};
   ServedCounters z;
   z.source = "zlab";
@@ -96,7 +96,7 @@ TEST(Calibrate, RequestWeightingUsesTauAndItsInterval) {
 TEST(Calibrate, DifferentDraftCountIsAnError) {
   ServedCounters s = Vllm({90, 70, 40});
   s.num_speculative_tokens = 7;
-  EXPECT_THAT(Calibrate(Curve(), s).status(),
+  EXPECT_THAT(Calibrate(VllmArgmaxCurve(), s).status(),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        "vllm verified 7 draft tokens per step but job job-1 has block size 4 (3 "
                        "drafts per step): serve with num_speculative_tokens=3 or evaluate with "
@@ -104,7 +104,7 @@ TEST(Calibrate, DifferentDraftCountIsAnError) {
 }
 
 TEST(Calibrate, BrokenCurveIsOurBug) {
-  AcceptanceCurve c = Curve();
+  AcceptanceCurve c = VllmArgmaxCurve();
   c.marginal = {0.5, 0.7, 0.4};
   c.mean_accept_length = 2.6;
   EXPECT_THAT(Calibrate(c, Vllm({90, 70, 40})).status(),
@@ -113,7 +113,7 @@ TEST(Calibrate, BrokenCurveIsOurBug) {
 }
 
 TEST(CalibrationJson, RoundTrips) {
-  auto c = Calibrate(Curve(), Vllm({90, 35, 20}));
+  auto c = Calibrate(VllmArgmaxCurve(), Vllm({90, 35, 20}));
   ASSERT_TRUE(c.ok());
   c->created = "2026-12-03T08:00:00Z";
   auto back = CalibrationFromJson(CalibrationToJson(*c));

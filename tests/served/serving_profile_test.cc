@@ -14,7 +14,7 @@ namespace {
 using ::dflash::testing::StatusIs;
 using ::testing::HasSubstr;
 
-AcceptanceCurve Curve() {
+AcceptanceCurve GreedyCurve() {
   AcceptanceCurve c;
   c.label = "greedy";
   c.policy = "greedy";
@@ -31,7 +31,7 @@ AcceptanceCurve Curve() {
 }
 
 TEST(ServingProfile, ModelOptSchema) {
-  auto text = ExportProfile(Curve(), ProfileFormat::kModelOpt);
+  auto text = ExportProfile(GreedyCurve(), ProfileFormat::kModelOpt);
   ASSERT_TRUE(text.ok()) << text.status();
   nlohmann::json j = nlohmann::json::parse(*text);
   EXPECT_EQ(j["schema_version"], "1.0");
@@ -47,13 +47,13 @@ TEST(ServingProfile, ModelOptSchema) {
 }
 
 TEST(ServingProfile, VllmAndSglang) {
-  auto v = ExportProfile(Curve(), ProfileFormat::kVllm);
+  auto v = ExportProfile(GreedyCurve(), ProfileFormat::kVllm);
   ASSERT_TRUE(v.ok());
   nlohmann::json j = nlohmann::json::parse(*v);
   EXPECT_EQ(j["rejection_sample_method"], "synthetic");
   EXPECT_EQ(j["synthetic_acceptance_rates"], nlohmann::json({0.8, 0.5, 0.0}));
   EXPECT_EQ(j["num_speculative_tokens"], 3);
-  auto s = ExportProfile(Curve(), ProfileFormat::kSglang);
+  auto s = ExportProfile(GreedyCurve(), ProfileFormat::kSglang);
   ASSERT_TRUE(s.ok());
   EXPECT_THAT(*s, HasSubstr("SGLANG_SIMULATE_ACC_LEN=2.300000\n"));
 }
@@ -62,12 +62,12 @@ TEST(ServingProfile, Errors) {
   EXPECT_THAT(ParseProfileFormat("eagle").status(),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        "unknown profile format 'eagle' (known: modelopt, vllm, sglang)"));
-  AcceptanceCurve empty = Curve();
+  AcceptanceCurve empty = GreedyCurve();
   empty.blocks = 0;
   EXPECT_THAT(ExportProfile(empty, ProfileFormat::kVllm).status(),
               StatusIs(absl::StatusCode::kFailedPrecondition,
                        "job job-9 measured no blocks: there is no acceptance to export"));
-  AcceptanceCurve wrong = Curve();
+  AcceptanceCurve wrong = GreedyCurve();
   wrong.mean_accept_length = 2.4;
   EXPECT_THAT(ExportProfile(wrong, ProfileFormat::kModelOpt).status(),
               StatusIs(absl::StatusCode::kInternal,

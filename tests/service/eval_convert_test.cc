@@ -16,7 +16,7 @@ namespace {
 using ::dflash::testing::StatusIs;
 using ::testing::Eq;
 
-constexpr auto kInvalid = absl::StatusCode::kInvalidArgument;
+using ::dflash::testing::kInvalid;
 
 class EvalConvertTest : public ::testing::Test {};
 

@@ -30,7 +30,7 @@ using ::testing::Not;
 
 // Proto fields eval_convert.cc sets by hand, by message (eval_result_fields.h
 // says why each is not in a table).
-const HandConverted kHandConverted = {
+const HandConverted kHandSetResultFields = {
     {"EvalResult", {"mode", "first_miss", "target_consistency", "suite_results"}},
     {"PositionMetrics", {"unavailable"}},  // counted == 0, derived on the wire
 };
@@ -109,8 +109,9 @@ class FieldProtoTest : public ::testing::Test {};
 
 TEST_F(FieldProtoTest, EveryFieldIsOnBothSidesWithOneType) {
   std::vector<std::string> problems;
-  CheckTables<t::EvalResult>(*pb::EvalResult::descriptor(), kHandConverted, problems);
-  CheckTables<t::TargetConsistency>(*pb::TargetConsistency::descriptor(), kHandConverted, problems);
+  CheckTables<t::EvalResult>(*pb::EvalResult::descriptor(), kHandSetResultFields, problems);
+  CheckTables<t::TargetConsistency>(*pb::TargetConsistency::descriptor(), kHandSetResultFields,
+                                    problems);
   EXPECT_THAT(problems, IsEmpty());
 }
 
@@ -118,7 +119,7 @@ TEST_F(FieldProtoTest, EveryFieldIsOnBothSidesWithOneType) {
 // that is on one side only, and each type that differs.
 TEST_F(FieldProtoTest, TheCheckNamesAFieldOnOneSideOnly) {
   std::vector<std::string> problems;
-  CheckTables<t::ShardPlacement>(*pb::SliceResult::descriptor(), kHandConverted, problems);
+  CheckTables<t::ShardPlacement>(*pb::SliceResult::descriptor(), kHandSetResultFields, problems);
   EXPECT_THAT(problems, Contains("SliceResult.first: in the table, not in the proto"));
   EXPECT_THAT(problems, Contains("SliceResult.kind: in the proto, not in the table nor by hand"));
   // blocks is an int64 on both sides: nothing to say.
@@ -128,7 +129,7 @@ TEST_F(FieldProtoTest, TheCheckNamesAFieldOnOneSideOnly) {
 TEST_F(FieldProtoTest, TheCheckNamesATypeThatDiffers) {
   std::vector<std::string> problems;
   // GateVerdict's `value` is a double, SliceResult's a string.
-  CheckTables<t::GateVerdict>(*pb::SliceResult::descriptor(), kHandConverted, problems);
+  CheckTables<t::GateVerdict>(*pb::SliceResult::descriptor(), kHandSetResultFields, problems);
   EXPECT_THAT(problems, Contains("SliceResult.value: is not double"));
 }
 

@@ -20,7 +20,7 @@ using ::dflash::testing::StatusIs;
 using ::google::protobuf::util::MessageDifferencer;
 using ::testing::Eq;
 
-constexpr auto kInvalid = absl::StatusCode::kInvalidArgument;
+using ::dflash::testing::kInvalid;
 
 class JobConvertTest : public ::testing::Test {};
 

@@ -15,7 +15,7 @@ using ::dflash::testing::IsOk;
 using ::dflash::testing::StatusIs;
 using ::testing::Eq;
 
-constexpr auto kInvalid = absl::StatusCode::kInvalidArgument;
+using ::dflash::testing::kInvalid;
 
 class ProtoFieldsTest : public ::testing::Test {};
 

@@ -27,7 +27,7 @@ using ::testing::IsEmpty;
 
 // EvalRequest fields set by hand: the options eval_options_fields.h leaves
 // out of its tables (eval_convert.cc), and the job's own (job_convert.cc).
-const HandConverted kHandConverted = {
+const HandConverted kHandSetRequestFields = {
     {"EvalRequest",
      {"mode",
       "anchors",
@@ -65,7 +65,7 @@ class RequestFieldsTest : public ::testing::Test {};
 
 TEST_F(RequestFieldsTest, EveryFieldIsOnBothSidesWithOneType) {
   std::vector<std::string> problems;
-  CheckTables<t::EvalParams, t::EvalOptions>(*pb::EvalRequest::descriptor(), kHandConverted,
+  CheckTables<t::EvalParams, t::EvalOptions>(*pb::EvalRequest::descriptor(), kHandSetRequestFields,
                                              problems);
   EXPECT_THAT(problems, IsEmpty());
 }
@@ -74,14 +74,14 @@ TEST_F(RequestFieldsTest, EveryFieldIsOnBothSidesWithOneType) {
 // field the message lacks, is named.
 TEST_F(RequestFieldsTest, TheCheckNamesAFieldOnOneSideOnly) {
   std::vector<std::string> problems;
-  CheckTables<t::EvalOptions>(*pb::EvalRequest::descriptor(), kHandConverted, problems);
+  CheckTables<t::EvalOptions>(*pb::EvalRequest::descriptor(), kHandSetRequestFields, problems);
   EXPECT_THAT(problems,
               Contains("EvalRequest.drafter: in the proto, not in the table nor by hand"));
   problems.clear();
-  CheckTables<t::EvalOptions>(*pb::SamplingSetting::descriptor(), kHandConverted, problems);
+  CheckTables<t::EvalOptions>(*pb::SamplingSetting::descriptor(), kHandSetRequestFields, problems);
   EXPECT_THAT(problems, Contains("SamplingSetting.max_samples: in the table, not in the proto"));
   problems.clear();
-  CheckTables<t::EvalParams, t::EvalParams>(*pb::EvalRequest::descriptor(), kHandConverted,
+  CheckTables<t::EvalParams, t::EvalParams>(*pb::EvalRequest::descriptor(), kHandSetRequestFields,
                                             problems);
   EXPECT_THAT(problems, Contains("EvalRequest.target: in two tables"));
 }

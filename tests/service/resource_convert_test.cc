@@ -15,7 +15,7 @@ namespace {
 using ::dflash::testing::StatusIs;
 using ::testing::Eq;
 
-constexpr auto kInvalid = absl::StatusCode::kInvalidArgument;
+using ::dflash::testing::kInvalid;
 
 class ResourceConvertTest : public ::testing::Test {};
 

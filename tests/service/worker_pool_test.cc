@@ -22,7 +22,7 @@ namespace {
 
 using ::testing::ElementsAre;
 
-constexpr auto kWait = std::chrono::seconds(10);
+constexpr auto kPoolWait = std::chrono::seconds(10);
 
 // A count several threads change and a test waits on.
 class Counter {
@@ -36,10 +36,10 @@ class Counter {
     std::lock_guard<std::mutex> lock(mu_);
     return value_;
   }
-  // False when `kWait` passed before the count reached `n`.
+  // False when `kPoolWait` passed before the count reached `n`.
   bool WaitFor(int n) {
     std::unique_lock<std::mutex> lock(mu_);
-    return cv_.wait_for(lock, kWait, [&] { return value_ >= n; });
+    return cv_.wait_for(lock, kPoolWait, [&] { return value_ >= n; });
   }
 
  private:
@@ -56,10 +56,10 @@ class Gate {
     open_ = true;
     cv_.notify_all();
   }
-  // False when `kWait` passed first.
+  // False when `kPoolWait` passed first.
   bool Wait() {
     std::unique_lock<std::mutex> lock(mu_);
-    return cv_.wait_for(lock, kWait, [&] { return open_; });
+    return cv_.wait_for(lock, kPoolWait, [&] { return open_; });
   }
 
  private:

@@ -17,7 +17,7 @@ using ::dflash::testing::IsOk;
 using ::dflash::testing::StatusIs;
 using ::testing::Eq;
 
-constexpr auto kInvalid = absl::StatusCode::kInvalidArgument;
+using ::dflash::testing::kInvalid;
 
 TEST(PageTokenTest, TokensRoundTripInTheirOwnOrder) {
   for (bool by_step : {true, false}) {

@@ -21,7 +21,7 @@ using ::testing::Eq;
 using ::testing::StartsWith;
 using json = nlohmann::json;
 
-constexpr auto kInvalid = absl::StatusCode::kInvalidArgument;
+using ::dflash::testing::kInvalid;
 
 // A whole job record as stored, its request's fields among the record's own.
 constexpr char kRecord[] =

@@ -18,6 +18,9 @@
 
 namespace dflash::testing {
 
+// The code most bad-input tests expect.
+inline constexpr auto kInvalid = absl::StatusCode::kInvalidArgument;
+
 inline const absl::Status& GetStatus(const absl::Status& s) {
   return s;
 }

@@ -8,6 +8,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "test_util/text_count.h"
 
 namespace dflash::web {
 namespace {
@@ -15,11 +16,7 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-int Count(const std::string& text, const std::string& what) {
-  int n = 0;
-  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
-  return n;
-}
+using ::dflash::testing::Count;
 
 TEST(SvgPlotTest, NothingToDrawIsEmpty) {
   EXPECT_EQ(LinePlot("t", "step", {}), "");

@@ -2,12 +2,6 @@
 
 namespace dflash::testing {
 
-int Count(const std::string& text, const std::string& what) {
-  int n = 0;
-  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
-  return n;
-}
-
 types::JobRecord Job(const std::string& id, const std::string& run, int64_t step, double accept) {
   types::JobRecord j;
   j.id = id;

@@ -1,7 +1,7 @@
 // File: view_records.h
 // What the web view tests (tests/web/*_view_test.cc, job_sections_test.cc,
 // web_site_test.cc) build their pages from: a SUCCEEDED job record of a run
-// with a small result, and a count of a string's occurrences in a page.
+// with a small result (test_util/text_count.h counts a string in a page).
 //
 //   const WebPage page = RunsView(SummarizeRuns({Job("a", "r", 100, 2.0)}));
 //   EXPECT_EQ(Count(page.html, "<tr>"), 2);
@@ -10,12 +10,10 @@
 #include <cstdint>
 #include <string>
 
+#include "test_util/text_count.h"
 #include "types/job_types.h"
 
 namespace dflash::testing {
-
-// How often `what` occurs in `text` (overlapping occurrences too).
-int Count(const std::string& text, const std::string& what);
 
 // A SUCCEEDED job `id` of `run` at `step` on dataset "d", created at
 // 1'700'000'000 + step seconds: accept length `accept` with the interval

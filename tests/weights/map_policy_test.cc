@@ -31,7 +31,6 @@ using ::dflash::testing::StatusIs;
 using ::dflash::testing::TempDir;
 using ::dflash::testing::TorchSaveWriter;
 
-constexpr int64_t kV = 64, kH = 16;
 const c10::Device kCpu(c10::kCPU);
 
 std::vector<double> Ramp(int64_t n, double scale) {
@@ -45,6 +44,11 @@ std::string FloatBytes(const std::vector<float>& v) {
 }
 
 class MapPolicyTest : public ::testing::Test {
+ public:
+  // The model's shape (members, not file constants: a folder's tests
+  // compile as one unity batch, cmake/unity.cmake).
+  static constexpr int64_t kV = 64, kH = 16;
+
  protected:
   // Sets the file's mtime `seconds` into the past: a file its writer left alone.
   static void Age(const std::string& path, int seconds) {

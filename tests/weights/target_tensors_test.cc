@@ -26,8 +26,6 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-constexpr int64_t kV = 32, kH = 8;
-
 std::vector<double> Values(int64_t n, double scale) {
   std::vector<double> v(n);
   for (int64_t i = 0; i < n; ++i) v[i] = scale * static_cast<double>(i % 17 - 8);
@@ -47,6 +45,11 @@ const Names kLegacy = {"language_model.model.embed_tokens.weight", "language_mod
                        "language_model.model.layers.0.mlp.up_proj.weight"};
 
 class TargetTensorsTest : public ::testing::Test {
+ public:
+  // The model's shape (members, not file constants: a folder's tests
+  // compile as one unity batch, cmake/unity.cmake).
+  static constexpr int64_t kV = 32, kH = 8;
+
  protected:
   // Three shards: embed (+ a layer tensor) | lm_head + norm | garbage holding
   // the tensors nobody needs. With `with_lm_head` false, shard 2 has norm only.
@@ -286,6 +289,7 @@ TEST_F(TargetTensorsTest, IndexWithoutWeightMap) {
 }
 
 TEST(TargetTensorsFingerprintTest, SameValuesSameFingerprintAcrossFamilies) {
+  constexpr int64_t kV = TargetTensorsTest::kV, kH = TargetTensorsTest::kH;
   auto load = [](const Names& n, double scale) {
     TempDir dir;
     dir.WriteFile("config.json", R"({"hidden_size": 8, "vocab_size": 32})");
