@@ -1,9 +1,9 @@
-# Unity builds (issue 28: build time). A library compiles as a few
-# translation units, each #including DFLASH_UNITY_BATCH of its .cc files in
-# file order, so the headers every file includes (ATen, gRPC, protobuf,
-# abseil) are parsed, instantiated and optimised once per batch instead of
-# once per file. Measured on dflash-evald and dflash-eval, cold, 2 cores:
-# BENCHMARKS.md "CI stages".
+# Unity builds (issue 28: build time). A library, or a folder's test binary
+# (tests/CMakeLists.txt), compiles as a few translation units, each
+# #including DFLASH_UNITY_BATCH of its .cc files in file order, so the
+# headers every file includes (ATen, gRPC, protobuf, abseil, gtest) are
+# parsed, instantiated and optimised once per batch instead of once per
+# file. Measured cold on 2 cores: BENCHMARKS.md "CI stages".
 #
 # Why not CMake's UNITY_BUILD: its files #include each source by absolute
 # path, so the text differs in every clone and ccache's direct mode never
@@ -11,8 +11,9 @@
 # an include directory the target already has ("eval/anchors.cc"): the same
 # text everywhere.
 #
-# Every file of a batch shares one scope: two files of a library must not
-# define the same name in an anonymous namespace (the compiler says which).
+# Every file of a batch shares one scope: two files of a library or test
+# folder must not define the same name in an anonymous namespace (the
+# compiler says which).
 # DFLASH_UNITY=OFF compiles file by file (clang-tidy and check-torch2 read
 # per-file compile commands; scripts/check-style.sh maps these batches back).
 option(DFLASH_UNITY "Compile each library as batches of its sources (unity build)" ON)
