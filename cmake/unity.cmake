@@ -14,8 +14,9 @@
 # Every file of a batch shares one scope: two files of a library or test
 # folder must not define the same name in an anonymous namespace (the
 # compiler says which).
-# DFLASH_UNITY=OFF compiles file by file (clang-tidy and check-torch2 read
-# per-file compile commands; scripts/check-style.sh maps these batches back).
+# DFLASH_UNITY=OFF compiles file by file (clang-tidy reads per-file compile
+# commands: scripts/check-style.sh maps these batches back; check-torch2
+# checks the batches themselves).
 option(DFLASH_UNITY "Compile each library as batches of its sources (unity build)" ON)
 set(DFLASH_UNITY_BATCH 8 CACHE STRING "Sources per unity translation unit")
 

@@ -3,7 +3,8 @@
 
 Called by scripts/check-torch2.sh. A source is torch-using when it, or a
 project header it includes (transitively), includes an ATen/, c10/, torch/
-or caffe2/ header. Each one's compile command from compile_commands.json is
+or caffe2/ header. A unity batch (cmake/unity.cmake) is one source here: it
+includes its files, and --only matches any of them. Each one's compile command from compile_commands.json is
 rerun with the given headers first on the include path, so they win over the
 system's libtorch 1.13 in /usr/include.
 
@@ -68,6 +69,15 @@ def uses_torch(path, memo, stack=()):
             memo[path] = True
             break
     return memo[path]
+
+
+def sources_of(path, root):
+    """The files a compile command stands for: a unity batch's sources
+    (cmake/unity.cmake), else the file itself."""
+    if os.sep + "unity" + os.sep not in path:
+        return [path]
+    rel = os.path.relpath(path, root)
+    return [path] + [p for p in (resolve(n, rel) for n in includes(rel)) if p]
 
 
 def syntax_command(entry, headers):
@@ -212,7 +222,7 @@ def main():
     memo = {}
     todo = [e for e in entries
             if uses_torch(os.path.relpath(e["file"], root), memo)
-            and re.search(a.only, e["file"])]
+            and any(re.search(a.only, f) for f in sources_of(e["file"], root))]
     if not todo:
         sys.exit("check-torch2: no torch-using source found in " + a.compile_commands)
     print(f"check-torch2: {len(todo)} of {len(entries)} sources use torch; "
