@@ -16,7 +16,10 @@ export CCACHE_SLOPPINESS="${CCACHE_SLOPPINESS:-pch_defines,time_macros,include_f
 # each file's hash by inode, size and times, so a .gch is hashed once per
 # build (0.02 s a hit, measured on eval/slices.cc). Issue 28: warm CI.
 export CCACHE_INODECACHE=1
-cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-Release}" "$@" >/dev/null
+# The tests are configured unless BUILD_TESTS=OFF (the demo's build, before
+# GoogleTest is installed); said every time, as CMake keeps the last value.
+cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-Release}" \
+  -DDFLASH_BUILD_TESTS="${BUILD_TESTS:-ON}" "$@" >/dev/null
 # Two compile jobs fit in 24 GiB with libtorch headers; more only thrash.
 # shellcheck disable=SC2086  # BUILD_TARGETS is a list of target names
 cmake --build "$BUILD_DIR" -j "${JOBS:-$(nproc)}" ${BUILD_TARGETS:+--target $BUILD_TARGETS}

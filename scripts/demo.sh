@@ -7,6 +7,9 @@ cd "$(dirname "$0")/.."
 
 BUILD_DIR="${BUILD_DIR:-build}"
 T0=$SECONDS
+# Only the demo's packages; scripts/test.sh installs the rest (the tests'
+# PostgreSQL, clang, chromium, ...).
+export DFLASH_DEPS=demo
 bash scripts/install-deps.sh
 if [ -x "$BUILD_DIR/server/dflash-evald" ]; then
   echo "== building dflash-evald and dflash-eval (up to date or incremental: seconds)"
@@ -15,7 +18,10 @@ else
   echo "   scripts/test.sh builds the rest; ccache makes later builds fast)"
 fi
 t=$SECONDS
-BUILD_TARGETS="dflash-evald dflash-eval" bash scripts/build.sh >"${TMPDIR:-/tmp}/dflash-demo-build.log" 2>&1 || {
+# Configured without the tests (GoogleTest is not installed yet); the test
+# command configures them into the same folder and reuses these objects.
+BUILD_TESTS=OFF BUILD_TARGETS="dflash-evald dflash-eval" bash scripts/build.sh \
+  >"${TMPDIR:-/tmp}/dflash-demo-build.log" 2>&1 || {
   echo "build failed; the last lines of ${TMPDIR:-/tmp}/dflash-demo-build.log:" >&2
   tail -n 30 "${TMPDIR:-/tmp}/dflash-demo-build.log" >&2
   exit 1
@@ -27,7 +33,7 @@ EVAL="$BUILD_DIR/client/dflash-eval"
 WORK="${DEMO_DIR:-$(mktemp -d /tmp/dflash-demo.XXXXXX)}"
 mkdir -p "$WORK"
 echo "== generating a small model and dataset in $WORK/data"
-/usr/bin/python3 tools/dflash_ref/make_fixture.py "$WORK/data" --size "${DEMO_SIZE:-small}"
+/usr/bin/python3 tools/dflash_ref/make_fixture.py "$WORK/data" --size "${DEMO_SIZE:-small}" --demo
 
 echo "== starting dflash-evald"
 rm -f "$WORK/port"

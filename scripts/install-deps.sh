@@ -2,9 +2,17 @@
 # Installs the Debian packages dflash-evald needs to build, test and run.
 # The one list of packages lives here; everything else calls this script.
 # Idempotent: installs only what is missing. Needs root (or sudo).
+#
+#   scripts/install-deps.sh          everything: build, run, test, CI
+#   DFLASH_DEPS=demo scripts/...     only what the demo needs (the server and
+#                                    client's build, the fixture's python3-torch);
+#                                    scripts/demo.sh sets it, and the test
+#                                    command installs the rest
 set -euo pipefail
 
-PACKAGES=(
+# The demo's packages: building dflash-evald and dflash-eval, generating the
+# small model.
+DEMO_PACKAGES=(
   # toolchain
   build-essential cmake ninja-build ccache pkg-config git lld
   # RPC and status vocabulary
@@ -13,16 +21,23 @@ PACKAGES=(
   libtorch-dev libopenblas0-pthread
   # logging, CLI, JSON, results store
   libspdlog-dev libcli11-dev nlohmann-json3-dev libsqlite3-dev
-  # a fleet's shared store (libpq) and the real PostgreSQL its tests start
-  libpq-dev postgresql
+  # a fleet's shared store (libpq)
+  libpq-dev
   # operations: config files, Prometheus metrics, the web view's HTTP server
   libyaml-cpp-dev prometheus-cpp-dev libcpp-httplib-dev
+  # the demo's small model (tools/dflash_ref/make_fixture.py)
+  python3 python3-torch
+)
+# Everything else: the tests, the style gate, the fuzzers, CI.
+TEST_PACKAGES=(
+  # the real PostgreSQL the fleet's tests start
+  postgresql
   # tests and fuzzing; the style gate (universal-ctags: every function's
   # length, scripts/check_function_length.py)
   libgtest-dev libgmock-dev clang libclang-rt-14-dev clang-format clang-tidy universal-ctags
-  # fixtures, the Python baseline, the Python client package (client/python:
-  # a venv --system-site-packages, pip, its type check) and the example on it
-  python3 python3-torch python3-grpcio python3-protobuf python3-venv python3-pip python3-mypy
+  # the Python baseline, the Python client package (client/python: a venv
+  # --system-site-packages, pip, its type check) and the example on it
+  python3-grpcio python3-protobuf python3-venv python3-pip python3-mypy
   # the Kubernetes manifests' check (scripts/check_k8s.py): its parser, the
   # linter, and node for the schema validator (scripts/k8s-schema, from npm,
   # installed below). It also needs kubectl >= 1.21, which comes with the
@@ -32,6 +47,12 @@ PACKAGES=(
   # the web view's pages are opened in a real headless browser by the tests
   chromium
 )
+
+case "${DFLASH_DEPS:-all}" in
+  demo) PACKAGES=("${DEMO_PACKAGES[@]}") ;;
+  all) PACKAGES=("${DEMO_PACKAGES[@]}" "${TEST_PACKAGES[@]}") ;;
+  *) echo "install-deps: DFLASH_DEPS is '$DFLASH_DEPS'; expected demo or all" >&2; exit 2 ;;
+esac
 
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
@@ -44,7 +65,7 @@ for p in "${PACKAGES[@]}"; do
 done
 # npm: Debian's package, unless node came with its own (NodeSource's nodejs
 # bundles npm and conflicts with Debian's).
-if ! command -v npm >/dev/null 2>&1; then missing+=(npm); fi
+if [ "${DFLASH_DEPS:-all}" = all ] && ! command -v npm >/dev/null 2>&1; then missing+=(npm); fi
 
 if [ "${#missing[@]}" -gt 0 ]; then
   # apt's progress goes to a log; the terminal gets one line per step, and
@@ -73,6 +94,7 @@ else
   echo "install-deps: all ${#PACKAGES[@]} packages present"
 fi
 
+[ "${DFLASH_DEPS:-all}" = all ] || exit 0
 # The Kubernetes schema validator's npm packages (pinned in its lock file).
 K8S_SCHEMA="$(cd "$(dirname "$0")" && pwd)/k8s-schema"
 if [ "$K8S_SCHEMA/package-lock.json" -nt "$K8S_SCHEMA/node_modules/.package-lock.json" ]; then

@@ -2,7 +2,7 @@
 """Generates a small, self-consistent DFlash evaluation fixture.
 
   make_fixture.py OUT --size tiny|small|medium|bench [--seed S] [--dtype fp32|bf16]
-                  [--expected all|replay|none] [--threads 1|2]
+                  [--expected all|replay|none] [--threads 1|2] [--demo]
 
 Writes OUT/target, OUT/target-qwen36, OUT/target-tied, OUT/drafter,
 OUT/drafter-pt, OUT/dataset, OUT/dataset-4layers, OUT/dataset-split and
@@ -51,6 +51,20 @@ __all__ = ["CHUNK", "LAYERS", "NUM_TARGET_LAYERS", "drafter_config", "make_dflas
            "write_dataset", "main"]
 
 
+def write_v1new(out, s, t, seed, sdtype, dtype_name):
+    """OUT/drafter-v1new and OUT/dataset-v1new: their own generator, so the
+    same files whether or not anything else is written (--demo)."""
+    g1 = torch.Generator().manual_seed(seed + V1NEW["seed_offset"])
+    w1 = {k: v.to(sdtype) for k, v in make_drafter_weights(s, g1).items()}
+    v1dir = os.path.join(out, "drafter-v1new")
+    write_drafter(v1dir, v1new_config(s, dtype_name), w1)
+    v1 = Drafter(v1dir, t["embed"], t["head"])
+    v1.stored_dtype = sdtype
+    write_dataset(os.path.join(out, "dataset-v1new"), generate_samples_plain(s, v1, g1),
+                  s["H"], {"hidden_states": LAYERS}, {"hidden_states": (0, 5)})
+    return v1dir
+
+
 def write_current_variants(out, s, t, seed, size, sdtype, dtype_name, samples, gf):
     """The current z-lab spellings and rules (tiny and small only): a DFlash 1
     drafter in the new config style and a DFlash 2 drafter, each with its own
@@ -58,15 +72,7 @@ def write_current_variants(out, s, t, seed, size, sdtype, dtype_name, samples, g
     datasets (generator gf); the main draws are untouched. Returns the
     (drafter dir, dataset dir, expected subdir, [semantics]) to evaluate."""
     H = s["H"]
-    g1 = torch.Generator().manual_seed(seed + V1NEW["seed_offset"])
-    w1 = {k: v.to(sdtype) for k, v in make_drafter_weights(s, g1).items()}
-    v1dir = os.path.join(out, "drafter-v1new")
-    write_drafter(v1dir, v1new_config(s, dtype_name), w1)
-    v1 = Drafter(v1dir, t["embed"], t["head"])
-    v1.stored_dtype = sdtype
-    write_dataset(os.path.join(out, "dataset-v1new"),
-                  generate_samples_plain(s, v1, g1), H,
-                  {"hidden_states": LAYERS}, {"hidden_states": (0, 5)})
+    v1dir = write_v1new(out, s, t, seed, sdtype, dtype_name)
     write_final_dataset(os.path.join(out, "dataset-final"), samples, H, t, False, gf)
     write_final_dataset(os.path.join(out, "dataset-final-normed"), samples, H, t, True, gf)
     write_wrong_head_target(out, s, t, dtype_name, gf)
@@ -132,6 +138,9 @@ def parse_args(argv):
     ap.add_argument("--mask-scale", type=float, default=MASK_SCALE,
                     help="mask embedding scale; larger makes deeper positions agree more")
     ap.add_argument("--threads", type=int, default=1, help="torch threads (1 or 2; default 1)")
+    ap.add_argument("--demo", action="store_true",
+                    help="only what scripts/demo.sh reads: target, drafter, drafter-pt, "
+                         "drafter-v1new, dataset-v1new (the same files as without it)")
     return ap.parse_args(argv)
 
 
@@ -154,12 +163,17 @@ def main(argv=None):
     t = {k: v.to(sdtype) for k, v in make_target_weights(s, g, args.mask_scale).items()}
     # medium (benchmarks) writes only target, drafter and dataset.
     variants = args.size not in BENCH_SIZES
-    write_targets(out, s, t, dtype_name, variants)
+    write_targets(out, s, t, dtype_name, variants and not args.demo)
     cfg = drafter_config(s, dtype_name)
     ddir = os.path.join(out, "drafter")
     write_drafter(ddir, cfg, w)
     write_drafter_pt(os.path.join(out, "drafter-pt"), cfg, w)
 
+    if args.demo:
+        write_v1new(out, s, t, args.seed, sdtype, dtype_name)
+        print("fixture '%s' for the demo in %s: target, drafter, drafter-pt, drafter-v1new, "
+              "dataset-v1new (%.1fs)" % (args.size, out, time.time() - t0))
+        return 0
     drafter = Drafter(ddir, t["embed"], t["head"])
     drafter.stored_dtype = sdtype
     samples = generate_samples(s, drafter, g, responses=args.responses)
