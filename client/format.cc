@@ -14,15 +14,10 @@
 #include "client/format_fields.h"
 #include "client/format_jobs.h"
 #include "client/format_slices.h"
+#include "client/text_bar.h"
 
 namespace dflash::client {
 namespace {
-
-std::string Bar(double fraction, int width) {
-  fraction = std::clamp(fraction, 0.0, 1.0);
-  const int full = static_cast<int>(std::lround(fraction * width));
-  return std::string(full, '#') + std::string(width - full, '.');
-}
 
 const char* KindLabel(pb::ResourceKind kind) {
   switch (kind) {
@@ -323,7 +318,7 @@ std::string FormatPositionTable(const pb::EvalResult& r) {
           &out, absl::StrFormat("  %4d %9d %s %10.4f %11.4f %s %s %s  %s\n", p.position(),
                                 p.counted(), rate(p.accuracy(), 8), p.acceptance(), p.conditional(),
                                 rate(p.unary_accuracy(), 8), rate(p.coverage(), 9),
-                                rate(p.tf_accuracy(), 9), Bar(cut ? 0 : p.accuracy(), 30)));
+                                rate(p.tf_accuracy(), 9), TextBar(cut ? 0 : p.accuracy(), 30)));
     }
   } else {
     absl::StrAppend(&out, absl::StrFormat("  %4s %9s %8s %10s %11s  %s\n", "pos", "counted",
@@ -335,7 +330,7 @@ std::string FormatPositionTable(const pb::EvalResult& r) {
       }
       absl::StrAppend(&out, absl::StrFormat("  %4d %9d %s %10.4f %11.4f  %s\n", p.position(),
                                             p.counted(), rate(p.accuracy(), 8), p.acceptance(),
-                                            p.conditional(), Bar(cut ? 0 : p.accuracy(), 30)));
+                                            p.conditional(), TextBar(cut ? 0 : p.accuracy(), 30)));
     }
   }
   return out;
@@ -350,7 +345,7 @@ std::string FormatAcceptedHistogram(const pb::EvalResult& r) {
   for (int n = 0; n < r.accepted_histogram_size(); ++n) {
     const int64_t h = r.accepted_histogram(n);
     absl::StrAppend(&out, absl::StrFormat("  n=%-3d %8d  %s\n", n, h,
-                                          Bar(total ? static_cast<double>(h) / total : 0, 30)));
+                                          TextBar(total ? static_cast<double>(h) / total : 0, 30)));
   }
   return out;
 }

@@ -12,16 +12,10 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "client/format.h"
+#include "client/text_bar.h"
 
 namespace dflash::client {
 namespace {
-
-std::string Bar(double fraction, int width) {
-  if (!std::isfinite(fraction)) fraction = 0;
-  fraction = std::clamp(fraction, 0.0, 1.0);
-  const int full = static_cast<int>(std::lround(fraction * width));
-  return std::string(full, '#') + std::string(width - full, '.');
-}
 
 bool HasTime(const google::protobuf::Timestamp& ts) {
   return ts.seconds() != 0 || ts.nanos() != 0;
@@ -103,10 +97,10 @@ std::string FormatProgressLine(const pb::EvalProgress& p, int bar_width) {
   const double fraction =
       p.blocks_total() > 0 ? static_cast<double>(p.blocks_done()) / p.blocks_total() : 0.0;
   // "<=" while the total is an upper bound (a replay walk still running).
-  std::string s = absl::StrFormat("[%s] %d/%s%d blocks %3d%%  elapsed %s", Bar(fraction, bar_width),
-                                  p.blocks_done(), p.blocks_total_is_upper_bound() ? "<=" : "",
-                                  p.blocks_total(), static_cast<int>(std::floor(fraction * 100)),
-                                  HumanSeconds(p.elapsed_seconds()));
+  std::string s = absl::StrFormat(
+      "[%s] %d/%s%d blocks %3d%%  elapsed %s", TextBar(fraction, bar_width), p.blocks_done(),
+      p.blocks_total_is_upper_bound() ? "<=" : "", p.blocks_total(),
+      static_cast<int>(std::floor(fraction * 100)), HumanSeconds(p.elapsed_seconds()));
   if (p.blocks_total() > 0 && p.blocks_done() < p.blocks_total() && p.eta_seconds() > 0) {
     absl::StrAppend(&s, "  ETA ", HumanSeconds(p.eta_seconds()));
   }
