@@ -19,11 +19,16 @@
 # checks the batches themselves).
 option(DFLASH_UNITY "Compile each library as batches of its sources (unity build)" ON)
 # Libraries in batches of 16, tests of 8 (tests/CMakeLists.txt sets it for
-# its folder). The demo's build (server and client, cold, 2 cores): job time
-# 507 s at 8 per batch, 423 s with a whole library per batch; 16 keeps one
-# edit's recompile to a part of a library.
-set(DFLASH_UNITY_BATCH 16 CACHE STRING "Library sources per unity translation unit")
+# its folder): fewer, larger batches parse the shared headers fewer times,
+# and 16 still keeps one edit's recompile to a part of a library. The
+# demo's build (server and client, cold, 2 cores): 507 s of compile-job time
+# at 8 per batch and -O3, 462 s at 16 and -O2 (BENCHMARKS.md "CI stages").
+set(DFLASH_UNITY_LIBRARY_BATCH 16 CACHE STRING "Library sources per unity translation unit")
 set(DFLASH_UNITY_TEST_BATCH 8 CACHE STRING "Test sources per unity translation unit")
+# The size dflash_unity_sources reads: a plain variable, so a build folder
+# configured before these two existed (its cache holding the old
+# DFLASH_UNITY_BATCH) batches as a fresh one does.
+set(DFLASH_UNITY_BATCH ${DFLASH_UNITY_LIBRARY_BATCH})
 
 # dflash_unity_sources(<out_var> <name> <base_dir> <sources...>): the batch
 # files for <sources>, each source included by its path relative to

@@ -78,20 +78,15 @@ trap 'rm -rf "$tidy_db"' EXIT
 # A unity batch (cmake/unity.cmake) becomes one entry per source it includes,
 # found through the batch's own -I directories, with the batch's command.
 python3 - "$BUILD_DIR/compile_commands.json" "$tidy_db/compile_commands.json" <<'PY'
-import json, os, re, sys
+import json, re, sys
+sys.path.insert(0, "scripts")
+from unity_batches import batch_sources
 out = []
 for entry in json.load(open(sys.argv[1])):
     entry["command"] = re.sub(r" -Winvalid-pch| -include \S*cmake_pch\.hxx", "", entry["command"])
     f = entry["file"]
-    if os.sep + "unity" + os.sep not in f:
-        out.append(entry)
-        continue
-    dirs = [os.path.join(entry["directory"], d) for d in re.findall(r"-I(\S+)", entry["command"])]
-    for rel in re.findall(r'^#include "(.+)"$', open(f).read(), re.M):
-        found = [os.path.realpath(os.path.join(d, rel)) for d in dirs
-                 if os.path.exists(os.path.join(d, rel))]
-        if found:
-            out.append(dict(entry, file=found[0], command=entry["command"].replace(f, found[0])))
+    out += [dict(entry, file=src, command=entry["command"].replace(f, src))
+            for src in batch_sources(entry)]
 json.dump(out, open(sys.argv[2], "w"))
 PY
 # One clang-tidy per file, as many at once as there are cores (a torch-heavy

@@ -3,9 +3,10 @@
 
 Called by scripts/check-torch2.sh. A source is torch-using when it, or a
 project header it includes (transitively), includes an ATen/, c10/, torch/
-or caffe2/ header. A unity batch (cmake/unity.cmake) is one source here: it
-includes its files, and --only matches any of them. Each one's compile command from compile_commands.json is
-rerun with the given headers first on the include path, so they win over the
+or caffe2/ header. A unity batch (cmake/unity.cmake) is one source here:
+it uses torch when one of its files does, and --only matches its path or
+any of its files (scripts/unity_batches.py). Each one's compile command
+from compile_commands.json is rerun with the given headers first on the include path, so they win over the
 system's libtorch 1.13 in /usr/include.
 
 A source whose preprocessed text (under the same command) already passed is
@@ -31,6 +32,8 @@ import re
 import shlex
 import subprocess
 import sys
+
+from unity_batches import batch_sources
 
 INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]([^>"]+)[>"]', re.M)
 TORCH = re.compile(r"^(ATen|c10|torch|caffe2)/")
@@ -69,15 +72,6 @@ def uses_torch(path, memo, stack=()):
             memo[path] = True
             break
     return memo[path]
-
-
-def sources_of(path, root):
-    """The files a compile command stands for: a unity batch's sources
-    (cmake/unity.cmake), else the file itself."""
-    if os.sep + "unity" + os.sep not in path:
-        return [path]
-    rel = os.path.relpath(path, root)
-    return [path] + [p for p in (resolve(n, rel) for n in includes(rel)) if p]
 
 
 def syntax_command(entry, headers):
@@ -220,9 +214,10 @@ def main():
         entries = json.load(f)
     root = os.getcwd()
     memo = {}
-    todo = [e for e in entries
-            if uses_torch(os.path.relpath(e["file"], root), memo)
-            and any(re.search(a.only, f) for f in sources_of(e["file"], root))]
+    srcs = [batch_sources(e) for e in entries]
+    todo = [e for e, src in zip(entries, srcs)
+            if any(uses_torch(os.path.relpath(f, root), memo) for f in src)
+            and any(re.search(a.only, f) for f in [e["file"]] + src)]
     if not todo:
         sys.exit("check-torch2: no torch-using source found in " + a.compile_commands)
     print(f"check-torch2: {len(todo)} of {len(entries)} sources use torch; "

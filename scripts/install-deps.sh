@@ -48,10 +48,11 @@ TEST_PACKAGES=(
   chromium
 )
 
-case "${DFLASH_DEPS:-all}" in
+DEPS="${DFLASH_DEPS:-all}"
+case "$DEPS" in
   demo) PACKAGES=("${DEMO_PACKAGES[@]}") ;;
   all) PACKAGES=("${DEMO_PACKAGES[@]}" "${TEST_PACKAGES[@]}") ;;
-  *) echo "install-deps: DFLASH_DEPS is '$DFLASH_DEPS'; expected demo or all" >&2; exit 2 ;;
+  *) echo "install-deps: DFLASH_DEPS is '$DEPS'; expected demo or all" >&2; exit 2 ;;
 esac
 
 SUDO=""
@@ -65,7 +66,7 @@ for p in "${PACKAGES[@]}"; do
 done
 # npm: Debian's package, unless node came with its own (NodeSource's nodejs
 # bundles npm and conflicts with Debian's).
-if [ "${DFLASH_DEPS:-all}" = all ] && ! command -v npm >/dev/null 2>&1; then missing+=(npm); fi
+if [ "$DEPS" = all ] && ! command -v npm >/dev/null 2>&1; then missing+=(npm); fi
 
 if [ "${#missing[@]}" -gt 0 ]; then
   # apt's progress goes to a log; the terminal gets one line per step, and
@@ -94,7 +95,7 @@ else
   echo "install-deps: all ${#PACKAGES[@]} packages present"
 fi
 
-[ "${DFLASH_DEPS:-all}" = all ] || exit 0
+[ "$DEPS" = all ] || exit 0
 # The Kubernetes schema validator's npm packages (pinned in its lock file).
 K8S_SCHEMA="$(cd "$(dirname "$0")" && pwd)/k8s-schema"
 if [ "$K8S_SCHEMA/package-lock.json" -nt "$K8S_SCHEMA/node_modules/.package-lock.json" ]; then

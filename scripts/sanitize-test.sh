@@ -2,9 +2,10 @@
 # The suite's unit tests, the two binaries and one integration test, built
 # with AddressSanitizer + UndefinedBehaviorSanitizer (DFLASH_SANITIZE=ON) in
 # their own build directory, then run. The server and client code is
-# instrumented; the tests' own code is not (tests/CMakeLists.txt says why). Issue 28: this stage took 3745 s of
-# a CI run that hit its limit; the set and the flags below took it to about
-# 1600 s cold on 2 cores (BENCHMARKS.md "CI stages"). The fuzz targets run
+# instrumented; the tests' own code is not (tests/CMakeLists.txt says why).
+# Issue 28: this stage took 3745 s of a CI run that hit its limit; the set
+# and the flags below took it to about 1600 s cold on 2 cores, then 712 s
+# (BENCHMARKS.md "CI stages"). The fuzz targets run
 # under ASan in scripts/test.sh (fuzz-smoke). By hand:
 #   scripts/sanitize-test.sh                 # build-sanitize/, the set below
 #   SANITIZE_ALL=1 scripts/sanitize-test.sh  # every test, as before
