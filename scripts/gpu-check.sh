@@ -43,6 +43,9 @@ for a in "$@"; do
       # The client links every bundled library the server's RPC side does;
       # the torch side is the main build's (and check-torch2's) business.
       export PROBE_TARGETS="${PROBE_TARGETS:-dflash-eval}"
+      # What it proves is that the bundle configures, compiles and links,
+      # not the code's speed: -O0 (CMake's "None" build type adds no flags).
+      export GPU_CHECK_BUILD_TYPE="${GPU_CHECK_BUILD_TYPE:-None}"
       ;;
     --build-only) MODE=build ;;
     --cpu-only) MODE=cpu ;;
@@ -127,7 +130,7 @@ configure() {
   export PKG_CONFIG_LIBDIR="$lib/pkgconfig:$DEPS/usr/share/pkgconfig"
   # No precompiled headers: 16 cores build the four binaries in about a
   # minute without, and the path that ran on the H200 stays as it ran.
-  cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DDFLASH_PCH=OFF \
+  cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE="${GPU_CHECK_BUILD_TYPE:-Release}" -DDFLASH_PCH=OFF \
     -DDFLASH_BUILD_TESTS=OFF -DCMAKE_LIBRARY_ARCHITECTURE=x86_64-linux-gnu \
     -DCMAKE_PREFIX_PATH="$DEPS/usr;$torch_prefix" \
     -DDFLASH_FIRST_INCLUDE_DIRS="$DEPS/usr/include" \
