@@ -83,6 +83,8 @@ sys.path.insert(0, "scripts")
 from unity_batches import batch_sources
 out = []
 for entry in json.load(open(sys.argv[1])):
+    if "_san.dir/" in entry["command"]:
+        continue  # a sanitized twin's copy of a command (cmake/sanitize_twins.cmake)
     entry["command"] = re.sub(r" -Winvalid-pch| -include \S*cmake_pch\.hxx", "", entry["command"])
     f = entry["file"]
     out += [dict(entry, file=src, command=entry["command"].replace(f, src))
