@@ -18,9 +18,7 @@ endif()
 # -O0 with line tables (-g1): ASan and UBSan at -O2 -g cost about 2x the
 # compile time per file and the reports keep file:line. Asserts stay on
 # (-UNDEBUG after the Release flags' -DNDEBUG), as in a Debug build.
-set(DFLASH_SAN_COMPILE_OPTIONS -fsanitize=address,undefined -fno-omit-frame-pointer -O0 -g1
-  -UNDEBUG)
-set(DFLASH_SAN_LINK_OPTIONS -fsanitize=address,undefined)
+set(DFLASH_SAN_COMPILE_OPTIONS ${DFLASH_SANITIZER_COMPILE_FLAGS} -O0 -g1 -UNDEBUG)
 
 # dflash_san_libs(<out> <libs...>): each library's twin where it has one,
 # else the library itself (libtorch, gRPC, the generated protos: not ours).
@@ -81,7 +79,7 @@ function(dflash_san_twin target)
     endif()
   endforeach()
   target_compile_options(${twin} PRIVATE ${DFLASH_SAN_COMPILE_OPTIONS})
-  target_link_options(${twin} PUBLIC ${DFLASH_SAN_LINK_OPTIONS})
+  target_link_options(${twin} PUBLIC ${DFLASH_SANITIZER_LINK_FLAGS})
   dflash_use_pch(${twin} "${T_PCH}")
 endfunction()
 

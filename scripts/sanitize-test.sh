@@ -5,8 +5,8 @@
 # tests' own code is not (tests/CMakeLists.txt says why).
 # Issue 28: this stage took 3745 s of a CI run that hit its limit; the set
 # and the flags took it to about 1600 s cold on 2 cores, then 712 s, then
-# (sanitized twins, below) BENCHMARKS.md "CI stages". The fuzz targets run
-# under ASan in scripts/test.sh (fuzz-smoke). By hand:
+# 380 s with the sanitized twins below (BENCHMARKS.md "CI stages"). The
+# fuzz targets run under ASan in scripts/test.sh (fuzz-smoke). By hand:
 #   scripts/sanitize-test.sh                 # the set below, in build/
 #   SANITIZE_ALL=1 scripts/sanitize-test.sh  # every test, all instrumented, build-sanitize/
 #   scripts/sanitize-test.sh -R token        # extra arguments go to ctest
@@ -34,7 +34,6 @@ else
   BUILD_DIR="$BUILD_DIR" BUILD_TARGETS="sanitize_set" bash scripts/build.sh \
     -DDFLASH_SANITIZE_TWINS=ON
 fi
-# The code under test runs in libtorch, which is not instrumented either way.
 # libtorch is not built with ASan: its own allocations and intentional
 # leaks at exit are not ours to report; any error below still fails.
 export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=0:abort_on_error=1:detect_odr_violation=0}"
