@@ -57,13 +57,14 @@ bool AllFiniteBits(const void* data, int64_t n) {
   constexpr int64_t kStep = 256;  // elements per early-exit check
   int64_t i = 0;
   for (; i + kStep <= n; i += kStep) {
-    // Branch-free inside, per-element loads into an unsigned accumulator:
-    // the form GCC vectorises (~30 GB/s here; a bool accumulator is 4 GB/s).
-    unsigned bad = 0;
+    // Branch-free inside, per-element loads into an accumulator of the
+    // element's own width: the form GCC vectorises without widening (bf16
+    // in L2: 17 GB/s, against 12 GB/s into an unsigned and 4 GB/s into a bool).
+    Bits bad = 0;
     for (int64_t j = 0; j < kStep; ++j) {
       Bits w;
       std::memcpy(&w, p + (i + j) * sizeof(Bits), sizeof(Bits));
-      bad |= (w & kExponent) == kExponent;
+      bad |= static_cast<Bits>((w & kExponent) == kExponent);
     }
     if (bad != 0) return false;
   }
@@ -77,23 +78,28 @@ bool AllFiniteBits(const void* data, int64_t n) {
 
 bool AllFiniteUnguarded(const at::Tensor& t) {
   if (t.device().is_cpu() && t.is_contiguous()) {
-    const void* d = t.data_ptr();
-    const int64_t n = t.numel();
-    switch (t.scalar_type()) {
-      case at::kFloat: return AllFiniteBits<uint32_t, 0x7f800000u>(d, n);
-      case at::kDouble: return AllFiniteBits<uint64_t, 0x7ff0000000000000ull>(d, n);
-      case at::kHalf: return AllFiniteBits<uint16_t, 0x7c00>(d, n);
-      case at::kBFloat16: return AllFiniteBits<uint16_t, 0x7f80>(d, n);
-      default: break;
+    if (std::optional<bool> finite = AllFiniteBytes(t.data_ptr(), t.numel(), t.scalar_type())) {
+      return *finite;
     }
-  }
-  if (!at::isFloatingType(t.scalar_type()) && !at::isComplexType(t.scalar_type())) {
+  } else if (!at::isFloatingType(t.scalar_type()) && !at::isComplexType(t.scalar_type())) {
     return true;  // integers are always finite
   }
   return at::isfinite(t).all().item<bool>();
 }
 
 }  // namespace
+
+std::optional<bool> AllFiniteBytes(const void* data, int64_t numel, c10::ScalarType dtype) {
+  switch (dtype) {
+    case at::kFloat: return AllFiniteBits<uint32_t, 0x7f800000u>(data, numel);
+    case at::kDouble: return AllFiniteBits<uint64_t, 0x7ff0000000000000ull>(data, numel);
+    case at::kHalf: return AllFiniteBits<uint16_t, 0x7c00>(data, numel);
+    case at::kBFloat16: return AllFiniteBits<uint16_t, 0x7f80>(data, numel);
+    default: break;
+  }
+  if (!at::isFloatingType(dtype) && !at::isComplexType(dtype)) return true;  // integers
+  return std::nullopt;
+}
 
 absl::StatusOr<bool> AllFinite(const at::Tensor& t) {
   return TorchGuard("checking for NaN/Inf", [&] { return AllFiniteUnguarded(t); });

@@ -5,6 +5,9 @@
 // NaN and Inf are counted, not averaged in.
 #pragma once
 
+#include <cstdint>
+#include <optional>
+
 #include <ATen/core/Tensor.h>
 
 #include "absl/status/statusor.h"
@@ -20,5 +23,10 @@ absl::StatusOr<TensorStats> ComputeTensorStats(const at::Tensor& t);
 // f16 / bf16, the dtypes a load holds; other tensors go through
 // at::isfinite. The load's check: stats are computed only when this fails.
 absl::StatusOr<bool> AllFinite(const at::Tensor& t);
+
+// AllFinite's bit test over `numel` contiguous host elements of `dtype`:
+// true / false for f32, f64, f16, bf16 and integers (always finite);
+// nullopt for the dtypes only at::isfinite handles (complex, fp8, ...).
+std::optional<bool> AllFiniteBytes(const void* data, int64_t numel, c10::ScalarType dtype);
 
 }  // namespace dflash::weights

@@ -8,6 +8,8 @@
 #include "common/shape_text.h"
 #include "common/status_macros.h"
 #include "common/torch_guard.h"
+#include "weights/byte_scan.h"
+#include "weights/chunked_copy.h"
 #include "weights/tensor_stats.h"
 
 namespace dflash::weights {
@@ -27,8 +29,7 @@ std::vector<TensorEntry*> FoundSorted(WeightReport& report) {
   return out;
 }
 
-absl::StatusOr<at::Tensor> ReadAndDigest(const TensorSource& source, TensorEntry& e,
-                                         DigestStats stats, Fingerprinter& fp) {
+absl::StatusOr<at::Tensor> ReadValidated(const TensorSource& source, const TensorEntry& e) {
   ASSIGN_OR_RETURN(at::Tensor t, source.Read(e.stored_name));
   ASSIGN_OR_RETURN(t, TorchGuard("reading", [&] { return t.cpu().contiguous(); }), "tensor '",
                    e.stored_name, "'");
@@ -38,6 +39,12 @@ absl::StatusOr<at::Tensor> ReadAndDigest(const TensorSource& source, TensorEntry
         absl::StrCat("tensor '", e.stored_name, "' now has shape ", ShapeText(shape), "; it had ",
                      ShapeText(e.shape), " when validated (file changed?)"));
   }
+  return t;
+}
+
+absl::StatusOr<at::Tensor> ReadAndDigest(const TensorSource& source, TensorEntry& e,
+                                         DigestStats stats, Fingerprinter& fp) {
+  ASSIGN_OR_RETURN(at::Tensor t, ReadValidated(source, e));
   if (stats == DigestStats::kCompute && !e.has_stats && !e.keep_dtype) {
     ASSIGN_OR_RETURN(e.stats, ComputeTensorStats(t), "tensor '", e.stored_name, "'");
     e.has_stats = true;
@@ -45,6 +52,56 @@ absl::StatusOr<at::Tensor> ReadAndDigest(const TensorSource& source, TensorEntry
   fp.AddTensor(e.name, e.dtype, e.shape, t.data_ptr(),
                static_cast<size_t>(t.numel() * t.element_size()));
   return t;
+}
+
+absl::StatusOr<at::Tensor> LoadAndDigest(const TensorSource& source, TensorEntry& e,
+                                         c10::ScalarType dtype, c10::Device device,
+                                         const MapPolicy& policy, MapTally& tally,
+                                         Fingerprinter& fp, bool* not_finite) {
+  ASSIGN_OR_RETURN(at::Tensor t, ReadValidated(source, e));
+  // Both checks read each piece of the stored bytes while it is in cache
+  // (byte_scan.h), a copied tensor's as they are converted.
+  const bool check = !e.has_stats && !e.keep_dtype;
+  const bool fused = check && HasFiniteBitTest(t.scalar_type());
+  bool finite = true;
+  ByteHasher hash = fp.BeginTensor(e.name, e.dtype, e.shape);
+  auto scan = [&](const void* p, int64_t n) {
+    if (fused && finite) return void(finite = HashAndCheckFinite(p, n, t.scalar_type(), hash));
+    hash.Update(p, static_cast<size_t>(n));
+  };
+  // A tensor already in its resident dtype stays a view of its file when
+  // the policy allows (map_policy.h says what keeps that safe); the rest
+  // are copied in chunks, each chunk's mapped pages going back before the next.
+  const c10::ScalarType want = e.keep_dtype ? t.scalar_type() : dtype;
+  at::Tensor kept = t;
+  std::optional<FileStamp> file = MayAlias(source, e.stored_name, t, want, device, policy);
+  if (file) {
+    scan(t.data_ptr(), static_cast<int64_t>(t.nbytes()));
+    tally.AddMapped(*file, static_cast<int64_t>(t.nbytes()));
+  } else {
+    ASSIGN_OR_RETURN(
+        kept,
+        ChunkedCopy(
+            t, ChunkedCopyOptions{want, device},
+            [&](const void* p, int64_t, int64_t n) { scan(p, n); },
+            [&](int64_t off, int64_t n) { source.ReleaseRange(e.stored_name, off, n); }),
+        "tensor '", e.name, "'");
+    tally.AddCopied(static_cast<int64_t>(kept.nbytes()));
+  }
+  fp.EndTensor(hash);
+  if (check && !fused) {
+    ASSIGN_OR_RETURN(finite, AllFinite(t), "tensor '", e.stored_name, "'");
+  }
+  if (!finite) {  // the stored values (a view of the file again if copied)
+    ASSIGN_OR_RETURN(e.stats, ComputeTensorStats(t), "tensor '", e.stored_name, "'");
+    e.has_stats = true;
+    *not_finite = true;
+  }
+  if (!file) {
+    t = at::Tensor();  // the copy is all we keep: let the file's pages go
+    source.ReleaseBytes(e.stored_name);
+  }
+  return kept;
 }
 
 void ReportStats(WeightReport& report, const std::vector<TensorEntry*>& entries,

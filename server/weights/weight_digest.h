@@ -15,6 +15,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "weights/fingerprint.h"
+#include "weights/map_policy.h"
 #include "weights/tensor_source.h"
 #include "weights/weight_report.h"
 
@@ -29,11 +30,25 @@ std::vector<TensorEntry*> FoundSorted(WeightReport& report);
 
 enum class DigestStats { kCompute, kSkip };
 
-// Reads one FOUND tensor, checks it still has the validated shape and adds
-// it to the fingerprint (and its statistics with DigestStats::kCompute).
-// FailedPrecondition when the shape changed since validation.
+// Reads one FOUND tensor as a contiguous CPU tensor (a view of its file
+// where the source maps it). FailedPrecondition when its shape changed
+// since validation.
+absl::StatusOr<at::Tensor> ReadValidated(const TensorSource& source, const TensorEntry& e);
+
+// ReadValidated, then adds the tensor to the fingerprint (and its
+// statistics with DigestStats::kCompute).
 absl::StatusOr<at::Tensor> ReadAndDigest(const TensorSource& source, TensorEntry& e,
                                          DigestStats stats, Fingerprinter& fp);
+
+// LoadValidatedWeights' read of one FOUND tensor: its stored bytes read
+// once for the fingerprint and the NaN/Inf check, the tensor kept as a view
+// of its file where `policy` allows or copied to `dtype` on `device` in
+// chunks (counted in `tally`). A tensor holding NaN/Inf gets its statistics
+// and sets `*not_finite`; the caller reports it.
+absl::StatusOr<at::Tensor> LoadAndDigest(const TensorSource& source, TensorEntry& e,
+                                         c10::ScalarType dtype, c10::Device device,
+                                         const MapPolicy& policy, MapTally& tally,
+                                         Fingerprinter& fp, bool* not_finite);
 
 // Stats problems (NaN/Inf: one line each in `bad_values`) and facts
 // (all-zero: a warning in report.facts) of the entries that have stats.

@@ -17,10 +17,8 @@
 #include "common/shape_text.h"
 #include "common/status_macros.h"
 #include "common/torch_guard.h"
-#include "weights/chunked_copy.h"
 #include "weights/fingerprint.h"
 #include "weights/name_suggest.h"
-#include "weights/tensor_stats.h"
 #include "weights/weight_digest.h"
 #include "weights/weight_names.h"
 
@@ -424,37 +422,14 @@ absl::StatusOr<std::map<std::string, at::Tensor>> LoadValidatedWeights(
   if (tally == nullptr) tally = &own_tally;
   Fingerprinter fp;
   // A load needs the fingerprint and the NaN/Inf check, not the statistics
-  // (validate --stats computes those): one hash pass and one bit test pass
-  // per tensor, in its own dtype. Stats are computed only for a tensor that
-  // fails the check, so the report can say how many NaN and Inf it holds.
+  // (validate --stats computes those). Stats are computed only for a tensor
+  // that fails the check, so the report can say how many NaN and Inf it holds.
   std::vector<TensorEntry*> fresh;  // stats computed now, not at validation
   for (TensorEntry* e : FoundSorted(report)) {
-    ASSIGN_OR_RETURN(at::Tensor t, ReadAndDigest(source, *e, DigestStats::kSkip, fp));
-    if (!e->has_stats && !e->keep_dtype) {
-      ASSIGN_OR_RETURN(const bool finite, AllFinite(t), "tensor '", e->stored_name, "'");
-      if (!finite) {
-        ASSIGN_OR_RETURN(e->stats, ComputeTensorStats(t), "tensor '", e->stored_name, "'");
-        e->has_stats = true;
-        fresh.push_back(e);
-      }
-    }
-    // A tensor already in its resident dtype stays a view of its file when
-    // the policy allows (map_policy.h says what keeps that safe); the rest
-    // are copied in chunks, each chunk's mapped pages going back before the next.
-    const c10::ScalarType want = e->keep_dtype ? t.scalar_type() : dtype;
-    if (std::optional<FileStamp> file = MayAlias(source, e->stored_name, t, want, device, policy)) {
-      tally->AddMapped(*file, static_cast<int64_t>(t.nbytes()));
-      out[e->name] = t;
-      continue;
-    }
-    ASSIGN_OR_RETURN(
-        out[e->name],
-        ChunkedCopy(t.contiguous(), ChunkedCopyOptions{want, device}, nullptr,
-                    [&](int64_t off, int64_t n) { source.ReleaseRange(e->stored_name, off, n); }),
-        "tensor '", e->name, "'");
-    tally->AddCopied(static_cast<int64_t>(out[e->name].nbytes()));
-    t = at::Tensor();  // the copy is all we keep: let the file's pages go
-    source.ReleaseBytes(e->stored_name);
+    bool not_finite = false;
+    ASSIGN_OR_RETURN(out[e->name],
+                     LoadAndDigest(source, *e, dtype, device, policy, *tally, fp, &not_finite));
+    if (not_finite) fresh.push_back(e);
   }
   // What was read is what the file held: it was not rewritten meanwhile.
   RETURN_IF_ERROR(tally->CheckUnchanged());

@@ -21,6 +21,7 @@
 #include "weights/safetensors_file.h"
 #include "weights/target_tensors.h"
 #include "weights/torch_pt_file.h"
+#include "weights/weight_map.h"
 
 namespace dflash::weights {
 namespace {
@@ -30,6 +31,7 @@ using ::dflash::testing::SafetensorsWriter;
 using ::dflash::testing::StatusIs;
 using ::dflash::testing::TempDir;
 using ::dflash::testing::TorchSaveWriter;
+using ::testing::HasSubstr;
 
 const c10::Device kCpu(c10::kCPU);
 
@@ -185,6 +187,61 @@ TEST_F(MapPolicyTest, StoredTorchRecordsAreViewsSmallOrUnalignedOnesCopies) {
   EXPECT_EQ(f->path, path);
   EXPECT_FALSE(MayAlias(**src, "big", *t, at::kFloat, c10::Device("cuda:0"), MapPolicy{}));
   EXPECT_FLOAT_EQ((*t)[1][0].item<float>(), static_cast<float>(128 % 7));
+}
+
+// A load reads each tensor's bytes once for the fingerprint and the NaN/Inf
+// check (byte_scan.h): mapped or copied, the fingerprint is validate
+// --stats' one, and a NaN past the first 256 KiB piece is found either way.
+TEST_F(MapPolicyTest, MappedAndCopiedLoadsFingerprintAndCheckTheSameBytes) {
+  const int64_t n = 100000;  // 400 KiB of F32: two pieces
+  std::vector<double> values = Ramp(n, 0.25);
+  auto write = [&](const std::string& name) {
+    SafetensorsWriter w;
+    w.AddValues("fc.weight", "F32", {n}, values);
+    w.AddValues("norm.weight", "BF16", {kH}, Ramp(kH, 1.0));
+    const std::string path = w.WriteTo(dir_.Join(name));
+    Age(path, 60);
+    return path;
+  };
+  const std::vector<TensorSpec> schema = {{"fc.weight", {n}}, {"norm.weight", {kH}}};
+  auto load = [&](const std::string& path, c10::ScalarType dtype, MapPolicy policy,
+                  std::string* fingerprint) -> absl::Status {
+    absl::StatusOr<TensorSourcePtr> src = OpenSafetensors(path);
+    if (!src.ok()) return src.status();
+    absl::StatusOr<WeightReport> r = ValidateWeightMap(**src, schema, {});
+    if (!r.ok()) return r.status();
+    MapTally tally;
+    absl::Status s = LoadValidatedWeights(**src, *r, dtype, kCpu, policy, &tally).status();
+    *fingerprint = r->fingerprint;
+    if (s.ok() && policy.enabled && dtype == at::kFloat) {
+      EXPECT_EQ(tally.mapped_bytes(), n * 4);  // fc.weight is a view, norm a copy
+    }
+    return s;
+  };
+  const std::string clean = write("clean.safetensors");
+  absl::StatusOr<TensorSourcePtr> src = OpenSafetensors(clean);
+  ASSERT_THAT(src.status(), IsOk());
+  ValidateOptions stats;
+  stats.compute_stats = true;
+  absl::StatusOr<WeightReport> validated = ValidateWeightMap(**src, schema, stats);
+  ASSERT_THAT(validated.status(), IsOk());
+  for (const MapPolicy policy : {MapPolicy{true, 0}, MapPolicy{false, 0}}) {
+    for (const c10::ScalarType dtype : {at::kFloat, at::kBFloat16}) {
+      SCOPED_TRACE(std::string(policy.enabled ? "mapped " : "copied ") + c10::toString(dtype));
+      std::string fp;
+      EXPECT_THAT(load(clean, dtype, policy, &fp), IsOk());
+      EXPECT_EQ(fp, validated->fingerprint);
+    }
+  }
+  values[n - 3] = std::nan("");  // in the second piece
+  const std::string bad = write("bad.safetensors");
+  for (const MapPolicy policy : {MapPolicy{true, 0}, MapPolicy{false, 0}}) {
+    SCOPED_TRACE(policy.enabled ? "mapped" : "copied");
+    std::string fp;
+    EXPECT_THAT(load(bad, at::kFloat, policy, &fp),
+                StatusIs(absl::StatusCode::kInvalidArgument,
+                         HasSubstr("tensor 'fc.weight' holds 1 NaN and 0 Inf values")));
+  }
 }
 
 }  // namespace
