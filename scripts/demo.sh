@@ -14,7 +14,7 @@ bash scripts/install-deps.sh
 if [ -x "$BUILD_DIR/server/dflash-evald" ]; then
   echo "== building dflash-evald and dflash-eval (up to date or incremental: seconds)"
 else
-  echo "== building dflash-evald and dflash-eval only (first build: ~4 min on 2 cores;"
+  echo "== building dflash-evald and dflash-eval only (first build: ~3.5 min on 2 cores;"
   echo "   scripts/test.sh builds the rest; ccache makes later builds fast)"
 fi
 t=$SECONDS
