@@ -18,18 +18,17 @@ bool HasFiniteBitTest(c10::ScalarType dtype) {
   return AllFiniteBytes(nullptr, 0, dtype).has_value();
 }
 
-bool HashAndCheckFinite(const void* data, int64_t nbytes, c10::ScalarType dtype, ByteHasher& hash) {
+void HashAndCheckFinite(const void* data, int64_t nbytes, c10::ScalarType dtype, ByteHasher& hash,
+                        bool* finite) {
   const auto* p = static_cast<const char*>(data);
   const int64_t elem = static_cast<int64_t>(c10::elementSize(dtype));
-  bool finite = true;
   int64_t off = 0;
   do {
     const int64_t n = std::min(kPiece, nbytes - off);
-    if (finite) finite = AllFiniteBytes(p + off, n / elem, dtype).value_or(true);
+    if (*finite) *finite = AllFiniteBytes(p + off, n / elem, dtype).value_or(true);
     hash.Update(p + off, static_cast<size_t>(n));
     off += n;
   } while (off < nbytes);
-  return finite;
 }
 
 }  // namespace dflash::weights

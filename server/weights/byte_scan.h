@@ -18,9 +18,11 @@ namespace dflash::weights {
 bool HasFiniteBitTest(c10::ScalarType dtype);
 
 // Hashes `nbytes` at `data` into `hash` (ByteHasher's rule: a multiple of 64
-// bytes unless these are the tensor's last) and tests the same bytes, as
-// elements of `dtype` (HasFiniteBitTest), for NaN/Inf. True when all are
-// finite; after the first piece that is not, the rest is only hashed.
-bool HashAndCheckFinite(const void* data, int64_t nbytes, c10::ScalarType dtype, ByteHasher& hash);
+// bytes unless these are the tensor's last) and, while `*finite` is true,
+// tests the same bytes, as elements of `dtype` (HasFiniteBitTest), for
+// NaN/Inf: the first piece that is not finite sets it false, and the rest
+// of this call and of later calls for the tensor is only hashed.
+void HashAndCheckFinite(const void* data, int64_t nbytes, c10::ScalarType dtype, ByteHasher& hash,
+                        bool* finite);
 
 }  // namespace dflash::weights

@@ -66,8 +66,11 @@ absl::StatusOr<at::Tensor> LoadAndDigest(const TensorSource& source, TensorEntry
   bool finite = true;
   ByteHasher hash = fp.BeginTensor(e.name, e.dtype, e.shape);
   auto scan = [&](const void* p, int64_t n) {
-    if (fused && finite) return void(finite = HashAndCheckFinite(p, n, t.scalar_type(), hash));
-    hash.Update(p, static_cast<size_t>(n));
+    if (fused) {
+      HashAndCheckFinite(p, n, t.scalar_type(), hash, &finite);
+    } else {
+      hash.Update(p, static_cast<size_t>(n));
+    }
   };
   // A tensor already in its resident dtype stays a view of its file when
   // the policy allows (map_policy.h says what keeps that safe); the rest

@@ -18,7 +18,8 @@ constexpr int64_t kNumel = 300000;
 
 uint64_t Scan(const at::Tensor& t, bool* finite) {
   ByteHasher h(42);
-  *finite = HashAndCheckFinite(t.data_ptr(), static_cast<int64_t>(t.nbytes()), t.scalar_type(), h);
+  *finite = true;
+  HashAndCheckFinite(t.data_ptr(), static_cast<int64_t>(t.nbytes()), t.scalar_type(), h, finite);
   return h.Finish();
 }
 
