@@ -19,10 +19,10 @@ export CCACHE_INODECACHE=1
 # Depend mode: on a miss ccache takes the include list from the compiler's
 # own -MD output instead of running the preprocessor first, so a cold build
 # (a fresh machine, the demo's first build) does not preprocess every batch
-# twice: the demo's targets built in 217 s with it, 239 s without and 235 s
-# with ccache off (one cold build each, 2 cores; BENCHMARKS.md "CI stages").
-# Hits are direct-mode hits as before; their include paths are relative
-# (CCACHE_BASEDIR), so clones in other folders still hit.
+# twice: 36 s of CPU over the demo's 39 compiles; its cold build took 231 s
+# with it and 244 s without (means of three each, 2 cores; BENCHMARKS.md
+# "CI stages"). Hits are direct-mode hits as before; their include paths
+# are relative (CCACHE_BASEDIR), so clones in other folders still hit.
 export CCACHE_DEPEND=1
 # The tests are configured unless BUILD_TESTS=OFF (the demo's build, before
 # GoogleTest is installed); said every time, as CMake keeps the last value.
